@@ -1,0 +1,328 @@
+//! Element types, byte orders and numpy's type strings.
+#![forbid(unsafe_code)]
+
+use core::fmt;
+use core::str::FromStr;
+
+use crate::{Error, ShortStr};
+
+/// The type of one element, as numpy names it.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::DType;
+/// assert_eq!(DType::I32.size(), 4);
+/// assert_eq!(DType::BF16.align(), 2);
+/// assert_eq!(DType::F16.to_string(), "float16");
+/// assert_eq!("int16".parse::<DType>(), Ok(DType::I16));
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// `bool`, one byte; any non-zero byte reads as true.
+    Bool,
+    /// `uint8`
+    U8,
+    /// `int8`
+    I8,
+    /// `uint16`
+    U16,
+    /// `int16`
+    I16,
+    /// `uint32`
+    U32,
+    /// `int32`
+    I32,
+    /// `uint64`
+    U64,
+    /// `int64`
+    I64,
+    /// `float16` (IEEE 754 binary16)
+    F16,
+    /// `bfloat16` (the top half of a float32)
+    BF16,
+    /// `float32`
+    F32,
+    /// `float64`
+    F64,
+}
+
+impl DType {
+    /// Every dtype, in the order of the enum.
+    pub const ALL: [DType; 13] = [
+        DType::Bool,
+        DType::U8,
+        DType::I8,
+        DType::U16,
+        DType::I16,
+        DType::U32,
+        DType::I32,
+        DType::U64,
+        DType::I64,
+        DType::F16,
+        DType::BF16,
+        DType::F32,
+        DType::F64,
+    ];
+
+    /// Size of one element in bytes.
+    pub const fn size(self) -> usize {
+        match self {
+            DType::Bool | DType::U8 | DType::I8 => 1,
+            DType::U16 | DType::I16 | DType::F16 | DType::BF16 => 2,
+            DType::U32 | DType::I32 | DType::F32 => 4,
+            DType::U64 | DType::I64 | DType::F64 => 8,
+        }
+    }
+
+    /// Alignment of one element in bytes (equal to its size for every dtype
+    /// here, as on every supported target and in numpy's aligned arrays).
+    pub const fn align(self) -> usize {
+        self.size()
+    }
+
+    /// numpy's name: `"int32"`, `"float16"`, `"bfloat16"` (ml_dtypes' name), `"bool"`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::U8 => "uint8",
+            DType::I8 => "int8",
+            DType::U16 => "uint16",
+            DType::I16 => "int16",
+            DType::U32 => "uint32",
+            DType::I32 => "int32",
+            DType::U64 => "uint64",
+            DType::I64 => "int64",
+            DType::F16 => "float16",
+            DType::BF16 => "bfloat16",
+            DType::F32 => "float32",
+            DType::F64 => "float64",
+        }
+    }
+
+    /// numpy's kind character: `b` bool, `u` unsigned, `i` signed, `f` float.
+    /// bfloat16 has no numpy kind of its own and reports `V` (raw), as
+    /// `ml_dtypes.bfloat16` does.
+    pub const fn kind(self) -> char {
+        match self {
+            DType::Bool => 'b',
+            DType::U8 | DType::U16 | DType::U32 | DType::U64 => 'u',
+            DType::I8 | DType::I16 | DType::I32 | DType::I64 => 'i',
+            DType::F16 | DType::F32 | DType::F64 => 'f',
+            DType::BF16 => 'V',
+        }
+    }
+
+    /// True for the floating-point dtypes.
+    pub const fn is_float(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    fn from_name(name: &str) -> Option<DType> {
+        Some(match name {
+            "bool" | "bool_" => DType::Bool,
+            "uint8" | "ubyte" => DType::U8,
+            "int8" | "byte" => DType::I8,
+            "uint16" | "ushort" => DType::U16,
+            "int16" | "short" => DType::I16,
+            "uint32" | "uintc" => DType::U32,
+            "int32" | "intc" => DType::I32,
+            "uint64" | "ulonglong" => DType::U64,
+            "int64" | "longlong" => DType::I64,
+            "float16" | "half" => DType::F16,
+            "bfloat16" => DType::BF16,
+            "float32" | "single" => DType::F32,
+            "float64" | "double" => DType::F64,
+            _ => return None,
+        })
+    }
+
+    fn from_code(code: &str) -> Option<DType> {
+        Some(match code {
+            "?" | "b1" => DType::Bool,
+            "B" | "u1" => DType::U8,
+            "b" | "i1" => DType::I8,
+            "H" | "u2" => DType::U16,
+            "h" | "i2" => DType::I16,
+            "I" | "u4" => DType::U32,
+            "i" | "i4" => DType::I32,
+            "Q" | "u8" => DType::U64,
+            "q" | "i8" => DType::I64,
+            "e" | "f2" => DType::F16,
+            "f" | "f4" => DType::F32,
+            "d" | "f8" => DType::F64,
+            _ => return None,
+        })
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for DType {
+    type Err = Error;
+
+    /// Parses a numpy name (`"int32"`) or type code (`"i4"`, `"f"`), without a byte order.
+    fn from_str(s: &str) -> Result<DType, Error> {
+        DType::from_name(s)
+            .or_else(|| DType::from_code(s))
+            .ok_or(Error::BadDType { text: ShortStr::new(s) })
+    }
+}
+
+/// The order of an element's bytes in memory.
+///
+/// Native order is little-endian on every target bytelens supports
+/// (x86-64, AArch64, wasm32, Cortex-M); big-endian views are read and
+/// written with a byte swap.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::ByteOrder;
+/// assert_eq!(ByteOrder::NATIVE, ByteOrder::Little);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub enum ByteOrder {
+    /// Least significant byte first (`<`).
+    #[default]
+    Little,
+    /// Most significant byte first (`>`).
+    Big,
+}
+
+impl ByteOrder {
+    /// The byte order of the machine this code was compiled for.
+    #[cfg(target_endian = "little")]
+    pub const NATIVE: ByteOrder = ByteOrder::Little;
+    /// The byte order of the machine this code was compiled for.
+    #[cfg(target_endian = "big")]
+    pub const NATIVE: ByteOrder = ByteOrder::Big;
+
+    /// numpy's prefix character: `<` or `>`.
+    pub const fn prefix(self) -> char {
+        match self {
+            ByteOrder::Little => '<',
+            ByteOrder::Big => '>',
+        }
+    }
+}
+
+/// A dtype with its byte order: what a numpy type string such as `"<i4"`,
+/// `">f2"` or `"|u1"` says.
+///
+/// Parsing accepts an optional order prefix (`<` little, `>` or `!` big,
+/// `=` or `|` native) followed by a type code (`i4`, `f2`, `u1`, `b1`, or a
+/// one-letter code such as `f`, `h`, `?`) or a name (`int32`, `float32`,
+/// `bfloat16`). Display writes numpy's `dtype.str` (`"<i4"`, `"|u1"`);
+/// bfloat16, which numpy has no code for, is written `"<bfloat16"`.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{ByteOrder, DType, Descr};
+/// let d: Descr = ">f2".parse().unwrap();
+/// assert_eq!((d.dtype, d.order), (DType::F16, ByteOrder::Big));
+/// assert_eq!("float32".parse::<Descr>().unwrap().to_string(), "<f4");
+/// assert_eq!("|u1".parse::<Descr>().unwrap().to_string(), "|u1");
+/// assert!("<i3".parse::<Descr>().is_err());
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Descr {
+    /// The element type.
+    pub dtype: DType,
+    /// The byte order (irrelevant, and printed `|`, for one-byte types).
+    pub order: ByteOrder,
+}
+
+impl Descr {
+    /// A dtype in the given byte order.
+    pub const fn new(dtype: DType, order: ByteOrder) -> Descr {
+        Descr { dtype, order }
+    }
+
+    /// A dtype in native byte order.
+    pub const fn native(dtype: DType) -> Descr {
+        Descr { dtype, order: ByteOrder::NATIVE }
+    }
+}
+
+impl From<DType> for Descr {
+    fn from(dtype: DType) -> Descr {
+        Descr::native(dtype)
+    }
+}
+
+impl FromStr for Descr {
+    type Err = Error;
+
+    fn from_str(s: &str) -> Result<Descr, Error> {
+        let bad = || Error::BadDType { text: ShortStr::new(s) };
+        let (order, rest) = match s.as_bytes().first() {
+            Some(b'<') => (ByteOrder::Little, &s[1..]),
+            Some(b'>' | b'!') => (ByteOrder::Big, &s[1..]),
+            Some(b'=' | b'|') => (ByteOrder::NATIVE, &s[1..]),
+            _ => (ByteOrder::NATIVE, s),
+        };
+        let dtype = rest.parse::<DType>().map_err(|_| bad())?;
+        Ok(Descr { dtype, order })
+    }
+}
+
+impl fmt::Display for Descr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let prefix = if self.dtype.size() == 1 { '|' } else { self.order.prefix() };
+        if self.dtype == DType::BF16 {
+            return write!(f, "{prefix}bfloat16");
+        }
+        write!(f, "{prefix}{}{}", self.dtype.kind(), self.dtype.size())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use std::string::ToString;
+
+    #[test]
+    fn every_dtype_round_trips_through_its_name_and_type_string() {
+        for dtype in DType::ALL {
+            assert_eq!(dtype.name().parse::<DType>(), Ok(dtype));
+            for order in [ByteOrder::Little, ByteOrder::Big] {
+                let text = Descr::new(dtype, order).to_string();
+                let back: Descr = text.parse().unwrap();
+                assert_eq!(back.dtype, dtype, "{text}");
+                if dtype.size() > 1 {
+                    assert_eq!(back.order, order, "{text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn numpy_type_strings_parse() {
+        let cases = [
+            ("<i4", DType::I32, ByteOrder::Little),
+            (">i4", DType::I32, ByteOrder::Big),
+            ("!u2", DType::U16, ByteOrder::Big),
+            ("|b1", DType::Bool, ByteOrder::NATIVE),
+            ("?", DType::Bool, ByteOrder::NATIVE),
+            ("=f8", DType::F64, ByteOrder::NATIVE),
+            ("e", DType::F16, ByteOrder::NATIVE),
+            (">bfloat16", DType::BF16, ByteOrder::Big),
+        ];
+        for (text, dtype, order) in cases {
+            assert_eq!(text.parse::<Descr>(), Ok(Descr::new(dtype, order)), "{text}");
+        }
+    }
+
+    #[test]
+    fn bad_type_strings_name_themselves() {
+        for text in ["", "<", "i3", "<f16", "int", "float128", "<<i4"] {
+            let err = text.parse::<Descr>().unwrap_err();
+            assert_eq!(err, Error::BadDType { text: ShortStr::new(text) });
+            assert!(err.to_string().contains(text));
+        }
+    }
+}

@@ -1,0 +1,371 @@
+//! The one error type of the core, with the numbers a user needs in every message.
+#![forbid(unsafe_code)]
+
+use core::fmt;
+
+use crate::DType;
+
+/// Everything that can go wrong when describing or checking a view.
+///
+/// Every variant carries the numbers behind the failure, and its
+/// [`Display`](fmt::Display) message says what to change.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{DType, Layout};
+/// let layout = Layout::contiguous(DType::I16, &[1]).unwrap().with_offset(3);
+/// let err = layout.check(8).unwrap_err();
+/// assert_eq!(err.to_string(), "offset 3 is not a multiple of 2, the alignment of int16");
+/// assert_eq!(err.kind(), "Misaligned");
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// An element would start at a byte offset that is not a multiple of the
+    /// dtype's alignment.
+    Misaligned {
+        /// The offending byte offset (or address, for a buffer's base).
+        offset: usize,
+        /// The alignment the dtype needs.
+        align: usize,
+        /// The element type.
+        dtype: DType,
+    },
+    /// The buffer itself starts at an address that is not a multiple of the
+    /// dtype's alignment.
+    MisalignedBuffer {
+        /// The buffer's address.
+        address: usize,
+        /// The alignment the dtype needs.
+        align: usize,
+        /// The element type.
+        dtype: DType,
+    },
+    /// A stride is not a multiple of the dtype's alignment, so some element
+    /// would be misaligned.
+    MisalignedStride {
+        /// The axis whose stride is at fault.
+        axis: usize,
+        /// The stride in bytes.
+        stride: isize,
+        /// The alignment the dtype needs.
+        align: usize,
+        /// The element type.
+        dtype: DType,
+    },
+    /// The view reaches bytes outside the buffer.
+    OutOfBounds {
+        /// First byte the view touches (negative: before the buffer).
+        start: isize,
+        /// One past the last byte the view touches.
+        end: isize,
+        /// The buffer's length in bytes.
+        len: usize,
+    },
+    /// Size or offset arithmetic does not fit in the address space.
+    Overflow {
+        /// What was being computed.
+        what: &'static str,
+    },
+    /// A byte length does not divide by an itemsize (numpy: "size must be a divisor").
+    ItemsizeMismatch {
+        /// The byte length that had to divide.
+        nbytes: usize,
+        /// The itemsize it had to divide by.
+        itemsize: usize,
+        /// The element type with that itemsize.
+        dtype: DType,
+    },
+    /// `reinterpret` to a dtype of another size needs a contiguous last axis.
+    NotContiguous {
+        /// The last axis.
+        axis: usize,
+        /// Its stride in bytes.
+        stride: isize,
+        /// The current itemsize, the stride it would need.
+        itemsize: usize,
+    },
+    /// A reshape cannot be expressed with strides over the same bytes.
+    NeedsCopy {
+        /// The old axis that cannot be merged with the next one.
+        axis: usize,
+        /// Its stride in bytes.
+        stride: isize,
+        /// The stride it would need to merge.
+        needed: isize,
+    },
+    /// More dimensions than [`MAX_NDIM`](crate::MAX_NDIM).
+    TooManyDims {
+        /// The requested number of dimensions.
+        ndim: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// An axis number that the layout does not have, or a repeated axis in a permutation.
+    BadAxis {
+        /// The axis asked for.
+        axis: usize,
+        /// How many axes the layout has.
+        ndim: usize,
+    },
+    /// A dtype string that is not understood, or an element type that does
+    /// not match the layout's dtype.
+    BadDType {
+        /// The text that was not understood (truncated to 24 bytes).
+        text: ShortStr,
+    },
+    /// Writing through a view that cannot be written (broadcast, or read-only memory).
+    ReadOnly,
+    /// `shape` and `strides` (or a permutation) of different lengths.
+    LengthMismatch {
+        /// Expected length (the number of dimensions).
+        expected: usize,
+        /// Given length.
+        got: usize,
+    },
+    /// A reshape to a shape with a different number of elements.
+    SizeMismatch {
+        /// Elements in the layout.
+        from: usize,
+        /// Elements in the requested shape.
+        to: usize,
+    },
+    /// An index outside an axis.
+    IndexOutOfRange {
+        /// The index asked for (negative counts from the end).
+        index: isize,
+        /// The axis.
+        axis: usize,
+        /// The axis length.
+        len: usize,
+    },
+    /// A slice step of zero.
+    ZeroStep {
+        /// The axis being sliced.
+        axis: usize,
+    },
+    /// `broadcast_to` with a shape the layout cannot stretch to.
+    NotBroadcastable {
+        /// The axis of the target shape at fault.
+        axis: usize,
+        /// The layout's length on that axis.
+        from: usize,
+        /// The requested length.
+        to: usize,
+    },
+    /// A typed view whose Rust element type is not the layout's dtype.
+    WrongElement {
+        /// The dtype of the layout.
+        layout: DType,
+        /// The dtype of the Rust element type.
+        element: DType,
+    },
+    /// A plan field name that is empty, repeated, or not an identifier.
+    BadName {
+        /// The name (truncated to 24 bytes).
+        name: ShortStr,
+    },
+    /// A plan with more fields, alternatives or dimensions than fit inline.
+    PlanFull {
+        /// The limit that was reached.
+        max: usize,
+    },
+    /// A plan field with no elements, where one is needed (WGSL arrays).
+    EmptyField {
+        /// The field.
+        name: ShortStr,
+    },
+    /// A plan field that WGSL cannot share with the host.
+    NotWgslShareable {
+        /// The field.
+        name: ShortStr,
+        /// Its dtype.
+        dtype: DType,
+    },
+}
+
+impl Error {
+    /// The variant's name, as the conformance vectors and other languages spell it.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::Error;
+    /// assert_eq!(Error::ReadOnly.kind(), "ReadOnly");
+    /// ```
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Misaligned { .. }
+            | Error::MisalignedBuffer { .. }
+            | Error::MisalignedStride { .. } => "Misaligned",
+            Error::OutOfBounds { .. } => "OutOfBounds",
+            Error::Overflow { .. } => "Overflow",
+            Error::ItemsizeMismatch { .. } => "ItemsizeMismatch",
+            Error::NotContiguous { .. } => "NotContiguous",
+            Error::NeedsCopy { .. } => "NeedsCopy",
+            Error::TooManyDims { .. } => "TooManyDims",
+            Error::BadAxis { .. } => "BadAxis",
+            Error::BadDType { .. } | Error::WrongElement { .. } => "BadDType",
+            Error::ReadOnly => "ReadOnly",
+            Error::LengthMismatch { .. } => "LengthMismatch",
+            Error::SizeMismatch { .. } => "SizeMismatch",
+            Error::IndexOutOfRange { .. } => "IndexOutOfRange",
+            Error::ZeroStep { .. } => "ZeroStep",
+            Error::NotBroadcastable { .. } => "NotBroadcastable",
+            Error::BadName { .. } => "BadName",
+            Error::PlanFull { .. } => "PlanFull",
+            Error::NotWgslShareable { .. } => "NotWgslShareable",
+            Error::EmptyField { .. } => "EmptyField",
+        }
+    }
+
+    /// True for the errors that mean "misaligned" (offset or stride).
+    pub fn is_alignment(&self) -> bool {
+        matches!(
+            self,
+            Error::Misaligned { .. } | Error::MisalignedBuffer { .. } | Error::MisalignedStride { .. }
+        )
+    }
+
+    /// True for the errors that mean "reaches outside the buffer".
+    pub fn is_bounds(&self) -> bool {
+        matches!(
+            self,
+            Error::OutOfBounds { .. } | Error::IndexOutOfRange { .. }
+        )
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Error::Misaligned { offset, align, dtype } => write!(
+                f,
+                "offset {offset} is not a multiple of {align}, the alignment of {dtype}"
+            ),
+            Error::MisalignedBuffer { address, align, dtype } => write!(
+                f,
+                "the buffer starts at address {address:#x}, which is not a multiple of {align}, \
+                 the alignment of {dtype}"
+            ),
+            Error::MisalignedStride { axis, stride, align, dtype } => write!(
+                f,
+                "stride {stride} of axis {axis} is not a multiple of {align}, the alignment of {dtype}"
+            ),
+            Error::OutOfBounds { start, end, len } => write!(
+                f,
+                "the view reaches bytes {start}..{end} but the buffer holds {len} bytes"
+            ),
+            Error::Overflow { what } => {
+                write!(f, "{what} overflows the address space")
+            }
+            Error::ItemsizeMismatch { nbytes, itemsize, dtype } => write!(
+                f,
+                "{nbytes} bytes is not a multiple of {itemsize}, the size of {dtype}"
+            ),
+            Error::NotContiguous { axis, stride, itemsize } => write!(
+                f,
+                "to change to a dtype of a different size the last axis must be contiguous, \
+                 but axis {axis} has stride {stride} instead of {itemsize}"
+            ),
+            Error::NeedsCopy { axis, stride, needed } => write!(
+                f,
+                "this reshape needs a copy: axis {axis} has stride {stride} but merging it \
+                 with the next axis needs stride {needed}"
+            ),
+            Error::TooManyDims { ndim, max } => {
+                write!(f, "{ndim} dimensions is more than the limit of {max}")
+            }
+            Error::BadAxis { axis, ndim } => write!(
+                f,
+                "axis {axis} is out of range or repeated for a layout with {ndim} dimensions"
+            ),
+            Error::BadDType { text } => write!(f, "unknown dtype \"{text}\""),
+            Error::ReadOnly => f.write_str("this view is read-only"),
+            Error::LengthMismatch { expected, got } => write!(
+                f,
+                "expected {expected} entries (one per dimension) but got {got}"
+            ),
+            Error::SizeMismatch { from, to } => write!(
+                f,
+                "cannot reshape {from} elements into a shape of {to} elements"
+            ),
+            Error::IndexOutOfRange { index, axis, len } => write!(
+                f,
+                "index {index} is out of range for axis {axis} of length {len}"
+            ),
+            Error::ZeroStep { axis } => write!(f, "slice step of axis {axis} cannot be zero"),
+            Error::NotBroadcastable { axis, from, to } => write!(
+                f,
+                "cannot broadcast axis {axis} from length {from} to {to}: only length 1 stretches"
+            ),
+            Error::WrongElement { layout, element } => write!(
+                f,
+                "the layout holds {layout} but the view was asked for {element}"
+            ),
+            Error::BadName { name } => write!(
+                f,
+                "\"{name}\" is not a usable field name: it must be a unique identifier \
+                 (letters, digits, '_', not starting with a digit)"
+            ),
+            Error::PlanFull { max } => write!(f, "a plan holds at most {max} of these"),
+            Error::EmptyField { name } => write!(
+                f,
+                "field \"{name}\" has no elements, and WGSL arrays need at least one"
+            ),
+            Error::NotWgslShareable { name, dtype } => write!(
+                f,
+                "field \"{name}\" is {dtype}, which WGSL cannot share with the host \
+                 (use u32, i32, f32 or f16)"
+            ),
+        }
+    }
+}
+
+impl core::error::Error for Error {}
+
+/// A short string stored inline (at most 24 bytes), so that errors can name
+/// what they are about without allocating. Longer text is cut at a character
+/// boundary.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct ShortStr {
+    bytes: [u8; 24],
+    len: u8,
+}
+
+impl ShortStr {
+    /// Copies up to 24 bytes of `s`, cutting at a character boundary.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::ShortStr;
+    /// assert_eq!(ShortStr::new("float33").as_str(), "float33");
+    /// assert_eq!(ShortStr::new(&"x".repeat(40)).as_str().len(), 24);
+    /// ```
+    pub fn new(s: &str) -> ShortStr {
+        let mut len = s.len().min(24);
+        while !s.is_char_boundary(len) {
+            len -= 1;
+        }
+        let mut bytes = [0; 24];
+        bytes[..len].copy_from_slice(&s.as_bytes()[..len]);
+        ShortStr { bytes, len: len as u8 }
+    }
+
+    /// The stored text.
+    pub fn as_str(&self) -> &str {
+        // The stored bytes are a prefix of a `str` cut at a char boundary.
+        core::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")
+    }
+}
+
+impl fmt::Display for ShortStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl fmt::Debug for ShortStr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_str(), f)
+    }
+}

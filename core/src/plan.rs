@@ -1,0 +1,512 @@
+//! Several named arrays in one buffer, arranged like a C `struct` or `union`.
+#![forbid(unsafe_code)]
+
+use core::fmt;
+use core::ops::Range;
+
+use crate::{DType, Descr, Error, Layout, ShortStr};
+
+/// The most fields a [`Plan`] holds.
+pub const MAX_FIELDS: usize = 32;
+/// The most alternatives (union members) a [`Plan`] holds.
+pub const MAX_ALTERNATIVES: usize = 8;
+/// The most dimensions of one plan field.
+pub const MAX_FIELD_DIMS: usize = 4;
+
+/// One named array of a [`Plan`]: a dtype and shape at an aligned offset.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Field<'n> {
+    name: &'n str,
+    descr: Descr,
+    ndim: u8,
+    shape: [usize; MAX_FIELD_DIMS],
+    offset: usize,
+    alternative: usize,
+}
+
+impl<'n> Field<'n> {
+    const EMPTY: Field<'static> = Field {
+        name: "",
+        descr: Descr::native(DType::U8),
+        ndim: 0,
+        shape: [0; MAX_FIELD_DIMS],
+        offset: 0,
+        alternative: 0,
+    };
+
+    /// The field's name.
+    pub fn name(&self) -> &'n str {
+        self.name
+    }
+
+    /// Its dtype and byte order.
+    pub fn descr(&self) -> Descr {
+        self.descr
+    }
+
+    /// Its shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape[..usize::from(self.ndim)]
+    }
+
+    /// Byte offset of its first element in the buffer.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+
+    /// Bytes it occupies (packed, C order).
+    pub fn nbytes(&self) -> usize {
+        // Checked when the field was added.
+        self.shape().iter().product::<usize>() * self.descr.dtype.size()
+    }
+
+    /// Bytes `offset()..offset() + nbytes()`.
+    pub fn byte_range(&self) -> Range<usize> {
+        self.offset..self.offset + self.nbytes()
+    }
+
+    /// Which alternative (union member) it belongs to, counting from 0.
+    pub fn alternative(&self) -> usize {
+        self.alternative
+    }
+
+    /// Its layout: C-contiguous at its offset, in its byte order.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("flags", DType::U8, &[3])?.field("xy", DType::F32, &[2, 2])?;
+    /// let xy = plan.get("xy").unwrap().layout()?;
+    /// assert_eq!((xy.offset(), xy.strides()), (4, &[8, 4][..]));
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
+    pub fn layout(&self) -> Result<Layout, Error> {
+        let offset = self.offset;
+        Ok(Layout::contiguous(self.descr.dtype, self.shape())?
+            .with_offset(offset)
+            .with_byte_order(self.descr.order))
+    }
+}
+
+/// A named arrangement of several arrays in one buffer.
+///
+/// Within one alternative, fields follow one another like the members of a
+/// C `struct`, each at the next offset that is a multiple of its dtype's
+/// alignment. [`union`](Plan::union) starts another alternative over the
+/// same bytes, like a C `union` of structs: "arrays A, B, C as float32 in
+/// one phase; D, E as int32 over the same bytes in another". The buffer
+/// needs [`nbytes`](Plan::nbytes), the largest alternative rounded up to
+/// the largest alignment, as a C compiler rounds a struct's size.
+///
+/// Stored inline, without allocation: at most [`MAX_FIELDS`] fields,
+/// [`MAX_ALTERNATIVES`] alternatives and [`MAX_FIELD_DIMS`] dimensions per field.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{DType, Plan};
+/// let mut plan = Plan::new();
+/// plan.field("A", DType::F32, &[100])?
+///     .field("B", DType::F32, &[50])?
+///     .field("C", DType::F32, &[25])?
+///     .union()?
+///     .field("D", DType::I32, &[64])?
+///     .field("E", DType::I32, &[111])?;
+/// assert_eq!(plan.get("C").unwrap().offset(), 600);
+/// assert_eq!(plan.get("D").unwrap().offset(), 0);
+/// assert_eq!(plan.nbytes(), 700);
+/// # Ok::<(), bytelens_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan<'n> {
+    name: &'n str,
+    fields: [Field<'n>; MAX_FIELDS],
+    len: usize,
+    alternatives: usize,
+    /// End of the current alternative's last field.
+    cursor: usize,
+    /// Largest field end over all alternatives.
+    end: usize,
+    align: usize,
+}
+
+impl Default for Plan<'_> {
+    fn default() -> Self {
+        Plan::new()
+    }
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    matches!(chars.next(), Some(c) if c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && name != "_"
+}
+
+fn round_up(value: usize, align: usize) -> Result<usize, Error> {
+    value.checked_next_multiple_of(align).ok_or(Error::Overflow { what: "the plan size" })
+}
+
+impl<'n> Plan<'n> {
+    /// An empty plan with one (empty) alternative, named `Plan` in WGSL.
+    pub const fn new() -> Plan<'n> {
+        Plan {
+            name: "Plan",
+            fields: [Field::EMPTY; MAX_FIELDS],
+            len: 0,
+            alternatives: 1,
+            cursor: 0,
+            end: 0,
+            align: 1,
+        }
+    }
+
+    /// An empty plan whose WGSL struct is called `name`.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::Plan;
+    /// assert!(Plan::named("Frame").is_ok());
+    /// assert!(Plan::named("2fast").is_err());
+    /// ```
+    pub fn named(name: &'n str) -> Result<Plan<'n>, Error> {
+        if !is_identifier(name) {
+            return Err(Error::BadName { name: ShortStr::new(name) });
+        }
+        Ok(Plan { name, ..Plan::new() })
+    }
+
+    /// Appends a field to the current alternative, at the next offset that
+    /// is a multiple of its dtype's alignment.
+    ///
+    /// Fails with `BadName` for an empty, repeated or non-identifier name,
+    /// `PlanFull`, `TooManyDims` or `Overflow`.
+    pub fn field(
+        &mut self,
+        name: &'n str,
+        descr: impl Into<Descr>,
+        shape: &[usize],
+    ) -> Result<&mut Plan<'n>, Error> {
+        let descr = descr.into();
+        if !is_identifier(name) || self.get(name).is_some() {
+            return Err(Error::BadName { name: ShortStr::new(name) });
+        }
+        if self.len == MAX_FIELDS {
+            return Err(Error::PlanFull { max: MAX_FIELDS });
+        }
+        if shape.len() > MAX_FIELD_DIMS {
+            return Err(Error::TooManyDims { ndim: shape.len(), max: MAX_FIELD_DIMS });
+        }
+        let dtype = descr.dtype;
+        // Proves the size fits in isize.
+        let nbytes = Layout::contiguous(dtype, shape)?.nbytes();
+        let offset = round_up(self.cursor, dtype.align())?;
+        let end = offset.checked_add(nbytes).ok_or(Error::Overflow { what: "the plan size" })?;
+        round_up(end, self.align.max(dtype.align()))?;
+        let mut field = Field { name, descr, offset, alternative: self.alternatives - 1, ..Field::EMPTY };
+        field.ndim = shape.len() as u8;
+        field.shape[..shape.len()].copy_from_slice(shape);
+        self.fields[self.len] = field;
+        self.len += 1;
+        self.cursor = end;
+        self.end = self.end.max(end);
+        self.align = self.align.max(dtype.align());
+        Ok(self)
+    }
+
+    /// Starts a new alternative at offset 0, over the same bytes as the
+    /// others. Does nothing while the current alternative has no fields.
+    pub fn union(&mut self) -> Result<&mut Plan<'n>, Error> {
+        if self.fields().iter().all(|f| f.alternative != self.alternatives - 1) {
+            return Ok(self);
+        }
+        if self.alternatives == MAX_ALTERNATIVES {
+            return Err(Error::PlanFull { max: MAX_ALTERNATIVES });
+        }
+        self.alternatives += 1;
+        self.cursor = 0;
+        Ok(self)
+    }
+
+    /// The WGSL struct name.
+    pub fn name(&self) -> &'n str {
+        self.name
+    }
+
+    /// All fields, in the order they were added.
+    pub fn fields(&self) -> &[Field<'n>] {
+        &self.fields[..self.len]
+    }
+
+    /// The field called `name`.
+    pub fn get(&self, name: &str) -> Option<&Field<'n>> {
+        self.fields().iter().find(|f| f.name == name)
+    }
+
+    /// Number of alternatives (1 for a plain struct).
+    pub fn alternatives(&self) -> usize {
+        self.alternatives
+    }
+
+    /// The largest alignment of any field (1 for an empty plan).
+    pub fn align(&self) -> usize {
+        self.align
+    }
+
+    /// Bytes the buffer needs: the largest alternative, rounded up to
+    /// [`align`](Plan::align).
+    pub fn nbytes(&self) -> usize {
+        // Checked in `field`.
+        self.end.next_multiple_of(self.align)
+    }
+
+    /// The padding of alternative `alternative`: every byte range below
+    /// [`nbytes`](Plan::nbytes) that none of its fields covers.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("tag", DType::U8, &[])?.field("value", DType::F64, &[])?;
+    /// assert_eq!(plan.padding(0).collect::<Vec<_>>(), [1..8]);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
+    pub fn padding(&self, alternative: usize) -> impl Iterator<Item = Range<usize>> + '_ {
+        let mut at = 0;
+        let ends = self
+            .fields()
+            .iter()
+            .filter(move |f| f.alternative == alternative)
+            .map(|f| f.byte_range())
+            .chain(core::iter::once(self.nbytes()..self.nbytes()));
+        ends.filter_map(move |range| {
+            let gap = at..range.start;
+            at = range.end;
+            (!gap.is_empty()).then_some(gap)
+        })
+    }
+}
+
+/// A plan checked against WGSL's host-shareable layout rules, displayed as
+/// WGSL source. Made by [`Plan::wgsl`].
+#[derive(Clone, Copy, Debug)]
+pub struct Wgsl<'p, 'n> {
+    // INVARIANT: every field is f32, i32, u32 or little-endian f16, has a
+    // WGSL identifier for a name and at least one element.
+    plan: &'p Plan<'n>,
+}
+
+const WGSL_RESERVED: &[&str] = &[
+    "alias", "array", "atomic", "bitcast", "bool", "break", "case", "const", "const_assert",
+    "continue", "continuing", "default", "diagnostic", "discard", "else", "enable", "f16", "f32",
+    "false", "fn", "for", "i32", "if", "let", "loop", "mat2x2", "mat2x3", "mat2x4", "mat3x2",
+    "mat3x3", "mat3x4", "mat4x2", "mat4x3", "mat4x4", "override", "ptr", "requires", "return",
+    "sampler", "struct", "switch", "true", "u32", "var", "vec2", "vec3", "vec4", "while",
+];
+
+fn wgsl_scalar(descr: Descr) -> Option<&'static str> {
+    if descr.order != crate::ByteOrder::Little {
+        return None;
+    }
+    match descr.dtype {
+        DType::F32 => Some("f32"),
+        DType::I32 => Some("i32"),
+        DType::U32 => Some("u32"),
+        DType::F16 => Some("f16"),
+        _ => None,
+    }
+}
+
+impl<'n> Plan<'n> {
+    /// Checks that WGSL can share every field with the host and returns the
+    /// matching WGSL: one struct per alternative (`Name` for one, `Name0`,
+    /// `Name1`, … for several), for the `storage` address space.
+    ///
+    /// WGSL has no 8-, 16- or 64-bit integers, no f64, no bf16 and no
+    /// big-endian data, and its arrays cannot be empty; each of those is
+    /// refused with an error naming the field. The plan places fields by the
+    /// rule WGSL uses for scalars and arrays of scalars (a member's offset is
+    /// the previous end rounded up to its alignment; an array of scalars has
+    /// the scalar's alignment and a stride equal to its size), so the WGSL
+    /// offsets, written as comments, are the plan's.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::named("Particles")?;
+    /// plan.field("pos", DType::F32, &[8, 3])?.field("id", DType::U32, &[8])?;
+    /// assert_eq!(
+    ///     plan.wgsl()?.to_string(),
+    ///     "// bytelens plan: 128 bytes, storage address space\n\
+    ///      struct Particles {\n    \
+    ///          pos: array<array<f32, 3>, 8>, // offset 0, 96 bytes\n    \
+    ///          id: array<u32, 8>, // offset 96, 32 bytes\n\
+    ///      }\n"
+    /// );
+    /// let mut bad = Plan::new();
+    /// bad.field("counts", DType::I16, &[4])?;
+    /// assert_eq!(
+    ///     bad.wgsl().unwrap_err().to_string(),
+    ///     "field \"counts\" is int16, which WGSL cannot share with the host (use u32, i32, f32 or f16)"
+    /// );
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
+    pub fn wgsl(&self) -> Result<Wgsl<'_, 'n>, Error> {
+        for field in self.fields() {
+            let name = ShortStr::new(field.name);
+            if WGSL_RESERVED.contains(&field.name) || field.name.starts_with("__") {
+                return Err(Error::BadName { name });
+            }
+            if wgsl_scalar(field.descr).is_none() {
+                return Err(Error::NotWgslShareable { name, dtype: field.descr.dtype });
+            }
+            if field.nbytes() == 0 {
+                return Err(Error::EmptyField { name });
+            }
+        }
+        Ok(Wgsl { plan: self })
+    }
+}
+
+impl fmt::Display for Wgsl<'_, '_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let plan = self.plan;
+        let fields = plan.fields();
+        if fields.iter().any(|field| field.descr.dtype == DType::F16) {
+            f.write_str("enable f16;\n")?;
+        }
+        writeln!(f, "// bytelens plan: {} bytes, storage address space", plan.nbytes())?;
+        for alternative in 0..plan.alternatives {
+            if alternative > 0 {
+                f.write_str("\n")?;
+            }
+            if plan.alternatives == 1 {
+                writeln!(f, "struct {} {{", plan.name)?;
+            } else {
+                writeln!(f, "struct {}{alternative} {{", plan.name)?;
+            }
+            for field in fields.iter().filter(|field| field.alternative == alternative) {
+                let scalar = wgsl_scalar(field.descr).unwrap_or("u32");
+                write!(f, "    {}: ", field.name)?;
+                for _ in field.shape() {
+                    f.write_str("array<")?;
+                }
+                f.write_str(scalar)?;
+                for n in field.shape().iter().rev() {
+                    write!(f, ", {n}>")?;
+                }
+                writeln!(f, ", // offset {}, {} bytes", field.offset, field.nbytes())?;
+            }
+            f.write_str("}\n")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    extern crate std;
+    use super::*;
+    use crate::ByteOrder;
+    use std::string::ToString;
+    use std::vec::Vec;
+
+    #[test]
+    fn names_are_checked() {
+        let mut plan = Plan::new();
+        plan.field("a", DType::U8, &[1]).unwrap();
+        for bad in ["a", "", "1x", "x-y", "_", "ä"] {
+            assert!(matches!(plan.field(bad, DType::U8, &[1]), Err(Error::BadName { .. })), "{bad}");
+        }
+        assert_eq!(plan.fields().len(), 1);
+    }
+
+    #[test]
+    fn limits_are_errors() {
+        let names: Vec<std::string::String> = (0..=MAX_FIELDS).map(|i| std::format!("f{i}")).collect();
+        let mut plan = Plan::new();
+        for name in &names[..MAX_FIELDS] {
+            plan.field(name, DType::U8, &[1]).unwrap();
+        }
+        assert_eq!(
+            plan.field(&names[MAX_FIELDS], DType::U8, &[1]).unwrap_err(),
+            Error::PlanFull { max: MAX_FIELDS }
+        );
+        let mut plan = Plan::new();
+        assert!(matches!(plan.field("x", DType::U8, &[1; 5]), Err(Error::TooManyDims { .. })));
+        assert!(matches!(
+            plan.field("x", DType::U64, &[usize::MAX / 8 + 1]),
+            Err(Error::Overflow { .. })
+        ));
+        for name in &names[..MAX_ALTERNATIVES - 1] {
+            plan.field(name, DType::U8, &[1]).unwrap().union().unwrap();
+        }
+        plan.field("last", DType::U8, &[1]).unwrap();
+        assert_eq!(plan.union().unwrap_err(), Error::PlanFull { max: MAX_ALTERNATIVES });
+        assert_eq!(plan.alternatives(), MAX_ALTERNATIVES);
+    }
+
+    #[test]
+    fn empty_union_is_a_no_op() {
+        let mut plan = Plan::new();
+        plan.union().unwrap().field("d", DType::I32, &[2]).unwrap();
+        assert_eq!(plan.alternatives(), 1);
+    }
+
+    #[test]
+    fn padding_between_and_after_fields() {
+        let mut plan = Plan::new();
+        plan.field("a", DType::U8, &[3]).unwrap()
+            .field("b", DType::U32, &[1]).unwrap()
+            .union().unwrap()
+            .field("c", DType::F64, &[1]).unwrap()
+            .field("d", DType::U8, &[1]).unwrap();
+        assert_eq!(plan.nbytes(), 16);
+        assert_eq!(plan.padding(0).collect::<Vec<_>>(), [3..4, 8..16]);
+        assert_eq!(plan.padding(1).collect::<Vec<_>>(), [9..16]);
+    }
+
+    #[test]
+    fn wgsl_refuses_what_it_cannot_share() {
+        for (dtype, order) in [
+            (DType::I16, ByteOrder::Little),
+            (DType::U8, ByteOrder::Little),
+            (DType::I64, ByteOrder::Little),
+            (DType::F64, ByteOrder::Little),
+            (DType::BF16, ByteOrder::Little),
+            (DType::Bool, ByteOrder::Little),
+            (DType::F32, ByteOrder::Big),
+        ] {
+            let mut plan = Plan::new();
+            plan.field("x", Descr::new(dtype, order), &[2]).unwrap();
+            assert_eq!(
+                plan.wgsl().unwrap_err(),
+                Error::NotWgslShareable { name: ShortStr::new("x"), dtype }
+            );
+        }
+        let mut plan = Plan::new();
+        plan.field("loop", DType::F32, &[2]).unwrap();
+        assert!(matches!(plan.wgsl(), Err(Error::BadName { .. })));
+        let mut plan = Plan::new();
+        plan.field("none", DType::F32, &[0]).unwrap();
+        assert!(matches!(plan.wgsl(), Err(Error::EmptyField { .. })));
+    }
+
+    #[test]
+    fn wgsl_of_a_union_with_f16() {
+        let mut plan = Plan::named("Phase").unwrap();
+        plan.field("h", DType::F16, &[3]).unwrap()
+            .field("x", DType::F32, &[]).unwrap()
+            .union().unwrap()
+            .field("d", DType::I32, &[2]).unwrap();
+        let text = plan.wgsl().unwrap().to_string();
+        assert_eq!(
+            text,
+            "enable f16;\n\
+             // bytelens plan: 12 bytes, storage address space\n\
+             struct Phase0 {\n    h: array<f16, 3>, // offset 0, 6 bytes\n    x: f32, // offset 8, 4 bytes\n}\n\
+             \n\
+             struct Phase1 {\n    d: array<i32, 2>, // offset 0, 8 bytes\n}\n"
+        );
+    }
+}

@@ -1,0 +1,235 @@
+//! One element of any dtype, for code that picks the dtype at run time.
+#![forbid(unsafe_code)]
+
+use core::fmt;
+
+use half::{bf16, f16};
+
+use crate::{ByteOrder, DType, Descr, Error};
+
+/// One element of any [`DType`], read from or written to bytes in either
+/// byte order. For code that learns the dtype at run time (bindings, the
+/// conformance vectors, the web demo); typed code uses [`View`](crate::View).
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{Descr, Scalar};
+/// let d: Descr = ">i2".parse()?;
+/// assert_eq!(Scalar::read(d, &[0x11, 0x22])?, Scalar::I16(0x1122));
+/// let mut out = [0u8; 4];
+/// Scalar::F32(1.0).write(d.order, &mut out)?;
+/// assert_eq!(out, [0x3f, 0x80, 0, 0]);
+/// # Ok::<(), bytelens_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+#[allow(missing_docs)] // one variant per dtype, named after it
+pub enum Scalar {
+    Bool(bool),
+    U8(u8),
+    I8(i8),
+    U16(u16),
+    I16(i16),
+    U32(u32),
+    I32(i32),
+    U64(u64),
+    I64(i64),
+    F16(f16),
+    BF16(bf16),
+    F32(f32),
+    F64(f64),
+}
+
+/// `N` bytes from the start of `bytes`, turned to native order.
+fn take<const N: usize>(bytes: &[u8], order: ByteOrder) -> Result<[u8; N], Error> {
+    let Some(Ok(mut raw)) = bytes.get(..N).map(<[u8; N]>::try_from) else {
+        return Err(Error::OutOfBounds { start: 0, end: N as isize, len: bytes.len() });
+    };
+    if order != ByteOrder::NATIVE {
+        raw.reverse();
+    }
+    Ok(raw)
+}
+
+impl Scalar {
+    /// Reads one element of `descr` from the start of `bytes`.
+    ///
+    /// Fails with `OutOfBounds` when `bytes` is shorter than the itemsize.
+    pub fn read(descr: Descr, bytes: &[u8]) -> Result<Scalar, Error> {
+        let o = descr.order;
+        Ok(match descr.dtype {
+            DType::Bool => Scalar::Bool(take::<1>(bytes, o)?[0] != 0),
+            DType::U8 => Scalar::U8(u8::from_ne_bytes(take(bytes, o)?)),
+            DType::I8 => Scalar::I8(i8::from_ne_bytes(take(bytes, o)?)),
+            DType::U16 => Scalar::U16(u16::from_ne_bytes(take(bytes, o)?)),
+            DType::I16 => Scalar::I16(i16::from_ne_bytes(take(bytes, o)?)),
+            DType::U32 => Scalar::U32(u32::from_ne_bytes(take(bytes, o)?)),
+            DType::I32 => Scalar::I32(i32::from_ne_bytes(take(bytes, o)?)),
+            DType::U64 => Scalar::U64(u64::from_ne_bytes(take(bytes, o)?)),
+            DType::I64 => Scalar::I64(i64::from_ne_bytes(take(bytes, o)?)),
+            DType::F16 => Scalar::F16(f16::from_ne_bytes(take(bytes, o)?)),
+            DType::BF16 => Scalar::BF16(bf16::from_ne_bytes(take(bytes, o)?)),
+            DType::F32 => Scalar::F32(f32::from_ne_bytes(take(bytes, o)?)),
+            DType::F64 => Scalar::F64(f64::from_ne_bytes(take(bytes, o)?)),
+        })
+    }
+
+    /// Writes the element to the start of `out` in byte order `order`.
+    ///
+    /// Fails with `OutOfBounds` when `out` is shorter than the itemsize.
+    pub fn write(self, order: ByteOrder, out: &mut [u8]) -> Result<(), Error> {
+        let mut raw = [0u8; 8];
+        let size = self.dtype().size();
+        let native: &[u8] = match self {
+            Scalar::Bool(v) => &[u8::from(v)],
+            Scalar::U8(v) => &v.to_ne_bytes(),
+            Scalar::I8(v) => &v.to_ne_bytes(),
+            Scalar::U16(v) => &v.to_ne_bytes(),
+            Scalar::I16(v) => &v.to_ne_bytes(),
+            Scalar::U32(v) => &v.to_ne_bytes(),
+            Scalar::I32(v) => &v.to_ne_bytes(),
+            Scalar::U64(v) => &v.to_ne_bytes(),
+            Scalar::I64(v) => &v.to_ne_bytes(),
+            Scalar::F16(v) => &v.to_ne_bytes(),
+            Scalar::BF16(v) => &v.to_ne_bytes(),
+            Scalar::F32(v) => &v.to_ne_bytes(),
+            Scalar::F64(v) => &v.to_ne_bytes(),
+        };
+        raw[..size].copy_from_slice(native);
+        if order != ByteOrder::NATIVE {
+            raw[..size].reverse();
+        }
+        let len = out.len();
+        let dest = out
+            .get_mut(..size)
+            .ok_or(Error::OutOfBounds { start: 0, end: size as isize, len })?;
+        dest.copy_from_slice(&raw[..size]);
+        Ok(())
+    }
+
+    /// The dtype of the element.
+    pub fn dtype(&self) -> DType {
+        match self {
+            Scalar::Bool(_) => DType::Bool,
+            Scalar::U8(_) => DType::U8,
+            Scalar::I8(_) => DType::I8,
+            Scalar::U16(_) => DType::U16,
+            Scalar::I16(_) => DType::I16,
+            Scalar::U32(_) => DType::U32,
+            Scalar::I32(_) => DType::I32,
+            Scalar::U64(_) => DType::U64,
+            Scalar::I64(_) => DType::I64,
+            Scalar::F16(_) => DType::F16,
+            Scalar::BF16(_) => DType::BF16,
+            Scalar::F32(_) => DType::F32,
+            Scalar::F64(_) => DType::F64,
+        }
+    }
+
+    /// The value as `f64`: exact for every dtype except 64-bit integers
+    /// beyond 2^53, which round (as a JavaScript number would).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::Scalar;
+    /// assert_eq!(Scalar::BF16(half::bf16::from_f32(0.5)).to_f64(), 0.5);
+    /// assert_eq!(Scalar::Bool(true).to_f64(), 1.0);
+    /// ```
+    pub fn to_f64(self) -> f64 {
+        match self {
+            Scalar::Bool(v) => f64::from(u8::from(v)),
+            Scalar::U8(v) => v.into(),
+            Scalar::I8(v) => v.into(),
+            Scalar::U16(v) => v.into(),
+            Scalar::I16(v) => v.into(),
+            Scalar::U32(v) => v.into(),
+            Scalar::I32(v) => v.into(),
+            Scalar::U64(v) => v as f64,
+            Scalar::I64(v) => v as f64,
+            Scalar::F16(v) => v.into(),
+            Scalar::BF16(v) => v.into(),
+            Scalar::F32(v) => v.into(),
+            Scalar::F64(v) => v,
+        }
+    }
+
+    /// The value as `i128` when it is an integer or a boolean; `None` for floats.
+    pub fn to_i128(self) -> Option<i128> {
+        Some(match self {
+            Scalar::Bool(v) => i128::from(v),
+            Scalar::U8(v) => v.into(),
+            Scalar::I8(v) => v.into(),
+            Scalar::U16(v) => v.into(),
+            Scalar::I16(v) => v.into(),
+            Scalar::U32(v) => v.into(),
+            Scalar::I32(v) => v.into(),
+            Scalar::U64(v) => v.into(),
+            Scalar::I64(v) => v.into(),
+            Scalar::F16(_) | Scalar::BF16(_) | Scalar::F32(_) | Scalar::F64(_) => return None,
+        })
+    }
+}
+
+impl fmt::Display for Scalar {
+    /// Integers in decimal, floats in Rust's shortest round-trip form,
+    /// booleans as `true`/`false`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Scalar::Bool(v) => write!(f, "{v}"),
+            Scalar::F16(v) => write!(f, "{v}"),
+            Scalar::BF16(v) => write!(f, "{v}"),
+            Scalar::F32(v) => write!(f, "{v}"),
+            Scalar::F64(v) => write!(f, "{v}"),
+            other => match other.to_i128() {
+                Some(v) => write!(f, "{v}"),
+                None => Ok(()),
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_input_is_out_of_bounds() {
+        assert_eq!(
+            Scalar::read(Descr::native(DType::U32), &[1, 2, 3]),
+            Err(Error::OutOfBounds { start: 0, end: 4, len: 3 })
+        );
+        assert!(Scalar::U64(1).write(ByteOrder::Big, &mut [0; 7]).is_err());
+    }
+
+    #[test]
+    fn bool_reads_any_non_zero_byte_as_true() {
+        let d = Descr::native(DType::Bool);
+        assert_eq!(Scalar::read(d, &[2]), Ok(Scalar::Bool(true)));
+        assert_eq!(Scalar::read(d, &[0]), Ok(Scalar::Bool(false)));
+    }
+
+    #[test]
+    fn write_then_read_is_identity_for_every_dtype() {
+        let values = [
+            Scalar::Bool(true),
+            Scalar::U8(200),
+            Scalar::I8(-3),
+            Scalar::U16(0xBEEF),
+            Scalar::I16(-2),
+            Scalar::U32(7),
+            Scalar::I32(-7),
+            Scalar::U64(u64::MAX),
+            Scalar::I64(i64::MIN),
+            Scalar::F16(f16::from_f32(0.25)),
+            Scalar::BF16(bf16::from_f32(256.0)),
+            Scalar::F32(-0.5),
+            Scalar::F64(1e-300),
+        ];
+        for v in values {
+            for order in [ByteOrder::Little, ByteOrder::Big] {
+                let mut out = [0u8; 8];
+                v.write(order, &mut out).unwrap();
+                assert_eq!(Scalar::read(Descr::new(v.dtype(), order), &out), Ok(v));
+            }
+        }
+    }
+}
