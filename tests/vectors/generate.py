@@ -1,0 +1,308 @@
+#!/usr/bin/env python3
+"""Writes tests/vectors/*.json with numpy as the oracle.
+
+Each case is written here as inputs plus, for the cases the seeds spell out,
+the values a person expects; numpy computes every expected value, layout and
+error, and the script stops if numpy disagrees with a stated expectation.
+Needs numpy (any of 1.26 / 2.x). Run: python tests/vectors/generate.py
+
+Case format (what every language's runner reads):
+  bytes    hex string, the whole buffer
+  layout   {"dtype": "<i4", "offset": 0, "shape": [..], "strides": [..]}
+           without "shape": the whole buffer as 1-D (np.frombuffer);
+           "shape" without "strides": C-contiguous
+  unaligned  optional bool: opt out of the alignment check
+  ops      optional list applied in order: {"op": "reinterpret", "dtype"},
+           {"op": "slice", "axis", "start", "stop", "step"} (null = omitted),
+           {"op": "index", "axis", "index"}, {"op": "transpose"},
+           {"op": "permute", "axes"}, {"op": "reshape", "shape"},
+           {"op": "broadcast_to", "shape"}
+  write    optional list of values written through the view in C order
+  expect   {"error": kind} or {"shape", "strides", "offset", "values"[, "bytes"]}
+Values: bool, int and float as JSON; 64-bit integers as decimal strings;
+"nan", "inf", "-inf" for non-finite floats.
+"""
+
+import json
+import math
+import os
+import struct
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def h(*chunks):
+    """Concatenate hex strings and packed values: h("0001", ("<i", 5))."""
+    out = b""
+    for c in chunks:
+        out += bytes.fromhex(c) if isinstance(c, str) else struct.pack(*c)
+    return out.hex()
+
+
+def np_dtype(s):
+    """numpy dtype for a vector dtype string; bf16 is read through uint16."""
+    if s.endswith("bfloat16"):
+        return np.dtype(s[0] + "u2" if s[0] in "<>" else "u2")
+    return np.dtype(s)
+
+
+def is_bf16(s):
+    return s.endswith("bfloat16")
+
+
+def encode(arr, bf16):
+    out = []
+    flat = [arr[ix] for ix in np.ndindex(arr.shape)]
+    for v in flat:
+        if bf16:
+            v = np.array([int(v) << 16], dtype=np.uint32).view(np.float32)[0]
+        if isinstance(v, np.bool_):
+            out.append(bool(v))
+        elif v.dtype.kind in "iu":
+            out.append(str(int(v)) if v.dtype.itemsize == 8 else int(v))
+        else:
+            f = float(v)
+            out.append("nan" if math.isnan(f) else ("inf" if f == math.inf else ("-inf" if f == -math.inf else f)))
+    return out
+
+
+def relative_aligned(arr, base_addr):
+    if arr.size == 0:
+        return True
+    a = arr.dtype.itemsize  # bytelens aligns every dtype to its size
+    off = arr.__array_interface__["data"][0] - base_addr
+    return off % a == 0 and all(s % a == 0 for s, n in zip(arr.strides, arr.shape) if n > 1)
+
+
+def run(case):
+    raw = bytearray(bytes.fromhex(case["bytes"]))
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    base = buf.__array_interface__["data"][0]
+    lay = case["layout"]
+    dtype_s = lay["dtype"]
+    bf16 = is_bf16(dtype_s)
+    dt = np_dtype(dtype_s)
+    if "shape" not in lay:
+        arr = np.frombuffer(raw, dtype=dt)
+    else:
+        shape = tuple(lay["shape"])
+        strides = lay.get("strides")
+        if strides is None:
+            strides, step = [], dt.itemsize
+            for n in reversed(shape):
+                strides.insert(0, step)
+                step *= max(n, 1)
+        arr = np.ndarray(shape, dtype=dt, buffer=raw, offset=lay.get("offset", 0), strides=tuple(strides))
+    for op in case.get("ops", []):
+        kind = op["op"]
+        if kind == "reinterpret":
+            bf16 = is_bf16(op["dtype"])
+            arr = arr.view(np_dtype(op["dtype"]))
+        elif kind == "slice":
+            key = (slice(None),) * op["axis"] + (slice(op["start"], op["stop"], op["step"]),)
+            arr = arr[key]
+        elif kind == "index":
+            arr = arr[(slice(None),) * op["axis"] + (op["index"],)]
+        elif kind == "transpose":
+            arr = arr.T
+        elif kind == "permute":
+            arr = arr.transpose(op["axes"])
+        elif kind == "reshape":
+            arr = np.reshape(arr, op["shape"], copy=False)
+        elif kind == "broadcast_to":
+            arr = np.broadcast_to(arr, op["shape"])
+        else:
+            raise ValueError(kind)
+    if not case.get("unaligned") and not relative_aligned(arr, base):
+        raise AlignmentFault()
+    if "write" in case:
+        if not arr.flags.writeable:
+            raise ReadOnlyFault()
+        for ix, v in zip(np.ndindex(arr.shape), case["write"]):
+            arr[ix] = float(v) if isinstance(v, str) else v
+    return {
+        "shape": list(arr.shape),
+        "strides": list(arr.strides),
+        "offset": arr.__array_interface__["data"][0] - base if arr.size else lay.get("offset", 0),
+        "values": encode(arr, bf16),
+        **({"bytes": bytes(raw).hex()} if "write" in case else {}),
+    }
+
+
+class AlignmentFault(Exception):
+    pass
+
+
+class ReadOnlyFault(Exception):
+    pass
+
+
+def case(name, bytes_hex, layout, ops=(), write=None, error=None, values=None, unaligned=False, out_bytes=None):
+    c = {"name": name, "bytes": bytes_hex, "layout": layout}
+    if ops:
+        c["ops"] = list(ops)
+    if unaligned:
+        c["unaligned"] = True
+    if write is not None:
+        c["write"] = write
+    try:
+        got = run(c)
+    except AlignmentFault:
+        assert error == "Misaligned", f"{name}: numpy gives a misaligned array, expected {error}"
+        c["expect"] = {"error": error}
+        return c
+    except ReadOnlyFault:
+        assert error == "ReadOnly", name
+        c["expect"] = {"error": error}
+        return c
+    except (ValueError, TypeError, IndexError, AttributeError) as e:
+        assert error is not None, f"{name}: numpy raised {e!r}"
+        c["expect"] = {"error": error}
+        return c
+    assert error is None, f"{name}: numpy succeeded where {error} was expected: {got}"
+    if values is not None:
+        assert got["values"] == values, f"{name}: numpy gives {got['values']}, expected {values}"
+    if out_bytes is not None:
+        assert got["bytes"] == out_bytes, f"{name}: numpy wrote {got['bytes']}"
+    c["expect"] = got
+    return c
+
+
+def L(dtype, offset=None, shape=None, strides=None):
+    d = {"dtype": dtype}
+    if offset is not None:
+        d["offset"] = offset
+    if shape is not None:
+        d["shape"] = shape
+    if strides is not None:
+        d["strides"] = strides
+    return d
+
+
+def R(dtype):
+    return {"op": "reinterpret", "dtype": dtype}
+
+
+def S(axis, start, stop, step=1):
+    return {"op": "slice", "axis": axis, "start": start, "stop": stop, "step": step}
+
+
+SEEDS = [
+    case("seed: int32 0x11223344 read as int16", h(("<i", 0x11223344)), L("<i4", 0, [1]),
+         [R("<i2")], values=[0x3344, 0x1122]),
+    case("seed: four int32 with [0] = 0x11223344 as eight int16", h(("<4i", 0x11223344, 0, 0, 0)), L("<i4"),
+         [R("<i2")], values=[13124, 4386, 0, 0, 0, 0, 0, 0]),
+    case("seed: 3-byte buffer viewed as int16 fails", "000000", L("|i1", 0, [3]), [R("<i2")],
+         error="ItemsizeMismatch"),
+    case("seed: 3-byte buffer as int16 from the whole buffer fails", "000000", L("<i2"), error="ItemsizeMismatch"),
+    case("seed: the 2-byte slice of a 3-byte buffer as int16", "010000", L("|i1", 0, [3]),
+         [S(0, None, 2), R("<i2")], values=[1]),
+    case("seed: float32 1.0 written into a byte buffer", "00000000" * 2, L("<f4"), write=[1.0, 0.0],
+         out_bytes="0000803f00000000"),
+    case("seed: 1.0 written through int16 of the same bytes", "0000", L("<i2"), write=[1], out_bytes="0100"),
+    case("seed: floats A,B then ints D over the same bytes", h(("<3f", 1.5, -2.0, 0.25)), L("<f4", 4, [2]),
+         [R("<i4")], values=[-1073741824, 1048576000]),
+]
+
+DTYPES = [
+    case("bool reads non-zero bytes as true", "00010280", L("|b1"), values=[False, True, True, True]),
+    case("uint8", "00ff7f80", L("|u1"), values=[0, 255, 127, 128]),
+    case("int8", "00ff7f80", L("|i1"), values=[0, -1, 127, -128]),
+    case("uint16 little-endian", "3412ffff", L("<u2"), values=[0x1234, 0xFFFF]),
+    case("uint16 big-endian", "1234ffff", L(">u2"), values=[0x1234, 0xFFFF]),
+    case("int16 big-endian", "fffe8000", L(">i2"), values=[-2, -32768]),
+    case("uint32 both orders", h(("<I", 0xDEADBEEF)), L(">u4"), values=[0xEFBEADDE]),
+    case("int32 little-endian", h(("<2i", -1, 2**31 - 1)), L("<i4"), values=[-1, 2**31 - 1]),
+    case("uint64 beyond 2^53 as a string", h(("<Q", 2**64 - 1)), L("<u8"), values=[str(2**64 - 1)]),
+    case("int64 big-endian", h((">q", -(2**62) - 3)), L(">i8"), values=[str(-(2**62) - 3)]),
+    case("float16 1.0, inf, -inf, subnormal", "003c007c00fc0100", L("<f2"),
+         values=[1.0, "inf", "-inf", 5.960464477539063e-08]),
+    case("float16 nan", "007e", L("<f2"), values=["nan"]),
+    case("float16 big-endian -2.0", "c000", L(">f2"), values=[-2.0]),
+    case("bfloat16 1.0 and -0.5", "803f00bf", L("<bfloat16"), values=[1.0, -0.5]),
+    case("bfloat16 big-endian 3.0", "4040", L(">bfloat16"), values=[3.0]),
+    case("float32 little-endian", h(("<2f", 1.0, -0.0)), L("<f4"), values=[1.0, -0.0]),
+    case("float32 big-endian", h((">f", 0.1)), L(">f4")),
+    case("float64 both orders", h((">d", math.pi)), L(">f8"), values=[math.pi]),
+    case("float64 read little from big bytes", h((">d", 1.0)), L("<f8"), values=[3.03865e-319]),
+    case("big-endian int32 as big-endian int16", h((">i", 0x11223344)), L(">i4", 0, [1]), [R(">i2")],
+         values=[0x1122, 0x3344]),
+    case("float32 written big-endian", "00000000", L(">f4"), write=[1.0], out_bytes="3f800000"),
+    case("float16 written", "0000", L("<f2"), write=[-2.0], out_bytes="00c0"),
+]
+
+WORDS = h(*[("<H", i) for i in range(12)])  # 24 bytes: uint16 0..11
+
+STRIDED = [
+    case("3x4 uint16 C order", WORDS, L("<u2", 0, [3, 4]), values=list(range(12))),
+    case("3x4 transposed walks column by column", WORDS, L("<u2", 0, [3, 4]), [{"op": "transpose"}],
+         values=[0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11]),
+    case("strided column", WORDS, L("<u2", 2, [3], [8]), values=[1, 5, 9]),
+    case("negative stride reverses", WORDS, L("<u2", 22, [12], [-2]), values=list(range(11, -1, -1))),
+    case("negative step slice", WORDS, L("<u2"), [S(0, None, None, -3)], values=[11, 8, 5, 2]),
+    case("slice with negative bounds", WORDS, L("<u2"), [S(0, -5, -1, 2)], values=[7, 9]),
+    case("index the last row", WORDS, L("<u2", 0, [3, 4]), [{"op": "index", "axis": 0, "index": -1}],
+         values=[8, 9, 10, 11]),
+    case("permute 2x3x2", WORDS, L("<u2", 0, [2, 3, 2]), [{"op": "permute", "axes": [2, 0, 1]}]),
+    case("reshape 3x4 to 2x6", WORDS, L("<u2", 0, [3, 4]), [{"op": "reshape", "shape": [2, 6]}]),
+    case("reshape a column slice without copy", WORDS, L("<u2", 0, [3, 4]),
+         [S(1, 0, 2), {"op": "reshape", "shape": [3, 2, 1]}]),
+    case("broadcast a row", WORDS, L("<u2", 0, [1, 4]), [{"op": "broadcast_to", "shape": [2, 3, 4]}]),
+    case("zero-size view at the end of the buffer", WORDS, L("<u2", 24, [0]), values=[]),
+    case("zero-size 2-D view", WORDS, L("<u4", 8, [3, 0]), values=[]),
+    case("uint16 rows as uint32", WORDS, L("<u2", 0, [3, 4]), [R("<u4")]),
+    case("uint16 rows as uint8", WORDS, L("<u2", 0, [3, 4]), [R("|u1"), S(1, None, None, 2)]),
+    case("transposed view reinterpreted with the same size", WORDS, L("<u2", 0, [3, 4]),
+         [{"op": "transpose"}, R("<i2")]),
+    case("unaligned int32 with opt-in", h("00", ("<2i", 7, -7), "000000"), L("<i4", 1, [2]), unaligned=True,
+         values=[7, -7]),
+    case("stride-0 axis in a plain layout", WORDS, L("<u2", 4, [3], [0]), values=[2, 2, 2]),
+]
+
+ERRORS = [
+    case("misaligned int16 offset", "00" * 8, L("<i2", 1, [2]), error="Misaligned"),
+    case("misaligned float32 stride", "00" * 16, L("<f4", 0, [2], [6]), error="Misaligned"),
+    case("misaligned after a slice of bytes", "00" * 8, L("|u1"), [S(0, 1, 5), R("<i2")], error="Misaligned"),
+    case("out of bounds past the end", "00" * 8, L("<i4", 4, [2]), error="OutOfBounds"),
+    case("out of bounds before the start", "00" * 8, L("<i4", 0, [2], [-4]), error="OutOfBounds"),
+    case("zero-size view past the end", "00" * 8, L("<i4", 12, [0]), error="OutOfBounds"),
+    case("reinterpret a transposed view to another size", WORDS, L("<u2", 0, [3, 4]),
+         [{"op": "transpose"}, R("<u4")], error="NotContiguous"),
+    case("reinterpret where the last axis does not divide", WORDS, L("<u2", 0, [4, 3]), [R("<u4")],
+         error="ItemsizeMismatch"),
+    case("reshape a transposed view needs a copy", WORDS, L("<u2", 0, [3, 4]),
+         [{"op": "transpose"}, {"op": "reshape", "shape": [12]}], error="NeedsCopy"),
+    case("reshape to the wrong size", WORDS, L("<u2", 0, [3, 4]), [{"op": "reshape", "shape": [5]}],
+         error="SizeMismatch"),
+    case("index out of range", WORDS, L("<u2", 0, [3, 4]), [{"op": "index", "axis": 1, "index": 4}],
+         error="IndexOutOfRange"),
+    case("slice with step zero", WORDS, L("<u2"), [S(0, None, None, 0)], error="ZeroStep"),
+    case("permute with a repeated axis", WORDS, L("<u2", 0, [3, 4]), [{"op": "permute", "axes": [0, 0]}],
+         error="BadAxis"),
+    case("broadcast a length-3 axis to 4", WORDS, L("<u2", 0, [3]), [{"op": "broadcast_to", "shape": [4]}],
+         error="NotBroadcastable"),
+    case("writing through a broadcast view", WORDS, L("<u2", 0, [3]), [{"op": "broadcast_to", "shape": [2, 3]}],
+         write=[1, 2, 3, 4, 5, 6], error="ReadOnly"),
+    case("unknown dtype", "0000", L("<i3"), error="BadDType"),
+]
+
+
+def main():
+    for name, cases, about in [
+        ("seeds", SEEDS, "the examples from shared/seeds, read and written the bytelens way"),
+        ("dtypes", DTYPES, "every dtype in both byte orders, special float values"),
+        ("strided", STRIDED, "strided, transposed, negative-stride, reshaped, broadcast and empty views"),
+        ("errors", ERRORS, "what must fail, with the error kind every language reports"),
+    ]:
+        doc = {"about": about, "generator": "tests/vectors/generate.py (numpy " + np.__version__ + ")",
+               "cases": cases}
+        with open(os.path.join(HERE, name + ".json"), "w") as f:
+            json.dump(doc, f, indent=1)
+            f.write("\n")
+        print(f"{name}.json: {len(cases)} cases")
+
+
+if __name__ == "__main__":
+    main()
