@@ -168,7 +168,9 @@ impl FromStr for DType {
     fn from_str(s: &str) -> Result<DType, Error> {
         DType::from_name(s)
             .or_else(|| DType::from_code(s))
-            .ok_or(Error::BadDType { text: ShortStr::new(s) })
+            .ok_or(Error::BadDType {
+                text: ShortStr::new(s),
+            })
     }
 }
 
@@ -243,7 +245,10 @@ impl Descr {
 
     /// A dtype in native byte order.
     pub const fn native(dtype: DType) -> Descr {
-        Descr { dtype, order: ByteOrder::NATIVE }
+        Descr {
+            dtype,
+            order: ByteOrder::NATIVE,
+        }
     }
 }
 
@@ -257,7 +262,9 @@ impl FromStr for Descr {
     type Err = Error;
 
     fn from_str(s: &str) -> Result<Descr, Error> {
-        let bad = || Error::BadDType { text: ShortStr::new(s) };
+        let bad = || Error::BadDType {
+            text: ShortStr::new(s),
+        };
         let (order, rest) = match s.as_bytes().first() {
             Some(b'<') => (ByteOrder::Little, &s[1..]),
             Some(b'>' | b'!') => (ByteOrder::Big, &s[1..]),
@@ -271,7 +278,11 @@ impl FromStr for Descr {
 
 impl fmt::Display for Descr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let prefix = if self.dtype.size() == 1 { '|' } else { self.order.prefix() };
+        let prefix = if self.dtype.size() == 1 {
+            '|'
+        } else {
+            self.order.prefix()
+        };
         if self.dtype == DType::BF16 {
             return write!(f, "{prefix}bfloat16");
         }
@@ -313,7 +324,11 @@ mod tests {
             (">bfloat16", DType::BF16, ByteOrder::Big),
         ];
         for (text, dtype, order) in cases {
-            assert_eq!(text.parse::<Descr>(), Ok(Descr::new(dtype, order)), "{text}");
+            assert_eq!(
+                text.parse::<Descr>(),
+                Ok(Descr::new(dtype, order)),
+                "{text}"
+            );
         }
     }
 
@@ -321,7 +336,12 @@ mod tests {
     fn bad_type_strings_name_themselves() {
         for text in ["", "<", "i3", "<f16", "int", "float128", "<<i4"] {
             let err = text.parse::<Descr>().unwrap_err();
-            assert_eq!(err, Error::BadDType { text: ShortStr::new(text) });
+            assert_eq!(
+                err,
+                Error::BadDType {
+                    text: ShortStr::new(text)
+                }
+            );
             assert!(err.to_string().contains(text));
         }
     }

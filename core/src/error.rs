@@ -222,7 +222,9 @@ impl Error {
     pub fn is_alignment(&self) -> bool {
         matches!(
             self,
-            Error::Misaligned { .. } | Error::MisalignedBuffer { .. } | Error::MisalignedStride { .. }
+            Error::Misaligned { .. }
+                | Error::MisalignedBuffer { .. }
+                | Error::MisalignedStride { .. }
         )
     }
 
@@ -238,16 +240,29 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
-            Error::Misaligned { offset, align, dtype } => write!(
+            Error::Misaligned {
+                offset,
+                align,
+                dtype,
+            } => write!(
                 f,
                 "offset {offset} is not a multiple of {align}, the alignment of {dtype}"
             ),
-            Error::MisalignedBuffer { address, align, dtype } => write!(
+            Error::MisalignedBuffer {
+                address,
+                align,
+                dtype,
+            } => write!(
                 f,
                 "the buffer starts at address {address:#x}, which is not a multiple of {align}, \
                  the alignment of {dtype}"
             ),
-            Error::MisalignedStride { axis, stride, align, dtype } => write!(
+            Error::MisalignedStride {
+                axis,
+                stride,
+                align,
+                dtype,
+            } => write!(
                 f,
                 "stride {stride} of axis {axis} is not a multiple of {align}, the alignment of {dtype}"
             ),
@@ -258,16 +273,28 @@ impl fmt::Display for Error {
             Error::Overflow { what } => {
                 write!(f, "{what} overflows the address space")
             }
-            Error::ItemsizeMismatch { nbytes, itemsize, dtype } => write!(
+            Error::ItemsizeMismatch {
+                nbytes,
+                itemsize,
+                dtype,
+            } => write!(
                 f,
                 "{nbytes} bytes is not a multiple of {itemsize}, the size of {dtype}"
             ),
-            Error::NotContiguous { axis, stride, itemsize } => write!(
+            Error::NotContiguous {
+                axis,
+                stride,
+                itemsize,
+            } => write!(
                 f,
                 "to change to a dtype of a different size the last axis must be contiguous, \
                  but axis {axis} has stride {stride} instead of {itemsize}"
             ),
-            Error::NeedsCopy { axis, stride, needed } => write!(
+            Error::NeedsCopy {
+                axis,
+                stride,
+                needed,
+            } => write!(
                 f,
                 "this reshape needs a copy: axis {axis} has stride {stride} but merging it \
                  with the next axis needs stride {needed}"
@@ -348,7 +375,10 @@ impl ShortStr {
         }
         let mut bytes = [0; 24];
         bytes[..len].copy_from_slice(&s.as_bytes()[..len]);
-        ShortStr { bytes, len: len as u8 }
+        ShortStr {
+            bytes,
+            len: len as u8,
+        }
     }
 
     /// The stored text.

@@ -42,8 +42,8 @@ pub struct Layout {
     flags: u8,
     ndim: u8,
     offset: isize,
-    // INVARIANT: `ndim <= MAX_NDIM`; entries past `ndim` are zero; the
-    // product of the shape times the itemsize is at most `isize::MAX`.
+    // INVARIANT: `ndim <= MAX_NDIM`; the product of the shape times the
+    // itemsize is at most `isize::MAX`. Entries past `ndim` mean nothing.
     shape: [usize; MAX_NDIM],
     strides: [isize; MAX_NDIM],
 }
@@ -61,6 +61,24 @@ fn add(a: isize, b: isize, what: &'static str) -> Result<isize, Error> {
     a.checked_add(b).ok_or(Error::Overflow { what })
 }
 
+/// The byte size of a packed array of `shape`, if it fits in `isize`.
+fn checked_nbytes(dtype: DType, shape: &[usize]) -> Result<usize, Error> {
+    if shape.len() > MAX_NDIM {
+        return Err(Error::TooManyDims {
+            ndim: shape.len(),
+            max: MAX_NDIM,
+        });
+    }
+    let mut nbytes = dtype.size();
+    for &n in shape {
+        nbytes = nbytes.checked_mul(n).ok_or(Error::Overflow {
+            what: "the array size",
+        })?;
+    }
+    to_isize(nbytes, "the array size")?;
+    Ok(nbytes)
+}
+
 impl Layout {
     fn build(
         dtype: DType,
@@ -71,16 +89,18 @@ impl Layout {
         strides: &[isize],
     ) -> Result<Layout, Error> {
         if shape.len() > MAX_NDIM {
-            return Err(Error::TooManyDims { ndim: shape.len(), max: MAX_NDIM });
+            return Err(Error::TooManyDims {
+                ndim: shape.len(),
+                max: MAX_NDIM,
+            });
         }
         if strides.len() != shape.len() {
-            return Err(Error::LengthMismatch { expected: shape.len(), got: strides.len() });
+            return Err(Error::LengthMismatch {
+                expected: shape.len(),
+                got: strides.len(),
+            });
         }
-        let mut nbytes = dtype.size();
-        for &n in shape {
-            nbytes = nbytes.checked_mul(n).ok_or(Error::Overflow { what: "the array size" })?;
-        }
-        to_isize(nbytes, "the array size")?;
+        checked_nbytes(dtype, shape)?;
         let mut layout = Layout {
             dtype,
             order,
@@ -144,7 +164,11 @@ impl Layout {
     pub fn from_bytes(dtype: DType, len: usize) -> Result<Layout, Error> {
         let itemsize = dtype.size();
         if len % itemsize != 0 {
-            return Err(Error::ItemsizeMismatch { nbytes: len, itemsize, dtype });
+            return Err(Error::ItemsizeMismatch {
+                nbytes: len,
+                itemsize,
+                dtype,
+            });
         }
         Layout::contiguous(dtype, &[len / itemsize])
     }
@@ -158,8 +182,14 @@ impl Layout {
         shape: &[usize],
     ) -> Result<Layout, Error> {
         let zeros = [0; MAX_NDIM];
-        let mut layout =
-            Layout::build(dtype, order, flags, offset, shape, &zeros[..shape.len().min(MAX_NDIM)])?;
+        let mut layout = Layout::build(
+            dtype,
+            order,
+            flags,
+            offset,
+            shape,
+            &zeros[..shape.len().min(MAX_NDIM)],
+        )?;
         layout.set_c_strides();
         Ok(layout)
     }
@@ -296,7 +326,11 @@ impl Layout {
         let span = self.byte_span()?;
         let len_i = to_isize(len, "the buffer length")?;
         if span.start < 0 || span.end > len_i {
-            return Err(Error::OutOfBounds { start: span.start, end: span.end, len });
+            return Err(Error::OutOfBounds {
+                start: span.start,
+                end: span.end,
+                len,
+            });
         }
         if self.size() == 0 || !self.requires_alignment() {
             return Ok(());
@@ -304,12 +338,21 @@ impl Layout {
         let align = self.dtype.align();
         // `span.start >= 0` and `self.offset >= span.start` here.
         if self.offset as usize % align != 0 {
-            return Err(Error::Misaligned { offset: self.offset as usize, align, dtype: self.dtype });
+            return Err(Error::Misaligned {
+                offset: self.offset as usize,
+                align,
+                dtype: self.dtype,
+            });
         }
         for axis in 0..self.ndim() {
             let stride = self.strides[axis];
             if self.shape[axis] > 1 && stride.unsigned_abs() % align != 0 {
-                return Err(Error::MisalignedStride { axis, stride, align, dtype: self.dtype });
+                return Err(Error::MisalignedStride {
+                    axis,
+                    stride,
+                    align,
+                    dtype: self.dtype,
+                });
             }
         }
         Ok(())
@@ -355,13 +398,20 @@ impl Layout {
     /// ```
     pub fn element_offset(&self, index: &[usize]) -> Result<isize, Error> {
         if index.len() != self.ndim() {
-            return Err(Error::LengthMismatch { expected: self.ndim(), got: index.len() });
+            return Err(Error::LengthMismatch {
+                expected: self.ndim(),
+                got: index.len(),
+            });
         }
         let mut offset = self.offset;
         for (axis, &i) in index.iter().enumerate() {
             if i >= self.shape[axis] {
                 let index = isize::try_from(i).unwrap_or(isize::MAX);
-                return Err(Error::IndexOutOfRange { index, axis, len: self.shape[axis] });
+                return Err(Error::IndexOutOfRange {
+                    index,
+                    axis,
+                    len: self.shape[axis],
+                });
             }
             let step = mul(self.strides[axis], i as isize, "an element offset")?;
             offset = add(offset, step, "an element offset")?;
@@ -411,16 +461,28 @@ impl Layout {
         }
         let Some(axis) = self.ndim().checked_sub(1) else {
             // numpy: "Changing the dtype of a 0d array is only supported if the itemsize is unchanged".
-            return Err(Error::ItemsizeMismatch { nbytes: old, itemsize: new, dtype });
+            return Err(Error::ItemsizeMismatch {
+                nbytes: old,
+                itemsize: new,
+                dtype,
+            });
         };
         let n = self.shape[axis];
         if n != 1 && self.size() != 0 && self.strides[axis] != old as isize {
-            return Err(Error::NotContiguous { axis, stride: self.strides[axis], itemsize: old });
+            return Err(Error::NotContiguous {
+                axis,
+                stride: self.strides[axis],
+                itemsize: old,
+            });
         }
         // `n * old` cannot overflow: it is at most the array's byte size (INVARIANT).
         let axis_bytes = n * old;
         if axis_bytes % new != 0 {
-            return Err(Error::ItemsizeMismatch { nbytes: axis_bytes, itemsize: new, dtype });
+            return Err(Error::ItemsizeMismatch {
+                nbytes: axis_bytes,
+                itemsize: new,
+                dtype,
+            });
         }
         out.shape[axis] = axis_bytes / new;
         out.strides[axis] = new as isize;
@@ -448,7 +510,10 @@ impl Layout {
         step: isize,
     ) -> Result<Layout, Error> {
         if axis >= self.ndim() {
-            return Err(Error::BadAxis { axis, ndim: self.ndim() });
+            return Err(Error::BadAxis {
+                axis,
+                ndim: self.ndim(),
+            });
         }
         if step == 0 {
             return Err(Error::ZeroStep { axis });
@@ -462,12 +527,20 @@ impl Layout {
         let (start, len) = if step > 0 {
             let start = start.map_or(0, |s| clamp(s, 0, n));
             let stop = stop.map_or(n, |s| clamp(s, 0, n));
-            let len = if stop > start { (stop - start - 1) / step + 1 } else { 0 };
+            let len = if stop > start {
+                (stop - start - 1) / step + 1
+            } else {
+                0
+            };
             (start, len)
         } else {
             let start = start.map_or(n - 1, |s| clamp(s, -1, n - 1));
             let stop = stop.map_or(-1, |s| clamp(s, -1, n - 1));
-            let len = if start > stop { (start - stop - 1) / step.unsigned_abs() as isize + 1 } else { 0 };
+            let len = if start > stop {
+                (start - stop - 1) / step.unsigned_abs() as isize + 1
+            } else {
+                0
+            };
             (start, len)
         };
         let mut out = *self;
@@ -500,17 +573,23 @@ impl Layout {
             return Err(Error::BadAxis { axis, ndim });
         }
         let n = self.shape[axis];
-        let resolved = if i < 0 { i.checked_add(n as isize) } else { Some(i) };
+        let resolved = if i < 0 {
+            i.checked_add(n as isize)
+        } else {
+            Some(i)
+        };
         let Some(j) = resolved.filter(|&j| j >= 0 && (j as usize) < n) else {
-            return Err(Error::IndexOutOfRange { index: i, axis, len: n });
+            return Err(Error::IndexOutOfRange {
+                index: i,
+                axis,
+                len: n,
+            });
         };
         let mut out = *self;
         let shift = mul(self.strides[axis], j, "the index offset")?;
         out.offset = add(self.offset, shift, "the index offset")?;
         out.shape.copy_within(axis + 1..ndim, axis);
         out.strides.copy_within(axis + 1..ndim, axis);
-        out.shape[ndim - 1] = 0;
-        out.strides[ndim - 1] = 0;
         out.ndim -= 1;
         Ok(out)
     }
@@ -527,7 +606,10 @@ impl Layout {
     pub fn permute(&self, axes: &[usize]) -> Result<Layout, Error> {
         let ndim = self.ndim();
         if axes.len() != ndim {
-            return Err(Error::LengthMismatch { expected: ndim, got: axes.len() });
+            return Err(Error::LengthMismatch {
+                expected: ndim,
+                got: axes.len(),
+            });
         }
         let mut seen = 0u32;
         let mut out = *self;
@@ -563,27 +645,32 @@ impl Layout {
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
     pub fn reshape(&self, shape: &[usize]) -> Result<Layout, Error> {
-        let mut out = Layout::build_c(self.dtype, self.order, self.flags, self.offset, shape)?;
-        let (from, to) = (self.size(), out.size());
+        let to = checked_nbytes(self.dtype, shape)? / self.dtype.size();
+        let from = self.size();
         if from != to {
             return Err(Error::SizeMismatch { from, to });
         }
+        // Start from a copy (cheaper than a fresh zeroed layout); entries
+        // past the new `ndim` are never read.
+        let mut out = *self;
+        out.ndim = shape.len() as u8;
+        out.shape[..shape.len()].copy_from_slice(shape);
+        out.set_c_strides();
         if from == 0 {
             return Ok(out);
         }
         // The old axes that matter: length-1 axes can be dropped.
-        let mut old_shape = [0usize; MAX_NDIM];
-        let mut old_strides = [0isize; MAX_NDIM];
-        let mut old_axis = [0usize; MAX_NDIM];
+        let mut old_axis = [0u8; MAX_NDIM];
         let mut m = 0;
         for axis in 0..self.ndim() {
             if self.shape[axis] != 1 {
-                old_shape[m] = self.shape[axis];
-                old_strides[m] = self.strides[axis];
-                old_axis[m] = axis;
+                old_axis[m] = axis as u8;
                 m += 1;
             }
         }
+        let old_axes = |k: usize| usize::from(old_axis[k]);
+        let old_shape = |k: usize| self.shape[old_axes(k)];
+        let old_strides = |k: usize| self.strides[old_axes(k)];
         // Match groups of old axes to groups of new axes with equal products;
         // each old group must be mergeable (C-contiguous among itself).
         let new_shape = shape;
@@ -591,23 +678,32 @@ impl Layout {
         let mut last_stride = self.dtype.size() as isize;
         while oi < m && ni < new_shape.len() {
             let (mut oj, mut nj) = (oi + 1, ni + 1);
-            let (mut op, mut np) = (old_shape[oi], new_shape[ni]);
+            let (mut op, mut np) = (old_shape(oi), new_shape[ni]);
             while op != np {
                 if np < op {
                     np *= new_shape[nj];
                     nj += 1;
                 } else {
-                    op *= old_shape[oj];
+                    op *= old_shape(oj);
                     oj += 1;
                 }
             }
             for k in oi..oj - 1 {
-                let needed = mul(old_strides[k + 1], old_shape[k + 1] as isize, "a merged stride")?;
-                if old_strides[k] != needed {
-                    return Err(Error::NeedsCopy { axis: old_axis[k], stride: old_strides[k], needed });
+                let needed = mul(
+                    old_strides(k + 1),
+                    old_shape(k + 1) as isize,
+                    "a merged stride",
+                )?;
+                if old_strides(k) != needed {
+                    let axis = old_axes(k);
+                    return Err(Error::NeedsCopy {
+                        axis,
+                        stride: old_strides(k),
+                        needed,
+                    });
                 }
             }
-            out.strides[nj - 1] = old_strides[oj - 1];
+            out.strides[nj - 1] = old_strides(oj - 1);
             for k in (ni + 1..nj).rev() {
                 out.strides[k - 1] = mul(out.strides[k], new_shape[k] as isize, "a merged stride")?;
             }
@@ -639,10 +735,16 @@ impl Layout {
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Layout, Error> {
         let ndim = self.ndim();
         if shape.len() < ndim {
-            return Err(Error::LengthMismatch { expected: ndim, got: shape.len() });
+            return Err(Error::LengthMismatch {
+                expected: ndim,
+                got: shape.len(),
+            });
         }
         if shape.len() > MAX_NDIM {
-            return Err(Error::TooManyDims { ndim: shape.len(), max: MAX_NDIM });
+            return Err(Error::TooManyDims {
+                ndim: shape.len(),
+                max: MAX_NDIM,
+            });
         }
         let lead = shape.len() - ndim;
         let mut strides = [0isize; MAX_NDIM];
@@ -657,7 +759,14 @@ impl Layout {
             };
         }
         let strides = &strides[..shape.len()];
-        Layout::build(self.dtype, self.order, self.flags | READ_ONLY, self.offset, shape, strides)
+        Layout::build(
+            self.dtype,
+            self.order,
+            self.flags | READ_ONLY,
+            self.offset,
+            shape,
+            strides,
+        )
     }
 
     /// True when the elements are packed in C (row-major) order; axes of
@@ -780,7 +889,11 @@ mod tests {
     fn zero_size_is_valid_at_any_offset_in_range() {
         let empty = Layout::contiguous(DType::I64, &[0, 5]).unwrap();
         for offset in 0..=8 {
-            assert_eq!(empty.with_offset(offset).check(8), Ok(()), "offset {offset}");
+            assert_eq!(
+                empty.with_offset(offset).check(8),
+                Ok(()),
+                "offset {offset}"
+            );
         }
         assert!(empty.with_offset(9).check(8).is_err());
     }
@@ -791,14 +904,29 @@ mod tests {
         assert_eq!(l.check(16), Ok(()));
         assert_eq!(l.byte_span(), Ok(0..16));
         let l = Layout::new(DType::I32, 8, &[4], &[-4]).unwrap();
-        assert_eq!(l.check(16), Err(Error::OutOfBounds { start: -4, end: 12, len: 16 }));
+        assert_eq!(
+            l.check(16),
+            Err(Error::OutOfBounds {
+                start: -4,
+                end: 12,
+                len: 16
+            })
+        );
     }
 
     #[test]
     fn misaligned_stride_is_named() {
         let l = Layout::new(DType::F32, 0, &[2, 2], &[6, 4]).unwrap();
         let err = l.check(64).unwrap_err();
-        assert_eq!(err, Error::MisalignedStride { axis: 0, stride: 6, align: 4, dtype: DType::F32 });
+        assert_eq!(
+            err,
+            Error::MisalignedStride {
+                axis: 0,
+                stride: 6,
+                align: 4,
+                dtype: DType::F32
+            }
+        );
         // A length-1 axis never steps, so its stride does not matter.
         let l = Layout::new(DType::F32, 0, &[1, 2], &[6, 4]).unwrap();
         assert_eq!(l.check(64), Ok(()));
@@ -817,19 +945,31 @@ mod tests {
             Err(Error::Overflow { .. })
         ));
         let l = Layout::new(DType::U8, 0, &[2], &[isize::MAX]).unwrap();
-        assert!(matches!(l.slice(0, Some(1), None, 1), Ok(_)));
-        assert!(matches!(l.slice(0, None, None, 2), Err(Error::Overflow { .. })));
-        assert!(matches!(l.slice(0, None, None, isize::MIN), Err(Error::Overflow { .. })));
-        assert!(matches!(l.index(0, 1), Ok(_)));
-        assert!(matches!(l.index(0, 1).unwrap().byte_span(), Err(Error::Overflow { .. })));
+        assert!(l.slice(0, Some(1), None, 1).is_ok());
+        assert!(matches!(
+            l.slice(0, None, None, 2),
+            Err(Error::Overflow { .. })
+        ));
+        assert!(matches!(
+            l.slice(0, None, None, isize::MIN),
+            Err(Error::Overflow { .. })
+        ));
+        assert!(l.index(0, 1).is_ok());
+        assert!(matches!(
+            l.index(0, 1).unwrap().byte_span(),
+            Err(Error::Overflow { .. })
+        ));
         let far = Layout::new(DType::U8, usize::MAX / 2, &[2], &[isize::MAX]).unwrap();
         assert!(matches!(far.index(0, 1), Err(Error::Overflow { .. })));
-        assert!(matches!(far.reshape(&[2, 1]), Ok(_)));
+        assert!(far.reshape(&[2, 1]).is_ok());
         assert!(matches!(far.reshape(&[1, 2]), Err(Error::Overflow { .. })));
         let wide = Layout::new(DType::U8, 0, &[2, 3], &[isize::MAX, isize::MAX / 2]).unwrap();
         assert!(matches!(wide.reshape(&[6]), Err(Error::Overflow { .. })));
         let far = l.slice(0, Some(1), None, 1).unwrap();
-        assert!(matches!(far.index(0, 0).unwrap().slice(0, None, None, 1), Err(Error::BadAxis { .. })));
+        assert!(matches!(
+            far.index(0, 0).unwrap().slice(0, None, None, 1),
+            Err(Error::BadAxis { .. })
+        ));
     }
 
     #[test]
@@ -842,7 +982,10 @@ mod tests {
         assert!(Layout::contiguous(DType::U8, &shape[..MAX_NDIM]).is_ok());
         let l = Layout::contiguous(DType::U8, &[1]).unwrap();
         assert!(matches!(l.reshape(&shape), Err(Error::TooManyDims { .. })));
-        assert!(matches!(l.broadcast_to(&shape), Err(Error::TooManyDims { .. })));
+        assert!(matches!(
+            l.broadcast_to(&shape),
+            Err(Error::TooManyDims { .. })
+        ));
     }
 
     #[test]
@@ -850,7 +993,13 @@ mod tests {
         let l = Layout::contiguous(DType::U8, &[2, 3]).unwrap();
         assert_eq!(l.permute(&[0, 0]), Err(Error::BadAxis { axis: 0, ndim: 2 }));
         assert_eq!(l.permute(&[2, 0]), Err(Error::BadAxis { axis: 2, ndim: 2 }));
-        assert_eq!(l.permute(&[0]), Err(Error::LengthMismatch { expected: 2, got: 1 }));
+        assert_eq!(
+            l.permute(&[0]),
+            Err(Error::LengthMismatch {
+                expected: 2,
+                got: 1
+            })
+        );
         assert_eq!(l.permute(&[1, 0]), Ok(l.transpose()));
     }
 
@@ -861,7 +1010,11 @@ mod tests {
         let t = l.transpose();
         assert_eq!(
             t.reinterpret(DType::I16),
-            Err(Error::NotContiguous { axis: 1, stride: 12, itemsize: 4 })
+            Err(Error::NotContiguous {
+                axis: 1,
+                stride: 12,
+                itemsize: 4
+            })
         );
         assert!(t.reinterpret(DType::F32).is_ok());
         // 0-d
@@ -871,7 +1024,11 @@ mod tests {
         // Growing: 3 * 4 bytes does not divide by 8.
         assert_eq!(
             l.reinterpret(DType::F64),
-            Err(Error::ItemsizeMismatch { nbytes: 12, itemsize: 8, dtype: DType::F64 })
+            Err(Error::ItemsizeMismatch {
+                nbytes: 12,
+                itemsize: 8,
+                dtype: DType::F64
+            })
         );
         // Length-1 last axis with any stride.
         let col = l.slice(1, Some(0), Some(1), 1).unwrap();
@@ -886,6 +1043,9 @@ mod tests {
         let e = l.slice(0, Some(1), Some(3), -1).unwrap();
         assert_eq!((e.shape(), e.offset()), (&[0][..], 0));
         assert_eq!(l.slice(0, None, None, 0), Err(Error::ZeroStep { axis: 0 }));
-        assert_eq!(l.slice(1, None, None, 1), Err(Error::BadAxis { axis: 1, ndim: 1 }));
+        assert_eq!(
+            l.slice(1, None, None, 1),
+            Err(Error::BadAxis { axis: 1, ndim: 1 })
+        );
     }
 }

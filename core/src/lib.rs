@@ -12,10 +12,12 @@
 //! # Examples
 //! ```
 //! use bytelens_core::{DType, Layout, View, ViewMut};
-//! let mut bytes = [0u8; 8];
-//! ViewMut::<i32>::from_bytes(&mut bytes)?.set(&[0], 0x11223344)?;
+//! // Any storage aligned for the widest element works; `[u64; N]` is 8-byte aligned.
+//! let mut storage = [0u64; 1];
+//! let bytes: &mut [u8] = bytemuck::cast_slice_mut(&mut storage);
+//! ViewMut::<i32>::from_bytes(bytes)?.set(&[0], 0x11223344)?;
 //! // The same bytes as int16: the low half comes first on a little-endian layout.
-//! let halves = View::<i16>::from_bytes(&bytes)?;
+//! let halves = View::<i16>::from_bytes(bytes)?;
 //! assert_eq!(halves.iter().collect::<Vec<_>>(), [0x3344, 0x1122, 0, 0]);
 //! // A 3-byte buffer cannot be int16; its 2-byte slice can.
 //! let three = Layout::contiguous(DType::I8, &[3])?;
@@ -24,7 +26,11 @@
 //! # Ok::<(), bytelens_core::Error>(())
 //! ```
 #![no_std]
-#![deny(unsafe_op_in_unsafe_fn, missing_docs, clippy::undocumented_unsafe_blocks)]
+#![deny(
+    unsafe_op_in_unsafe_fn,
+    missing_docs,
+    clippy::undocumented_unsafe_blocks
+)]
 
 mod dtype;
 mod error;

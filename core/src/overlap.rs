@@ -67,7 +67,10 @@ impl Layout {
                 if coef < 0 {
                     base += coef * max;
                 }
-                terms[n] = Term { coef: coef.abs(), max };
+                terms[n] = Term {
+                    coef: coef.abs(),
+                    max,
+                };
                 n += 1;
             }
         }
@@ -86,7 +89,7 @@ impl Layout {
 /// Sorts by falling coefficient and merges equal ones: `c*x + c*y` with
 /// `x <= m`, `y <= k` reaches exactly the values of `c*z` with `z <= m + k`.
 fn merge_equal_coefs(terms: &mut [Term]) -> &[Term] {
-    terms.sort_unstable_by(|s, t| t.coef.cmp(&s.coef));
+    terms.sort_unstable_by_key(|t| core::cmp::Reverse(t.coef));
     let mut kept = 0;
     for i in 0..terms.len() {
         if kept > 0 && terms[kept - 1].coef == terms[i].coef {

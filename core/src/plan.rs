@@ -144,7 +144,11 @@ fn is_identifier(name: &str) -> bool {
 }
 
 fn round_up(value: usize, align: usize) -> Result<usize, Error> {
-    value.checked_next_multiple_of(align).ok_or(Error::Overflow { what: "the plan size" })
+    value
+        .checked_next_multiple_of(align)
+        .ok_or(Error::Overflow {
+            what: "the plan size",
+        })
 }
 
 impl<'n> Plan<'n> {
@@ -171,9 +175,14 @@ impl<'n> Plan<'n> {
     /// ```
     pub fn named(name: &'n str) -> Result<Plan<'n>, Error> {
         if !is_identifier(name) {
-            return Err(Error::BadName { name: ShortStr::new(name) });
+            return Err(Error::BadName {
+                name: ShortStr::new(name),
+            });
         }
-        Ok(Plan { name, ..Plan::new() })
+        Ok(Plan {
+            name,
+            ..Plan::new()
+        })
     }
 
     /// Appends a field to the current alternative, at the next offset that
@@ -189,21 +198,34 @@ impl<'n> Plan<'n> {
     ) -> Result<&mut Plan<'n>, Error> {
         let descr = descr.into();
         if !is_identifier(name) || self.get(name).is_some() {
-            return Err(Error::BadName { name: ShortStr::new(name) });
+            return Err(Error::BadName {
+                name: ShortStr::new(name),
+            });
         }
         if self.len == MAX_FIELDS {
             return Err(Error::PlanFull { max: MAX_FIELDS });
         }
         if shape.len() > MAX_FIELD_DIMS {
-            return Err(Error::TooManyDims { ndim: shape.len(), max: MAX_FIELD_DIMS });
+            return Err(Error::TooManyDims {
+                ndim: shape.len(),
+                max: MAX_FIELD_DIMS,
+            });
         }
         let dtype = descr.dtype;
         // Proves the size fits in isize.
         let nbytes = Layout::contiguous(dtype, shape)?.nbytes();
         let offset = round_up(self.cursor, dtype.align())?;
-        let end = offset.checked_add(nbytes).ok_or(Error::Overflow { what: "the plan size" })?;
+        let end = offset.checked_add(nbytes).ok_or(Error::Overflow {
+            what: "the plan size",
+        })?;
         round_up(end, self.align.max(dtype.align()))?;
-        let mut field = Field { name, descr, offset, alternative: self.alternatives - 1, ..Field::EMPTY };
+        let mut field = Field {
+            name,
+            descr,
+            offset,
+            alternative: self.alternatives - 1,
+            ..Field::EMPTY
+        };
         field.ndim = shape.len() as u8;
         field.shape[..shape.len()].copy_from_slice(shape);
         self.fields[self.len] = field;
@@ -217,11 +239,17 @@ impl<'n> Plan<'n> {
     /// Starts a new alternative at offset 0, over the same bytes as the
     /// others. Does nothing while the current alternative has no fields.
     pub fn union(&mut self) -> Result<&mut Plan<'n>, Error> {
-        if self.fields().iter().all(|f| f.alternative != self.alternatives - 1) {
+        if self
+            .fields()
+            .iter()
+            .all(|f| f.alternative != self.alternatives - 1)
+        {
             return Ok(self);
         }
         if self.alternatives == MAX_ALTERNATIVES {
-            return Err(Error::PlanFull { max: MAX_ALTERNATIVES });
+            return Err(Error::PlanFull {
+                max: MAX_ALTERNATIVES,
+            });
         }
         self.alternatives += 1;
         self.cursor = 0;
@@ -297,11 +325,54 @@ pub struct Wgsl<'p, 'n> {
 }
 
 const WGSL_RESERVED: &[&str] = &[
-    "alias", "array", "atomic", "bitcast", "bool", "break", "case", "const", "const_assert",
-    "continue", "continuing", "default", "diagnostic", "discard", "else", "enable", "f16", "f32",
-    "false", "fn", "for", "i32", "if", "let", "loop", "mat2x2", "mat2x3", "mat2x4", "mat3x2",
-    "mat3x3", "mat3x4", "mat4x2", "mat4x3", "mat4x4", "override", "ptr", "requires", "return",
-    "sampler", "struct", "switch", "true", "u32", "var", "vec2", "vec3", "vec4", "while",
+    "alias",
+    "array",
+    "atomic",
+    "bitcast",
+    "bool",
+    "break",
+    "case",
+    "const",
+    "const_assert",
+    "continue",
+    "continuing",
+    "default",
+    "diagnostic",
+    "discard",
+    "else",
+    "enable",
+    "f16",
+    "f32",
+    "false",
+    "fn",
+    "for",
+    "i32",
+    "if",
+    "let",
+    "loop",
+    "mat2x2",
+    "mat2x3",
+    "mat2x4",
+    "mat3x2",
+    "mat3x3",
+    "mat3x4",
+    "mat4x2",
+    "mat4x3",
+    "mat4x4",
+    "override",
+    "ptr",
+    "requires",
+    "return",
+    "sampler",
+    "struct",
+    "switch",
+    "true",
+    "u32",
+    "var",
+    "vec2",
+    "vec3",
+    "vec4",
+    "while",
 ];
 
 fn wgsl_scalar(descr: Descr) -> Option<&'static str> {
@@ -358,7 +429,10 @@ impl<'n> Plan<'n> {
                 return Err(Error::BadName { name });
             }
             if wgsl_scalar(field.descr).is_none() {
-                return Err(Error::NotWgslShareable { name, dtype: field.descr.dtype });
+                return Err(Error::NotWgslShareable {
+                    name,
+                    dtype: field.descr.dtype,
+                });
             }
             if field.nbytes() == 0 {
                 return Err(Error::EmptyField { name });
@@ -375,7 +449,11 @@ impl fmt::Display for Wgsl<'_, '_> {
         if fields.iter().any(|field| field.descr.dtype == DType::F16) {
             f.write_str("enable f16;\n")?;
         }
-        writeln!(f, "// bytelens plan: {} bytes, storage address space", plan.nbytes())?;
+        writeln!(
+            f,
+            "// bytelens plan: {} bytes, storage address space",
+            plan.nbytes()
+        )?;
         for alternative in 0..plan.alternatives {
             if alternative > 0 {
                 f.write_str("\n")?;
@@ -385,7 +463,10 @@ impl fmt::Display for Wgsl<'_, '_> {
             } else {
                 writeln!(f, "struct {}{alternative} {{", plan.name)?;
             }
-            for field in fields.iter().filter(|field| field.alternative == alternative) {
+            for field in fields
+                .iter()
+                .filter(|field| field.alternative == alternative)
+            {
                 let scalar = wgsl_scalar(field.descr).unwrap_or("u32");
                 write!(f, "    {}: ", field.name)?;
                 for _ in field.shape() {
@@ -416,14 +497,18 @@ mod tests {
         let mut plan = Plan::new();
         plan.field("a", DType::U8, &[1]).unwrap();
         for bad in ["a", "", "1x", "x-y", "_", "ä"] {
-            assert!(matches!(plan.field(bad, DType::U8, &[1]), Err(Error::BadName { .. })), "{bad}");
+            assert!(
+                matches!(plan.field(bad, DType::U8, &[1]), Err(Error::BadName { .. })),
+                "{bad}"
+            );
         }
         assert_eq!(plan.fields().len(), 1);
     }
 
     #[test]
     fn limits_are_errors() {
-        let names: Vec<std::string::String> = (0..=MAX_FIELDS).map(|i| std::format!("f{i}")).collect();
+        let names: Vec<std::string::String> =
+            (0..=MAX_FIELDS).map(|i| std::format!("f{i}")).collect();
         let mut plan = Plan::new();
         for name in &names[..MAX_FIELDS] {
             plan.field(name, DType::U8, &[1]).unwrap();
@@ -433,7 +518,10 @@ mod tests {
             Error::PlanFull { max: MAX_FIELDS }
         );
         let mut plan = Plan::new();
-        assert!(matches!(plan.field("x", DType::U8, &[1; 5]), Err(Error::TooManyDims { .. })));
+        assert!(matches!(
+            plan.field("x", DType::U8, &[1; 5]),
+            Err(Error::TooManyDims { .. })
+        ));
         assert!(matches!(
             plan.field("x", DType::U64, &[usize::MAX / 8 + 1]),
             Err(Error::Overflow { .. })
@@ -442,7 +530,12 @@ mod tests {
             plan.field(name, DType::U8, &[1]).unwrap().union().unwrap();
         }
         plan.field("last", DType::U8, &[1]).unwrap();
-        assert_eq!(plan.union().unwrap_err(), Error::PlanFull { max: MAX_ALTERNATIVES });
+        assert_eq!(
+            plan.union().unwrap_err(),
+            Error::PlanFull {
+                max: MAX_ALTERNATIVES
+            }
+        );
         assert_eq!(plan.alternatives(), MAX_ALTERNATIVES);
     }
 
@@ -456,14 +549,19 @@ mod tests {
     #[test]
     fn padding_between_and_after_fields() {
         let mut plan = Plan::new();
-        plan.field("a", DType::U8, &[3]).unwrap()
-            .field("b", DType::U32, &[1]).unwrap()
-            .union().unwrap()
-            .field("c", DType::F64, &[1]).unwrap()
-            .field("d", DType::U8, &[1]).unwrap();
+        plan.field("a", DType::U8, &[3])
+            .unwrap()
+            .field("b", DType::U32, &[1])
+            .unwrap()
+            .union()
+            .unwrap()
+            .field("c", DType::F64, &[1])
+            .unwrap()
+            .field("d", DType::U8, &[1])
+            .unwrap();
         assert_eq!(plan.nbytes(), 16);
         assert_eq!(plan.padding(0).collect::<Vec<_>>(), [3..4, 8..16]);
-        assert_eq!(plan.padding(1).collect::<Vec<_>>(), [9..16]);
+        assert_eq!(plan.padding(1).collect::<Vec<_>>(), std::vec![9..16]);
     }
 
     #[test]
@@ -481,7 +579,10 @@ mod tests {
             plan.field("x", Descr::new(dtype, order), &[2]).unwrap();
             assert_eq!(
                 plan.wgsl().unwrap_err(),
-                Error::NotWgslShareable { name: ShortStr::new("x"), dtype }
+                Error::NotWgslShareable {
+                    name: ShortStr::new("x"),
+                    dtype
+                }
             );
         }
         let mut plan = Plan::new();
@@ -495,10 +596,14 @@ mod tests {
     #[test]
     fn wgsl_of_a_union_with_f16() {
         let mut plan = Plan::named("Phase").unwrap();
-        plan.field("h", DType::F16, &[3]).unwrap()
-            .field("x", DType::F32, &[]).unwrap()
-            .union().unwrap()
-            .field("d", DType::I32, &[2]).unwrap();
+        plan.field("h", DType::F16, &[3])
+            .unwrap()
+            .field("x", DType::F32, &[])
+            .unwrap()
+            .union()
+            .unwrap()
+            .field("d", DType::I32, &[2])
+            .unwrap();
         let text = plan.wgsl().unwrap().to_string();
         assert_eq!(
             text,

@@ -42,7 +42,11 @@ pub enum Scalar {
 /// `N` bytes from the start of `bytes`, turned to native order.
 fn take<const N: usize>(bytes: &[u8], order: ByteOrder) -> Result<[u8; N], Error> {
     let Some(Ok(mut raw)) = bytes.get(..N).map(<[u8; N]>::try_from) else {
-        return Err(Error::OutOfBounds { start: 0, end: N as isize, len: bytes.len() });
+        return Err(Error::OutOfBounds {
+            start: 0,
+            end: N as isize,
+            len: bytes.len(),
+        });
     };
     if order != ByteOrder::NATIVE {
         raw.reverse();
@@ -99,9 +103,11 @@ impl Scalar {
             raw[..size].reverse();
         }
         let len = out.len();
-        let dest = out
-            .get_mut(..size)
-            .ok_or(Error::OutOfBounds { start: 0, end: size as isize, len })?;
+        let dest = out.get_mut(..size).ok_or(Error::OutOfBounds {
+            start: 0,
+            end: size as isize,
+            len,
+        })?;
         dest.copy_from_slice(&raw[..size]);
         Ok(())
     }
@@ -195,7 +201,11 @@ mod tests {
     fn short_input_is_out_of_bounds() {
         assert_eq!(
             Scalar::read(Descr::native(DType::U32), &[1, 2, 3]),
-            Err(Error::OutOfBounds { start: 0, end: 4, len: 3 })
+            Err(Error::OutOfBounds {
+                start: 0,
+                end: 4,
+                len: 3
+            })
         );
         assert!(Scalar::U64(1).write(ByteOrder::Big, &mut [0; 7]).is_err());
     }

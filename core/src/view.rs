@@ -40,13 +40,20 @@ elements! {
 /// Checks everything a view needs before its unchecked accesses.
 fn check_view<T: Element>(bytes: &[u8], layout: &Layout) -> Result<(), Error> {
     if layout.dtype() != T::DTYPE {
-        return Err(Error::WrongElement { layout: layout.dtype(), element: T::DTYPE });
+        return Err(Error::WrongElement {
+            layout: layout.dtype(),
+            element: T::DTYPE,
+        });
     }
     layout.check(bytes.len())?;
     let align = T::DTYPE.align();
     let address = bytes.as_ptr() as usize;
     if layout.requires_alignment() && layout.size() > 0 && address % align != 0 {
-        return Err(Error::MisalignedBuffer { address, align, dtype: T::DTYPE });
+        return Err(Error::MisalignedBuffer {
+            address,
+            align,
+            dtype: T::DTYPE,
+        });
     }
     Ok(())
 }
@@ -65,11 +72,17 @@ fn swap_if<T: Element>(mut value: T, order: ByteOrder) -> T {
 /// is honoured: a big-endian layout reads correct values on a little-endian
 /// host. Iteration is in C order.
 ///
+/// Alignment is checked against the real addresses: `[u8; N]` and
+/// `Vec<u8>` only promise alignment 1, so give views storage aligned for
+/// the element (bytelens's `Buffer`, or `[u64; N]` seen through
+/// `bytemuck::cast_slice`), or opt out with [`Layout::unaligned`].
+///
 /// # Examples
 /// ```
 /// use bytelens_core::{DType, Layout, View};
-/// let bytes = 0x11223344u32.to_le_bytes();
-/// let halves = View::<i16>::new(&bytes, Layout::from_bytes(DType::I16, 4)?)?;
+/// let word = [0x11223344u32.to_le()]; // u32 storage: aligned for u16 too
+/// let bytes: &[u8] = bytemuck::cast_slice(&word);
+/// let halves = View::<i16>::new(bytes, Layout::from_bytes(DType::I16, 4)?)?;
 /// assert_eq!(halves.iter().collect::<Vec<_>>(), [0x3344, 0x1122]);
 /// # Ok::<(), bytelens_core::Error>(())
 /// ```
@@ -124,7 +137,11 @@ impl<'a, T: Element> View<'a, T> {
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
     pub unsafe fn new_unchecked(bytes: &'a [u8], layout: Layout) -> View<'a, T> {
-        View { bytes, layout, element: PhantomData }
+        View {
+            bytes,
+            layout,
+            element: PhantomData,
+        }
     }
 
     /// The whole of `bytes` as a one-dimensional array (numpy's `frombuffer`).
@@ -132,8 +149,8 @@ impl<'a, T: Element> View<'a, T> {
     /// # Examples
     /// ```
     /// use bytelens_core::View;
-    /// let bytes = 1.0f32.to_le_bytes();
-    /// assert_eq!(View::<f32>::from_bytes(&bytes)?.get(&[0])?, 1.0);
+    /// let floats = [1.0f32, 2.0];
+    /// assert_eq!(View::<f32>::from_bytes(bytemuck::cast_slice(&floats))?.get(&[1])?, 2.0);
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
     pub fn from_bytes(bytes: &'a [u8]) -> Result<View<'a, T>, Error> {
@@ -196,14 +213,17 @@ impl<'a, T: Element> View<'a, T> {
     /// # Examples
     /// ```
     /// use bytelens_core::{ByteOrder, DType, Layout, View};
-    /// let bytes = [0x12, 0x34, 0x56, 0x78];
+    /// let word = [u32::from_ne_bytes([0x12, 0x34, 0x56, 0x78])];
     /// let be = Layout::from_bytes(DType::U16, 4)?.with_byte_order(ByteOrder::Big);
-    /// let v = View::<u16>::new(&bytes, be)?;
+    /// let v = View::<u16>::new(bytemuck::cast_slice(&word), be)?;
     /// assert_eq!(v.iter().collect::<Vec<_>>(), [0x1234, 0x5678]);
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
     pub fn iter(&self) -> Iter<'a, T> {
-        Iter { view: *self, offsets: Offsets::new(&self.layout) }
+        Iter {
+            view: *self,
+            offsets: Offsets::new(&self.layout),
+        }
     }
 
     /// The elements as a slice, when they are packed in C order, in native
@@ -285,10 +305,10 @@ impl<T: Element> ExactSizeIterator for Iter<'_, T> {}
 /// # Examples
 /// ```
 /// use bytelens_core::{DType, Layout, ViewMut};
-/// let mut bytes = [0u8; 4];
-/// let mut v = ViewMut::<f32>::from_bytes(&mut bytes)?;
+/// let mut word = [0u32];
+/// let mut v = ViewMut::<f32>::from_bytes(bytemuck::cast_slice_mut(&mut word))?;
 /// v.set(&[0], 1.0)?;
-/// assert_eq!(bytes, [0x00, 0x00, 0x80, 0x3f]);
+/// assert_eq!(bytemuck::cast_slice::<u32, u8>(&word), [0x00, 0x00, 0x80, 0x3f]);
 /// # Ok::<(), bytelens_core::Error>(())
 /// ```
 pub struct ViewMut<'a, T: Element> {
@@ -306,7 +326,11 @@ impl<'a, T: Element> ViewMut<'a, T> {
             return Err(Error::ReadOnly);
         }
         check_view::<T>(bytes, &layout)?;
-        Ok(ViewMut { bytes, layout, element: PhantomData })
+        Ok(ViewMut {
+            bytes,
+            layout,
+            element: PhantomData,
+        })
     }
 
     /// The whole of `bytes` as a one-dimensional array.
@@ -350,7 +374,13 @@ impl<'a, T: Element> ViewMut<'a, T> {
         // SAFETY: by the INVARIANT, `offset + size_of::<T>() <= bytes.len()`;
         // `write_unaligned` has no alignment requirement; `bytes` is borrowed
         // exclusively, so no one else observes the write.
-        unsafe { self.bytes.as_mut_ptr().add(offset).cast::<T>().write_unaligned(value) }
+        unsafe {
+            self.bytes
+                .as_mut_ptr()
+                .add(offset)
+                .cast::<T>()
+                .write_unaligned(value)
+        }
     }
 
     /// Sets the element at `index`.
@@ -358,10 +388,10 @@ impl<'a, T: Element> ViewMut<'a, T> {
     /// # Examples
     /// ```
     /// use bytelens_core::{DType, Layout, ViewMut};
-    /// let mut bytes = [0u8; 4];
-    /// let mut v = ViewMut::<i32>::from_bytes(&mut bytes)?;
+    /// let mut word = [0u32];
+    /// let mut v = ViewMut::<i32>::from_bytes(bytemuck::cast_slice_mut(&mut word))?;
     /// v.set(&[0], 0x11223344)?;
-    /// assert_eq!(bytes, [0x44, 0x33, 0x22, 0x11]);
+    /// assert_eq!(bytemuck::cast_slice::<u32, u8>(&word), [0x44, 0x33, 0x22, 0x11]);
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
     pub fn set(&mut self, index: &[usize], value: T) -> Result<(), Error> {
@@ -393,7 +423,10 @@ impl<'a, T: Element> ViewMut<'a, T> {
     /// ```
     pub fn copy_from(&mut self, values: &[T]) -> Result<(), Error> {
         if values.len() != self.len() {
-            return Err(Error::SizeMismatch { from: values.len(), to: self.len() });
+            return Err(Error::SizeMismatch {
+                from: values.len(),
+                to: self.len(),
+            });
         }
         for (offset, &value) in Offsets::new(&self.layout).zip(values) {
             // SAFETY: `Offsets` yields the element offsets of the checked layout.
@@ -422,8 +455,14 @@ mod tests {
         let mut buf = Aligned([0; 32]);
         let row = Layout::contiguous(DType::U32, &[4]).unwrap();
         let grid = row.broadcast_to(&[2, 4]).unwrap();
-        assert!(matches!(ViewMut::<u32>::new(&mut buf.0, grid), Err(Error::ReadOnly)));
-        assert!(matches!(ViewMut::<u32>::new(&mut buf.0, row.read_only()), Err(Error::ReadOnly)));
+        assert!(matches!(
+            ViewMut::<u32>::new(&mut buf.0, grid),
+            Err(Error::ReadOnly)
+        ));
+        assert!(matches!(
+            ViewMut::<u32>::new(&mut buf.0, row.read_only()),
+            Err(Error::ReadOnly)
+        ));
         let v = View::<u32>::new(&buf.0, grid).unwrap();
         assert_eq!(v.len(), 8);
     }
@@ -436,7 +475,10 @@ mod tests {
         let err = View::<u32>::new(bytes, l).unwrap_err();
         assert!(err.is_alignment(), "{err}");
         let v = View::<u32>::new(bytes, l.unaligned()).unwrap();
-        assert_eq!(v.iter().collect::<std::vec::Vec<_>>(), [0x0707_0707, 0x0707_0707]);
+        assert_eq!(
+            v.iter().collect::<std::vec::Vec<_>>(),
+            [0x0707_0707, 0x0707_0707]
+        );
         assert_eq!(v.as_slice(), None);
     }
 
@@ -445,7 +487,10 @@ mod tests {
         fn round_trip<T: Element + PartialEq + core::fmt::Debug>(value: T) {
             for order in [ByteOrder::Little, ByteOrder::Big] {
                 let mut buf = Aligned([0; 32]);
-                let l = Layout::contiguous(T::DTYPE, &[2]).unwrap().with_byte_order(order).with_offset(8);
+                let l = Layout::contiguous(T::DTYPE, &[2])
+                    .unwrap()
+                    .with_byte_order(order)
+                    .with_offset(8);
                 let mut v = ViewMut::<T>::new(&mut buf.0, l).unwrap();
                 v.set(&[1], value).unwrap();
                 assert_eq!(v.get(&[1]).unwrap(), value);

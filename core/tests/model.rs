@@ -44,7 +44,10 @@ fn offset_of(layout: &Layout, index: &[usize]) -> i128 {
 
 impl Model {
     fn of(layout: &Layout) -> Model {
-        let offsets = indices(layout.shape()).iter().map(|ix| offset_of(layout, ix)).collect();
+        let offsets = indices(layout.shape())
+            .iter()
+            .map(|ix| offset_of(layout, ix))
+            .collect();
         Model {
             itemsize: layout.dtype().size() as i128,
             align: layout.dtype().align() as i128,
@@ -70,12 +73,18 @@ impl Model {
     }
 
     fn bytes(&self) -> BTreeSet<i128> {
-        self.offsets.iter().flat_map(|&o| o..o + self.itemsize).collect()
+        self.offsets
+            .iter()
+            .flat_map(|&o| o..o + self.itemsize)
+            .collect()
     }
 
     /// The bytes of every element, element after element, in C order.
     fn byte_stream(&self) -> Vec<i128> {
-        self.offsets.iter().flat_map(|&o| o..o + self.itemsize).collect()
+        self.offsets
+            .iter()
+            .flat_map(|&o| o..o + self.itemsize)
+            .collect()
     }
 
     fn is_packed(&self, c_order_offsets: &[i128]) -> bool {
@@ -109,12 +118,13 @@ fn layout() -> impl Strategy<Value = Layout> {
             )
         })
         .prop_map(|(dtype, offset, shape, strides, contiguous)| {
-            let layout = if contiguous {
-                Layout::contiguous(dtype, &shape).unwrap().with_offset(offset)
+            if contiguous {
+                Layout::contiguous(dtype, &shape)
+                    .unwrap()
+                    .with_offset(offset)
             } else {
                 Layout::new(dtype, offset, &shape, &strides).unwrap()
-            };
-            layout
+            }
         })
 }
 
@@ -165,10 +175,17 @@ fn prime_factors(mut n: usize) -> Vec<usize> {
 /// Some shape with `size` elements: the prime factors shuffled, grouped and
 /// sprinkled with ones.
 fn shape_of_size(size: usize) -> impl Strategy<Value = Vec<usize>> {
-    let factors = if size == 0 { vec![0] } else { prime_factors(size) };
+    let factors = if size == 0 {
+        vec![0]
+    } else {
+        prime_factors(size)
+    };
     let count = factors.len();
-    (Just(factors).prop_shuffle(), prop::collection::vec(0usize..=2, count + 1)).prop_map(
-        move |(factors, cuts)| {
+    (
+        Just(factors).prop_shuffle(),
+        prop::collection::vec(0usize..=2, count + 1),
+    )
+        .prop_map(move |(factors, cuts)| {
             let mut shape = vec![];
             let mut group = 1;
             for (k, f) in factors.iter().enumerate() {
@@ -188,8 +205,7 @@ fn shape_of_size(size: usize) -> impl Strategy<Value = Vec<usize>> {
                 shape.insert(0, 1);
             }
             shape
-        },
-    )
+        })
 }
 
 /// Is there any strided layout of `shape` whose C-order offsets are `offsets`?
@@ -201,12 +217,23 @@ fn exists_strided(shape: &[usize], offsets: &[i128]) -> bool {
     let mut strides = vec![0i128; shape.len()];
     for k in 0..shape.len() {
         if shape[k] > 1 {
-            let unit = all.iter().position(|ix| ix.iter().enumerate().all(|(j, &i)| i == usize::from(j == k))).unwrap();
+            let unit = all
+                .iter()
+                .position(|ix| {
+                    ix.iter()
+                        .enumerate()
+                        .all(|(j, &i)| i == usize::from(j == k))
+                })
+                .unwrap();
             strides[k] = offsets[unit] - offsets[0];
         }
     }
     all.iter().zip(offsets).all(|(ix, &o)| {
-        o == offsets[0] + ix.iter().zip(&strides).map(|(&i, &s)| i as i128 * s).sum::<i128>()
+        o == offsets[0]
+            + ix.iter()
+                .zip(&strides)
+                .map(|(&i, &s)| i as i128 * s)
+                .sum::<i128>()
     })
 }
 

@@ -5,9 +5,7 @@
 use std::fs;
 use std::path::PathBuf;
 
-use bytelens_core::{
-    DType, Descr, Element, Error, Layout, Scalar, View, ViewMut, bf16, f16,
-};
+use bytelens_core::{DType, Descr, Element, Error, Layout, Scalar, View, ViewMut, bf16, f16};
 use serde_json::Value;
 
 fn vectors_dir() -> PathBuf {
@@ -35,7 +33,10 @@ impl Aligned {
     fn new(bytes: &[u8]) -> Aligned {
         let mut words = vec![0u64; bytes.len().div_ceil(8)];
         bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..bytes.len()].copy_from_slice(bytes);
-        Aligned { words, len: bytes.len() }
+        Aligned {
+            words,
+            len: bytes.len(),
+        }
     }
     fn bytes(&self) -> &[u8] {
         &bytemuck::cast_slice(&self.words)[..self.len]
@@ -46,11 +47,19 @@ impl Aligned {
 }
 
 fn usizes(v: &Value) -> Vec<usize> {
-    v.as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap() as usize)
+        .collect()
 }
 
 fn isizes(v: &Value) -> Vec<isize> {
-    v.as_array().unwrap().iter().map(|x| x.as_i64().unwrap() as isize).collect()
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_i64().unwrap() as isize)
+        .collect()
 }
 
 fn opt_isize(v: &Value) -> Option<isize> {
@@ -74,7 +83,9 @@ fn apply(layout: Layout, op: &Value) -> Result<Layout, Error> {
     match op["op"].as_str().unwrap() {
         "reinterpret" => {
             let descr: Descr = op["dtype"].as_str().unwrap().parse()?;
-            Ok(layout.reinterpret(descr.dtype)?.with_byte_order(descr.order))
+            Ok(layout
+                .reinterpret(descr.dtype)?
+                .with_byte_order(descr.order))
         }
         "slice" => layout.slice(
             op["axis"].as_u64().unwrap() as usize,
@@ -82,7 +93,10 @@ fn apply(layout: Layout, op: &Value) -> Result<Layout, Error> {
             opt_isize(&op["stop"]),
             op["step"].as_i64().unwrap() as isize,
         ),
-        "index" => layout.index(op["axis"].as_u64().unwrap() as usize, op["index"].as_i64().unwrap() as isize),
+        "index" => layout.index(
+            op["axis"].as_u64().unwrap() as usize,
+            op["index"].as_i64().unwrap() as isize,
+        ),
         "transpose" => Ok(layout.transpose()),
         "permute" => layout.permute(&usizes(&op["axes"])),
         "reshape" => layout.reshape(&usizes(&op["shape"])),
@@ -95,7 +109,9 @@ fn apply(layout: Layout, op: &Value) -> Result<Layout, Error> {
 fn same(got: Scalar, expected: &Value) -> bool {
     match (got, expected) {
         (Scalar::Bool(b), Value::Bool(e)) => b == *e,
-        (s, Value::String(text)) if s.to_i128().is_some() => text.parse::<i128>().ok() == s.to_i128(),
+        (s, Value::String(text)) if s.to_i128().is_some() => {
+            text.parse::<i128>().ok() == s.to_i128()
+        }
         (s, Value::Number(n)) if s.to_i128().is_some() => n.as_i64().map(i128::from) == s.to_i128(),
         (s, Value::String(text)) => {
             let f = s.to_f64();
@@ -163,13 +179,21 @@ impl FromJson for f64 {
 }
 
 /// Writes through a typed `ViewMut<T>`.
-fn write_typed<T: FromJson>(bytes: &mut [u8], layout: Layout, values: &[Value]) -> Result<(), Error> {
+fn write_typed<T: FromJson>(
+    bytes: &mut [u8],
+    layout: Layout,
+    values: &[Value],
+) -> Result<(), Error> {
     let values: Vec<T> = values.iter().map(T::from_json).collect();
     ViewMut::<T>::new(bytes, layout)?.copy_from(&values)
 }
 
 /// Reads through a typed `View<T>`, as scalars for comparison.
-fn read_typed<T: Element>(bytes: &[u8], layout: Layout, wrap: fn(T) -> Scalar) -> Result<Vec<Scalar>, Error> {
+fn read_typed<T: Element>(
+    bytes: &[u8],
+    layout: Layout,
+    wrap: fn(T) -> Scalar,
+) -> Result<Vec<Scalar>, Error> {
     Ok(View::<T>::new(bytes, layout)?.iter().map(wrap).collect())
 }
 
@@ -177,18 +201,66 @@ macro_rules! dispatch {
     ($dtype:expr, $bool_case:expr, |$t:ident, $wrap:ident| $body:expr) => {
         match $dtype {
             DType::Bool => $bool_case,
-            DType::U8 => { type $t = u8; let $wrap = Scalar::U8; $body }
-            DType::I8 => { type $t = i8; let $wrap = Scalar::I8; $body }
-            DType::U16 => { type $t = u16; let $wrap = Scalar::U16; $body }
-            DType::I16 => { type $t = i16; let $wrap = Scalar::I16; $body }
-            DType::U32 => { type $t = u32; let $wrap = Scalar::U32; $body }
-            DType::I32 => { type $t = i32; let $wrap = Scalar::I32; $body }
-            DType::U64 => { type $t = u64; let $wrap = Scalar::U64; $body }
-            DType::I64 => { type $t = i64; let $wrap = Scalar::I64; $body }
-            DType::F16 => { type $t = f16; let $wrap = Scalar::F16; $body }
-            DType::BF16 => { type $t = bf16; let $wrap = Scalar::BF16; $body }
-            DType::F32 => { type $t = f32; let $wrap = Scalar::F32; $body }
-            DType::F64 => { type $t = f64; let $wrap = Scalar::F64; $body }
+            DType::U8 => {
+                type $t = u8;
+                let $wrap = Scalar::U8;
+                $body
+            }
+            DType::I8 => {
+                type $t = i8;
+                let $wrap = Scalar::I8;
+                $body
+            }
+            DType::U16 => {
+                type $t = u16;
+                let $wrap = Scalar::U16;
+                $body
+            }
+            DType::I16 => {
+                type $t = i16;
+                let $wrap = Scalar::I16;
+                $body
+            }
+            DType::U32 => {
+                type $t = u32;
+                let $wrap = Scalar::U32;
+                $body
+            }
+            DType::I32 => {
+                type $t = i32;
+                let $wrap = Scalar::I32;
+                $body
+            }
+            DType::U64 => {
+                type $t = u64;
+                let $wrap = Scalar::U64;
+                $body
+            }
+            DType::I64 => {
+                type $t = i64;
+                let $wrap = Scalar::I64;
+                $body
+            }
+            DType::F16 => {
+                type $t = f16;
+                let $wrap = Scalar::F16;
+                $body
+            }
+            DType::BF16 => {
+                type $t = bf16;
+                let $wrap = Scalar::BF16;
+                $body
+            }
+            DType::F32 => {
+                type $t = f32;
+                let $wrap = Scalar::F32;
+                $body
+            }
+            DType::F64 => {
+                type $t = f64;
+                let $wrap = Scalar::F64;
+                $body
+            }
         }
     };
 }
@@ -206,14 +278,21 @@ fn run(case: &Value) -> Result<Outcome, Error> {
     if case.get("unaligned").and_then(Value::as_bool) == Some(true) {
         layout = layout.unaligned();
     }
-    for op in case.get("ops").and_then(Value::as_array).into_iter().flatten() {
+    for op in case
+        .get("ops")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
         layout = apply(layout, op)?;
     }
     if let Some(values) = case.get("write").and_then(Value::as_array) {
         let bytes = buffer.bytes_mut();
-        dispatch!(layout.dtype(), write_typed::<u8>(bytes, layout, values), |T, _w| {
-            write_typed::<T>(bytes, layout, values)
-        })?;
+        dispatch!(
+            layout.dtype(),
+            write_typed::<u8>(bytes, layout, values),
+            |T, _w| write_typed::<T>(bytes, layout, values)
+        )?;
     }
     let bytes = buffer.bytes();
     // Dynamic reads through `Scalar`...
@@ -222,12 +301,23 @@ fn run(case: &Value) -> Result<Outcome, Error> {
         .map(|o| Scalar::read(layout.descr(), &bytes[o..]))
         .collect::<Result<_, _>>()?;
     // ...must agree with typed reads through `View<T>`.
-    let typed = dispatch!(layout.dtype(), Ok(values.clone()), |T, wrap| read_typed::<T>(bytes, layout, wrap))?;
+    let typed = dispatch!(
+        layout.dtype(),
+        Ok(values.clone()),
+        |T, wrap| read_typed::<T>(bytes, layout, wrap)
+    )?;
     assert_eq!(typed.len(), values.len());
     for (t, v) in typed.iter().zip(&values) {
-        assert!(t == v || t.to_f64().is_nan() && v.to_f64().is_nan(), "typed {t} vs dynamic {v}");
+        assert!(
+            t == v || t.to_f64().is_nan() && v.to_f64().is_nan(),
+            "typed {t} vs dynamic {v}"
+        );
     }
-    Ok(Outcome { layout, values, bytes: bytes.to_vec() })
+    Ok(Outcome {
+        layout,
+        values,
+        bytes: bytes.to_vec(),
+    })
 }
 
 #[test]
@@ -244,36 +334,65 @@ fn every_vector_passes() {
         let doc: Value = serde_json::from_str(&fs::read_to_string(file).unwrap()).unwrap();
         for case in doc["cases"].as_array().unwrap() {
             total += 1;
-            let name = format!("{}: {}", file.file_name().unwrap().to_string_lossy(), case["name"]);
+            let name = format!(
+                "{}: {}",
+                file.file_name().unwrap().to_string_lossy(),
+                case["name"]
+            );
             let expect = &case["expect"];
             match (run(case), expect.get("error").and_then(Value::as_str)) {
                 (Err(err), Some(kind)) if err.kind() == kind => {}
-                (Err(err), kind) => failures.push(format!("{name}: got error {err:?} ({err}), expected {kind:?}")),
+                (Err(err), kind) => failures.push(format!(
+                    "{name}: got error {err:?} ({err}), expected {kind:?}"
+                )),
                 (Ok(_), Some(kind)) => failures.push(format!("{name}: succeeded, expected {kind}")),
                 (Ok(out), None) => {
                     let shape: Vec<usize> = usizes(&expect["shape"]);
                     let strides: Vec<isize> = isizes(&expect["strides"]);
                     if out.layout.shape() != shape || out.layout.strides() != strides {
-                        failures.push(format!("{name}: layout {:?}, expected {shape:?} {strides:?}", out.layout));
+                        failures.push(format!(
+                            "{name}: layout {:?}, expected {shape:?} {strides:?}",
+                            out.layout
+                        ));
                     }
-                    if out.layout.size() > 0 && out.layout.offset() != expect["offset"].as_i64().unwrap() as isize {
-                        failures.push(format!("{name}: offset {}, expected {}", out.layout.offset(), expect["offset"]));
+                    if out.layout.size() > 0
+                        && out.layout.offset() != expect["offset"].as_i64().unwrap() as isize
+                    {
+                        failures.push(format!(
+                            "{name}: offset {}, expected {}",
+                            out.layout.offset(),
+                            expect["offset"]
+                        ));
                     }
                     let want = expect["values"].as_array().unwrap();
-                    if want.len() != out.values.len() || !out.values.iter().zip(want).all(|(g, w)| same(*g, w)) {
+                    if want.len() != out.values.len()
+                        || !out.values.iter().zip(want).all(|(g, w)| same(*g, w))
+                    {
                         let got: Vec<String> = out.values.iter().map(ToString::to_string).collect();
                         failures.push(format!("{name}: values {got:?}, expected {want:?}"));
                     }
                     if let Some(bytes) = expect.get("bytes").and_then(Value::as_str) {
                         if to_hex(&out.bytes) != bytes {
-                            failures.push(format!("{name}: bytes {}, expected {bytes}", to_hex(&out.bytes)));
+                            failures.push(format!(
+                                "{name}: bytes {}, expected {bytes}",
+                                to_hex(&out.bytes)
+                            ));
                         }
                     }
                 }
             }
         }
     }
-    assert!(total >= 40, "only {total} vectors found in {}", vectors_dir().display());
-    assert!(failures.is_empty(), "{} of {total} vectors failed:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        total >= 40,
+        "only {total} vectors found in {}",
+        vectors_dir().display()
+    );
+    assert!(
+        failures.is_empty(),
+        "{} of {total} vectors failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
     println!("{total} vectors passed");
 }

@@ -1,1 +1,74 @@
+#![doc = include_str!("../../README.md")]
+#![deny(
+    missing_docs,
+    unsafe_op_in_unsafe_fn,
+    clippy::undocumented_unsafe_blocks
+)]
 
+mod buffer;
+
+use std::fmt;
+
+pub use buffer::Buffer;
+/// The core's layout error: what is wrong with a view, with the numbers.
+pub use bytelens_core::Error as LayoutError;
+// Everything else of the core (the local `Error` below shadows the core's).
+pub use bytelens_core::*;
+
+/// Errors of the native crate: a layout error from the core, or what goes
+/// wrong with memory the core never sees.
+///
+/// # Examples
+/// ```
+/// use bytelens::{Buffer, Error, LayoutError};
+/// let buf = Buffer::new(3)?;
+/// let err = buf.view::<i16>().unwrap_err();
+/// assert!(matches!(err, Error::Layout(LayoutError::ItemsizeMismatch { nbytes: 3, itemsize: 2, .. })));
+/// assert_eq!(err.to_string(), "3 bytes is not a multiple of 2, the size of int16");
+/// # Ok::<(), bytelens::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The view does not fit the buffer, or the layout operation is invalid.
+    Layout(LayoutError),
+    /// The allocator could not provide the memory.
+    Alloc {
+        /// Bytes asked for.
+        nbytes: usize,
+        /// Alignment asked for.
+        align: usize,
+    },
+    /// An alignment that is not a power of two.
+    BadAlign {
+        /// The alignment given.
+        align: usize,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Layout(err) => err.fmt(f),
+            Error::Alloc { nbytes, align } => {
+                write!(f, "could not allocate {nbytes} bytes aligned to {align}")
+            }
+            Error::BadAlign { align } => write!(f, "alignment {align} is not a power of two"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Layout(err) => Some(err),
+            _ => None,
+        }
+    }
+}
+
+impl From<LayoutError> for Error {
+    fn from(err: LayoutError) -> Error {
+        Error::Layout(err)
+    }
+}
