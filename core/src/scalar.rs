@@ -54,83 +54,60 @@ fn take<const N: usize>(bytes: &[u8], order: ByteOrder) -> Result<[u8; N], Error
     Ok(raw)
 }
 
+/// `read`, `write` and `dtype`, one match arm per dtype; `Bool` is the one
+/// variant that is not a `to/from_ne_bytes` number.
+macro_rules! scalar_bytes {
+    ($($variant:ident: $t:ty),* $(,)?) => {
+        impl Scalar {
+            /// Reads one element of `descr` from the start of `bytes`.
+            ///
+            /// Fails with `OutOfBounds` when `bytes` is shorter than the itemsize.
+            pub fn read(descr: Descr, bytes: &[u8]) -> Result<Scalar, Error> {
+                let order = descr.order;
+                Ok(match descr.dtype {
+                    DType::Bool => Scalar::Bool(take::<1>(bytes, order)?[0] != 0),
+                    $(DType::$variant => Scalar::$variant(<$t>::from_ne_bytes(take(bytes, order)?)),)*
+                })
+            }
+
+            /// Writes the element to the start of `out` in byte order `order`.
+            ///
+            /// Fails with `OutOfBounds` when `out` is shorter than the itemsize.
+            pub fn write(self, order: ByteOrder, out: &mut [u8]) -> Result<(), Error> {
+                let mut raw = [0u8; 8];
+                let size = self.dtype().size();
+                let native: &[u8] = match self {
+                    Scalar::Bool(v) => &[u8::from(v)],
+                    $(Scalar::$variant(v) => &v.to_ne_bytes(),)*
+                };
+                raw[..size].copy_from_slice(native);
+                if order != ByteOrder::NATIVE {
+                    raw[..size].reverse();
+                }
+                let len = out.len();
+                let end = size as isize;
+                let dest = out.get_mut(..size).ok_or(Error::OutOfBounds { start: 0, end, len })?;
+                dest.copy_from_slice(&raw[..size]);
+                Ok(())
+            }
+
+            /// The dtype of the element.
+            pub fn dtype(&self) -> DType {
+                match self {
+                    Scalar::Bool(_) => DType::Bool,
+                    $(Scalar::$variant(_) => DType::$variant,)*
+                }
+            }
+        }
+    };
+}
+
+scalar_bytes! {
+    U8: u8, I8: i8, U16: u16, I16: i16, U32: u32, I32: i32, U64: u64, I64: i64,
+    F16: f16, BF16: bf16, F32: f32, F64: f64,
+}
+
 impl Scalar {
-    /// Reads one element of `descr` from the start of `bytes`.
-    ///
-    /// Fails with `OutOfBounds` when `bytes` is shorter than the itemsize.
-    pub fn read(descr: Descr, bytes: &[u8]) -> Result<Scalar, Error> {
-        let o = descr.order;
-        Ok(match descr.dtype {
-            DType::Bool => Scalar::Bool(take::<1>(bytes, o)?[0] != 0),
-            DType::U8 => Scalar::U8(u8::from_ne_bytes(take(bytes, o)?)),
-            DType::I8 => Scalar::I8(i8::from_ne_bytes(take(bytes, o)?)),
-            DType::U16 => Scalar::U16(u16::from_ne_bytes(take(bytes, o)?)),
-            DType::I16 => Scalar::I16(i16::from_ne_bytes(take(bytes, o)?)),
-            DType::U32 => Scalar::U32(u32::from_ne_bytes(take(bytes, o)?)),
-            DType::I32 => Scalar::I32(i32::from_ne_bytes(take(bytes, o)?)),
-            DType::U64 => Scalar::U64(u64::from_ne_bytes(take(bytes, o)?)),
-            DType::I64 => Scalar::I64(i64::from_ne_bytes(take(bytes, o)?)),
-            DType::F16 => Scalar::F16(f16::from_ne_bytes(take(bytes, o)?)),
-            DType::BF16 => Scalar::BF16(bf16::from_ne_bytes(take(bytes, o)?)),
-            DType::F32 => Scalar::F32(f32::from_ne_bytes(take(bytes, o)?)),
-            DType::F64 => Scalar::F64(f64::from_ne_bytes(take(bytes, o)?)),
-        })
-    }
-
-    /// Writes the element to the start of `out` in byte order `order`.
-    ///
-    /// Fails with `OutOfBounds` when `out` is shorter than the itemsize.
-    pub fn write(self, order: ByteOrder, out: &mut [u8]) -> Result<(), Error> {
-        let mut raw = [0u8; 8];
-        let size = self.dtype().size();
-        let native: &[u8] = match self {
-            Scalar::Bool(v) => &[u8::from(v)],
-            Scalar::U8(v) => &v.to_ne_bytes(),
-            Scalar::I8(v) => &v.to_ne_bytes(),
-            Scalar::U16(v) => &v.to_ne_bytes(),
-            Scalar::I16(v) => &v.to_ne_bytes(),
-            Scalar::U32(v) => &v.to_ne_bytes(),
-            Scalar::I32(v) => &v.to_ne_bytes(),
-            Scalar::U64(v) => &v.to_ne_bytes(),
-            Scalar::I64(v) => &v.to_ne_bytes(),
-            Scalar::F16(v) => &v.to_ne_bytes(),
-            Scalar::BF16(v) => &v.to_ne_bytes(),
-            Scalar::F32(v) => &v.to_ne_bytes(),
-            Scalar::F64(v) => &v.to_ne_bytes(),
-        };
-        raw[..size].copy_from_slice(native);
-        if order != ByteOrder::NATIVE {
-            raw[..size].reverse();
-        }
-        let len = out.len();
-        let dest = out.get_mut(..size).ok_or(Error::OutOfBounds {
-            start: 0,
-            end: size as isize,
-            len,
-        })?;
-        dest.copy_from_slice(&raw[..size]);
-        Ok(())
-    }
-
-    /// The dtype of the element.
-    pub fn dtype(&self) -> DType {
-        match self {
-            Scalar::Bool(_) => DType::Bool,
-            Scalar::U8(_) => DType::U8,
-            Scalar::I8(_) => DType::I8,
-            Scalar::U16(_) => DType::U16,
-            Scalar::I16(_) => DType::I16,
-            Scalar::U32(_) => DType::U32,
-            Scalar::I32(_) => DType::I32,
-            Scalar::U64(_) => DType::U64,
-            Scalar::I64(_) => DType::I64,
-            Scalar::F16(_) => DType::F16,
-            Scalar::BF16(_) => DType::BF16,
-            Scalar::F32(_) => DType::F32,
-            Scalar::F64(_) => DType::F64,
-        }
-    }
-
     /// The value as `f64`: exact for every dtype except 64-bit integers
     /// beyond 2^53, which round (as a JavaScript number would).
     ///
