@@ -48,6 +48,11 @@ pub enum DType {
 
 impl DType {
     /// Every dtype, in the order of the enum.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(bytelens_core::DType::ALL.len(), 13);
+    /// ```
     pub const ALL: [DType; 13] = [
         DType::Bool,
         DType::U8,
@@ -65,6 +70,12 @@ impl DType {
     ];
 
     /// Size of one element in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::DType;
+    /// assert_eq!((DType::Bool.size(), DType::F16.size(), DType::U64.size()), (1, 2, 8));
+    /// ```
     pub const fn size(self) -> usize {
         match self {
             DType::Bool | DType::U8 | DType::I8 => 1,
@@ -76,11 +87,23 @@ impl DType {
 
     /// Alignment of one element in bytes (equal to its size for every dtype
     /// here, as on every supported target and in numpy's aligned arrays).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::DType;
+    /// assert_eq!(DType::F64.align(), 8);
+    /// ```
     pub const fn align(self) -> usize {
         self.size()
     }
 
     /// numpy's name: `"int32"`, `"float16"`, `"bfloat16"` (ml_dtypes' name), `"bool"`.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::DType;
+    /// assert_eq!(DType::U16.name(), "uint16");
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
@@ -102,6 +125,12 @@ impl DType {
     /// numpy's kind character: `b` bool, `u` unsigned, `i` signed, `f` float.
     /// bfloat16 has no numpy kind of its own and reports `V` (raw), as
     /// `ml_dtypes.bfloat16` does.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::DType;
+    /// assert_eq!((DType::I8.kind(), DType::U8.kind(), DType::F32.kind()), ('i', 'u', 'f'));
+    /// ```
     pub const fn kind(self) -> char {
         match self {
             DType::Bool => 'b',
@@ -113,6 +142,12 @@ impl DType {
     }
 
     /// True for the floating-point dtypes.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::DType;
+    /// assert!(DType::BF16.is_float() && !DType::I32.is_float());
+    /// ```
     pub const fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
@@ -203,6 +238,12 @@ impl ByteOrder {
     pub const NATIVE: ByteOrder = ByteOrder::Big;
 
     /// numpy's prefix character: `<` or `>`.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::ByteOrder;
+    /// assert_eq!(ByteOrder::Big.prefix(), '>');
+    /// ```
     pub const fn prefix(self) -> char {
         match self {
             ByteOrder::Little => '<',
@@ -239,11 +280,23 @@ pub struct Descr {
 
 impl Descr {
     /// A dtype in the given byte order.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{ByteOrder, DType, Descr};
+    /// assert_eq!(Descr::new(DType::I16, ByteOrder::Big).to_string(), ">i2");
+    /// ```
     pub const fn new(dtype: DType, order: ByteOrder) -> Descr {
         Descr { dtype, order }
     }
 
     /// A dtype in native byte order.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Descr};
+    /// assert_eq!(Descr::native(DType::F64).to_string(), "<f8");
+    /// ```
     pub const fn native(dtype: DType) -> Descr {
         Descr {
             dtype,

@@ -219,6 +219,14 @@ impl Error {
     }
 
     /// True for the errors that mean "misaligned" (offset or stride).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// let err = Layout::contiguous(DType::U32, &[1])?.with_offset(2).check(8).unwrap_err();
+    /// assert!(err.is_alignment() && !err.is_bounds());
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn is_alignment(&self) -> bool {
         matches!(
             self,
@@ -229,6 +237,14 @@ impl Error {
     }
 
     /// True for the errors that mean "reaches outside the buffer".
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// let err = Layout::contiguous(DType::U32, &[3])?.check(8).unwrap_err();
+    /// assert!(err.is_bounds());
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn is_bounds(&self) -> bool {
         matches!(
             self,
@@ -382,6 +398,11 @@ impl ShortStr {
     }
 
     /// The stored text.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(bytelens_core::ShortStr::new("A").as_str(), "A");
+    /// ```
     pub fn as_str(&self) -> &str {
         // The stored bytes are a prefix of a `str` cut at a char boundary.
         core::str::from_utf8(&self.bytes[..usize::from(self.len)]).unwrap_or("")

@@ -7,6 +7,11 @@ use core::ops::Range;
 use crate::{ByteOrder, DType, Descr, Error};
 
 /// The most dimensions a [`Layout`] holds (numpy 1.x's `NPY_MAXDIMS`).
+///
+/// # Examples
+/// ```
+/// assert_eq!(bytelens_core::MAX_NDIM, 32);
+/// ```
 pub const MAX_NDIM: usize = 32;
 
 const READ_ONLY: u8 = 1;
@@ -205,6 +210,13 @@ impl Layout {
     }
 
     /// The same layout starting `offset` bytes into the buffer.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// assert_eq!(Layout::contiguous(DType::U8, &[2])?.with_offset(5).byte_span()?, 5..7);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn with_offset(mut self, offset: usize) -> Layout {
         self.offset = isize::try_from(offset).unwrap_or(isize::MAX);
         self
@@ -243,64 +255,153 @@ impl Layout {
     }
 
     /// Marks the layout read-only: [`ViewMut`](crate::ViewMut) refuses it.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// assert!(Layout::contiguous(DType::U8, &[2])?.read_only().is_read_only());
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn read_only(mut self) -> Layout {
         self.flags |= READ_ONLY;
         self
     }
 
     /// The element type.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// assert_eq!(Layout::contiguous(DType::F16, &[2])?.dtype(), DType::F16);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
     /// The byte order of the elements.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{ByteOrder, DType, Layout};
+    /// let l = Layout::contiguous(DType::U16, &[2])?;
+    /// assert_eq!(l.byte_order(), ByteOrder::NATIVE);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn byte_order(&self) -> ByteOrder {
         self.order
     }
 
     /// Dtype and byte order together, printable as a numpy type string.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// assert_eq!(Layout::contiguous(DType::I32, &[2])?.descr().to_string(), "<i4");
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn descr(&self) -> Descr {
         Descr::new(self.dtype, self.order)
     }
 
     /// Byte offset of the element with all indices zero (negative only for
     /// layouts that no buffer can hold).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// let m = Layout::contiguous(DType::I32, &[2, 2])?;
+    /// assert_eq!(m.index(0, 1)?.offset(), 8);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn offset(&self) -> isize {
         self.offset
     }
 
     /// Number of dimensions.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// assert_eq!(Layout::contiguous(DType::U8, &[2, 3, 4])?.ndim(), 3);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn ndim(&self) -> usize {
         usize::from(self.ndim)
     }
 
     /// Length of each axis.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// assert_eq!(Layout::contiguous(DType::U8, &[2, 3])?.shape(), &[2, 3]);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn shape(&self) -> &[usize] {
         &self.shape[..self.ndim()]
     }
 
     /// Byte step of each axis.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// assert_eq!(Layout::contiguous(DType::U16, &[2, 3])?.strides(), &[6, 2]);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn strides(&self) -> &[isize] {
         &self.strides[..self.ndim()]
     }
 
     /// Number of elements (1 for zero dimensions).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// assert_eq!(Layout::contiguous(DType::U16, &[2, 3])?.size(), 6);
+    /// assert_eq!(Layout::contiguous(DType::U16, &[])?.size(), 1);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn size(&self) -> usize {
         // Cannot overflow (INVARIANT).
         self.shape().iter().product()
     }
 
     /// Bytes the elements would take if packed: `size() * dtype().size()`.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// assert_eq!(Layout::contiguous(DType::U16, &[2, 3])?.nbytes(), 12);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn nbytes(&self) -> usize {
         self.size() * self.dtype.size()
     }
 
     /// True when views through this layout must not write.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// let l = Layout::contiguous(DType::U8, &[1])?;
+    /// assert!(!l.is_read_only() && l.broadcast_to(&[4])?.is_read_only());
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn is_read_only(&self) -> bool {
         self.flags & READ_ONLY != 0
     }
 
     /// True unless [`unaligned`](Layout::unaligned) was asked for.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// let l = Layout::contiguous(DType::U8, &[1])?;
+    /// assert!(l.requires_alignment() && !l.unaligned().requires_alignment());
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn requires_alignment(&self) -> bool {
         self.flags & UNALIGNED == 0
     }
@@ -625,6 +726,14 @@ impl Layout {
     }
 
     /// numpy's `a.T`: the axes in reverse order.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// let t = Layout::contiguous(DType::F32, &[2, 3])?.transpose();
+    /// assert_eq!((t.shape(), t.strides()), (&[3, 2][..], &[4, 12][..]));
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn transpose(&self) -> Layout {
         let mut out = *self;
         let ndim = self.ndim();
@@ -771,11 +880,27 @@ impl Layout {
 
     /// True when the elements are packed in C (row-major) order; axes of
     /// length 1 are ignored and an empty layout is contiguous, as in numpy.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// let m = Layout::contiguous(DType::F32, &[2, 3])?;
+    /// assert!(m.is_c_contiguous() && !m.slice(1, None, None, 2)?.is_c_contiguous());
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn is_c_contiguous(&self) -> bool {
         self.is_packed((0..self.ndim()).rev())
     }
 
     /// True when the elements are packed in Fortran (column-major) order.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout};
+    /// let m = Layout::contiguous(DType::F32, &[2, 3])?;
+    /// assert!(!m.is_f_contiguous() && m.transpose().is_f_contiguous());
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn is_f_contiguous(&self) -> bool {
         self.is_packed(0..self.ndim())
     }
@@ -827,6 +952,14 @@ impl fmt::Debug for Layout {
 
 /// The byte offsets of a checked layout's elements, in C order. Made by
 /// [`Layout::offsets`].
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{DType, Layout};
+/// let reversed = Layout::new(DType::U16, 4, &[3], &[-2])?;
+/// assert_eq!(reversed.offsets(6)?.collect::<Vec<_>>(), [4, 2, 0]);
+/// # Ok::<(), bytelens_core::Error>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct Offsets {
     // INVARIANT: `layout` was checked against a buffer, so every element

@@ -7,13 +7,39 @@ use core::ops::Range;
 use crate::{DType, Descr, Error, Layout, ShortStr};
 
 /// The most fields a [`Plan`] holds.
+///
+/// # Examples
+/// ```
+/// assert_eq!(bytelens_core::MAX_FIELDS, 32);
+/// ```
 pub const MAX_FIELDS: usize = 32;
 /// The most alternatives (union members) a [`Plan`] holds.
+///
+/// # Examples
+/// ```
+/// assert_eq!(bytelens_core::MAX_ALTERNATIVES, 8);
+/// ```
 pub const MAX_ALTERNATIVES: usize = 8;
 /// The most dimensions of one plan field.
+///
+/// # Examples
+/// ```
+/// assert_eq!(bytelens_core::MAX_FIELD_DIMS, 4);
+/// ```
 pub const MAX_FIELD_DIMS: usize = 4;
 
 /// One named array of a [`Plan`]: a dtype and shape at an aligned offset.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{DType, Plan};
+/// let mut plan = Plan::new();
+/// plan.field("tag", DType::U8, &[])?.field("xy", DType::F32, &[2])?;
+/// let xy = plan.get("xy").unwrap();
+/// assert_eq!((xy.name(), xy.shape(), xy.offset(), xy.nbytes()), ("xy", &[2][..], 4, 8));
+/// assert_eq!((xy.byte_range(), xy.alternative(), xy.descr().to_string()), (4..12, 0, "<f4".into()));
+/// # Ok::<(), bytelens_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Field<'n> {
     name: &'n str,
@@ -153,6 +179,12 @@ fn round_up(value: usize, align: usize) -> Result<usize, Error> {
 
 impl<'n> Plan<'n> {
     /// An empty plan with one (empty) alternative, named `Plan` in WGSL.
+    ///
+    /// # Examples
+    /// ```
+    /// let plan = bytelens_core::Plan::new();
+    /// assert_eq!((plan.fields().len(), plan.nbytes(), plan.alternatives()), (0, 0, 1));
+    /// ```
     pub const fn new() -> Plan<'n> {
         Plan {
             name: "Plan",
@@ -190,6 +222,16 @@ impl<'n> Plan<'n> {
     ///
     /// Fails with `BadName` for an empty, repeated or non-identifier name,
     /// `PlanFull`, `TooManyDims` or `Overflow`.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{ByteOrder, DType, Descr, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("n", DType::U16, &[])?.field("be", Descr::new(DType::F32, ByteOrder::Big), &[2])?;
+    /// assert_eq!(plan.get("be").unwrap().offset(), 4);
+    /// assert!(plan.field("n", DType::U8, &[]).is_err()); // names are unique
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn field(
         &mut self,
         name: &'n str,
@@ -238,6 +280,15 @@ impl<'n> Plan<'n> {
 
     /// Starts a new alternative at offset 0, over the same bytes as the
     /// others. Does nothing while the current alternative has no fields.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("f", DType::F32, &[4])?.union()?.field("i", DType::I16, &[8])?;
+    /// assert_eq!((plan.get("i").unwrap().offset(), plan.nbytes()), (0, 16));
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn union(&mut self) -> Result<&mut Plan<'n>, Error> {
         if self
             .fields()
@@ -257,32 +308,84 @@ impl<'n> Plan<'n> {
     }
 
     /// The WGSL struct name.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(bytelens_core::Plan::named("Frame")?.name(), "Frame");
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn name(&self) -> &'n str {
         self.name
     }
 
     /// All fields, in the order they were added.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("a", DType::U8, &[])?.field("b", DType::U8, &[])?;
+    /// let names: Vec<&str> = plan.fields().iter().map(|f| f.name()).collect();
+    /// assert_eq!(names, ["a", "b"]);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn fields(&self) -> &[Field<'n>] {
         &self.fields[..self.len]
     }
 
     /// The field called `name`.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("a", DType::U8, &[])?;
+    /// assert!(plan.get("a").is_some() && plan.get("z").is_none());
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn get(&self, name: &str) -> Option<&Field<'n>> {
         self.fields().iter().find(|f| f.name == name)
     }
 
     /// Number of alternatives (1 for a plain struct).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("a", DType::U8, &[])?.union()?.field("b", DType::U8, &[])?;
+    /// assert_eq!(plan.alternatives(), 2);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn alternatives(&self) -> usize {
         self.alternatives
     }
 
     /// The largest alignment of any field (1 for an empty plan).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("a", DType::U8, &[])?.field("b", DType::F64, &[])?;
+    /// assert_eq!(plan.align(), 8);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn align(&self) -> usize {
         self.align
     }
 
     /// Bytes the buffer needs: the largest alternative, rounded up to
     /// [`align`](Plan::align).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("b", DType::F64, &[])?.field("a", DType::U8, &[])?;
+    /// assert_eq!(plan.nbytes(), 16); // 9 bytes, rounded up to the alignment of f64
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn nbytes(&self) -> usize {
         // Checked in `field`.
         self.end.next_multiple_of(self.align)
@@ -317,6 +420,15 @@ impl<'n> Plan<'n> {
 
 /// A plan checked against WGSL's host-shareable layout rules, displayed as
 /// WGSL source. Made by [`Plan::wgsl`].
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{DType, Plan};
+/// let mut plan = Plan::new();
+/// plan.field("x", DType::F32, &[4])?;
+/// assert!(plan.wgsl()?.to_string().contains("x: array<f32, 4>,"));
+/// # Ok::<(), bytelens_core::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Wgsl<'p, 'n> {
     // INVARIANT: every field is f32, i32, u32 or little-endian f16, has a

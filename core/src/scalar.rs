@@ -62,6 +62,15 @@ macro_rules! scalar_bytes {
             /// Reads one element of `descr` from the start of `bytes`.
             ///
             /// Fails with `OutOfBounds` when `bytes` is shorter than the itemsize.
+            ///
+            /// # Examples
+            /// ```
+            /// use bytelens_core::{Descr, Scalar};
+            /// let bf16: Descr = "<bfloat16".parse()?;
+            /// assert_eq!(Scalar::read(bf16, &[0x80, 0x3f])?.to_f64(), 1.0);
+            /// assert!(Scalar::read(bf16, &[0x80]).is_err());
+            /// # Ok::<(), bytelens_core::Error>(())
+            /// ```
             pub fn read(descr: Descr, bytes: &[u8]) -> Result<Scalar, Error> {
                 let order = descr.order;
                 Ok(match descr.dtype {
@@ -73,6 +82,15 @@ macro_rules! scalar_bytes {
             /// Writes the element to the start of `out` in byte order `order`.
             ///
             /// Fails with `OutOfBounds` when `out` is shorter than the itemsize.
+            ///
+            /// # Examples
+            /// ```
+            /// use bytelens_core::{ByteOrder, Scalar};
+            /// let mut out = [0u8; 3];
+            /// Scalar::U16(0x1234).write(ByteOrder::Big, &mut out[1..])?;
+            /// assert_eq!(out, [0, 0x12, 0x34]);
+            /// # Ok::<(), bytelens_core::Error>(())
+            /// ```
             pub fn write(self, order: ByteOrder, out: &mut [u8]) -> Result<(), Error> {
                 let mut raw = [0u8; 8];
                 let size = self.dtype().size();
@@ -92,6 +110,12 @@ macro_rules! scalar_bytes {
             }
 
             /// The dtype of the element.
+            ///
+            /// # Examples
+            /// ```
+            /// use bytelens_core::{DType, Scalar};
+            /// assert_eq!(Scalar::I8(-1).dtype(), DType::I8);
+            /// ```
             pub fn dtype(&self) -> DType {
                 match self {
                     Scalar::Bool(_) => DType::Bool,
@@ -136,6 +160,13 @@ impl Scalar {
     }
 
     /// The value as `i128` when it is an integer or a boolean; `None` for floats.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::Scalar;
+    /// assert_eq!(Scalar::U64(u64::MAX).to_i128(), Some(u64::MAX as i128));
+    /// assert_eq!(Scalar::F32(1.0).to_i128(), None);
+    /// ```
     pub fn to_i128(self) -> Option<i128> {
         Some(match self {
             Scalar::Bool(v) => i128::from(v),

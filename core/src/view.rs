@@ -18,6 +18,12 @@ mod sealed {
 /// bytelens dtype. Implemented for the integer and float types, including
 /// `half`'s `f16` and `bf16`. (`bool` is not `Pod`: read booleans as `u8`
 /// or as [`Scalar`](crate::Scalar)s.)
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{DType, Element};
+/// assert_eq!(<half::bf16 as Element>::DTYPE, DType::BF16);
+/// ```
 pub trait Element: Pod + sealed::Sealed {
     /// The dtype this type stores.
     const DTYPE: DType;
@@ -158,11 +164,29 @@ impl<'a, T: Element> View<'a, T> {
     }
 
     /// The checked layout.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::View;
+    /// let words = [1u16, 2, 3];
+    /// let v = View::<u16>::from_bytes(bytemuck::cast_slice(&words))?;
+    /// assert_eq!((v.layout().shape(), v.len(), v.is_empty()), (&[3][..], 3, false));
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
     /// The bytes the view was made over (all of them, not only the view's elements).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::View;
+    /// let words = [7u32, 8];
+    /// let v = View::<u32>::from_bytes(bytemuck::cast_slice(&words))?;
+    /// assert_eq!((v.bytes().len(), v.layout().shape()), (8, &[2][..]));
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn bytes(&self) -> &'a [u8] {
         self.bytes
     }
@@ -274,6 +298,16 @@ where
 }
 
 /// The elements of a [`View`] in C order.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::View;
+/// let words = [1u16, 2, 3];
+/// let it = View::<u16>::from_bytes(bytemuck::cast_slice(&words))?.iter();
+/// assert_eq!(it.len(), 3);
+/// assert_eq!(it.sum::<u16>(), 6);
+/// # Ok::<(), bytelens_core::Error>(())
+/// ```
 #[derive(Clone)]
 pub struct Iter<'a, T: Element> {
     view: View<'a, T>,
@@ -321,6 +355,16 @@ pub struct ViewMut<'a, T: Element> {
 impl<'a, T: Element> ViewMut<'a, T> {
     /// Checks `layout` against `bytes` and `T` (as [`View::new`] does) and
     /// that it is not read-only, then builds the view.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Layout, ViewMut};
+    /// let mut words = [0u32; 2];
+    /// let col = Layout::new(DType::U32, 4, &[1], &[4])?;
+    /// ViewMut::<u32>::new(bytemuck::cast_slice_mut(&mut words), col)?.fill(9);
+    /// assert_eq!(words, [0, 9]);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn new(bytes: &'a mut [u8], layout: Layout) -> Result<ViewMut<'a, T>, Error> {
         if layout.is_read_only() {
             return Err(Error::ReadOnly);
@@ -334,6 +378,18 @@ impl<'a, T: Element> ViewMut<'a, T> {
     }
 
     /// The whole of `bytes` as a one-dimensional array.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::ViewMut;
+    /// let mut words = [0u16; 4];
+    /// let mut v = ViewMut::<u16>::from_bytes(bytemuck::cast_slice_mut(&mut words))?;
+    /// assert_eq!((v.len(), v.is_empty(), v.layout().shape()), (4, false, &[4][..]));
+    /// v.set(&[3], 1)?;
+    /// assert_eq!(v.as_view().get(&[3])?, 1);
+    /// assert_eq!(v.get(&[3])?, 1);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn from_bytes(bytes: &'a mut [u8]) -> Result<ViewMut<'a, T>, Error> {
         let layout = Layout::from_bytes(T::DTYPE, bytes.len())?;
         ViewMut::new(bytes, layout)
@@ -402,6 +458,16 @@ impl<'a, T: Element> ViewMut<'a, T> {
     }
 
     /// Sets every element to `value`.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::ViewMut;
+    /// let mut words = [0u16; 4];
+    /// let mut v = ViewMut::<u16>::from_bytes(bytemuck::cast_slice_mut(&mut words))?;
+    /// v.fill(5);
+    /// assert_eq!(words, [5; 4]);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn fill(&mut self, value: T) {
         for offset in Offsets::new(&self.layout) {
             // SAFETY: `Offsets` yields the element offsets of the checked layout.
@@ -437,6 +503,16 @@ impl<'a, T: Element> ViewMut<'a, T> {
 
     /// The elements as a mutable slice, when packed in C order, native byte
     /// order and aligned; `None` otherwise.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::ViewMut;
+    /// let mut words = [0u16; 4];
+    /// let mut v = ViewMut::<u16>::from_bytes(bytemuck::cast_slice_mut(&mut words))?;
+    /// v.as_mut_slice().unwrap()[1] = 3;
+    /// assert_eq!(words, [0, 3, 0, 0]);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn as_mut_slice(&mut self) -> Option<&mut [T]> {
         let range = packed_range(&self.layout)?;
         bytemuck::try_cast_slice_mut(self.bytes.get_mut(range)?).ok()

@@ -44,6 +44,11 @@ unsafe impl Sync for Buffer {}
 
 impl Buffer {
     /// The default alignment of a new buffer, in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(bytelens::Buffer::DEFAULT_ALIGN, 64);
+    /// ```
     pub const DEFAULT_ALIGN: usize = 64;
 
     /// A zeroed buffer of `nbytes` bytes, 64-byte aligned.
@@ -92,6 +97,14 @@ impl Buffer {
     }
 
     /// A buffer holding a copy of `bytes`, 64-byte aligned.
+    ///
+    /// # Examples
+    /// ```
+    /// let buf = bytelens::Buffer::from_bytes(&[1, 0, 0, 0])?;
+    /// assert_eq!((buf.len(), buf.is_empty()), (4, false));
+    /// assert_eq!(buf.view::<u32>()?.get(&[0])?, 1);
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
     pub fn from_bytes(bytes: &[u8]) -> Result<Buffer, Error> {
         let mut buf = Buffer::new(bytes.len())?;
         buf.as_bytes_mut().copy_from_slice(bytes);
@@ -109,6 +122,12 @@ impl Buffer {
     }
 
     /// The alignment the buffer was allocated with.
+    ///
+    /// # Examples
+    /// ```
+    /// assert_eq!(bytelens::Buffer::with_align(8, 128)?.align(), 128);
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
     pub fn align(&self) -> usize {
         self.align
     }
@@ -119,6 +138,16 @@ impl Buffer {
     }
 
     /// Mutable address of the first byte (for C code that fills the buffer).
+    ///
+    /// # Examples
+    /// ```
+    /// let mut buf = bytelens::Buffer::new(4)?;
+    /// let p = buf.as_mut_ptr();
+    /// // SAFETY: `p` points to 4 writable bytes owned by `buf`, which outlives the write.
+    /// unsafe { p.add(3).write(7) };
+    /// assert_eq!(buf.as_bytes(), &[0, 0, 0, 7]);
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
     pub fn as_mut_ptr(&mut self) -> *mut u8 {
         self.ptr.as_ptr()
     }
@@ -131,6 +160,14 @@ impl Buffer {
     }
 
     /// The bytes, mutably.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut buf = bytelens::Buffer::new(2)?;
+    /// buf.as_bytes_mut()[0] = 1;
+    /// assert_eq!(buf.as_bytes(), &[1, 0]);
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
     pub fn as_bytes_mut(&mut self) -> &mut [u8] {
         // SAFETY: by the INVARIANT, `ptr` is valid for reads and writes of
         // `len` bytes, and `&mut self` makes this borrow exclusive.
@@ -144,6 +181,14 @@ impl Buffer {
     }
 
     /// Like [`view`](Buffer::view), writable.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut buf = bytelens::Buffer::new(8)?;
+    /// buf.view_mut::<f64>()?.set(&[0], 0.5)?;
+    /// assert_eq!(buf.view::<f64>()?.get(&[0])?, 0.5);
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
     pub fn view_mut<T: Element>(&mut self) -> Result<ViewMut<'_, T>, Error> {
         Ok(ViewMut::from_bytes(self.as_bytes_mut())?)
     }
@@ -164,6 +209,16 @@ impl Buffer {
     }
 
     /// Like [`view_as`](Buffer::view_as), writable (refuses read-only layouts).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{Buffer, DType, Layout};
+    /// let mut buf = Buffer::new(8)?;
+    /// let every_other = Layout::new(DType::U16, 0, &[2], &[4])?;
+    /// buf.view_as_mut::<u16>(every_other)?.fill(0xffff);
+    /// assert_eq!(buf.as_bytes(), &[0xff, 0xff, 0, 0, 0xff, 0xff, 0, 0]);
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
     pub fn view_as_mut<T: Element>(&mut self, layout: Layout) -> Result<ViewMut<'_, T>, Error> {
         Ok(ViewMut::new(self.as_bytes_mut(), layout)?)
     }
