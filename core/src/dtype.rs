@@ -161,12 +161,13 @@ impl DType {
             "int16" | "short" => DType::I16,
             "uint32" | "uintc" => DType::U32,
             "int32" | "intc" => DType::I32,
-            "uint64" | "ulonglong" => DType::U64,
-            "int64" | "longlong" => DType::I64,
+            // numpy 2: `int` and `uint` are the pointer-sized integers.
+            "uint64" | "ulonglong" | "uint" => DType::U64,
+            "int64" | "longlong" | "int" => DType::I64,
             "float16" | "half" => DType::F16,
             "bfloat16" => DType::BF16,
             "float32" | "single" => DType::F32,
-            "float64" | "double" => DType::F64,
+            "float64" | "double" | "float" => DType::F64,
             _ => return None,
         })
     }
@@ -387,7 +388,9 @@ mod tests {
 
     #[test]
     fn bad_type_strings_name_themselves() {
-        for text in ["", "<", "i3", "<f16", "int", "float128", "<<i4"] {
+        for text in [
+            "", "<", "i3", "<f16", "integer", "float128", "<<i4", "complex",
+        ] {
             let err = text.parse::<Descr>().unwrap_err();
             assert_eq!(
                 err,

@@ -13,7 +13,7 @@ use crate::DType;
 /// # Examples
 /// ```
 /// use bytelens_core::{DType, Layout};
-/// let layout = Layout::contiguous(DType::I16, &[1]).unwrap().with_offset(3);
+/// let layout = Layout::contiguous(DType::I16, &[1]).unwrap().with_offset(3).unwrap();
 /// let err = layout.check(8).unwrap_err();
 /// assert_eq!(err.to_string(), "offset 3 is not a multiple of 2, the alignment of int16");
 /// assert_eq!(err.kind(), "Misaligned");
@@ -175,6 +175,8 @@ pub enum Error {
         /// The field.
         name: ShortStr,
     },
+    /// A plan with no fields, where one is needed (WGSL structs).
+    EmptyPlan,
     /// A plan field that WGSL cannot share with the host.
     NotWgslShareable {
         /// The field.
@@ -215,6 +217,7 @@ impl Error {
             Error::PlanFull { .. } => "PlanFull",
             Error::NotWgslShareable { .. } => "NotWgslShareable",
             Error::EmptyField { .. } => "EmptyField",
+            Error::EmptyPlan => "EmptyPlan",
         }
     }
 
@@ -223,7 +226,7 @@ impl Error {
     /// # Examples
     /// ```
     /// use bytelens_core::{DType, Layout};
-    /// let err = Layout::contiguous(DType::U32, &[1])?.with_offset(2).check(8).unwrap_err();
+    /// let err = Layout::contiguous(DType::U32, &[1])?.with_offset(2)?.check(8).unwrap_err();
     /// assert!(err.is_alignment() && !err.is_bounds());
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
@@ -355,6 +358,9 @@ impl fmt::Display for Error {
                 f,
                 "field \"{name}\" has no elements, and WGSL arrays need at least one"
             ),
+            Error::EmptyPlan => {
+                f.write_str("the plan has no fields, and WGSL structs need at least one")
+            }
             Error::NotWgslShareable { name, dtype } => write!(
                 f,
                 "field \"{name}\" is {dtype}, which WGSL cannot share with the host \

@@ -74,13 +74,19 @@ fn checked_nbytes(dtype: DType, shape: &[usize]) -> Result<usize, Error> {
             max: MAX_NDIM,
         });
     }
+    // numpy's rule: the product of the lengths, counting 0 as 1, times the
+    // itemsize must fit in isize, so that every length and every extent
+    // computed later fits too, whatever the order of the axes.
+    let too_big = Error::Overflow {
+        what: "the array size",
+    };
+    let mut bound = dtype.size();
     let mut nbytes = dtype.size();
     for &n in shape {
-        nbytes = nbytes.checked_mul(n).ok_or(Error::Overflow {
-            what: "the array size",
-        })?;
+        bound = bound.checked_mul(n.max(1)).ok_or(too_big)?;
+        nbytes *= n; // at most `bound`
     }
-    to_isize(nbytes, "the array size")?;
+    to_isize(bound, "the array size")?;
     Ok(nbytes)
 }
 
@@ -209,17 +215,18 @@ impl Layout {
         }
     }
 
-    /// The same layout starting `offset` bytes into the buffer.
+    /// The same layout starting `offset` bytes into the buffer; `Overflow`
+    /// beyond `isize::MAX`.
     ///
     /// # Examples
     /// ```
     /// use bytelens_core::{DType, Layout};
-    /// assert_eq!(Layout::contiguous(DType::U8, &[2])?.with_offset(5).byte_span()?, 5..7);
+    /// assert_eq!(Layout::contiguous(DType::U8, &[2])?.with_offset(5)?.byte_span()?, 5..7);
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
-    pub fn with_offset(mut self, offset: usize) -> Layout {
-        self.offset = isize::try_from(offset).unwrap_or(isize::MAX);
-        self
+    pub fn with_offset(mut self, offset: usize) -> Result<Layout, Error> {
+        self.offset = to_isize(offset, "the offset")?;
+        Ok(self)
     }
 
     /// The same layout with elements stored in `order`.
@@ -244,7 +251,7 @@ impl Layout {
     /// # Examples
     /// ```
     /// use bytelens_core::{DType, Layout};
-    /// let l = Layout::contiguous(DType::I32, &[1])?.with_offset(1);
+    /// let l = Layout::contiguous(DType::I32, &[1])?.with_offset(1)?;
     /// assert!(l.check(8).is_err());
     /// assert!(l.unaligned().check(8).is_ok());
     /// # Ok::<(), bytelens_core::Error>(())
@@ -652,7 +659,11 @@ impl Layout {
         }
         let shift = mul(self.strides[axis], start, "the slice offset")?;
         out.offset = add(self.offset, shift, "the slice offset")?;
-        out.strides[axis] = mul(self.strides[axis], step, "the slice stride")?;
+        if len > 1 {
+            // A single element never steps, so its stride is kept (numpy's
+            // would be `stride * step`, possibly wrapped; it does not matter).
+            out.strides[axis] = mul(self.strides[axis], step, "the slice stride")?;
+        }
         out.shape[axis] = len as usize;
         Ok(out)
     }
@@ -759,6 +770,9 @@ impl Layout {
         if from != to {
             return Err(Error::SizeMismatch { from, to });
         }
+        if shape == self.shape() {
+            return Ok(*self); // numpy keeps the strides as they are
+        }
         // Start from a copy (cheaper than a fresh zeroed layout); entries
         // past the new `ndim` are never read.
         let mut out = *self;
@@ -859,10 +873,11 @@ impl Layout {
         let mut strides = [0isize; MAX_NDIM];
         for (k, &to) in shape.iter().enumerate().skip(lead) {
             let (from, stride) = (self.shape[k - lead], self.strides[k - lead]);
-            strides[k] = if from == to {
-                stride
-            } else if from == 1 {
+            // numpy gives every length-1 source axis stride 0, stretched or not.
+            strides[k] = if from == 1 {
                 0
+            } else if from == to {
+                stride
             } else {
                 return Err(Error::NotBroadcastable { axis: k, from, to });
             };
@@ -1023,12 +1038,12 @@ mod tests {
         let empty = Layout::contiguous(DType::I64, &[0, 5]).unwrap();
         for offset in 0..=8 {
             assert_eq!(
-                empty.with_offset(offset).check(8),
+                empty.with_offset(offset).unwrap().check(8),
                 Ok(()),
                 "offset {offset}"
             );
         }
-        assert!(empty.with_offset(9).check(8).is_err());
+        assert!(empty.with_offset(9).unwrap().check(8).is_err());
     }
 
     #[test]
@@ -1079,12 +1094,28 @@ mod tests {
         ));
         let l = Layout::new(DType::U8, 0, &[2], &[isize::MAX]).unwrap();
         assert!(l.slice(0, Some(1), None, 1).is_ok());
+        // One element: the stride is kept, as numpy's does not matter.
+        assert_eq!(l.slice(0, None, None, 2).unwrap().strides(), &[isize::MAX]);
+        assert_eq!(l.slice(0, None, None, isize::MIN).unwrap().shape(), &[1]);
+        let l3 = Layout::new(DType::U8, 0, &[3], &[isize::MAX / 2 + 1]).unwrap();
         assert!(matches!(
-            l.slice(0, None, None, 2),
+            l3.slice(0, None, None, 2),
+            Err(Error::Overflow { .. })
+        ));
+        // Lengths past a zero still count (numpy: "array is too big").
+        assert!(matches!(
+            Layout::contiguous(DType::U8, &[0, usize::MAX]),
             Err(Error::Overflow { .. })
         ));
         assert!(matches!(
-            l.slice(0, None, None, isize::MIN),
+            Layout::contiguous(DType::F64, &[0, 1 << 31, 1 << 31]),
+            Err(Error::Overflow { .. })
+        ));
+        assert!(Layout::contiguous(DType::U8, &[0, 1 << 31, 1 << 31]).is_ok());
+        assert!(matches!(
+            Layout::contiguous(DType::U8, &[1])
+                .unwrap()
+                .with_offset(usize::MAX),
             Err(Error::Overflow { .. })
         ));
         assert!(l.index(0, 1).is_ok());

@@ -9,7 +9,7 @@ use crate::{Error, Layout, MAX_NDIM};
 /// ```
 /// use bytelens_core::{DType, Layout, Overlap};
 /// let a = Layout::contiguous(DType::U8, &[4])?;
-/// assert_eq!(a.overlaps(&a.with_offset(4), 10)?, Overlap::No);
+/// assert_eq!(a.overlaps(&a.with_offset(4)?, 10)?, Overlap::No);
 /// # Ok::<(), bytelens_core::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -61,37 +61,107 @@ impl<'n> Field<'n> {
     };
 
     /// The field's name.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("tag", DType::U8, &[])?.union()?.field("xy", DType::F32, &[2])?;
+    /// let xy = plan.get("xy").unwrap();
+    /// assert_eq!(xy.name(), "xy");
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn name(&self) -> &'n str {
         self.name
     }
 
     /// Its dtype and byte order.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("tag", DType::U8, &[])?.union()?.field("xy", DType::F32, &[2])?;
+    /// let xy = plan.get("xy").unwrap();
+    /// assert_eq!(xy.descr().to_string(), "<f4");
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn descr(&self) -> Descr {
         self.descr
     }
 
     /// Its shape.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("tag", DType::U8, &[])?.union()?.field("xy", DType::F32, &[2])?;
+    /// let xy = plan.get("xy").unwrap();
+    /// assert_eq!(xy.shape(), &[2]);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn shape(&self) -> &[usize] {
         &self.shape[..usize::from(self.ndim)]
     }
 
     /// Byte offset of its first element in the buffer.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("tag", DType::U8, &[])?.union()?.field("xy", DType::F32, &[2])?;
+    /// let xy = plan.get("xy").unwrap();
+    /// assert_eq!(xy.offset(), 0); // a union member starts at 0
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn offset(&self) -> usize {
         self.offset
     }
 
     /// Bytes it occupies (packed, C order).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("tag", DType::U8, &[])?.union()?.field("xy", DType::F32, &[2])?;
+    /// let xy = plan.get("xy").unwrap();
+    /// assert_eq!(xy.nbytes(), 8);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn nbytes(&self) -> usize {
         // Checked when the field was added.
         self.shape().iter().product::<usize>() * self.descr.dtype.size()
     }
 
     /// Bytes `offset()..offset() + nbytes()`.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("tag", DType::U8, &[])?.union()?.field("xy", DType::F32, &[2])?;
+    /// let xy = plan.get("xy").unwrap();
+    /// assert_eq!(xy.byte_range(), 0..8);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn byte_range(&self) -> Range<usize> {
         self.offset..self.offset + self.nbytes()
     }
 
     /// Which alternative (union member) it belongs to, counting from 0.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("tag", DType::U8, &[])?.union()?.field("xy", DType::F32, &[2])?;
+    /// let xy = plan.get("xy").unwrap();
+    /// assert_eq!(xy.alternative(), 1);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn alternative(&self) -> usize {
         self.alternative
     }
@@ -110,7 +180,7 @@ impl<'n> Field<'n> {
     pub fn layout(&self) -> Result<Layout, Error> {
         let offset = self.offset;
         Ok(Layout::contiguous(self.descr.dtype, self.shape())?
-            .with_offset(offset)
+            .with_offset(offset)?
             .with_byte_order(self.descr.order))
     }
 }
@@ -206,7 +276,7 @@ impl<'n> Plan<'n> {
     /// assert!(Plan::named("2fast").is_err());
     /// ```
     pub fn named(name: &'n str) -> Result<Plan<'n>, Error> {
-        if !is_identifier(name) {
+        if !is_identifier(name) || is_wgsl_reserved(name) {
             return Err(Error::BadName {
                 name: ShortStr::new(name),
             });
@@ -260,7 +330,14 @@ impl<'n> Plan<'n> {
         let end = offset.checked_add(nbytes).ok_or(Error::Overflow {
             what: "the plan size",
         })?;
-        round_up(end, self.align.max(dtype.align()))?;
+        // The whole plan, rounded to its new alignment, must fit in isize,
+        // so that `nbytes` and every field's layout stay representable.
+        let total = round_up(self.end.max(end), self.align.max(dtype.align()))?;
+        if isize::try_from(total).is_err() {
+            return Err(Error::Overflow {
+                what: "the plan size",
+            });
+        }
         let mut field = Field {
             name,
             descr,
@@ -347,7 +424,7 @@ impl<'n> Plan<'n> {
         self.fields().iter().find(|f| f.name == name)
     }
 
-    /// Number of alternatives (1 for a plain struct).
+    /// Number of alternatives with fields (1 for a plain struct or an empty plan).
     ///
     /// # Examples
     /// ```
@@ -358,7 +435,17 @@ impl<'n> Plan<'n> {
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
     pub fn alternatives(&self) -> usize {
-        self.alternatives
+        // Only the last alternative can be empty (`union` on an empty one
+        // does nothing); an empty trailing one is not counted.
+        let last_is_empty = self
+            .fields()
+            .iter()
+            .all(|f| f.alternative != self.alternatives - 1);
+        if last_is_empty && self.alternatives > 1 {
+            self.alternatives - 1
+        } else {
+            self.alternatives
+        }
     }
 
     /// The largest alignment of any field (1 for an empty plan).
@@ -436,12 +523,12 @@ pub struct Wgsl<'p, 'n> {
     plan: &'p Plan<'n>,
 }
 
+/// WGSL's keywords, its reserved words and the predeclared type names a
+/// struct or member must not take (from the WGSL specification's keyword
+/// and reserved-word summaries).
 const WGSL_RESERVED: &[&str] = &[
+    // keywords
     "alias",
-    "array",
-    "atomic",
-    "bitcast",
-    "bool",
     "break",
     "case",
     "const",
@@ -453,15 +540,28 @@ const WGSL_RESERVED: &[&str] = &[
     "discard",
     "else",
     "enable",
-    "f16",
-    "f32",
     "false",
     "fn",
     "for",
-    "i32",
     "if",
     "let",
     "loop",
+    "override",
+    "requires",
+    "return",
+    "struct",
+    "switch",
+    "true",
+    "var",
+    "while",
+    // predeclared types
+    "array",
+    "atomic",
+    "bool",
+    "f16",
+    "f32",
+    "i32",
+    "u32",
     "mat2x2",
     "mat2x3",
     "mat2x4",
@@ -471,21 +571,167 @@ const WGSL_RESERVED: &[&str] = &[
     "mat4x2",
     "mat4x3",
     "mat4x4",
-    "override",
     "ptr",
-    "requires",
-    "return",
     "sampler",
-    "struct",
-    "switch",
-    "true",
-    "u32",
-    "var",
+    "sampler_comparison",
     "vec2",
     "vec3",
     "vec4",
-    "while",
+    "bitcast",
+    // reserved words
+    "NULL",
+    "Self",
+    "abstract",
+    "active",
+    "alignas",
+    "alignof",
+    "as",
+    "asm",
+    "asm_fragment",
+    "async",
+    "attribute",
+    "auto",
+    "await",
+    "become",
+    "binding_array",
+    "cast",
+    "catch",
+    "class",
+    "co_await",
+    "co_return",
+    "co_yield",
+    "coherent",
+    "column_major",
+    "common",
+    "compile",
+    "compile_fragment",
+    "concept",
+    "const_cast",
+    "consteval",
+    "constexpr",
+    "constinit",
+    "crate",
+    "debugger",
+    "decltype",
+    "delete",
+    "demote",
+    "demote_to_helper",
+    "do",
+    "dynamic_cast",
+    "enum",
+    "explicit",
+    "export",
+    "extends",
+    "extern",
+    "external",
+    "fallthrough",
+    "filter",
+    "final",
+    "finally",
+    "friend",
+    "from",
+    "fxgroup",
+    "get",
+    "goto",
+    "groupshared",
+    "highp",
+    "impl",
+    "implements",
+    "import",
+    "inline",
+    "instanceof",
+    "interface",
+    "layout",
+    "lowp",
+    "macro",
+    "macro_rules",
+    "match",
+    "mediump",
+    "meta",
+    "mod",
+    "module",
+    "move",
+    "mut",
+    "mutable",
+    "namespace",
+    "new",
+    "nil",
+    "noexcept",
+    "noinline",
+    "nointerpolation",
+    "non_coherent",
+    "noncoherent",
+    "noperspective",
+    "null",
+    "nullptr",
+    "of",
+    "operator",
+    "package",
+    "packoffset",
+    "partition",
+    "pass",
+    "patch",
+    "pixelfragment",
+    "precise",
+    "precision",
+    "premerge",
+    "priv",
+    "protected",
+    "pub",
+    "public",
+    "readonly",
+    "ref",
+    "regardless",
+    "register",
+    "reinterpret_cast",
+    "require",
+    "resource",
+    "restrict",
+    "self",
+    "set",
+    "shared",
+    "sizeof",
+    "smooth",
+    "snorm",
+    "static",
+    "static_assert",
+    "static_cast",
+    "std",
+    "subroutine",
+    "super",
+    "target",
+    "template",
+    "this",
+    "thread_local",
+    "throw",
+    "trait",
+    "try",
+    "type",
+    "typedef",
+    "typeid",
+    "typename",
+    "typeof",
+    "union",
+    "unless",
+    "unorm",
+    "unsafe",
+    "unsized",
+    "use",
+    "using",
+    "varying",
+    "virtual",
+    "volatile",
+    "wgsl",
+    "where",
+    "with",
+    "writeonly",
+    "yield",
 ];
+
+/// True for names WGSL does not let a struct or member take.
+fn is_wgsl_reserved(name: &str) -> bool {
+    WGSL_RESERVED.contains(&name) || name.starts_with("__")
+}
 
 fn wgsl_scalar(descr: Descr) -> Option<&'static str> {
     if descr.order != crate::ByteOrder::Little {
@@ -535,9 +781,12 @@ impl<'n> Plan<'n> {
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
     pub fn wgsl(&self) -> Result<Wgsl<'_, 'n>, Error> {
+        if self.fields().is_empty() {
+            return Err(Error::EmptyPlan);
+        }
         for field in self.fields() {
             let name = ShortStr::new(field.name);
-            if WGSL_RESERVED.contains(&field.name) || field.name.starts_with("__") {
+            if is_wgsl_reserved(field.name) {
                 return Err(Error::BadName { name });
             }
             if wgsl_scalar(field.descr).is_none() {
@@ -566,11 +815,11 @@ impl fmt::Display for Wgsl<'_, '_> {
             "// bytelens plan: {} bytes, storage address space",
             plan.nbytes()
         )?;
-        for alternative in 0..plan.alternatives {
+        for alternative in 0..plan.alternatives() {
             if alternative > 0 {
                 f.write_str("\n")?;
             }
-            if plan.alternatives == 1 {
+            if plan.alternatives() == 1 {
                 writeln!(f, "struct {} {{", plan.name)?;
             } else {
                 writeln!(f, "struct {}{alternative} {{", plan.name)?;
@@ -652,6 +901,36 @@ mod tests {
     }
 
     #[test]
+    fn a_trailing_union_adds_no_struct() {
+        let mut plan = Plan::new();
+        plan.field("a", DType::F32, &[1]).unwrap().union().unwrap();
+        assert_eq!(plan.alternatives(), 1);
+        assert_eq!(
+            plan.wgsl().unwrap().to_string(),
+            "// bytelens plan: 4 bytes, storage address space\nstruct Plan {\n    a: array<f32, 1>, // offset 0, 4 bytes\n}\n"
+        );
+    }
+
+    #[test]
+    fn sizes_that_cannot_be_rounded_are_refused() {
+        let huge = isize::MAX as usize;
+        let mut plan = Plan::new();
+        plan.field("a", DType::U8, &[huge]).unwrap();
+        assert!(matches!(
+            plan.field("b", DType::U8, &[huge]),
+            Err(Error::Overflow { .. })
+        ));
+        plan.union().unwrap();
+        // Rounding the whole plan up to 8 would pass isize::MAX.
+        assert!(matches!(
+            plan.field("c", DType::F64, &[1]),
+            Err(Error::Overflow { .. })
+        ));
+        assert_eq!(plan.nbytes(), huge);
+        assert_eq!(plan.padding(0).count(), 0);
+    }
+
+    #[test]
     fn empty_union_is_a_no_op() {
         let mut plan = Plan::new();
         plan.union().unwrap().field("d", DType::I32, &[2]).unwrap();
@@ -703,6 +982,18 @@ mod tests {
         let mut plan = Plan::new();
         plan.field("none", DType::F32, &[0]).unwrap();
         assert!(matches!(plan.wgsl(), Err(Error::EmptyField { .. })));
+        assert_eq!(Plan::new().wgsl().unwrap_err(), Error::EmptyPlan);
+        for reserved in [
+            "layout", "filter", "union", "type", "self", "Self", "f32", "__x",
+        ] {
+            let mut plan = Plan::new();
+            plan.field(reserved, DType::F32, &[1]).unwrap();
+            assert!(
+                matches!(plan.wgsl(), Err(Error::BadName { .. })),
+                "{reserved}"
+            );
+            assert!(Plan::named(reserved).is_err(), "{reserved}");
+        }
     }
 
     #[test]

@@ -192,11 +192,29 @@ impl<'a, T: Element> View<'a, T> {
     }
 
     /// Number of elements.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::View;
+    /// let words = [1u16, 2, 3];
+    /// let v = View::<u16>::from_bytes(bytemuck::cast_slice(&words))?;
+    /// assert_eq!(v.len(), 3);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.layout.size()
     }
 
     /// True when the view has no elements.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::View;
+    /// let words = [1u16, 2, 3];
+    /// let v = View::<u16>::from_bytes(bytemuck::cast_slice(&words))?;
+    /// assert!(!v.is_empty());
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
@@ -286,14 +304,23 @@ impl<T: Element + core::fmt::Debug> core::fmt::Debug for View<'_, T> {
     }
 }
 
+/// At most this many elements are shown by `Debug`.
+const DEBUG_ELEMENTS: usize = 32;
+
 struct DebugList<I>(I);
 
-impl<I: Iterator + Clone> core::fmt::Debug for DebugList<I>
+impl<I: ExactSizeIterator + Clone> core::fmt::Debug for DebugList<I>
 where
     I::Item: core::fmt::Debug,
 {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.debug_list().entries(self.0.clone()).finish()
+        let mut list = f.debug_list();
+        list.entries(self.0.clone().take(DEBUG_ELEMENTS));
+        let rest = self.0.len().saturating_sub(DEBUG_ELEMENTS);
+        if rest > 0 {
+            list.entry(&format_args!("... {rest} more"));
+        }
+        list.finish()
     }
 }
 
@@ -396,27 +423,74 @@ impl<'a, T: Element> ViewMut<'a, T> {
     }
 
     /// The checked layout.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::ViewMut;
+    /// let mut words = [0u16; 2];
+    /// let mut v = ViewMut::<u16>::from_bytes(bytemuck::cast_slice_mut(&mut words))?;
+    /// assert_eq!(v.layout().strides(), &[2]);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
 
     /// Number of elements.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::ViewMut;
+    /// let mut words = [0u16; 2];
+    /// let mut v = ViewMut::<u16>::from_bytes(bytemuck::cast_slice_mut(&mut words))?;
+    /// assert_eq!(v.len(), 2);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.layout.size()
     }
 
     /// True when the view has no elements.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::ViewMut;
+    /// let mut words = [0u16; 2];
+    /// let mut v = ViewMut::<u16>::from_bytes(bytemuck::cast_slice_mut(&mut words))?;
+    /// assert!(!v.is_empty());
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
     /// A read-only view of the same elements.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::ViewMut;
+    /// let mut words = [0u16; 2];
+    /// let mut v = ViewMut::<u16>::from_bytes(bytemuck::cast_slice_mut(&mut words))?;
+    /// v.fill(4);
+    /// assert_eq!(v.as_view().iter().sum::<u16>(), 8);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn as_view(&self) -> View<'_, T> {
         // SAFETY: the INVARIANT of `self` is the precondition of `new_unchecked`.
         unsafe { View::new_unchecked(self.bytes, self.layout) }
     }
 
     /// The element at `index`.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::ViewMut;
+    /// let mut words = [0u16; 2];
+    /// let mut v = ViewMut::<u16>::from_bytes(bytemuck::cast_slice_mut(&mut words))?;
+    /// v.set(&[1], 6)?;
+    /// assert_eq!(v.get(&[1])?, 6);
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
     pub fn get(&self, index: &[usize]) -> Result<T, Error> {
         self.as_view().get(index)
     }
@@ -566,7 +640,8 @@ mod tests {
                 let l = Layout::contiguous(T::DTYPE, &[2])
                     .unwrap()
                     .with_byte_order(order)
-                    .with_offset(8);
+                    .with_offset(8)
+                    .unwrap();
                 let mut v = ViewMut::<T>::new(&mut buf.0, l).unwrap();
                 v.set(&[1], value).unwrap();
                 assert_eq!(v.get(&[1]).unwrap(), value);

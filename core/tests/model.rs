@@ -122,6 +122,7 @@ fn layout() -> impl Strategy<Value = Layout> {
                 Layout::contiguous(dtype, &shape)
                     .unwrap()
                     .with_offset(offset)
+                    .unwrap()
             } else {
                 Layout::new(dtype, offset, &shape, &strides).unwrap()
             }

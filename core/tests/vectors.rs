@@ -71,7 +71,9 @@ fn build_layout(spec: &Value, len: usize) -> Result<Layout, Error> {
     let offset = spec.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
     let layout = match (spec.get("shape"), spec.get("strides")) {
         (None, _) => Layout::from_bytes(descr.dtype, len)?,
-        (Some(shape), None) => Layout::contiguous(descr.dtype, &usizes(shape))?.with_offset(offset),
+        (Some(shape), None) => {
+            Layout::contiguous(descr.dtype, &usizes(shape))?.with_offset(offset)?
+        }
         (Some(shape), Some(strides)) => {
             Layout::new(descr.dtype, offset, &usizes(shape), &isizes(strides))?
         }

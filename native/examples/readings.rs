@@ -15,14 +15,14 @@ fn main() -> Result<(), Error> {
     let i32s: Vec<i32> = buf.view::<i32>()?.iter().collect();
     let f32s: Vec<f32> = buf.view::<f32>()?.iter().collect();
 
+    let aligned = buf.as_ptr() as usize % buf.align() == 0;
     println!(
-        "{} bytes at {:p}, {}-byte aligned; every row is the same 4 bytes read four ways\n",
+        "{} bytes, {}-byte aligned: {aligned}. Four values were written; each row is the same 4 bytes read four ways.\n",
         buf.len(),
-        buf.as_ptr(),
         buf.align()
     );
     println!(
-        "{:<6}  {:<11}  {:<18}  {:<14}  {:<12}  float32",
+        "{:<6}  {:<11}  {:<15}  {:<13}  {:<23}  float32",
         "offset", "bytes", "int8", "int16", "int32"
     );
     for (row, chunk) in buf.as_bytes().chunks(4).enumerate() {
@@ -33,18 +33,22 @@ fn main() -> Result<(), Error> {
             .collect();
         let int16: Vec<String> = i16s[row * 2..row * 2 + 2]
             .iter()
-            .map(i16::to_string)
+            .map(|v| format!("{:#06x}", *v as u16))
             .collect();
+        let int32 = format!("{:#010x} ({})", i32s[row] as u32, i32s[row]);
         println!(
-            "0x{:04x}  {:<11}  {:<18}  {:<14}  {:<12}  {:?}",
+            "0x{:04x}  {:<11}  {:<15}  {:<13}  {:<23}  {:?}",
             row * 4,
             bytes.join(" "),
             int8.join(" "),
             int16.join(" "),
-            i32s[row],
+            int32,
             f32s[row]
         );
     }
+    println!(
+        "\nint32[0] = 0x11223344 reads as int16 0x3344 then 0x1122: the low half comes first."
+    );
 
     println!("\nThe same bytes through layouts the core checks:");
     let transposed = Layout::contiguous(bytelens::DType::I16, &[2, 4])?.transpose();

@@ -112,11 +112,24 @@ impl Buffer {
     }
 
     /// Length in bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// let buf = bytelens::Buffer::new(8)?;
+    /// assert_eq!(buf.len(), 8);
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
     pub fn len(&self) -> usize {
         self.len
     }
 
     /// True for a zero-length buffer.
+    ///
+    /// # Examples
+    /// ```
+    /// assert!(bytelens::Buffer::new(0)?.is_empty());
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
@@ -133,6 +146,13 @@ impl Buffer {
     }
 
     /// Address of the first byte.
+    ///
+    /// # Examples
+    /// ```
+    /// let buf = bytelens::Buffer::new(8)?;
+    /// assert_eq!(buf.as_ptr() as usize % 64, 0);
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
     pub fn as_ptr(&self) -> *const u8 {
         self.ptr.as_ptr()
     }
@@ -153,6 +173,13 @@ impl Buffer {
     }
 
     /// The bytes.
+    ///
+    /// # Examples
+    /// ```
+    /// let buf = bytelens::Buffer::new(8)?;
+    /// assert_eq!(buf.as_bytes(), &[0; 8]);
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
     pub fn as_bytes(&self) -> &[u8] {
         // SAFETY: by the INVARIANT, `ptr` is valid for reads of `len`
         // initialised bytes for as long as `self` is borrowed.
@@ -176,6 +203,14 @@ impl Buffer {
 
     /// All bytes as a one-dimensional array of `T` in native byte order,
     /// as `np.frombuffer(buf, dtype)`: the length must divide by `T`'s size.
+    ///
+    /// # Examples
+    /// ```
+    /// let buf = bytelens::Buffer::new(8)?;
+    /// assert_eq!(buf.view::<u16>()?.len(), 4);
+    /// assert!(bytelens::Buffer::new(7)?.view::<u16>().is_err()); // 7 bytes is not a whole number of u16
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
     pub fn view<T: Element>(&self) -> Result<View<'_, T>, Error> {
         Ok(View::from_bytes(self.as_bytes())?)
     }
