@@ -111,6 +111,61 @@ impl Buffer {
         Ok(buf)
     }
 
+    /// Changes the length to `nbytes`, keeping the first bytes and zeroing
+    /// any new ones; the alignment stays. Views borrow the buffer, so the
+    /// borrow checker refuses a resize while any view is alive (Python's
+    /// binding will raise `BufferError` instead, as `bytearray` does).
+    ///
+    /// On error the buffer is left as it was.
+    ///
+    /// # Examples
+    /// ```
+    /// let mut buf = bytelens::Buffer::from_bytes(&[1, 2, 3])?;
+    /// buf.resize(5)?;
+    /// assert_eq!(buf.as_bytes(), &[1, 2, 3, 0, 0]);
+    /// buf.resize(2)?;
+    /// assert_eq!(buf.as_bytes(), &[1, 2]);
+    /// assert_eq!(buf.as_ptr() as usize % 64, 0);
+    /// # Ok::<(), bytelens::Error>(())
+    /// ```
+    pub fn resize(&mut self, nbytes: usize) -> Result<(), Error> {
+        if nbytes == self.len {
+            return Ok(());
+        }
+        if self.len == 0 || nbytes == 0 {
+            // Nothing to keep or nothing to hold: start afresh.
+            let mut fresh = Buffer::with_align(nbytes, self.align)?;
+            let kept = nbytes.min(self.len);
+            fresh.as_bytes_mut()[..kept].copy_from_slice(&self.as_bytes()[..kept]);
+            *self = fresh;
+            return Ok(());
+        }
+        let (align, old) = (self.align, self.len);
+        let too_big = Error::Alloc { nbytes, align };
+        AllocLayout::from_size_align(nbytes, align).map_err(|_| too_big.clone())?;
+        // SAFETY: by the INVARIANT (len > 0 here), `ptr` came from the global
+        // allocator with `AllocLayout(old, align)`, which was valid; `nbytes`
+        // is non-zero and, rounded up to `align`, fits in isize (checked
+        // just above), as `realloc` requires.
+        let raw = unsafe {
+            alloc::realloc(
+                self.ptr.as_ptr(),
+                AllocLayout::from_size_align_unchecked(old, align),
+                nbytes,
+            )
+        };
+        // On failure `realloc` leaves the old block untouched, so `self` is unchanged.
+        self.ptr = NonNull::new(raw).ok_or(too_big)?;
+        self.len = nbytes;
+        if nbytes > old {
+            // `realloc` kept the first `old` bytes; the rest is uninitialised.
+            // SAFETY: `ptr` is valid for writes of `nbytes` bytes, and
+            // `old..nbytes` lies inside them.
+            unsafe { self.ptr.as_ptr().add(old).write_bytes(0, nbytes - old) };
+        }
+        Ok(())
+    }
+
     /// Length in bytes.
     ///
     /// # Examples
@@ -339,6 +394,28 @@ mod tests {
             Err(Error::Layout(crate::LayoutError::ReadOnly))
         ));
         assert!(buf.view_as::<i32>(grid).is_ok());
+    }
+
+    #[test]
+    fn resize_keeps_zeroes_and_aligns() {
+        let mut buf = Buffer::with_align(0, 128).unwrap();
+        buf.resize(3).unwrap();
+        buf.as_bytes_mut().copy_from_slice(&[7, 8, 9]);
+        buf.resize(1000).unwrap();
+        assert_eq!(&buf.as_bytes()[..4], &[7, 8, 9, 0]);
+        assert!(buf.as_bytes()[3..].iter().all(|&b| b == 0));
+        assert_eq!((buf.as_ptr() as usize % 128, buf.align()), (0, 128));
+        buf.resize(2).unwrap();
+        assert_eq!(buf.as_bytes(), &[7, 8]);
+        buf.resize(0).unwrap();
+        assert!(buf.is_empty());
+        assert!(matches!(buf.resize(usize::MAX), Err(Error::Alloc { .. })));
+        let mut buf = Buffer::from_bytes(&[1, 2]).unwrap();
+        assert!(matches!(
+            buf.resize(usize::MAX - 64),
+            Err(Error::Alloc { .. })
+        ));
+        assert_eq!(buf.as_bytes(), &[1, 2]);
     }
 
     #[test]
