@@ -99,19 +99,14 @@ impl Layout {
         shape: &[usize],
         strides: &[isize],
     ) -> Result<Layout, Error> {
-        if shape.len() > MAX_NDIM {
-            return Err(Error::TooManyDims {
-                ndim: shape.len(),
-                max: MAX_NDIM,
-            });
-        }
+        // First, so that `TooManyDims` is reported before a length mismatch.
+        checked_nbytes(dtype, shape)?;
         if strides.len() != shape.len() {
             return Err(Error::LengthMismatch {
                 expected: shape.len(),
                 got: strides.len(),
             });
         }
-        checked_nbytes(dtype, shape)?;
         let mut layout = Layout {
             dtype,
             order,
