@@ -6,6 +6,8 @@
 )]
 
 mod buffer;
+#[cfg(feature = "python")]
+mod python;
 
 use std::fmt;
 

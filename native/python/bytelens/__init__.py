@@ -1,0 +1,33 @@
+"""bytelens: typed, aligned, reinterpretable views over one byte buffer.
+
+The same bytes seen as int32, int16, float32, ... as zero-copy numpy arrays,
+with numpy's ``view(dtype)`` semantics, checked so that no view reads out of
+bounds or misaligned::
+
+    >>> import bytelens as bl
+    >>> buf = bl.Buffer(16)
+    >>> i32, i16 = buf.view("<i4"), buf.view("<i2")
+    >>> i32[0] = 0x11223344
+    >>> hex(i16[0]), hex(i16[1])
+    ('0x3344', '0x1122')
+"""
+
+from ._native import (
+    AlignmentError,
+    BoundsError,
+    Buffer,
+    Layout,
+    LayoutError,
+    Plan,
+    __version__,
+)
+
+__all__ = [
+    "AlignmentError",
+    "BoundsError",
+    "Buffer",
+    "Layout",
+    "LayoutError",
+    "Plan",
+    "__version__",
+]

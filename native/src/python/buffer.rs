@@ -1,0 +1,667 @@
+//! `bytelens.Buffer`: memory that numpy, memoryview, DLPack and pickle
+//! share without copying, and that is never freed while any of them can
+//! still reach it.
+//!
+//! Every export (numpy view, memoryview, DLPack capsule) holds one count in
+//! [`PyBuf::state`]; `close()` frees the memory only when the count is 0,
+//! and atomically marks the buffer closed so no new export can start.
+
+use std::ffi::c_int;
+use std::ptr;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use numpy::npyffi::{self, NPY_ARRAY_WRITEABLE, NpyTypes, PY_ARRAY_API, npy_intp};
+use numpy::{PyArrayDescr, PyArrayDescrMethods};
+use pyo3::buffer::PyUntypedBuffer;
+use pyo3::exceptions::{PyBufferError, PyValueError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyMemoryView, PyTuple, PyType};
+
+use super::dlpack;
+use super::dtype::{numpy_descr, to_descr};
+use super::layout::{PyLayout, PyPlan, dims};
+use super::{core, layout_error, native_error};
+use crate::{DType, Layout, LayoutError, MAX_NDIM};
+
+/// The high bit of [`PyBuf::state`]: set once the memory is freed.
+const CLOSED: usize = 1 << (usize::BITS - 1);
+
+/// Alignment reported for wrapped memory, at most a page.
+const MAX_REPORTED_ALIGN: usize = 4096;
+
+/// Who owns the memory a [`PyBuf`] points into.
+pub(crate) enum Storage {
+    /// Allocated by bytelens.
+    Owned(crate::Buffer),
+    /// A buffer-protocol export of another Python object (released on drop).
+    Wrapped(#[expect(dead_code, reason = "held only to be released on drop")] PyUntypedBuffer),
+    /// A DLPack tensor whose deleter runs on drop.
+    Tensor(#[expect(dead_code, reason = "held only to be deleted on drop")] dlpack::Imported),
+}
+
+/// The memory's address, fixed for the object's life.
+struct Address(*mut u8);
+
+// SAFETY: `Address` is only a number until an export is acquired; the memory it
+// points to is owned by `PyBuf::storage` (itself `Send + Sync`), and every
+// dereference happens while an export count keeps that storage alive.
+unsafe impl Send for Address {}
+// SAFETY: as for `Send`: shared access only reads the pointer value.
+unsafe impl Sync for Address {}
+
+/// `bytelens.Buffer`: bytes that typed numpy views share.
+#[pyclass(name = "Buffer", module = "bytelens._native", frozen, weakref)]
+pub struct PyBuf {
+    address: Address,
+    len: usize,
+    readonly: bool,
+    align: usize,
+    /// Live exports, plus [`CLOSED`] once the memory is freed.
+    state: AtomicUsize,
+    /// `None` once closed.
+    storage: Mutex<Option<Storage>>,
+}
+
+impl PyBuf {
+    pub(crate) fn from_storage(
+        storage: Storage,
+        address: *mut u8,
+        len: usize,
+        readonly: bool,
+    ) -> PyBuf {
+        let align = match &storage {
+            Storage::Owned(buffer) => buffer.align(),
+            _ => address_align(address),
+        };
+        PyBuf {
+            address: Address(address),
+            len,
+            readonly,
+            align,
+            state: AtomicUsize::new(0),
+            storage: Mutex::new(Some(storage)),
+        }
+    }
+
+    fn owned(nbytes: usize, align: usize, py: Python<'_>) -> PyResult<PyBuf> {
+        let mut buffer =
+            crate::Buffer::with_align(nbytes, align).map_err(|e| native_error(py, e))?;
+        let address = buffer.as_mut_ptr();
+        Ok(PyBuf::from_storage(
+            Storage::Owned(buffer),
+            address,
+            nbytes,
+            false,
+        ))
+    }
+
+    /// An owned, aligned copy of `len` bytes at `src`.
+    ///
+    /// # Safety
+    /// `src..src + len` must be readable for the duration of the call.
+    unsafe fn copied(py: Python<'_>, src: *const u8, len: usize, align: usize) -> PyResult<PyBuf> {
+        let buf = PyBuf::owned(len, align, py)?;
+        // SAFETY: the caller guarantees `src` is readable for `len` bytes; the
+        // destination is a fresh allocation of `len` bytes, so they cannot overlap.
+        unsafe { ptr::copy_nonoverlapping(src, buf.address.0, len) };
+        Ok(buf)
+    }
+
+    /// The memory's address (valid while an export is held).
+    pub(crate) fn address(&self) -> *mut u8 {
+        self.address.0
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    pub(crate) fn is_readonly(&self) -> bool {
+        self.readonly
+    }
+
+    /// Counts one more export, or fails if the buffer is closed.
+    pub(crate) fn acquire(&self) -> PyResult<()> {
+        let previous = self.state.fetch_add(1, Ordering::AcqRel);
+        if previous & CLOSED != 0 {
+            self.state.fetch_sub(1, Ordering::AcqRel);
+            return Err(closed());
+        }
+        Ok(())
+    }
+
+    /// Ends an export counted by [`acquire`](PyBuf::acquire).
+    pub(crate) fn release(&self) {
+        self.state.fetch_sub(1, Ordering::AcqRel);
+    }
+
+    fn check_open(&self) -> PyResult<()> {
+        if self.state.load(Ordering::Acquire) & CLOSED != 0 {
+            return Err(closed());
+        }
+        Ok(())
+    }
+
+    /// A numpy array over `layout`, checked against this buffer, holding an export.
+    fn array<'py>(slf: &Bound<'py, PyBuf>, layout: Layout) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        let layout = if this.readonly {
+            layout.read_only()
+        } else {
+            layout
+        };
+        let descr = numpy_descr(py, layout.descr())?;
+        layout.check(this.len).map_err(core(py))?;
+        let align = layout.dtype().align();
+        if layout.requires_alignment() && this.address() as usize % align != 0 {
+            return Err(layout_error(
+                py,
+                LayoutError::MisalignedBuffer {
+                    address: this.address() as usize,
+                    align,
+                    dtype: layout.dtype(),
+                },
+            ));
+        }
+        let guard = Export::new(slf)?;
+        new_array(py, descr, &layout, this.address(), guard)
+    }
+
+    fn layout_from_args(
+        &self,
+        py: Python<'_>,
+        dtype: &Bound<'_, PyAny>,
+        offset: i128,
+        shape: Option<&Bound<'_, PyAny>>,
+        strides: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Layout> {
+        let descr = to_descr(dtype)?;
+        let offset = offset_arg(py, offset, self.len)?;
+        let layout = match (shape, strides) {
+            (None, None) => Layout::from_bytes(descr.dtype, self.len - offset)
+                .and_then(|l| l.with_offset(offset)),
+            (None, Some(_)) => return Err(PyValueError::new_err("strides need a shape")),
+            (Some(shape), None) => {
+                Layout::contiguous(descr.dtype, &dims(shape)?).and_then(|l| l.with_offset(offset))
+            }
+            (Some(shape), Some(strides)) => {
+                Layout::new(descr.dtype, offset, &dims(shape)?, &dims(strides)?)
+            }
+        };
+        Ok(layout.map_err(core(py))?.with_byte_order(descr.order))
+    }
+}
+
+/// A numpy array over `layout` at `base`, whose numpy base object is `guard`.
+fn new_array<'py>(
+    py: Python<'py>,
+    descr: &Bound<'py, PyArrayDescr>,
+    layout: &Layout,
+    base: *mut u8,
+    guard: Bound<'py, Export>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let ndim = layout.ndim();
+    let mut shape = [0 as npy_intp; MAX_NDIM];
+    let mut strides = [0 as npy_intp; MAX_NDIM];
+    for (axis, (&n, &s)) in layout.shape().iter().zip(layout.strides()).enumerate() {
+        // A checked layout's lengths fit in isize (the core's size rule).
+        shape[axis] = n as npy_intp;
+        strides[axis] = s;
+    }
+    let flags = if layout.is_read_only() {
+        0
+    } else {
+        NPY_ARRAY_WRITEABLE
+    };
+    // The first element; `check` proved it lies within the buffer (or at its end when empty).
+    let data = base.wrapping_offset(layout.offset());
+    // SAFETY: `PyArray_NewFromDescr` steals the new reference made by `clone`,
+    // and reads `ndim` entries of `shape`/`strides` (at most MAX_NDIM, the arrays'
+    // length). `layout.check` proved every element lies within the `len` bytes at
+    // `base` and `guard` holds an export count, so the memory outlives the array
+    // once the guard becomes its base. `PyArray_SetBaseObject` steals `guard`'s
+    // reference, on failure too.
+    unsafe {
+        let array_type = npyffi::get_type_object(py, NpyTypes::PyArray_Type);
+        let raw = PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            array_type,
+            descr.clone().into_dtype_ptr(),
+            ndim as c_int,
+            shape.as_mut_ptr(),
+            strides.as_mut_ptr(),
+            data.cast(),
+            flags,
+            ptr::null_mut(),
+        );
+        let array = Bound::from_owned_ptr_or_err(py, raw)?;
+        if PY_ARRAY_API.PyArray_SetBaseObject(
+            py,
+            raw.cast::<npyffi::PyArrayObject>(),
+            guard.into_ptr(),
+        ) < 0
+        {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(array)
+    }
+}
+
+/// The numpy base object of every array bytelens hands out: one export count.
+#[pyclass(name = "_Export", module = "bytelens._native", frozen)]
+pub(crate) struct Export {
+    owner: Py<PyBuf>,
+}
+
+impl Export {
+    fn new<'py>(owner: &Bound<'py, PyBuf>) -> PyResult<Bound<'py, Export>> {
+        owner.get().acquire()?;
+        // If this fails, dropping the value releases the count acquired above.
+        Bound::new(
+            owner.py(),
+            Export {
+                owner: owner.clone().unbind(),
+            },
+        )
+    }
+}
+
+impl Drop for Export {
+    fn drop(&mut self) {
+        self.owner.get().release();
+    }
+}
+
+#[pymethods]
+impl Export {
+    fn __repr__(&self) -> String {
+        let owner = self.owner.get();
+        format!(
+            "<bytelens export of {} bytes at {:#x}>",
+            owner.len,
+            owner.address() as usize
+        )
+    }
+}
+
+#[pymethods]
+impl PyBuf {
+    /// `Buffer(nbytes, align=64)`: `nbytes` zeroed bytes at an address that is
+    /// a multiple of `align` (a power of two).
+    #[new]
+    #[pyo3(signature = (nbytes, align = 64))]
+    fn py_new(py: Python<'_>, nbytes: usize, align: usize) -> PyResult<PyBuf> {
+        PyBuf::owned(nbytes, align, py)
+    }
+
+    /// A 64-byte aligned copy of any bytes-like object.
+    #[classmethod]
+    fn from_bytes(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<PyBuf> {
+        let view = PyUntypedBuffer::get(data)?;
+        if !view.is_c_contiguous() {
+            return Err(PyValueError::new_err("from_bytes needs C-contiguous data"));
+        }
+        // SAFETY: the export `view` keeps `len_bytes` bytes at `buf_ptr` alive and readable.
+        unsafe { PyBuf::copied(py, view.buf_ptr().cast(), view.len_bytes(), 64) }
+    }
+
+    /// Zero-copy over any buffer-protocol object, which is kept alive. The
+    /// Buffer covers every byte `obj`'s buffer spans and is read-only when
+    /// `obj` is or when `readonly=True`.
+    #[classmethod]
+    #[pyo3(signature = (obj, *, readonly = false))]
+    fn wrap(_cls: &Bound<'_, PyType>, obj: &Bound<'_, PyAny>, readonly: bool) -> PyResult<PyBuf> {
+        wrap(obj, readonly)
+    }
+
+    /// Zero-copy from any DLPack producer (`__dlpack__`), which is kept alive.
+    #[classmethod]
+    fn from_dlpack(_cls: &Bound<'_, PyType>, obj: &Bound<'_, PyAny>) -> PyResult<PyBuf> {
+        dlpack::import(obj)
+    }
+
+    /// Rebuilds a pickled Buffer: zero-copy over `data` when it is aligned
+    /// and as writable as needed, else a copy.
+    #[classmethod]
+    fn _from_pickle(
+        _cls: &Bound<'_, PyType>,
+        data: &Bound<'_, PyAny>,
+        align: usize,
+        readonly: bool,
+    ) -> PyResult<PyBuf> {
+        let py = data.py();
+        let view = PyUntypedBuffer::get(data)?;
+        let address = view.buf_ptr() as usize;
+        if view.is_c_contiguous() && (readonly || !view.readonly()) && address % align == 0 {
+            return wrap(data, readonly);
+        }
+        // SAFETY: the export `view` keeps its bytes alive and readable during the copy.
+        let mut copy =
+            unsafe { PyBuf::copied(py, view.buf_ptr().cast(), view.len_bytes(), align)? };
+        copy.readonly = readonly;
+        Ok(copy)
+    }
+
+    /// Bytes in the buffer.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.len
+    }
+
+    /// The address of the first byte, for C code and ctypes.
+    #[getter(address)]
+    fn py_address(&self) -> PyResult<usize> {
+        self.check_open()?;
+        Ok(self.address() as usize)
+    }
+
+    /// Whether views of this buffer are read-only.
+    #[getter]
+    fn readonly(&self) -> bool {
+        self.readonly
+    }
+
+    /// The alignment of the first byte: as asked for owned buffers, the
+    /// largest power of two dividing the address (at most 4096) for wrapped ones.
+    #[getter]
+    fn align(&self) -> usize {
+        self.align
+    }
+
+    /// Live exports: numpy views, memoryviews and DLPack capsules or arrays.
+    #[getter]
+    fn exports(&self) -> usize {
+        self.state.load(Ordering::Acquire) & !CLOSED
+    }
+
+    /// Whether `close()` has freed the memory.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.state.load(Ordering::Acquire) & CLOSED != 0
+    }
+
+    /// A numpy array sharing this buffer's memory, checked by the core.
+    ///
+    /// `view(dtype, offset=0, shape=None, strides=None)`: `offset` is the byte
+    /// offset of the first element, strides are in bytes (negative allowed).
+    /// Without a shape, a 1-D array of every element from `offset` on. Or
+    /// `view(layout)` with a `bytelens.Layout`.
+    #[pyo3(signature = (dtype, offset = 0, shape = None, strides = None))]
+    fn view<'py>(
+        slf: &Bound<'py, PyBuf>,
+        dtype: &Bound<'py, PyAny>,
+        offset: i128,
+        shape: Option<&Bound<'py, PyAny>>,
+        strides: Option<&Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        if let Ok(layout) = dtype.cast::<PyLayout>() {
+            if offset != 0 || shape.is_some() || strides.is_some() {
+                return Err(PyValueError::new_err(
+                    "view(layout) takes no offset, shape or strides: the Layout has them",
+                ));
+            }
+            return PyBuf::array(slf, layout.get().inner);
+        }
+        let layout = slf
+            .get()
+            .layout_from_args(py, dtype, offset, shape, strides)?;
+        PyBuf::array(slf, layout)
+    }
+
+    /// One numpy view per field of `plan`: `{name: array}`.
+    fn arrays<'py>(
+        slf: &Bound<'py, PyBuf>,
+        plan: &Bound<'py, PyPlan>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let py = slf.py();
+        let out = PyDict::new(py);
+        plan.get().with_plan(py, |plan| {
+            for field in plan.fields() {
+                let layout = field.layout().map_err(core(py))?;
+                out.set_item(field.name(), PyBuf::array(slf, layout)?)?;
+            }
+            Ok(())
+        })?;
+        Ok(out)
+    }
+
+    /// Frees the memory now. Raises `BufferError` while any export is alive;
+    /// closing twice is allowed.
+    fn close(&self) -> PyResult<()> {
+        match self
+            .state
+            .compare_exchange(0, CLOSED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                let storage = self
+                    .storage
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .take();
+                drop(storage);
+                Ok(())
+            }
+            Err(state) if state & CLOSED != 0 => Ok(()),
+            Err(state) => Err(PyBufferError::new_err(format!(
+                "cannot close a Buffer with {state} live export{} (numpy views, memoryviews or DLPack capsules); delete them first",
+                if state == 1 { "" } else { "s" }
+            ))),
+        }
+    }
+
+    fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close()?;
+        Ok(false)
+    }
+
+    fn __len__(&self) -> usize {
+        self.len
+    }
+
+    fn __repr__(&self) -> String {
+        let state = if self.closed() {
+            ", closed"
+        } else if self.readonly {
+            ", readonly"
+        } else {
+            ""
+        };
+        format!("Buffer(nbytes={}, align={}{state})", self.len, self.align)
+    }
+
+    /// The buffer protocol: one-dimensional unsigned bytes (format `"B"`).
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        let this = slf.get();
+        this.acquire()?;
+        // SAFETY: `view` is the interpreter's Py_buffer to fill. `PyBuffer_FillInfo`
+        // takes a new reference to `slf`, raises BufferError for a writable request
+        // on read-only memory, and describes `len` bytes at `address`, which stay
+        // alive while the export counted above is held (released in __releasebuffer__).
+        let rc = unsafe {
+            ffi::PyBuffer_FillInfo(
+                view,
+                slf.as_ptr(),
+                this.address().cast(),
+                this.len as ffi::Py_ssize_t,
+                c_int::from(this.readonly),
+                flags,
+            )
+        };
+        if rc < 0 {
+            this.release();
+            return Err(PyErr::fetch(slf.py()));
+        }
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {
+        self.release();
+    }
+
+    /// numpy's array interface: `data` is a memoryview, so arrays made from
+    /// it hold an export like every other view.
+    #[getter]
+    fn __array_interface__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyDict>> {
+        let py = slf.py();
+        let out = PyDict::new(py);
+        out.set_item("version", 3)?;
+        out.set_item("shape", (slf.get().len,))?;
+        out.set_item("typestr", "|u1")?;
+        out.set_item("data", PyMemoryView::from(slf.as_any())?)?;
+        out.set_item("strides", py.None())?;
+        Ok(out)
+    }
+
+    /// DLPack export of the whole buffer as one-dimensional uint8: a
+    /// versioned capsule when `max_version >= (1, 0)`, a legacy one otherwise.
+    #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
+    fn __dlpack__<'py>(
+        slf: &Bound<'py, Self>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        if stream.is_some_and(|s| !s.is_none()) {
+            return Err(PyBufferError::new_err("a CPU Buffer takes stream=None"));
+        }
+        if let Some(device) = dl_device
+            && device != (dlpack::DEVICE_CPU, 0)
+        {
+            return Err(PyBufferError::new_err(format!(
+                "a Buffer lives in CPU memory (device (1, 0)), not on device {device:?}"
+            )));
+        }
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        if copy == Some(true) {
+            let this = slf.get();
+            this.acquire()?;
+            // SAFETY: the export acquired above keeps the bytes alive during the copy.
+            let copied = unsafe { PyBuf::copied(py, this.address(), this.len, this.align) };
+            this.release();
+            let copied = Bound::new(py, copied?)?;
+            return dlpack::export(&copied, versioned, true);
+        }
+        dlpack::export(slf, versioned, false)
+    }
+
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (dlpack::DEVICE_CPU, 0)
+    }
+
+    /// Pickling: protocol 5 hands the memory out of band (`PickleBuffer`),
+    /// older protocols copy the bytes into the stream.
+    fn __reduce_ex__<'py>(slf: &Bound<'py, Self>, protocol: i32) -> PyResult<Bound<'py, PyTuple>> {
+        static PICKLE_BUFFER: PyOnceLock<Py<PyType>> = PyOnceLock::new();
+        let py = slf.py();
+        let this = slf.get();
+        let rebuild = py.get_type::<PyBuf>().getattr("_from_pickle")?;
+        let data = if protocol >= 5 {
+            PICKLE_BUFFER
+                .import(py, "pickle", "PickleBuffer")?
+                .call1((slf,))?
+        } else {
+            this.acquire()?;
+            let bytes = PyBytes::new_with(py, this.len, |out| {
+                // SAFETY: the export acquired above keeps `len` bytes at `address`
+                // alive; `out` is a fresh bytes object of `len` bytes.
+                unsafe { ptr::copy_nonoverlapping(this.address(), out.as_mut_ptr(), this.len) };
+                Ok(())
+            });
+            this.release();
+            bytes?.into_any()
+        };
+        let args = (data, this.align, PyBool::new(py, this.readonly)).into_pyobject(py)?;
+        PyTuple::new(py, [rebuild, args.into_any()])
+    }
+}
+
+/// `Buffer.wrap`: the span of `obj`'s buffer-protocol export.
+fn wrap(obj: &Bound<'_, PyAny>, readonly: bool) -> PyResult<PyBuf> {
+    let py = obj.py();
+    let view = PyUntypedBuffer::get(obj)?;
+    if view.suboffsets().is_some_and(|s| s.iter().any(|&o| o >= 0)) {
+        return Err(PyBufferError::new_err(
+            "indirect (PIL-style, suboffsets) buffers cannot be wrapped",
+        ));
+    }
+    let (start, len) = span(py, view.shape(), view.strides(), view.item_size())?;
+    let address = view.buf_ptr().cast::<u8>().wrapping_offset(start);
+    let readonly = readonly || view.readonly();
+    Ok(PyBuf::from_storage(
+        Storage::Wrapped(view),
+        address,
+        len,
+        readonly,
+    ))
+}
+
+/// The bytes an array touches, relative to its first element: `(start, len)`,
+/// computed by the core with an extra innermost axis over each element's bytes.
+pub(crate) fn span(
+    py: Python<'_>,
+    shape: &[usize],
+    strides: &[isize],
+    itemsize: usize,
+) -> PyResult<(isize, usize)> {
+    if shape.contains(&0) {
+        return Ok((0, 0));
+    }
+    let shape: Vec<usize> = shape.iter().copied().chain([itemsize]).collect();
+    let strides: Vec<isize> = strides.iter().copied().chain([1]).collect();
+    let range = Layout::new(DType::U8, 0, &shape, &strides)
+        .and_then(|l| l.byte_span())
+        .map_err(core(py))?;
+    Ok((range.start, (range.end - range.start) as usize))
+}
+
+/// The largest power of two dividing `address`, at most a page.
+fn address_align(address: *mut u8) -> usize {
+    let address = address as usize;
+    if address == 0 {
+        return MAX_REPORTED_ALIGN;
+    }
+    (1usize << address.trailing_zeros()).min(MAX_REPORTED_ALIGN)
+}
+
+/// A byte offset argument: an integer from 0 to `len`.
+fn offset_arg(py: Python<'_>, offset: i128, len: usize) -> PyResult<usize> {
+    match usize::try_from(offset) {
+        Ok(offset) if offset <= len => Ok(offset),
+        _ => {
+            let start =
+                isize::try_from(offset).unwrap_or(if offset < 0 { isize::MIN } else { isize::MAX });
+            Err(layout_error(
+                py,
+                LayoutError::OutOfBounds {
+                    start,
+                    end: start,
+                    len,
+                },
+            ))
+        }
+    }
+}
+
+fn closed() -> PyErr {
+    PyValueError::new_err("operation on a closed Buffer")
+}

@@ -1,0 +1,366 @@
+//! DLPack in both directions: `Buffer.__dlpack__` exports the buffer as a
+//! one-dimensional uint8 tensor; `Buffer.from_dlpack` wraps any CPU tensor.
+//!
+//! The structs follow `dlpack.h` (v1.0: `DLManagedTensorVersioned`, and the
+//! legacy `DLManagedTensor`). A capsule named `dltensor[_versioned]` owns
+//! its tensor until a consumer renames it `used_dltensor[_versioned]`; from
+//! then on the consumer calls the deleter, exactly once.
+
+use std::ffi::{CStr, c_void};
+
+use pyo3::exceptions::{PyBufferError, PyTypeError};
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use super::buffer::{PyBuf, Storage, span};
+
+/// `kDLCPU`.
+pub(crate) const DEVICE_CPU: i32 = 1;
+const DTYPE_UINT: u8 = 1;
+const FLAG_READ_ONLY: u64 = 1 << 0;
+const FLAG_IS_COPIED: u64 = 1 << 1;
+
+const VERSIONED: &CStr = c"dltensor_versioned";
+const USED_VERSIONED: &CStr = c"used_dltensor_versioned";
+const LEGACY: &CStr = c"dltensor";
+const USED_LEGACY: &CStr = c"used_dltensor";
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Device {
+    device_type: i32,
+    device_id: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DataType {
+    code: u8,
+    bits: u8,
+    lanes: u16,
+}
+
+#[repr(C)]
+struct Tensor {
+    data: *mut c_void,
+    device: Device,
+    ndim: i32,
+    dtype: DataType,
+    shape: *mut i64,
+    strides: *mut i64,
+    byte_offset: u64,
+}
+
+#[repr(C)]
+struct Version {
+    major: u32,
+    minor: u32,
+}
+
+#[repr(C)]
+struct ManagedVersioned {
+    version: Version,
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut ManagedVersioned)>,
+    flags: u64,
+    dl_tensor: Tensor,
+}
+
+#[repr(C)]
+struct ManagedLegacy {
+    dl_tensor: Tensor,
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut ManagedLegacy)>,
+}
+
+/// What an exported tensor owns: its shape and strides, and one export
+/// count of the buffer (released by the deleter).
+struct ExportContext {
+    shape: [i64; 1],
+    strides: [i64; 1],
+    owner: Option<Py<PyBuf>>,
+}
+
+/// Exports `owner`'s memory as a DLPack capsule holding one export count.
+pub(crate) fn export<'py>(
+    owner: &Bound<'py, PyBuf>,
+    versioned: bool,
+    copied: bool,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = owner.py();
+    let buf = owner.get();
+    buf.acquire()?;
+    let mut context = Box::new(ExportContext {
+        shape: [buf.len() as i64],
+        strides: [1],
+        owner: Some(owner.clone().unbind()),
+    });
+    let tensor = Tensor {
+        data: buf.address().cast(),
+        device: Device {
+            device_type: DEVICE_CPU,
+            device_id: 0,
+        },
+        ndim: 1,
+        dtype: DataType {
+            code: DTYPE_UINT,
+            bits: 8,
+            lanes: 1,
+        },
+        shape: context.shape.as_mut_ptr(),
+        strides: context.strides.as_mut_ptr(),
+        byte_offset: 0,
+    };
+    let context = Box::into_raw(context).cast::<c_void>();
+    let (pointer, name, destructor): (*mut c_void, &CStr, Option<ffi::PyCapsule_Destructor>) =
+        if versioned {
+            let mut flags = if copied { FLAG_IS_COPIED } else { 0 };
+            if buf.is_readonly() {
+                flags |= FLAG_READ_ONLY;
+            }
+            let managed = Box::new(ManagedVersioned {
+                version: Version { major: 1, minor: 0 },
+                manager_ctx: context,
+                deleter: Some(delete_versioned),
+                flags,
+                dl_tensor: tensor,
+            });
+            (
+                Box::into_raw(managed).cast(),
+                VERSIONED,
+                Some(destroy_versioned_capsule),
+            )
+        } else {
+            let managed = Box::new(ManagedLegacy {
+                dl_tensor: tensor,
+                manager_ctx: context,
+                deleter: Some(delete_legacy),
+            });
+            (
+                Box::into_raw(managed).cast(),
+                LEGACY,
+                Some(destroy_legacy_capsule),
+            )
+        };
+    // SAFETY: `pointer` is a live, leaked managed tensor and `name` a 'static C
+    // string. On failure no capsule owns the tensor, so its deleter runs here.
+    unsafe {
+        let capsule = ffi::PyCapsule_New(pointer, name.as_ptr(), destructor);
+        if capsule.is_null() {
+            if versioned {
+                delete_versioned(pointer.cast());
+            } else {
+                delete_legacy(pointer.cast());
+            }
+            return Err(PyErr::fetch(py));
+        }
+        Ok(Bound::from_owned_ptr(py, capsule))
+    }
+}
+
+/// Frees what [`export`] leaked: the context (releasing the buffer's export
+/// count) and the managed tensor.
+///
+/// # Safety
+/// `context` must come from `Box::into_raw` in [`export`] and be freed once.
+unsafe fn free_context(context: *mut c_void) {
+    // SAFETY: the caller passes the context `export` leaked, exactly once.
+    let mut context = unsafe { Box::from_raw(context.cast::<ExportContext>()) };
+    let Some(owner) = context.owner.take() else {
+        return;
+    };
+    owner.get().release();
+    // Dropping a reference needs the interpreter; at interpreter exit there may
+    // be none to attach to, and then the reference is leaked on purpose.
+    let mut owner = Some(owner);
+    Python::try_attach(|_py| drop(owner.take()));
+    if let Some(owner) = owner {
+        std::mem::forget(owner);
+    }
+}
+
+unsafe extern "C" fn delete_versioned(managed: *mut ManagedVersioned) {
+    // SAFETY: DLPack calls the deleter once, with the tensor `export` leaked.
+    let managed = unsafe { Box::from_raw(managed) };
+    // SAFETY: its context is the one `export` leaked, freed only here.
+    unsafe { free_context(managed.manager_ctx) };
+}
+
+unsafe extern "C" fn delete_legacy(managed: *mut ManagedLegacy) {
+    // SAFETY: as in `delete_versioned`.
+    let managed = unsafe { Box::from_raw(managed) };
+    // SAFETY: as in `delete_versioned`.
+    unsafe { free_context(managed.manager_ctx) };
+}
+
+/// A capsule that no consumer renamed still owns its tensor.
+unsafe extern "C" fn destroy_versioned_capsule(capsule: *mut ffi::PyObject) {
+    // SAFETY: called by the interpreter on a capsule we created. A consumer that
+    // took the tensor renamed the capsule, so the name check skips it; otherwise the
+    // pointer is our managed tensor, deleted once here.
+    unsafe {
+        if ffi::PyCapsule_IsValid(capsule, VERSIONED.as_ptr()) == 1 {
+            let managed = ffi::PyCapsule_GetPointer(capsule, VERSIONED.as_ptr());
+            delete_versioned(managed.cast());
+        }
+    }
+}
+
+unsafe extern "C" fn destroy_legacy_capsule(capsule: *mut ffi::PyObject) {
+    // SAFETY: as in `destroy_versioned_capsule`.
+    unsafe {
+        if ffi::PyCapsule_IsValid(capsule, LEGACY.as_ptr()) == 1 {
+            let managed = ffi::PyCapsule_GetPointer(capsule, LEGACY.as_ptr());
+            delete_legacy(managed.cast());
+        }
+    }
+}
+
+/// A consumed DLPack tensor: its deleter runs when the Buffer frees it.
+pub(crate) struct Imported {
+    managed: *mut c_void,
+    versioned: bool,
+}
+
+// SAFETY: DLPack producers must accept the deleter being called from any thread;
+// `Imported` is only a handle for that one call.
+unsafe impl Send for Imported {}
+// SAFETY: shared references to `Imported` never touch the tensor.
+unsafe impl Sync for Imported {}
+
+impl Drop for Imported {
+    fn drop(&mut self) {
+        // Producers' deleters (numpy's among them) may touch Python objects.
+        Python::try_attach(|_py| {
+            // SAFETY: `managed` is the consumed tensor of `import`, deleted only here.
+            unsafe {
+                if self.versioned {
+                    let managed = self.managed.cast::<ManagedVersioned>();
+                    if let Some(deleter) = (*managed).deleter {
+                        deleter(managed);
+                    }
+                } else {
+                    let managed = self.managed.cast::<ManagedLegacy>();
+                    if let Some(deleter) = (*managed).deleter {
+                        deleter(managed);
+                    }
+                }
+            }
+        });
+    }
+}
+
+/// `Buffer.from_dlpack(obj)`: wraps the bytes `obj`'s tensor spans, zero-copy.
+///
+/// Legacy capsules cannot say whether the memory may be written, so like
+/// numpy 2 bytelens treats them as read-only.
+pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<PyBuf> {
+    let py = obj.py();
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("max_version", (1, 0))?;
+    let capsule = match obj.call_method("__dlpack__", (), Some(&kwargs)) {
+        Ok(capsule) => capsule,
+        Err(err) if err.is_instance_of::<PyTypeError>(py) => obj.call_method0("__dlpack__")?,
+        Err(err) => return Err(err),
+    };
+    let raw = capsule.as_ptr();
+    // SAFETY: `raw` is a live object; the capsule checks never raise. A valid
+    // capsule's pointer is a managed tensor that stays alive until its deleter
+    // runs, which after the rename below only `Imported::drop` does.
+    unsafe {
+        let (managed, versioned, tensor, readonly) =
+            if ffi::PyCapsule_IsValid(raw, VERSIONED.as_ptr()) == 1 {
+                let managed =
+                    ffi::PyCapsule_GetPointer(raw, VERSIONED.as_ptr()).cast::<ManagedVersioned>();
+                if (*managed).version.major != 1 {
+                    return Err(PyBufferError::new_err(format!(
+                        "DLPack version {}.{} is not supported (bytelens reads 1.x)",
+                        (*managed).version.major,
+                        (*managed).version.minor
+                    )));
+                }
+                let readonly = (*managed).flags & FLAG_READ_ONLY != 0;
+                (
+                    managed.cast::<c_void>(),
+                    true,
+                    &(*managed).dl_tensor,
+                    readonly,
+                )
+            } else if ffi::PyCapsule_IsValid(raw, LEGACY.as_ptr()) == 1 {
+                let managed =
+                    ffi::PyCapsule_GetPointer(raw, LEGACY.as_ptr()).cast::<ManagedLegacy>();
+                (managed.cast::<c_void>(), false, &(*managed).dl_tensor, true)
+            } else {
+                return Err(PyTypeError::new_err(
+                    "__dlpack__ returned something that is not an unused DLPack capsule",
+                ));
+            };
+        let (address, len) = tensor_span(py, tensor)?;
+        let used = if versioned {
+            USED_VERSIONED
+        } else {
+            USED_LEGACY
+        };
+        if ffi::PyCapsule_SetName(raw, used.as_ptr()) < 0 {
+            return Err(PyErr::fetch(py));
+        }
+        let storage = Storage::Tensor(Imported { managed, versioned });
+        Ok(PyBuf::from_storage(storage, address, len, readonly))
+    }
+}
+
+/// The bytes a CPU tensor spans: `(address of the lowest byte, length)`.
+///
+/// # Safety
+/// `tensor` must be a live DLPack tensor whose shape and strides hold `ndim` entries.
+unsafe fn tensor_span(py: Python<'_>, tensor: &Tensor) -> PyResult<(*mut u8, usize)> {
+    if tensor.device.device_type != DEVICE_CPU {
+        return Err(PyBufferError::new_err(format!(
+            "the tensor is on DLPack device type {}; only CPU memory (type 1) can be wrapped",
+            tensor.device.device_type
+        )));
+    }
+    let DataType { bits, lanes, .. } = tensor.dtype;
+    let itemsize_bits = usize::from(bits) * usize::from(lanes);
+    if itemsize_bits == 0 || itemsize_bits % 8 != 0 {
+        return Err(PyBufferError::new_err(format!(
+            "elements of {bits} bits x {lanes} lanes are not whole bytes"
+        )));
+    }
+    let itemsize = itemsize_bits / 8;
+    let ndim = usize::try_from(tensor.ndim).unwrap_or(0);
+    let shape: &[i64] = if ndim == 0 {
+        &[]
+    } else {
+        // SAFETY: the caller guarantees `ndim` entries behind `shape` (and behind
+        // `strides` when it is not null, as DLPack allows for compact tensors).
+        unsafe { std::slice::from_raw_parts(tensor.shape, ndim) }
+    };
+    let shape: Vec<usize> = shape
+        .iter()
+        .map(|&n| usize::try_from(n).unwrap_or(usize::MAX))
+        .collect();
+    let strides: Vec<isize> = if tensor.strides.is_null() {
+        let mut strides = vec![0isize; ndim];
+        let mut step = itemsize as isize;
+        for axis in (0..ndim).rev() {
+            strides[axis] = step;
+            step = step.saturating_mul(shape[axis].max(1) as isize);
+        }
+        strides
+    } else {
+        // SAFETY: as above.
+        let strides = unsafe { std::slice::from_raw_parts(tensor.strides, ndim) };
+        strides
+            .iter()
+            .map(|&s| (s as isize).saturating_mul(itemsize as isize))
+            .collect()
+    };
+    let (start, len) = span(py, &shape, &strides, itemsize)?;
+    let first = tensor
+        .data
+        .cast::<u8>()
+        .wrapping_add(tensor.byte_offset as usize);
+    Ok((first.wrapping_offset(start), len))
+}

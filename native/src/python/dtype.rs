@@ -1,0 +1,118 @@
+//! dtypes across the boundary: what users pass (a numpy dtype, a type, a
+//! type string or a name) to the core's [`Descr`], and back to numpy dtypes.
+
+use numpy::{PyArrayDescr, PyArrayDescrMethods};
+use pyo3::exceptions::PyModuleNotFoundError;
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::PyString;
+
+use super::layout_error;
+use crate::{ByteOrder, DType, Descr, LayoutError, ShortStr};
+
+/// Every dtype in both byte orders: index `2 * dtype + (order == Big)`.
+const CACHE_LEN: usize = 2 * (DType::F64 as usize + 1);
+
+/// numpy dtypes made once per interpreter and handed out by reference.
+static NUMPY_DESCRS: [PyOnceLock<Py<PyArrayDescr>>; CACHE_LEN] =
+    [const { PyOnceLock::new() }; CACHE_LEN];
+
+fn cache_index(descr: Descr) -> usize {
+    2 * descr.dtype as usize + usize::from(descr.order == ByteOrder::Big)
+}
+
+/// The numpy dtype for `descr`; bfloat16 is `ml_dtypes.bfloat16`.
+pub(crate) fn numpy_descr<'py>(
+    py: Python<'py>,
+    descr: Descr,
+) -> PyResult<&'py Bound<'py, PyArrayDescr>> {
+    let cell = &NUMPY_DESCRS[cache_index(descr)];
+    let descr = cell.get_or_try_init(py, || make_numpy_descr(py, descr))?;
+    Ok(descr.bind(py))
+}
+
+fn make_numpy_descr(py: Python<'_>, descr: Descr) -> PyResult<Py<PyArrayDescr>> {
+    if descr.dtype != DType::BF16 {
+        return Ok(PyArrayDescr::new(py, descr.to_string().as_str())?.unbind());
+    }
+    let ml_dtypes = py.import("ml_dtypes").map_err(|_| {
+        PyModuleNotFoundError::new_err(
+            "bfloat16 views are numpy arrays of ml_dtypes.bfloat16: install it with \
+             `pip install ml-dtypes` (or `pip install bytelens[bf16]`)",
+        )
+    })?;
+    let little = PyArrayDescr::new(py, ml_dtypes.getattr("bfloat16")?)?;
+    let order = match descr.order {
+        ByteOrder::Little => "<",
+        ByteOrder::Big => ">",
+    };
+    let ordered = little.call_method1("newbyteorder", (order,))?;
+    Ok(ordered.cast_into::<PyArrayDescr>()?.unbind())
+}
+
+/// Reads a dtype argument: a type string or name (`"<i4"`, `"int16"`,
+/// `"bf16"`), a numpy dtype, or anything `numpy.dtype()` accepts.
+pub(crate) fn to_descr(obj: &Bound<'_, PyAny>) -> PyResult<Descr> {
+    let py = obj.py();
+    if let Ok(text) = obj.cast::<PyString>() {
+        let text = text.to_cow()?;
+        if let Ok(descr) = text.parse::<Descr>() {
+            return Ok(descr);
+        }
+        if text == "bf16" || text == "<bf16" || text == ">bf16" {
+            let order = if text.starts_with('>') {
+                ByteOrder::Big
+            } else {
+                ByteOrder::Little
+            };
+            return Ok(Descr::new(DType::BF16, order));
+        }
+    }
+    let np_descr = match obj.cast::<PyArrayDescr>() {
+        Ok(descr) => descr.clone(),
+        Err(_) => PyArrayDescr::new(py, obj).map_err(|_| bad_dtype(obj))?,
+    };
+    from_numpy_descr(&np_descr).ok_or_else(|| bad_dtype(obj))
+}
+
+/// The core's view of a numpy dtype, if it is one bytelens handles.
+fn from_numpy_descr(descr: &Bound<'_, PyArrayDescr>) -> Option<Descr> {
+    if descr.has_fields() || descr.has_subarray() {
+        return None;
+    }
+    let dtype = match (descr.kind(), descr.itemsize()) {
+        (b'b', 1) => DType::Bool,
+        (b'i', 1) => DType::I8,
+        (b'i', 2) => DType::I16,
+        (b'i', 4) => DType::I32,
+        (b'i', 8) => DType::I64,
+        (b'u', 1) => DType::U8,
+        (b'u', 2) => DType::U16,
+        (b'u', 4) => DType::U32,
+        (b'u', 8) => DType::U64,
+        (b'f', 2) => DType::F16,
+        (b'f', 4) => DType::F32,
+        (b'f', 8) => DType::F64,
+        (b'V', 2) if descr.typeobj().name().ok()? == "bfloat16" => DType::BF16,
+        _ => return None,
+    };
+    let order = match descr.byteorder() {
+        b'<' => ByteOrder::Little,
+        b'>' => ByteOrder::Big,
+        _ => ByteOrder::NATIVE,
+    };
+    Some(Descr::new(dtype, order))
+}
+
+fn bad_dtype(obj: &Bound<'_, PyAny>) -> PyErr {
+    let text = obj
+        .str()
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| String::from("?"));
+    layout_error(
+        obj.py(),
+        LayoutError::BadDType {
+            text: ShortStr::new(&text),
+        },
+    )
+}

@@ -1,0 +1,374 @@
+//! `bytelens.Layout` and `bytelens.Plan`: the core's checked layout
+//! arithmetic, without memory, for Python.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyInt, PyTuple};
+
+use super::core;
+use super::dtype::to_descr;
+use crate::{Descr, Layout, Plan};
+
+/// A shape or strides argument: an integer or a sequence of integers.
+pub(crate) fn dims<T: TryFrom<i64>>(obj: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
+    let convert = |n: i64| {
+        T::try_from(n).map_err(|_| PyValueError::new_err(format!("{n} is not a valid length here")))
+    };
+    if obj.is_instance_of::<PyInt>() {
+        return Ok(vec![convert(obj.extract()?)?]);
+    }
+    let mut out = Vec::new();
+    for item in obj.try_iter()? {
+        out.push(convert(item?.extract()?)?);
+    }
+    Ok(out)
+}
+
+/// `bytelens.Layout(dtype, shape, strides=None, offset=0)`: where the
+/// elements of a view lie, checked by the core; `buf.view(layout)` applies it.
+#[pyclass(name = "Layout", module = "bytelens._native", frozen, eq)]
+#[derive(PartialEq)]
+pub struct PyLayout {
+    pub(crate) inner: Layout,
+}
+
+impl PyLayout {
+    fn wrap(py: Python<'_>, layout: Result<Layout, crate::LayoutError>) -> PyResult<PyLayout> {
+        Ok(PyLayout {
+            inner: layout.map_err(core(py))?,
+        })
+    }
+}
+
+#[pymethods]
+impl PyLayout {
+    #[new]
+    #[pyo3(signature = (dtype, shape, strides = None, offset = 0))]
+    fn py_new(
+        dtype: &Bound<'_, PyAny>,
+        shape: &Bound<'_, PyAny>,
+        strides: Option<&Bound<'_, PyAny>>,
+        offset: usize,
+    ) -> PyResult<PyLayout> {
+        let py = dtype.py();
+        let descr = to_descr(dtype)?;
+        let shape: Vec<usize> = dims(shape)?;
+        let layout = match strides {
+            None => Layout::contiguous(descr.dtype, &shape).and_then(|l| l.with_offset(offset)),
+            Some(strides) => Layout::new(descr.dtype, offset, &shape, &dims(strides)?),
+        };
+        PyLayout::wrap(py, layout.map(|l| l.with_byte_order(descr.order)))
+    }
+
+    /// The numpy type string, e.g. `"<i4"`.
+    #[getter]
+    fn dtype(&self) -> String {
+        self.inner.descr().to_string()
+    }
+
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.shape())
+    }
+
+    /// Strides in bytes.
+    #[getter]
+    fn strides<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.strides())
+    }
+
+    /// Byte offset of the first element.
+    #[getter]
+    fn offset(&self) -> isize {
+        self.inner.offset()
+    }
+
+    #[getter]
+    fn ndim(&self) -> usize {
+        self.inner.ndim()
+    }
+
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.inner.dtype().size()
+    }
+
+    /// Number of elements.
+    #[getter]
+    fn size(&self) -> usize {
+        self.inner.size()
+    }
+
+    /// Bytes of the elements (`size * itemsize`), as numpy's `nbytes`.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.nbytes()
+    }
+
+    #[getter]
+    fn readonly(&self) -> bool {
+        self.inner.is_read_only()
+    }
+
+    #[getter]
+    fn c_contiguous(&self) -> bool {
+        self.inner.is_c_contiguous()
+    }
+
+    #[getter]
+    fn f_contiguous(&self) -> bool {
+        self.inner.is_f_contiguous()
+    }
+
+    /// Raises unless the layout fits a buffer of `nbytes` bytes.
+    fn check(&self, py: Python<'_>, nbytes: usize) -> PyResult<()> {
+        self.inner.check(nbytes).map_err(core(py))
+    }
+
+    /// `a[..., start:stop:step, ...]` on `axis`.
+    #[pyo3(signature = (axis, start = None, stop = None, step = 1))]
+    fn slice(
+        &self,
+        py: Python<'_>,
+        axis: usize,
+        start: Option<isize>,
+        stop: Option<isize>,
+        step: isize,
+    ) -> PyResult<PyLayout> {
+        PyLayout::wrap(py, self.inner.slice(axis, start, stop, step))
+    }
+
+    /// `a[..., i, ...]` on `axis`, which disappears; negative `i` counts from the end.
+    fn index(&self, py: Python<'_>, axis: usize, i: isize) -> PyResult<PyLayout> {
+        PyLayout::wrap(py, self.inner.index(axis, i))
+    }
+
+    /// numpy's `a.view(dtype)`: the same bytes as another dtype.
+    fn reinterpret(&self, dtype: &Bound<'_, PyAny>) -> PyResult<PyLayout> {
+        let descr = to_descr(dtype)?;
+        let layout = self.inner.reinterpret(descr.dtype);
+        PyLayout::wrap(dtype.py(), layout.map(|l| l.with_byte_order(descr.order)))
+    }
+
+    /// `a.T`.
+    fn transpose(&self) -> PyLayout {
+        PyLayout {
+            inner: self.inner.transpose(),
+        }
+    }
+
+    /// `a.transpose(axes)`.
+    fn permute(&self, py: Python<'_>, axes: Vec<usize>) -> PyResult<PyLayout> {
+        PyLayout::wrap(py, self.inner.permute(&axes))
+    }
+
+    /// `a.reshape(shape)` without a copy; raises where numpy would copy.
+    fn reshape(&self, shape: &Bound<'_, PyAny>) -> PyResult<PyLayout> {
+        PyLayout::wrap(shape.py(), self.inner.reshape(&dims(shape)?))
+    }
+
+    /// `np.broadcast_to(a, shape)`: read-only, stride 0 on new axes.
+    fn broadcast_to(&self, shape: &Bound<'_, PyAny>) -> PyResult<PyLayout> {
+        PyLayout::wrap(shape.py(), self.inner.broadcast_to(&dims(shape)?))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Layout({:?}, shape={:?}, strides={:?}, offset={})",
+            self.dtype(),
+            self.inner.shape(),
+            self.inner.strides(),
+            self.inner.offset()
+        )
+    }
+}
+
+/// A field as Python sees it: `(name, dtype, shape, offset, alternative)`.
+type FieldTuple = (String, String, Vec<usize>, usize, usize);
+
+/// One field as Python gave it.
+#[derive(Clone)]
+struct FieldSpec {
+    name: String,
+    descr: Descr,
+    shape: Vec<usize>,
+}
+
+/// `bytelens.Plan(name="Plan")`: named arrays in one buffer, struct fields
+/// and union alternatives; immutable (`struct` and `union` return new plans).
+#[pyclass(name = "Plan", module = "bytelens._native", frozen)]
+pub struct PyPlan {
+    name: String,
+    /// Fields of each alternative, in order.
+    alternatives: Vec<Vec<FieldSpec>>,
+}
+
+impl PyPlan {
+    /// Runs `f` on the core's plan, built from the fields (and so checked by it).
+    pub(crate) fn with_plan<R>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&Plan<'_>) -> PyResult<R>,
+    ) -> PyResult<R> {
+        let mut plan = Plan::named(&self.name).map_err(core(py))?;
+        for (i, fields) in self.alternatives.iter().enumerate() {
+            if i > 0 {
+                plan.union().map_err(core(py))?;
+            }
+            for field in fields {
+                plan.field(&field.name, field.descr, &field.shape)
+                    .map_err(core(py))?;
+            }
+        }
+        f(&plan)
+    }
+
+    /// A new plan with `fields` appended to the last alternative (after
+    /// starting a new one when `new_alternative`).
+    fn extended(
+        &self,
+        py: Python<'_>,
+        fields: Option<&Bound<'_, PyDict>>,
+        new_alternative: bool,
+    ) -> PyResult<PyPlan> {
+        let mut alternatives = self.alternatives.clone();
+        if new_alternative && alternatives.last().is_some_and(|last| !last.is_empty()) {
+            alternatives.push(Vec::new());
+        }
+        let current = alternatives
+            .last_mut()
+            .expect("a plan always has an alternative");
+        for (name, spec) in fields.into_iter().flatten() {
+            let (dtype, shape) = match spec.cast::<PyTuple>() {
+                Ok(pair) if pair.len() == 2 => (pair.get_item(0)?, dims(&pair.get_item(1)?)?),
+                _ => (spec, Vec::new()),
+            };
+            current.push(FieldSpec {
+                name: name.extract()?,
+                descr: to_descr(&dtype)?,
+                shape,
+            });
+        }
+        let plan = PyPlan {
+            name: self.name.clone(),
+            alternatives,
+        };
+        plan.with_plan(py, |_| Ok(()))?;
+        Ok(plan)
+    }
+}
+
+#[pymethods]
+impl PyPlan {
+    #[new]
+    #[pyo3(signature = (name = "Plan"))]
+    fn py_new(py: Python<'_>, name: &str) -> PyResult<PyPlan> {
+        let plan = PyPlan {
+            name: name.to_owned(),
+            alternatives: vec![Vec::new()],
+        };
+        plan.with_plan(py, |_| Ok(()))?;
+        Ok(plan)
+    }
+
+    /// Appends fields, `name=(dtype, shape)` or `name=dtype`, to the current
+    /// alternative, each at the next offset its alignment allows.
+    #[pyo3(signature = (**fields))]
+    fn r#struct(&self, py: Python<'_>, fields: Option<&Bound<'_, PyDict>>) -> PyResult<PyPlan> {
+        self.extended(py, fields, false)
+    }
+
+    /// Starts another alternative over the same bytes (from offset 0) with `fields`.
+    #[pyo3(signature = (**fields))]
+    fn union(&self, py: Python<'_>, fields: Option<&Bound<'_, PyDict>>) -> PyResult<PyPlan> {
+        self.extended(py, fields, true)
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Bytes a buffer needs: the largest alternative, rounded up to `align`.
+    #[getter]
+    fn nbytes(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with_plan(py, |plan| Ok(plan.nbytes()))
+    }
+
+    /// The largest alignment of any field.
+    #[getter]
+    fn align(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with_plan(py, |plan| Ok(plan.align()))
+    }
+
+    /// Number of alternatives.
+    #[getter]
+    fn alternatives(&self, py: Python<'_>) -> PyResult<usize> {
+        self.with_plan(py, |plan| Ok(plan.alternatives()))
+    }
+
+    /// `{name: byte offset}`.
+    #[getter]
+    fn offsets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        self.with_plan(py, |plan| {
+            let out = PyDict::new(py);
+            for field in plan.fields() {
+                out.set_item(field.name(), field.offset())?;
+            }
+            Ok(out)
+        })
+    }
+
+    /// `[(name, dtype, shape, offset, alternative), ...]`.
+    #[getter]
+    fn fields(&self, py: Python<'_>) -> PyResult<Vec<FieldTuple>> {
+        self.with_plan(py, |plan| {
+            Ok(plan
+                .fields()
+                .iter()
+                .map(|f| {
+                    (
+                        f.name().to_owned(),
+                        f.descr().to_string(),
+                        f.shape().to_vec(),
+                        f.offset(),
+                        f.alternative(),
+                    )
+                })
+                .collect())
+        })
+    }
+
+    /// Byte ranges `(start, stop)` of `alternative` that no field covers.
+    #[pyo3(signature = (alternative = 0))]
+    fn padding(&self, py: Python<'_>, alternative: usize) -> PyResult<Vec<(usize, usize)>> {
+        self.with_plan(py, |plan| {
+            if alternative >= plan.alternatives() {
+                return Err(PyValueError::new_err(format!(
+                    "alternative {alternative} does not exist; the plan has {}",
+                    plan.alternatives()
+                )));
+            }
+            Ok(plan
+                .padding(alternative)
+                .map(|r| (r.start, r.end))
+                .collect())
+        })
+    }
+
+    /// WGSL struct declarations for the plan, one struct per alternative.
+    fn wgsl(&self, py: Python<'_>) -> PyResult<String> {
+        self.with_plan(py, |plan| Ok(plan.wgsl().map_err(core(py))?.to_string()))
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        let fields = self.fields(py)?;
+        let described: Vec<String> = fields
+            .iter()
+            .map(|(name, dtype, shape, offset, alt)| {
+                format!("{name}: {dtype}{shape:?} @{offset} (alt {alt})")
+            })
+            .collect();
+        Ok(format!("Plan({:?}, [{}])", self.name, described.join(", ")))
+    }
+}
