@@ -1,10 +1,11 @@
 //! bytelens's task runner, the one entry point for people and CI:
 //!
 //! - `cargo xtask test`  installs what is missing (idempotently), then runs
-//!   fmt, clippy, every test suite, Miri and the no_std builds;
+//!   fmt, clippy, every test suite, Miri, the no_std builds, and the Python
+//!   package's tests with numpy 2.x and 1.26 in venvs of its own;
 //! - `cargo xtask demo`  shows one buffer read as int8/int16/int32/float32;
-//! - `cargo xtask bench` runs the benchmarks and prints ratios to baselines
-//!   measured in the same run.
+//! - `cargo xtask bench [python]` runs the benchmarks and prints ratios to
+//!   baselines measured in the same run.
 #![forbid(unsafe_code)]
 
 use std::env;
@@ -21,6 +22,17 @@ type Result<T = (), E = String> = std::result::Result<T, E>;
 const NO_STD_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "wasm32-unknown-unknown"];
 const NIGHTLY: &str = "nightly";
 
+/// The Python environments the package is tested in (under `target/py/`):
+/// one per numpy line it supports, each with the test tools.
+const PY_ENVS: [(&str, &str); 2] = [("venv-np2", "numpy>=2,<3"), ("venv-np1", "numpy>=1.26,<2")];
+const PY_TOOLS: [&str; 5] = [
+    "maturin>=1.16,<2",
+    "pytest>=8",
+    "hypothesis>=6.100",
+    "ml_dtypes>=0.4",
+    "mypy>=1.10",
+];
+
 fn main() -> ExitCode {
     let args: Vec<String> = env::args().skip(1).collect();
     let task = args.first().map(String::as_str).unwrap_or("help");
@@ -28,8 +40,9 @@ fn main() -> ExitCode {
         "test" => test(),
         "demo" => demo(),
         "bench" => bench(&args[1..]),
+        "build-python" => ensure_python_envs().and_then(|()| build_python_package()),
         _ => {
-            eprintln!("usage: cargo xtask <test | demo | bench>");
+            eprintln!("usage: cargo xtask <test | demo | bench [python] | build-python>");
             return ExitCode::from(if task == "help" { 0 } else { 2 });
         }
     };
@@ -71,6 +84,75 @@ fn run(mut c: Command) -> Result {
     } else {
         Err(format!("`{shown}` failed ({status})"))
     }
+}
+
+/// The Python that creates the venvs: `$BYTELENS_PYTHON`, else `python3`.
+fn base_python() -> String {
+    env::var("BYTELENS_PYTHON").unwrap_or_else(|_| "python3".to_owned())
+}
+
+fn py_dir() -> PathBuf {
+    target_dir().join("py")
+}
+
+/// The interpreter of one of [`PY_ENVS`].
+fn venv_python(name: &str) -> String {
+    py_dir().join(name).join("bin/python").display().to_string()
+}
+
+/// Creates the venvs and installs their packages, skipping whatever a
+/// marker file says is already there.
+fn ensure_python_envs() -> Result {
+    for (name, numpy) in PY_ENVS {
+        let dir = py_dir().join(name);
+        if !dir.join("bin/python").exists() {
+            let dir = dir.display().to_string();
+            run(cmd(&base_python(), &["-m", "venv", &dir]))?;
+        }
+        let wanted: Vec<&str> = [numpy].into_iter().chain(PY_TOOLS).collect();
+        let marker = dir.join(".bytelens-requirements");
+        if fs::read_to_string(&marker).ok().as_deref() == Some(&wanted.join("\n")) {
+            continue;
+        }
+        let mut pip = cmd(&venv_python(name), &["-m", "pip", "install", "--quiet"]);
+        pip.args(&wanted);
+        run(pip)?;
+        fs::write(&marker, wanted.join("\n")).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Builds the extension wheel with maturin and installs it into every venv.
+fn build_python_package() -> Result {
+    let wheels = py_dir().join("wheels");
+    let _ = fs::remove_dir_all(&wheels);
+    let out = wheels.display().to_string();
+    let python = venv_python(PY_ENVS[0].0);
+    let mut maturin = cmd(&python, &["-m", "maturin", "build", "--release", "-m"]);
+    maturin.args(["native/Cargo.toml", "--out", &out, "--interpreter", &python]);
+    run(maturin)?;
+    let wheel = fs::read_dir(&wheels)
+        .map_err(|e| e.to_string())?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "whl"))
+        .ok_or("maturin built no wheel")?
+        .display()
+        .to_string();
+    for (name, _) in PY_ENVS {
+        let args = [
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--force-reinstall",
+            "--no-deps",
+        ];
+        let mut pip = cmd(&venv_python(name), &args);
+        pip.arg(&wheel);
+        run(pip)?;
+    }
+    Ok(())
 }
 
 fn output(program: &str, args: &[&str]) -> Result<String> {
@@ -160,6 +242,7 @@ fn summary(times: &[(&str, f64, bool)]) {
 fn test() -> Result {
     let start = Instant::now();
     ensure_rust_tools()?;
+    ensure_python_envs()?;
     println!("\ntools ready in {:.1}s", start.elapsed().as_secs_f64());
     let mut list = vec![
         ("rustfmt", cmd("cargo", &["fmt", "--all", "--check"])),
@@ -171,6 +254,7 @@ fn test() -> Result {
                     "clippy",
                     "--workspace",
                     "--all-targets",
+                    "--all-features",
                     "--",
                     "-D",
                     "warnings",
@@ -211,12 +295,33 @@ fn test() -> Result {
     );
     miri_native.env("MIRIFLAGS", "-Zmiri-disable-isolation");
     list.push(("miri: bytelens Buffer", miri_native));
+    list.push(("python: build the wheel", xtask_step("build-python")));
+    for (name, label) in PY_ENVS
+        .map(|(n, _)| n)
+        .into_iter()
+        .zip(["python: pytest, numpy 2.x", "python: pytest, numpy 1.26"])
+    {
+        let mut pytest = cmd(&venv_python(name), &["-m", "pytest", "tests/python", "-q"]);
+        pytest.args(["-p", "no:cacheprovider"]);
+        list.push((label, pytest));
+    }
+    let mut stubtest = cmd(
+        &venv_python(PY_ENVS[0].0),
+        &["-m", "mypy.stubtest", "bytelens._native"],
+    );
+    stubtest.env("MYPY_CACHE_DIR", py_dir().join("mypy-cache"));
+    list.push(("python: stubtest", stubtest));
     steps(list)?;
     println!(
         "\nall checks passed in {:.1}s",
         start.elapsed().as_secs_f64()
     );
     Ok(())
+}
+
+/// This task runner again, as a step of another task.
+fn xtask_step(task: &str) -> Command {
+    cmd("cargo", &["xtask", task])
 }
 
 fn demo() -> Result {
@@ -230,6 +335,16 @@ fn demo() -> Result {
 /// Runs the criterion benchmarks, then prints each median next to its
 /// group's baseline (the benchmark whose name starts with "baseline").
 fn bench(filter: &[String]) -> Result {
+    if filter.first().map(String::as_str) == Some("python") {
+        ensure_python_envs()?;
+        build_python_package()?;
+        let mut c = cmd(
+            &venv_python(PY_ENVS[0].0),
+            &["native/benches/python_views.py"],
+        );
+        c.args(&filter[1..]);
+        return run(c);
+    }
     let mut c = cmd(
         "cargo",
         &["bench", "-p", "bytelens", "--bench", "layout", "--"],

@@ -8,8 +8,8 @@
 
 use std::ffi::c_int;
 use std::ptr;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use numpy::npyffi::{self, NPY_ARRAY_WRITEABLE, NpyTypes, PY_ARRAY_API, npy_intp};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
@@ -46,37 +46,32 @@ pub(crate) enum Storage {
 struct Address(*mut u8);
 
 // SAFETY: `Address` is only a number until an export is acquired; the memory it
-// points to is owned by `PyBuf::storage` (itself `Send + Sync`), and every
-// dereference happens while an export count keeps that storage alive.
+// points to is owned by `Memory::storage` (itself `Send + Sync`), and every
+// dereference happens while an export keeps that storage alive.
 unsafe impl Send for Address {}
 // SAFETY: as for `Send`: shared access only reads the pointer value.
 unsafe impl Sync for Address {}
 
-/// `bytelens.Buffer`: bytes that typed numpy views share.
-#[pyclass(name = "Buffer", module = "bytelens._native", frozen, weakref)]
-pub struct PyBuf {
+/// The bytes and who owns them, shared by a [`PyBuf`] and its views' [`Export`].
+pub(crate) struct Memory {
     address: Address,
     len: usize,
     readonly: bool,
     align: usize,
-    /// Live exports, plus [`CLOSED`] once the memory is freed.
+    /// Live exports other than numpy views (memoryviews, DLPack capsules),
+    /// plus [`CLOSED`] once the memory is freed.
     state: AtomicUsize,
     /// `None` once closed.
     storage: Mutex<Option<Storage>>,
 }
 
-impl PyBuf {
-    pub(crate) fn from_storage(
-        storage: Storage,
-        address: *mut u8,
-        len: usize,
-        readonly: bool,
-    ) -> PyBuf {
+impl Memory {
+    pub(crate) fn new(storage: Storage, address: *mut u8, len: usize, readonly: bool) -> Memory {
         let align = match &storage {
             Storage::Owned(buffer) => buffer.align(),
             _ => address_align(address),
         };
-        PyBuf {
+        Memory {
             address: Address(address),
             len,
             readonly,
@@ -86,48 +81,67 @@ impl PyBuf {
         }
     }
 
-    fn owned(nbytes: usize, align: usize, py: Python<'_>) -> PyResult<PyBuf> {
+    fn owned(py: Python<'_>, nbytes: usize, align: usize) -> PyResult<Memory> {
         let mut buffer =
             crate::Buffer::with_align(nbytes, align).map_err(|e| native_error(py, e))?;
         let address = buffer.as_mut_ptr();
-        Ok(PyBuf::from_storage(
-            Storage::Owned(buffer),
-            address,
-            nbytes,
-            false,
-        ))
+        Ok(Memory::new(Storage::Owned(buffer), address, nbytes, false))
     }
 
     /// An owned, aligned copy of `len` bytes at `src`.
     ///
     /// # Safety
     /// `src..src + len` must be readable for the duration of the call.
-    unsafe fn copied(py: Python<'_>, src: *const u8, len: usize, align: usize) -> PyResult<PyBuf> {
-        let buf = PyBuf::owned(len, align, py)?;
+    unsafe fn copied(py: Python<'_>, src: *const u8, len: usize, align: usize) -> PyResult<Memory> {
+        let memory = Memory::owned(py, len, align)?;
         // SAFETY: the caller guarantees `src` is readable for `len` bytes; the
         // destination is a fresh allocation of `len` bytes, so they cannot overlap.
-        unsafe { ptr::copy_nonoverlapping(src, buf.address.0, len) };
-        Ok(buf)
+        unsafe { ptr::copy_nonoverlapping(src, memory.address.0, len) };
+        Ok(memory)
+    }
+}
+
+/// `bytelens.Buffer`: bytes that typed numpy views share.
+///
+/// Every numpy view has the buffer's one [`Export`] as its base object, so
+/// making a view allocates nothing but the array, and the number of live
+/// views is that object's reference count less the buffer's own.
+#[pyclass(name = "Buffer", module = "bytelens._native", frozen, weakref)]
+pub struct PyBuf {
+    mem: Arc<Memory>,
+    views: Py<Export>,
+}
+
+impl PyBuf {
+    pub(crate) fn new(py: Python<'_>, memory: Memory) -> PyResult<PyBuf> {
+        let mem = Arc::new(memory);
+        let views = Py::new(
+            py,
+            Export {
+                mem: Arc::clone(&mem),
+            },
+        )?;
+        Ok(PyBuf { mem, views })
     }
 
     /// The memory's address (valid while an export is held).
     pub(crate) fn address(&self) -> *mut u8 {
-        self.address.0
+        self.mem.address.0
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.len
+        self.mem.len
     }
 
     pub(crate) fn is_readonly(&self) -> bool {
-        self.readonly
+        self.mem.readonly
     }
 
     /// Counts one more export, or fails if the buffer is closed.
     pub(crate) fn acquire(&self) -> PyResult<()> {
-        let previous = self.state.fetch_add(1, Ordering::AcqRel);
+        let previous = self.mem.state.fetch_add(1, Ordering::AcqRel);
         if previous & CLOSED != 0 {
-            self.state.fetch_sub(1, Ordering::AcqRel);
+            self.mem.state.fetch_sub(1, Ordering::AcqRel);
             return Err(closed());
         }
         Ok(())
@@ -135,27 +149,23 @@ impl PyBuf {
 
     /// Ends an export counted by [`acquire`](PyBuf::acquire).
     pub(crate) fn release(&self) {
-        self.state.fetch_sub(1, Ordering::AcqRel);
+        self.mem.state.fetch_sub(1, Ordering::AcqRel);
     }
 
     fn check_open(&self) -> PyResult<()> {
-        if self.state.load(Ordering::Acquire) & CLOSED != 0 {
+        if self.mem.state.load(Ordering::Acquire) & CLOSED != 0 {
             return Err(closed());
         }
         Ok(())
     }
 
-    /// A numpy array over `layout`, checked against this buffer, holding an export.
-    fn array<'py>(slf: &Bound<'py, PyBuf>, layout: Layout) -> PyResult<Bound<'py, PyAny>> {
+    /// A numpy array over `layout`, checked against this buffer, whose base
+    /// object keeps the memory alive and counted.
+    fn array<'py>(slf: &Bound<'py, PyBuf>, layout: &Layout) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get();
-        let layout = if this.readonly {
-            layout.read_only()
-        } else {
-            layout
-        };
         let descr = numpy_descr(py, layout.descr())?;
-        layout.check(this.len).map_err(core(py))?;
+        layout.check(this.len()).map_err(core(py))?;
         let align = layout.dtype().align();
         if layout.requires_alignment() && this.address() as usize % align != 0 {
             return Err(layout_error(
@@ -167,32 +177,53 @@ impl PyBuf {
                 },
             ));
         }
-        let guard = Export::new(slf)?;
-        new_array(py, descr, &layout, this.address(), guard)
+        this.check_open()?;
+        let writable = !this.is_readonly() && !layout.is_read_only();
+        new_array(
+            py,
+            descr,
+            layout,
+            writable,
+            this.address(),
+            this.views.bind(py).clone(),
+        )
     }
 
+    /// Live numpy arrays over this buffer: references to its [`Export`]
+    /// (one per array, including numpy views derived from one) but its own.
+    fn live_views(&self, _py: Python<'_>) -> usize {
+        // SAFETY: `views` is a live object (we hold a reference), and reading a
+        // reference count is allowed while attached to the interpreter (`_py`).
+        let refs = unsafe { ffi::Py_REFCNT(self.views.as_ptr()) };
+        usize::try_from(refs).unwrap_or(1).saturating_sub(1)
+    }
+
+    // Inlined into `view` so the 528-byte Layout is built where it is used, not copied.
+    #[inline(always)]
     fn layout_from_args(
         &self,
         py: Python<'_>,
         dtype: &Bound<'_, PyAny>,
-        offset: i128,
+        offset: isize,
         shape: Option<&Bound<'_, PyAny>>,
         strides: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Layout> {
         let descr = to_descr(dtype)?;
-        let offset = offset_arg(py, offset, self.len)?;
-        let layout = match (shape, strides) {
-            (None, None) => Layout::from_bytes(descr.dtype, self.len - offset)
-                .and_then(|l| l.with_offset(offset)),
+        let offset = offset_arg(py, offset, self.len())?;
+        // Built in place: a Layout is 528 bytes, and copies show in a 150 ns call.
+        let mut layout = match (shape, strides) {
+            (None, None) => Layout::from_bytes(descr.dtype, self.len() - offset),
             (None, Some(_)) => return Err(PyValueError::new_err("strides need a shape")),
-            (Some(shape), None) => {
-                Layout::contiguous(descr.dtype, &dims(shape)?).and_then(|l| l.with_offset(offset))
-            }
+            (Some(shape), None) => Layout::contiguous(descr.dtype, &dims(shape)?),
             (Some(shape), Some(strides)) => {
                 Layout::new(descr.dtype, offset, &dims(shape)?, &dims(strides)?)
             }
-        };
-        Ok(layout.map_err(core(py))?.with_byte_order(descr.order))
+        }
+        .map_err(core(py))?;
+        if strides.is_none() {
+            layout = layout.with_offset(offset).map_err(core(py))?;
+        }
+        Ok(layout.with_byte_order(descr.order))
     }
 }
 
@@ -201,6 +232,7 @@ fn new_array<'py>(
     py: Python<'py>,
     descr: &Bound<'py, PyArrayDescr>,
     layout: &Layout,
+    writable: bool,
     base: *mut u8,
     guard: Bound<'py, Export>,
 ) -> PyResult<Bound<'py, PyAny>> {
@@ -212,11 +244,7 @@ fn new_array<'py>(
         shape[axis] = n as npy_intp;
         strides[axis] = s;
     }
-    let flags = if layout.is_read_only() {
-        0
-    } else {
-        NPY_ARRAY_WRITEABLE
-    };
+    let flags = if writable { NPY_ARRAY_WRITEABLE } else { 0 };
     // The first element; `check` proved it lies within the buffer (or at its end when empty).
     let data = base.wrapping_offset(layout.offset());
     // SAFETY: `PyArray_NewFromDescr` steals the new reference made by `clone`,
@@ -251,39 +279,20 @@ fn new_array<'py>(
     }
 }
 
-/// The numpy base object of every array bytelens hands out: one export count.
+/// The numpy base object of every array over one buffer: it keeps the
+/// memory alive (also after the `Buffer` object is gone) and its reference
+/// count says how many arrays there are.
 #[pyclass(name = "_Export", module = "bytelens._native", frozen)]
 pub(crate) struct Export {
-    owner: Py<PyBuf>,
-}
-
-impl Export {
-    fn new<'py>(owner: &Bound<'py, PyBuf>) -> PyResult<Bound<'py, Export>> {
-        owner.get().acquire()?;
-        // If this fails, dropping the value releases the count acquired above.
-        Bound::new(
-            owner.py(),
-            Export {
-                owner: owner.clone().unbind(),
-            },
-        )
-    }
-}
-
-impl Drop for Export {
-    fn drop(&mut self) {
-        self.owner.get().release();
-    }
+    mem: Arc<Memory>,
 }
 
 #[pymethods]
 impl Export {
     fn __repr__(&self) -> String {
-        let owner = self.owner.get();
         format!(
             "<bytelens export of {} bytes at {:#x}>",
-            owner.len,
-            owner.address() as usize
+            self.mem.len, self.mem.address.0 as usize
         )
     }
 }
@@ -295,7 +304,7 @@ impl PyBuf {
     #[new]
     #[pyo3(signature = (nbytes, align = 64))]
     fn py_new(py: Python<'_>, nbytes: usize, align: usize) -> PyResult<PyBuf> {
-        PyBuf::owned(nbytes, align, py)
+        PyBuf::new(py, Memory::owned(py, nbytes, align)?)
     }
 
     /// A 64-byte aligned copy of any bytes-like object.
@@ -310,7 +319,8 @@ impl PyBuf {
             return Err(PyValueError::new_err("from_bytes needs C-contiguous data"));
         }
         // SAFETY: the export `view` keeps `len_bytes` bytes at `buf_ptr` alive and readable.
-        unsafe { PyBuf::copied(py, view.buf_ptr().cast(), view.len_bytes(), 64) }
+        let memory = unsafe { Memory::copied(py, view.buf_ptr().cast(), view.len_bytes(), 64)? };
+        PyBuf::new(py, memory)
     }
 
     /// Zero-copy over any buffer-protocol object, which is kept alive. The
@@ -345,15 +355,15 @@ impl PyBuf {
         }
         // SAFETY: the export `view` keeps its bytes alive and readable during the copy.
         let mut copy =
-            unsafe { PyBuf::copied(py, view.buf_ptr().cast(), view.len_bytes(), align)? };
+            unsafe { Memory::copied(py, view.buf_ptr().cast(), view.len_bytes(), align)? };
         copy.readonly = readonly;
-        Ok(copy)
+        PyBuf::new(py, copy)
     }
 
     /// Bytes in the buffer.
     #[getter]
     fn nbytes(&self) -> usize {
-        self.len
+        self.len()
     }
 
     /// The address of the first byte, for C code and ctypes.
@@ -366,26 +376,27 @@ impl PyBuf {
     /// Whether views of this buffer are read-only.
     #[getter]
     fn readonly(&self) -> bool {
-        self.readonly
+        self.mem.readonly
     }
 
     /// The alignment of the first byte: as asked for owned buffers, the
     /// largest power of two dividing the address (at most 4096) for wrapped ones.
     #[getter]
     fn align(&self) -> usize {
-        self.align
+        self.mem.align
     }
 
     /// Live exports: numpy views, memoryviews and DLPack capsules or arrays.
     #[getter]
-    fn exports(&self) -> usize {
-        self.state.load(Ordering::Acquire) & !CLOSED
+    fn exports(&self, py: Python<'_>) -> usize {
+        let counted = self.mem.state.load(Ordering::Acquire) & !CLOSED;
+        counted + self.live_views(py)
     }
 
     /// Whether `close()` has freed the memory.
     #[getter]
     fn closed(&self) -> bool {
-        self.state.load(Ordering::Acquire) & CLOSED != 0
+        self.mem.state.load(Ordering::Acquire) & CLOSED != 0
     }
 
     /// A numpy array sharing this buffer's memory, checked by the core.
@@ -398,7 +409,7 @@ impl PyBuf {
     fn view<'py>(
         slf: &Bound<'py, PyBuf>,
         dtype: &Bound<'py, PyAny>,
-        offset: i128,
+        offset: isize,
         shape: Option<&Bound<'py, PyAny>>,
         strides: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
@@ -409,12 +420,12 @@ impl PyBuf {
                     "view(layout) takes no offset, shape or strides: the Layout has them",
                 ));
             }
-            return PyBuf::array(slf, layout.get().inner);
+            return PyBuf::array(slf, &layout.get().inner);
         }
         let layout = slf
             .get()
             .layout_from_args(py, dtype, offset, shape, strides)?;
-        PyBuf::array(slf, layout)
+        PyBuf::array(slf, &layout)
     }
 
     /// One numpy view per field of `plan`: `{name: array}`.
@@ -427,7 +438,7 @@ impl PyBuf {
         plan.get().with_plan(py, |plan| {
             for field in plan.fields() {
                 let layout = field.layout().map_err(core(py))?;
-                out.set_item(field.name(), PyBuf::array(slf, layout)?)?;
+                out.set_item(field.name(), PyBuf::array(slf, &layout)?)?;
             }
             Ok(())
         })?;
@@ -436,13 +447,23 @@ impl PyBuf {
 
     /// Frees the memory now. Raises `BufferError` while any export is alive;
     /// closing twice is allowed.
-    fn close(&self) -> PyResult<()> {
-        match self
-            .state
-            .compare_exchange(0, CLOSED, Ordering::AcqRel, Ordering::Acquire)
-        {
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        let refuse = |live: usize| {
+            Err(PyBufferError::new_err(format!(
+                "cannot close a Buffer with {live} live export{} (numpy arrays, memoryviews \
+                 or DLPack capsules over its memory); delete them first",
+                if live == 1 { "" } else { "s" }
+            )))
+        };
+        // Views are not counted in `state`, but none can start while we hold the GIL.
+        if self.live_views(py) > 0 {
+            return refuse(self.exports(py));
+        }
+        let state = &self.mem.state;
+        match state.compare_exchange(0, CLOSED, Ordering::AcqRel, Ordering::Acquire) {
             Ok(_) => {
                 let storage = self
+                    .mem
                     .storage
                     .lock()
                     .unwrap_or_else(|e| e.into_inner())
@@ -451,10 +472,7 @@ impl PyBuf {
                 Ok(())
             }
             Err(state) if state & CLOSED != 0 => Ok(()),
-            Err(state) => Err(PyBufferError::new_err(format!(
-                "cannot close a Buffer with {state} live export{} (numpy views, memoryviews or DLPack capsules); delete them first",
-                if state == 1 { "" } else { "s" }
-            ))),
+            Err(_) => refuse(self.exports(py)),
         }
     }
 
@@ -463,24 +481,28 @@ impl PyBuf {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
-        self.close()?;
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        self.close(py)?;
         Ok(false)
     }
 
     fn __len__(&self) -> usize {
-        self.len
+        self.len()
     }
 
     fn __repr__(&self) -> String {
         let state = if self.closed() {
             ", closed"
-        } else if self.readonly {
+        } else if self.mem.readonly {
             ", readonly"
         } else {
             ""
         };
-        format!("Buffer(nbytes={}, align={}{state})", self.len, self.align)
+        format!(
+            "Buffer(nbytes={}, align={}{state})",
+            self.len(),
+            self.mem.align
+        )
     }
 
     /// The buffer protocol: one-dimensional unsigned bytes (format `"B"`).
@@ -500,8 +522,8 @@ impl PyBuf {
                 view,
                 slf.as_ptr(),
                 this.address().cast(),
-                this.len as ffi::Py_ssize_t,
-                c_int::from(this.readonly),
+                this.len() as ffi::Py_ssize_t,
+                c_int::from(this.is_readonly()),
                 flags,
             )
         };
@@ -523,7 +545,7 @@ impl PyBuf {
         let py = slf.py();
         let out = PyDict::new(py);
         out.set_item("version", 3)?;
-        out.set_item("shape", (slf.get().len,))?;
+        out.set_item("shape", (slf.get().len(),))?;
         out.set_item("typestr", "|u1")?;
         out.set_item("data", PyMemoryView::from(slf.as_any())?)?;
         out.set_item("strides", py.None())?;
@@ -556,16 +578,21 @@ impl PyBuf {
             let this = slf.get();
             this.acquire()?;
             // SAFETY: the export acquired above keeps the bytes alive during the copy.
-            let copied = unsafe { PyBuf::copied(py, this.address(), this.len, this.align) };
+            let copied = unsafe { Memory::copied(py, this.address(), this.len(), this.mem.align) };
             this.release();
-            let copied = Bound::new(py, copied?)?;
+            let copied = Bound::new(py, PyBuf::new(py, copied?)?)?;
             return dlpack::export(&copied, versioned, true);
         }
         dlpack::export(slf, versioned, false)
     }
 
-    fn __dlpack_device__(&self) -> (i32, i32) {
-        (dlpack::DEVICE_CPU, 0)
+    fn __dlpack_device__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        // numpy asks before every import; one cached tuple saves building it each time.
+        static CPU: PyOnceLock<Py<PyTuple>> = PyOnceLock::new();
+        let cpu = CPU.get_or_try_init(py, || {
+            PyTuple::new(py, [dlpack::DEVICE_CPU, 0]).map(Bound::unbind)
+        })?;
+        Ok(cpu.bind(py).clone())
     }
 
     /// Pickling: protocol 5 hands the memory out of band (`PickleBuffer`),
@@ -581,16 +608,16 @@ impl PyBuf {
                 .call1((slf,))?
         } else {
             this.acquire()?;
-            let bytes = PyBytes::new_with(py, this.len, |out| {
+            let bytes = PyBytes::new_with(py, this.len(), |out| {
                 // SAFETY: the export acquired above keeps `len` bytes at `address`
                 // alive; `out` is a fresh bytes object of `len` bytes.
-                unsafe { ptr::copy_nonoverlapping(this.address(), out.as_mut_ptr(), this.len) };
+                unsafe { ptr::copy_nonoverlapping(this.address(), out.as_mut_ptr(), this.len()) };
                 Ok(())
             });
             this.release();
             bytes?.into_any()
         };
-        let args = (data, this.align, PyBool::new(py, this.readonly)).into_pyobject(py)?;
+        let args = (data, this.mem.align, PyBool::new(py, this.is_readonly())).into_pyobject(py)?;
         PyTuple::new(py, [rebuild, args.into_any()])
     }
 }
@@ -607,12 +634,10 @@ fn wrap(obj: &Bound<'_, PyAny>, readonly: bool) -> PyResult<PyBuf> {
     let (start, len) = span(py, view.shape(), view.strides(), view.item_size())?;
     let address = view.buf_ptr().cast::<u8>().wrapping_offset(start);
     let readonly = readonly || view.readonly();
-    Ok(PyBuf::from_storage(
-        Storage::Wrapped(view),
-        address,
-        len,
-        readonly,
-    ))
+    PyBuf::new(
+        py,
+        Memory::new(Storage::Wrapped(view), address, len, readonly),
+    )
 }
 
 /// The bytes an array touches, relative to its first element: `(start, len)`,
@@ -644,21 +669,17 @@ fn address_align(address: *mut u8) -> usize {
 }
 
 /// A byte offset argument: an integer from 0 to `len`.
-fn offset_arg(py: Python<'_>, offset: i128, len: usize) -> PyResult<usize> {
+fn offset_arg(py: Python<'_>, offset: isize, len: usize) -> PyResult<usize> {
     match usize::try_from(offset) {
         Ok(offset) if offset <= len => Ok(offset),
-        _ => {
-            let start =
-                isize::try_from(offset).unwrap_or(if offset < 0 { isize::MIN } else { isize::MAX });
-            Err(layout_error(
-                py,
-                LayoutError::OutOfBounds {
-                    start,
-                    end: start,
-                    len,
-                },
-            ))
-        }
+        _ => Err(layout_error(
+            py,
+            LayoutError::OutOfBounds {
+                start: offset,
+                end: offset,
+                len,
+            },
+        )),
     }
 }
 

@@ -7,13 +7,14 @@
 //! then on the consumer calls the deleter, exactly once.
 
 use std::ffi::{CStr, c_void};
+use std::ptr;
 
 use pyo3::exceptions::{PyBufferError, PyTypeError};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::buffer::{PyBuf, Storage, span};
+use super::buffer::{Memory, PyBuf, Storage, span};
 
 /// `kDLCPU`.
 pub(crate) const DEVICE_CPU: i32 = 1;
@@ -74,12 +75,55 @@ struct ManagedLegacy {
     deleter: Option<unsafe extern "C" fn(*mut ManagedLegacy)>,
 }
 
-/// What an exported tensor owns: its shape and strides, and one export
-/// count of the buffer (released by the deleter).
-struct ExportContext {
+/// An exported tensor and all it owns, in one allocation: its shape and
+/// strides, and one export count of the buffer (released by the deleter).
+#[repr(C)]
+struct Exported<M> {
+    /// First, so that a pointer to `Exported<M>` is a pointer to `M`.
+    managed: M,
     shape: [i64; 1],
     strides: [i64; 1],
-    owner: Option<Py<PyBuf>>,
+    owner: Py<PyBuf>,
+}
+
+/// The two managed-tensor structs, as far as exporting needs them.
+trait Managed {
+    fn tensor(&mut self) -> &mut Tensor;
+    fn set_context(&mut self, context: *mut c_void);
+}
+
+impl Managed for ManagedVersioned {
+    fn tensor(&mut self) -> &mut Tensor {
+        &mut self.dl_tensor
+    }
+    fn set_context(&mut self, context: *mut c_void) {
+        self.manager_ctx = context;
+    }
+}
+
+impl Managed for ManagedLegacy {
+    fn tensor(&mut self) -> &mut Tensor {
+        &mut self.dl_tensor
+    }
+    fn set_context(&mut self, context: *mut c_void) {
+        self.manager_ctx = context;
+    }
+}
+
+/// Moves `exported` to the heap, points its tensor at its own shape and
+/// strides, and returns the managed tensor's address.
+fn leak<M: Managed>(exported: Exported<M>) -> *mut c_void {
+    let raw = Box::into_raw(Box::new(exported));
+    // SAFETY: `raw` is a fresh, uniquely owned allocation; the pointers stored
+    // into it stay valid until `free` drops the whole allocation at once.
+    unsafe {
+        let exported = &mut *raw;
+        exported.managed.set_context(raw.cast());
+        let tensor = exported.managed.tensor();
+        tensor.shape = exported.shape.as_mut_ptr();
+        tensor.strides = exported.strides.as_mut_ptr();
+    }
+    raw.cast()
 }
 
 /// Exports `owner`'s memory as a DLPack capsule holding one export count.
@@ -91,11 +135,6 @@ pub(crate) fn export<'py>(
     let py = owner.py();
     let buf = owner.get();
     buf.acquire()?;
-    let mut context = Box::new(ExportContext {
-        shape: [buf.len() as i64],
-        strides: [1],
-        owner: Some(owner.clone().unbind()),
-    });
     let tensor = Tensor {
         data: buf.address().cast(),
         device: Device {
@@ -108,45 +147,49 @@ pub(crate) fn export<'py>(
             bits: 8,
             lanes: 1,
         },
-        shape: context.shape.as_mut_ptr(),
-        strides: context.strides.as_mut_ptr(),
+        shape: ptr::null_mut(),
+        strides: ptr::null_mut(),
         byte_offset: 0,
     };
-    let context = Box::into_raw(context).cast::<c_void>();
-    let (pointer, name, destructor): (*mut c_void, &CStr, Option<ffi::PyCapsule_Destructor>) =
-        if versioned {
-            let mut flags = if copied { FLAG_IS_COPIED } else { 0 };
-            if buf.is_readonly() {
-                flags |= FLAG_READ_ONLY;
-            }
-            let managed = Box::new(ManagedVersioned {
-                version: Version { major: 1, minor: 0 },
-                manager_ctx: context,
-                deleter: Some(delete_versioned),
-                flags,
-                dl_tensor: tensor,
-            });
-            (
-                Box::into_raw(managed).cast(),
-                VERSIONED,
-                Some(destroy_versioned_capsule),
-            )
-        } else {
-            let managed = Box::new(ManagedLegacy {
-                dl_tensor: tensor,
-                manager_ctx: context,
-                deleter: Some(delete_legacy),
-            });
-            (
-                Box::into_raw(managed).cast(),
-                LEGACY,
-                Some(destroy_legacy_capsule),
-            )
+    let (shape, strides, owner) = ([buf.len() as i64], [1], owner.clone().unbind());
+    let (pointer, name, destructor): (*mut c_void, &CStr, ffi::PyCapsule_Destructor) = if versioned
+    {
+        let mut flags = if copied { FLAG_IS_COPIED } else { 0 };
+        if buf.is_readonly() {
+            flags |= FLAG_READ_ONLY;
+        }
+        let managed = ManagedVersioned {
+            version: Version { major: 1, minor: 0 },
+            manager_ctx: ptr::null_mut(),
+            deleter: Some(delete_versioned),
+            flags,
+            dl_tensor: tensor,
         };
+        let exported = Exported {
+            managed,
+            shape,
+            strides,
+            owner,
+        };
+        (leak(exported), VERSIONED, destroy_versioned_capsule)
+    } else {
+        let managed = ManagedLegacy {
+            dl_tensor: tensor,
+            manager_ctx: ptr::null_mut(),
+            deleter: Some(delete_legacy),
+        };
+        let exported = Exported {
+            managed,
+            shape,
+            strides,
+            owner,
+        };
+        (leak(exported), LEGACY, destroy_legacy_capsule)
+    };
     // SAFETY: `pointer` is a live, leaked managed tensor and `name` a 'static C
-    // string. On failure no capsule owns the tensor, so its deleter runs here.
+    // string. On failure no capsule owns the tensor, so it is freed here.
     unsafe {
-        let capsule = ffi::PyCapsule_New(pointer, name.as_ptr(), destructor);
+        let capsule = ffi::PyCapsule_New(pointer, name.as_ptr(), Some(destructor));
         if capsule.is_null() {
             if versioned {
                 delete_versioned(pointer.cast());
@@ -159,17 +202,14 @@ pub(crate) fn export<'py>(
     }
 }
 
-/// Frees what [`export`] leaked: the context (releasing the buffer's export
-/// count) and the managed tensor.
+/// Frees what [`leak`] leaked, releasing the buffer's export count.
 ///
 /// # Safety
-/// `context` must come from `Box::into_raw` in [`export`] and be freed once.
-unsafe fn free_context(context: *mut c_void) {
-    // SAFETY: the caller passes the context `export` leaked, exactly once.
-    let mut context = unsafe { Box::from_raw(context.cast::<ExportContext>()) };
-    let Some(owner) = context.owner.take() else {
-        return;
-    };
+/// `raw` must come from [`leak`] and be freed once.
+unsafe fn free<M>(raw: *mut Exported<M>) {
+    // SAFETY: the caller passes an allocation `leak` made, exactly once.
+    let exported = unsafe { Box::from_raw(raw) };
+    let Exported { owner, .. } = *exported;
     owner.get().release();
     // Dropping a reference needs the interpreter; at interpreter exit there may
     // be none to attach to, and then the reference is leaked on purpose.
@@ -181,17 +221,14 @@ unsafe fn free_context(context: *mut c_void) {
 }
 
 unsafe extern "C" fn delete_versioned(managed: *mut ManagedVersioned) {
-    // SAFETY: DLPack calls the deleter once, with the tensor `export` leaked.
-    let managed = unsafe { Box::from_raw(managed) };
-    // SAFETY: its context is the one `export` leaked, freed only here.
-    unsafe { free_context(managed.manager_ctx) };
+    // SAFETY: DLPack calls the deleter once, with the tensor `export` leaked,
+    // which is the first field of an `Exported` (repr(C)).
+    unsafe { free(managed.cast::<Exported<ManagedVersioned>>()) }
 }
 
 unsafe extern "C" fn delete_legacy(managed: *mut ManagedLegacy) {
     // SAFETY: as in `delete_versioned`.
-    let managed = unsafe { Box::from_raw(managed) };
-    // SAFETY: as in `delete_versioned`.
-    unsafe { free_context(managed.manager_ctx) };
+    unsafe { free(managed.cast::<Exported<ManagedLegacy>>()) }
 }
 
 /// A capsule that no consumer renamed still owns its tensor.
@@ -306,7 +343,7 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<PyBuf> {
             return Err(PyErr::fetch(py));
         }
         let storage = Storage::Tensor(Imported { managed, versioned });
-        Ok(PyBuf::from_storage(storage, address, len, readonly))
+        PyBuf::new(py, Memory::new(storage, address, len, readonly))
     }
 }
 

@@ -52,6 +52,7 @@ fn make_numpy_descr(py: Python<'_>, descr: Descr) -> PyResult<Py<PyArrayDescr>> 
 
 /// Reads a dtype argument: a type string or name (`"<i4"`, `"int16"`,
 /// `"bf16"`), a numpy dtype, or anything `numpy.dtype()` accepts.
+#[inline]
 pub(crate) fn to_descr(obj: &Bound<'_, PyAny>) -> PyResult<Descr> {
     let py = obj.py();
     if let Ok(text) = obj.cast::<PyString>() {
@@ -68,11 +69,38 @@ pub(crate) fn to_descr(obj: &Bound<'_, PyAny>) -> PyResult<Descr> {
             return Ok(Descr::new(DType::BF16, order));
         }
     }
+    if let Some(descr) = scalar_type_descr(obj) {
+        return Ok(descr);
+    }
     let np_descr = match obj.cast::<PyArrayDescr>() {
         Ok(descr) => descr.clone(),
         Err(_) => PyArrayDescr::new(py, obj).map_err(|_| bad_dtype(obj))?,
     };
     from_numpy_descr(&np_descr).ok_or_else(|| bad_dtype(obj))
+}
+
+/// The numpy scalar types (`np.int32`, `np.float16`, ...) of the native-order
+/// dtypes, found by identity: `buf.view(np.int32)` need not ask numpy.
+fn scalar_type_descr(obj: &Bound<'_, PyAny>) -> Option<Descr> {
+    static TYPES: PyOnceLock<Vec<(Py<PyAny>, Descr)>> = PyOnceLock::new();
+    let py = obj.py();
+    let types = TYPES
+        .get_or_try_init(py, || -> PyResult<_> {
+            let mut types = Vec::new();
+            for dtype in DType::ALL {
+                // bfloat16 needs ml_dtypes, which may be missing; numpy.dtype() finds it then.
+                if dtype != DType::BF16 {
+                    let descr = Descr::native(dtype);
+                    types.push((numpy_descr(py, descr)?.typeobj().into_any().unbind(), descr));
+                }
+            }
+            Ok(types)
+        })
+        .ok()?;
+    types
+        .iter()
+        .find(|(ty, _)| ty.is(obj))
+        .map(|&(_, descr)| descr)
 }
 
 /// The core's view of a numpy dtype, if it is one bytelens handles.

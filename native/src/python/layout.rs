@@ -7,19 +7,55 @@ use pyo3::types::{PyDict, PyInt, PyTuple};
 
 use super::core;
 use super::dtype::to_descr;
-use crate::{Descr, Layout, Plan};
+use std::ops::Deref;
 
-/// A shape or strides argument: an integer or a sequence of integers.
-pub(crate) fn dims<T: TryFrom<i64>>(obj: &Bound<'_, PyAny>) -> PyResult<Vec<T>> {
-    let convert = |n: i64| {
-        T::try_from(n).map_err(|_| PyValueError::new_err(format!("{n} is not a valid length here")))
+use crate::{Descr, Layout, MAX_NDIM, Plan};
+
+/// A shape or strides argument, read without allocating: an integer or a
+/// sequence of at most [`MAX_NDIM`] integers.
+pub(crate) struct Dims<T> {
+    values: [T; MAX_NDIM],
+    len: usize,
+}
+
+impl<T> Deref for Dims<T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        &self.values[..self.len]
+    }
+}
+
+/// Reads a [`Dims`]; negative values are refused for `usize`.
+pub(crate) fn dims<T: TryFrom<isize> + Copy + Default>(
+    obj: &Bound<'_, PyAny>,
+) -> PyResult<Dims<T>> {
+    let mut out = Dims {
+        values: [T::default(); MAX_NDIM],
+        len: 0,
+    };
+    let mut push = |item: &Bound<'_, PyAny>| -> PyResult<()> {
+        let n: isize = item.extract()?;
+        let value = T::try_from(n)
+            .map_err(|_| PyValueError::new_err(format!("{n} is not a valid length here")))?;
+        let slot = out
+            .values
+            .get_mut(out.len)
+            .ok_or_else(|| PyValueError::new_err(format!("more than {MAX_NDIM} dimensions")))?;
+        *slot = value;
+        out.len += 1;
+        Ok(())
     };
     if obj.is_instance_of::<PyInt>() {
-        return Ok(vec![convert(obj.extract()?)?]);
-    }
-    let mut out = Vec::new();
-    for item in obj.try_iter()? {
-        out.push(convert(item?.extract()?)?);
+        push(obj)?;
+    } else if let Ok(tuple) = obj.cast::<PyTuple>() {
+        for item in tuple.iter() {
+            push(&item)?;
+        }
+    } else {
+        for item in obj.try_iter()? {
+            push(&item?)?;
+        }
     }
     Ok(out)
 }
@@ -52,7 +88,7 @@ impl PyLayout {
     ) -> PyResult<PyLayout> {
         let py = dtype.py();
         let descr = to_descr(dtype)?;
-        let shape: Vec<usize> = dims(shape)?;
+        let shape: Dims<usize> = dims(shape)?;
         let layout = match strides {
             None => Layout::contiguous(descr.dtype, &shape).and_then(|l| l.with_offset(offset)),
             Some(strides) => Layout::new(descr.dtype, offset, &shape, &dims(strides)?),
@@ -240,7 +276,10 @@ impl PyPlan {
             .expect("a plan always has an alternative");
         for (name, spec) in fields.into_iter().flatten() {
             let (dtype, shape) = match spec.cast::<PyTuple>() {
-                Ok(pair) if pair.len() == 2 => (pair.get_item(0)?, dims(&pair.get_item(1)?)?),
+                Ok(pair) if pair.len() == 2 => (
+                    pair.get_item(0)?,
+                    dims::<usize>(&pair.get_item(1)?)?.to_vec(),
+                ),
                 _ => (spec, Vec::new()),
             };
             current.push(FieldSpec {
