@@ -239,20 +239,20 @@ impl Error {
         )
     }
 
-    /// True for the errors that mean "reaches outside the buffer".
+    /// True for the errors that mean "reaches outside the buffer" (an index
+    /// past the end of an axis is not one: that is `IndexOutOfRange`).
     ///
     /// # Examples
     /// ```
     /// use bytelens_core::{DType, Layout};
     /// let err = Layout::contiguous(DType::U32, &[3])?.check(8).unwrap_err();
     /// assert!(err.is_bounds());
+    /// let err = Layout::contiguous(DType::U32, &[3])?.index(0, 3).unwrap_err();
+    /// assert!(!err.is_bounds());
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
     pub fn is_bounds(&self) -> bool {
-        matches!(
-            self,
-            Error::OutOfBounds { .. } | Error::IndexOutOfRange { .. }
-        )
+        matches!(self, Error::OutOfBounds { .. })
     }
 }
 

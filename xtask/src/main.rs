@@ -302,7 +302,9 @@ fn test() -> Result {
         .zip(["python: pytest, numpy 2.x", "python: pytest, numpy 1.26"])
     {
         let mut pytest = cmd(&venv_python(name), &["-m", "pytest", "tests/python", "-q"]);
-        pytest.args(["-p", "no:cacheprovider"]);
+        pytest
+            .args(["-p", "no:cacheprovider"])
+            .env("HYPOTHESIS_PROFILE", "ci");
         list.push((label, pytest));
     }
     let mut stubtest = cmd(

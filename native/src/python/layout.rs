@@ -219,9 +219,6 @@ impl PyLayout {
     }
 }
 
-/// A field as Python sees it: `(name, dtype, shape, offset, alternative)`.
-type FieldTuple = (String, String, Vec<usize>, usize, usize);
-
 /// One field as Python gave it.
 #[derive(Clone)]
 struct FieldSpec {
@@ -358,23 +355,24 @@ impl PyPlan {
         })
     }
 
-    /// `[(name, dtype, shape, offset, alternative), ...]`.
+    /// `[(name, dtype, shape, offset, alternative), ...]`, shape a tuple.
     #[getter]
-    fn fields(&self, py: Python<'_>) -> PyResult<Vec<FieldTuple>> {
+    fn fields<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
         self.with_plan(py, |plan| {
-            Ok(plan
-                .fields()
+            plan.fields()
                 .iter()
                 .map(|f| {
+                    let shape = PyTuple::new(py, f.shape())?;
                     (
-                        f.name().to_owned(),
+                        f.name(),
                         f.descr().to_string(),
-                        f.shape().to_vec(),
+                        shape,
                         f.offset(),
                         f.alternative(),
                     )
+                        .into_pyobject(py)
                 })
-                .collect())
+                .collect()
         })
     }
 
@@ -401,13 +399,22 @@ impl PyPlan {
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        let fields = self.fields(py)?;
-        let described: Vec<String> = fields
-            .iter()
-            .map(|(name, dtype, shape, offset, alt)| {
-                format!("{name}: {dtype}{shape:?} @{offset} (alt {alt})")
-            })
-            .collect();
-        Ok(format!("Plan({:?}, [{}])", self.name, described.join(", ")))
+        self.with_plan(py, |plan| {
+            let fields: Vec<String> = plan
+                .fields()
+                .iter()
+                .map(|f| {
+                    format!(
+                        "{}: {}{:?} @{} (alternative {})",
+                        f.name(),
+                        f.descr(),
+                        f.shape(),
+                        f.offset(),
+                        f.alternative()
+                    )
+                })
+                .collect();
+            Ok(format!("Plan({:?}, [{}])", self.name, fields.join(", ")))
+        })
     }
 }

@@ -1,0 +1,228 @@
+"""Helpers shared by the bytelens tests: numpy-side oracles, DLPack capsule
+inspection through ctypes, and resident-memory measurement.
+
+Nothing here imports bytelens, so the helpers can be checked with numpy alone.
+"""
+
+import ctypes
+import math
+import os
+import struct
+
+import ml_dtypes
+import numpy as np
+
+NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
+
+BF16 = np.dtype(ml_dtypes.bfloat16)
+BF16_BE = BF16.newbyteorder(">")
+
+
+# --- layouts -----------------------------------------------------------------
+
+
+def c_strides(shape, itemsize):
+    """C-order byte strides, as numpy and generate.py compute them (a zero length counts as one)."""
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.insert(0, step)
+        step *= max(n, 1)
+    return tuple(strides)
+
+
+def size_of(shape):
+    return math.prod(shape)
+
+
+def byte_span(offset, shape, strides, itemsize):
+    """(first byte, one past the last byte) the layout touches; (offset, offset) when empty."""
+    if size_of(shape) == 0:
+        return offset, offset
+    lo = hi = offset
+    for n, s in zip(shape, strides):
+        extent = s * (n - 1)
+        if extent < 0:
+            lo += extent
+        else:
+            hi += extent
+    return lo, hi + itemsize
+
+
+def in_bounds(offset, shape, strides, itemsize, nbytes):
+    lo, hi = byte_span(offset, shape, strides, itemsize)
+    return 0 <= lo and hi <= nbytes
+
+
+def aligned(offset, shape, strides, align):
+    """bytelens' (and generate.py's) rule: an empty view is always aligned; otherwise
+    the offset and the stride of every axis longer than 1 must divide by the alignment."""
+    if size_of(shape) == 0:
+        return True
+    return offset % align == 0 and all(s % align == 0 for n, s in zip(shape, strides) if n > 1)
+
+
+def broadcasting(shape, strides):
+    """True when some axis of length > 1 has stride 0 (elements share bytes)."""
+    return any(n > 1 and s == 0 for n, s in zip(shape, strides))
+
+
+# --- values ------------------------------------------------------------------
+
+
+def raw(arr):
+    """The array's elements as unsigned integers of the same size: a bitwise view
+    (so NaN payloads, -0.0 and bool bytes other than 0/1 compare exactly)."""
+    return arr.view(np.dtype(f"u{arr.dtype.itemsize}"))
+
+
+def bitwise_equal(a, b):
+    return a.shape == b.shape and np.array_equal(raw(a), raw(b))
+
+
+def float_bits(x):
+    return struct.unpack("<Q", struct.pack("<d", float(x)))[0]
+
+
+# --- memory ------------------------------------------------------------------
+
+
+def rss_bytes():
+    """Resident set size of this process, from /proc/self/statm."""
+    with open("/proc/self/statm") as f:
+        resident_pages = int(f.read().split()[1])
+    return resident_pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def address_of(arr):
+    return arr.__array_interface__["data"][0]
+
+
+# --- DLPack capsules -----------------------------------------------------------
+
+_api = ctypes.pythonapi
+_api.PyCapsule_GetName.restype = ctypes.c_char_p
+_api.PyCapsule_GetName.argtypes = [ctypes.py_object]
+_api.PyCapsule_IsValid.restype = ctypes.c_int
+_api.PyCapsule_IsValid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_GetPointer.restype = ctypes.c_void_p
+_api.PyCapsule_GetPointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+_api.PyCapsule_SetName.restype = ctypes.c_int
+_api.PyCapsule_SetName.argtypes = [ctypes.py_object, ctypes.c_void_p]
+
+# PyCapsule_SetName keeps the pointer, so the names it is given must live forever.
+_NAMES = {n: ctypes.create_string_buffer(n) for n in (b"used_dltensor", b"used_dltensor_versioned")}
+
+DLPACK_FLAG_READ_ONLY = 1 << 0
+DLPACK_FLAG_IS_COPIED = 1 << 1
+KDL_CPU = 1
+KDL_UINT = 1
+
+
+class DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int32), ("device_id", ctypes.c_int32)]
+
+
+class DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class DLTensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("device", DLDevice),
+        ("ndim", ctypes.c_int32),
+        ("dtype", DLDataType),
+        ("shape", ctypes.POINTER(ctypes.c_int64)),
+        ("strides", ctypes.POINTER(ctypes.c_int64)),
+        ("byte_offset", ctypes.c_uint64),
+    ]
+
+
+class DLManagedTensor(ctypes.Structure):
+    pass
+
+
+DLManagedTensor._fields_ = [
+    ("dl_tensor", DLTensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))),
+]
+
+
+class DLPackVersion(ctypes.Structure):
+    _fields_ = [("major", ctypes.c_uint32), ("minor", ctypes.c_uint32)]
+
+
+class DLManagedTensorVersioned(ctypes.Structure):
+    pass
+
+
+DLManagedTensorVersioned._fields_ = [
+    ("version", DLPackVersion),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensorVersioned))),
+    ("flags", ctypes.c_uint64),
+    ("dl_tensor", DLTensor),
+]
+
+
+def capsule_name(cap):
+    name = _api.PyCapsule_GetName(cap)
+    return None if name is None else name.decode()
+
+
+def capsule_is_valid(cap, name):
+    return bool(_api.PyCapsule_IsValid(cap, name.encode()))
+
+
+def managed_tensor(cap):
+    """The DLManagedTensor(Versioned) struct a live (unconsumed) capsule points to."""
+    name = capsule_name(cap)
+    ptr = _api.PyCapsule_GetPointer(cap, name.encode())
+    assert ptr, f"capsule {name!r} holds a null pointer"
+    kind = DLManagedTensorVersioned if name == "dltensor_versioned" else DLManagedTensor
+    return ctypes.cast(ptr, ctypes.POINTER(kind)).contents, ptr
+
+
+def consume(cap):
+    """Does what a DLPack consumer does: renames the capsule to used_* (so the
+    capsule's own destructor must leave the tensor alone) and, standing in for
+    the consumer finishing with the data, calls the tensor's deleter once."""
+    name = capsule_name(cap)
+    mt, ptr = managed_tensor(cap)
+    used = _NAMES[b"used_" + name.encode()]
+    assert _api.PyCapsule_SetName(cap, ctypes.addressof(used)) == 0
+    assert capsule_name(cap) == "used_" + name
+    assert mt.deleter, "the producer must provide a deleter"
+    mt.deleter(ctypes.cast(ptr, ctypes.POINTER(type(mt))))
+
+
+def tensor_shape(t):
+    return tuple(t.shape[i] for i in range(t.ndim))
+
+
+def tensor_strides(t):
+    return None if not t.strides else tuple(t.strides[i] for i in range(t.ndim))
+
+
+class DLPackProducer:
+    """Hands a ready-made capsule to np.from_dlpack (any keyword arguments are recorded)."""
+
+    def __init__(self, capsule, device=(KDL_CPU, 0)):
+        self.capsule = capsule
+        self.device = device
+        self.kwargs = None
+
+    def __dlpack__(self, **kwargs):
+        self.kwargs = kwargs
+        return self.capsule
+
+    def __dlpack_device__(self):
+        return self.device
+
+
+class ArrayInterface:
+    """An object with only an __array_interface__, so numpy must use it."""
+
+    def __init__(self, interface):
+        self.__array_interface__ = interface
