@@ -538,3 +538,22 @@ def test_bf16_big_endian():
 def test_bf16_layout_dtype_string():
     assert bl.Layout("bfloat16", (1,)).dtype == "<bfloat16"
     assert bl.Layout("bfloat16", (1,)).itemsize == 2
+
+
+def test_bf16_without_ml_dtypes_says_what_to_install():
+    import subprocess
+    import sys
+
+    script = (
+        "import sys; sys.modules['ml_dtypes'] = None\n"  # makes `import ml_dtypes` fail
+        "import bytelens as bl\n"
+        "buf = bl.Buffer(8)\n"
+        "assert buf.view('<f2').shape == (4,)\n"  # other dtypes are unaffected
+        "try:\n"
+        "    buf.view('bf16')\n"
+        "except ModuleNotFoundError as err:\n"
+        "    print(err)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert "pip install ml-dtypes" in result.stdout
