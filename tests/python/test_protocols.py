@@ -396,6 +396,14 @@ def test_read_only_buffer_exports_a_read_only_tensor():
         arr = np.from_dlpack(buf)
         assert not arr.flags.writeable
         assert arr.tolist() == list(range(8))
+        del arr
+    # A legacy capsule cannot carry the read-only flag, so none is made.
+    with pytest.raises(BufferError, match="versioned"):
+        buf.__dlpack__()
+    assert buf.exports == 0
+    # A copy may be written, so it can go out in a legacy capsule.
+    cap = buf.__dlpack__(copy=True)
+    assert capsule_name(cap) == "dltensor"
 
 
 def test_from_dlpack_of_a_buffer():

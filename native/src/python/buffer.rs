@@ -2,9 +2,17 @@
 //! share without copying, and that is never freed while any of them can
 //! still reach it.
 //!
-//! Every export (numpy view, memoryview, DLPack capsule) holds one count in
-//! [`PyBuf::state`]; `close()` frees the memory only when the count is 0,
-//! and atomically marks the buffer closed so no new export can start.
+//! The memory ([`Memory`]) is shared through an `Arc` by the `Buffer` object
+//! and by its one [`Export`], which is the numpy base object of every view;
+//! so views keep the memory alive after the `Buffer` object is gone, and the
+//! number of live views is the `Export`'s reference count less one.
+//! memoryviews and DLPack capsules hold a count in `Memory::state` instead.
+//! `close()` frees the memory only when there are no views and the count is
+//! 0, and marks it closed so no new export can start.
+//!
+//! The counting relies on the GIL: no view can be made while `close` runs.
+//! The module does not declare itself free-threading safe, so a
+//! free-threaded interpreter turns the GIL back on when importing it.
 
 use std::ffi::c_int;
 use std::ptr;
@@ -250,9 +258,10 @@ fn new_array<'py>(
     // SAFETY: `PyArray_NewFromDescr` steals the new reference made by `clone`,
     // and reads `ndim` entries of `shape`/`strides` (at most MAX_NDIM, the arrays'
     // length). `layout.check` proved every element lies within the `len` bytes at
-    // `base` and `guard` holds an export count, so the memory outlives the array
-    // once the guard becomes its base. `PyArray_SetBaseObject` steals `guard`'s
-    // reference, on failure too.
+    // `base`. Once `guard` (the buffer's `Export`) is the array's base, the memory
+    // outlives the array: the `Export` holds an `Arc` of it, and `close()` refuses
+    // while the `Export` has references other than the buffer's own.
+    // `PyArray_SetBaseObject` steals `guard`'s reference, on failure too.
     unsafe {
         let array_type = npyffi::get_type_object(py, NpyTypes::PyArray_Type);
         let raw = PY_ARRAY_API.PyArray_NewFromDescr(
@@ -348,9 +357,17 @@ impl PyBuf {
         readonly: bool,
     ) -> PyResult<PyBuf> {
         let py = data.py();
+        if !align.is_power_of_two() {
+            return Err(native_error(py, crate::Error::BadAlign { align }));
+        }
         let view = PyUntypedBuffer::get(data)?;
+        if !view.is_c_contiguous() {
+            return Err(PyValueError::new_err(
+                "a pickled Buffer's data must be contiguous",
+            ));
+        }
         let address = view.buf_ptr() as usize;
-        if view.is_c_contiguous() && (readonly || !view.readonly()) && address % align == 0 {
+        if (readonly || !view.readonly()) && address % align == 0 {
             return wrap(data, readonly);
         }
         // SAFETY: the export `view` keeps its bytes alive and readable during the copy.
@@ -553,7 +570,8 @@ impl PyBuf {
     }
 
     /// DLPack export of the whole buffer as one-dimensional uint8: a
-    /// versioned capsule when `max_version >= (1, 0)`, a legacy one otherwise.
+    /// versioned capsule when `max_version >= (1, 0)`, a legacy one otherwise
+    /// (refused for read-only buffers, which only versioned capsules can mark).
     #[pyo3(signature = (*, stream = None, max_version = None, dl_device = None, copy = None))]
     fn __dlpack__<'py>(
         slf: &Bound<'py, Self>,
@@ -574,6 +592,14 @@ impl PyBuf {
             )));
         }
         let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        if !versioned && slf.get().is_readonly() && copy != Some(true) {
+            // As numpy does: a legacy capsule cannot say "read-only", and its
+            // consumer might write.
+            return Err(PyBufferError::new_err(
+                "a read-only Buffer is exported only as a versioned DLPack capsule \
+                 (pass max_version=(1, 0)), since legacy capsules cannot mark memory read-only",
+            ));
+        }
         if copy == Some(true) {
             let this = slf.get();
             this.acquire()?;
