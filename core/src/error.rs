@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::DType;
+use crate::{ByteOrder, DType, Descr};
 
 /// Everything that can go wrong when describing or checking a view.
 ///
@@ -181,8 +181,16 @@ pub enum Error {
     NotWgslShareable {
         /// The field.
         name: ShortStr,
-        /// Its dtype.
-        dtype: DType,
+        /// Its dtype and byte order.
+        descr: Descr,
+    },
+    /// numpy: "Changing the dtype of a 0d array is only supported if the
+    /// itemsize is unchanged".
+    ScalarItemsize {
+        /// The 0-d view's dtype.
+        from: DType,
+        /// The dtype of another size it was to become.
+        to: DType,
     },
 }
 
@@ -201,7 +209,7 @@ impl Error {
             | Error::MisalignedStride { .. } => "Misaligned",
             Error::OutOfBounds { .. } => "OutOfBounds",
             Error::Overflow { .. } => "Overflow",
-            Error::ItemsizeMismatch { .. } => "ItemsizeMismatch",
+            Error::ItemsizeMismatch { .. } | Error::ScalarItemsize { .. } => "ItemsizeMismatch",
             Error::NotContiguous { .. } => "NotContiguous",
             Error::NeedsCopy { .. } => "NeedsCopy",
             Error::TooManyDims { .. } => "TooManyDims",
@@ -350,8 +358,8 @@ impl fmt::Display for Error {
             ),
             Error::BadName { name } => write!(
                 f,
-                "\"{name}\" is not a usable field name: it must be a unique identifier \
-                 (letters, digits, '_', not starting with a digit)"
+                "\"{name}\" is not a usable name: plan and field names must be identifiers \
+                 (letters, digits, '_', not starting with a digit), and field names unique"
             ),
             Error::PlanFull { max } => write!(f, "a plan holds at most {max} of these"),
             Error::EmptyField { name } => write!(
@@ -361,10 +369,22 @@ impl fmt::Display for Error {
             Error::EmptyPlan => {
                 f.write_str("the plan has no fields, and WGSL structs need at least one")
             }
-            Error::NotWgslShareable { name, dtype } => write!(
+            Error::NotWgslShareable { name, descr } if descr.order == ByteOrder::Big => write!(
                 f,
-                "field \"{name}\" is {dtype}, which WGSL cannot share with the host \
-                 (use u32, i32, f32 or f16)"
+                "field \"{name}\" is big-endian ({descr}), and WGSL reads host data \
+                 little-endian"
+            ),
+            Error::NotWgslShareable { name, descr } => write!(
+                f,
+                "field \"{name}\" is {}, which WGSL cannot share with the host \
+                 (use u32, i32, f32 or f16)",
+                descr.dtype
+            ),
+            Error::ScalarItemsize { from, to } => write!(
+                f,
+                "a 0-d view of {from} can only be reinterpreted as a dtype of the same size \
+                 ({} bytes), not as {to}",
+                from.size()
             ),
         }
     }

@@ -577,11 +577,9 @@ impl Layout {
             return Ok(out);
         }
         let Some(axis) = self.ndim().checked_sub(1) else {
-            // numpy: "Changing the dtype of a 0d array is only supported if the itemsize is unchanged".
-            return Err(Error::ItemsizeMismatch {
-                nbytes: old,
-                itemsize: new,
-                dtype,
+            return Err(Error::ScalarItemsize {
+                from: self.dtype,
+                to: dtype,
             });
         };
         let n = self.shape[axis];
@@ -1178,6 +1176,19 @@ mod tests {
 
     #[test]
     fn reinterpret_follows_numpy() {
+        let scalar = Layout::contiguous(DType::I32, &[]).unwrap();
+        assert_eq!(
+            scalar.reinterpret(DType::F32).unwrap().shape(),
+            &[] as &[usize]
+        );
+        let err = scalar.reinterpret(DType::U8).unwrap_err();
+        assert_eq!(
+            err,
+            Error::ScalarItemsize {
+                from: DType::I32,
+                to: DType::U8
+            }
+        );
         let l = Layout::contiguous(DType::I32, &[2, 3]).unwrap();
         // Non-contiguous last axis.
         let t = l.transpose();

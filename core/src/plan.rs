@@ -792,7 +792,7 @@ impl<'n> Plan<'n> {
             if wgsl_scalar(field.descr).is_none() {
                 return Err(Error::NotWgslShareable {
                     name,
-                    dtype: field.descr.dtype,
+                    descr: field.descr,
                 });
             }
             if field.nbytes() == 0 {
@@ -972,7 +972,7 @@ mod tests {
                 plan.wgsl().unwrap_err(),
                 Error::NotWgslShareable {
                     name: ShortStr::new("x"),
-                    dtype
+                    descr: Descr::new(dtype, order)
                 }
             );
         }

@@ -287,7 +287,7 @@ proptest! {
             }
             Err(err) => {
                 prop_assert!(!expected_ok, "unexpected {}", err);
-                let expected_kind = matches!(err, Error::ItemsizeMismatch { .. } | Error::NotContiguous { .. });
+                let expected_kind = matches!(err, Error::ItemsizeMismatch { .. } | Error::ScalarItemsize { .. } | Error::NotContiguous { .. });
                 prop_assert!(expected_kind, "unexpected {}", err);
             }
         }

@@ -257,6 +257,11 @@ def test_out_of_bounds_messages_name_the_bytes():
     assert "0..8" in str(e.value) and "7" in str(e.value)
 
 
+def test_none_is_float64_as_in_numpy():
+    assert np.dtype(None) == np.float64
+    assert bl.Buffer(16).view(None).dtype == np.float64
+
+
 def test_error_hierarchy():
     assert issubclass(bl.LayoutError, ValueError)
     assert issubclass(bl.AlignmentError, bl.LayoutError)
@@ -267,7 +272,7 @@ def test_error_hierarchy():
 
 @pytest.mark.parametrize("bad", ["<c8", "complex64", np.complex128, "U4", "<i3", "f16", "", "int128",
                                  np.dtype([("a", "<i4"), ("b", "<f4")]), np.dtype(("<i4", (2,))), "O", "V4",
-                                 "V2", "S2", "M8[s]", "m8[ms]", np.longdouble, object, "not a dtype", 4, None])
+                                 "V2", "S2", "M8[s]", "m8[ms]", np.longdouble, object, "not a dtype", 4])
 def test_unsupported_dtypes_are_layout_errors(bad):
     buf = bl.Buffer(32)
     with pytest.raises(bl.LayoutError) as e:

@@ -3,20 +3,22 @@
 //! still reach it.
 //!
 //! The memory ([`Memory`]) is shared through an `Arc` by the `Buffer` object
-//! and by its one [`Export`], which is the numpy base object of every view;
-//! so views keep the memory alive after the `Buffer` object is gone, and the
-//! number of live views is the `Export`'s reference count less one.
-//! memoryviews and DLPack capsules hold a count in `Memory::state` instead.
-//! `close()` frees the memory only when there are no views and the count is
-//! 0, and marks it closed so no new export can start.
+//! and by its one [`Export`]. Everything that can reach the memory holds a
+//! reference to that `Export`: it is the numpy base object of every view,
+//! the `obj` of every buffer-protocol export (so memoryviews, and numpy
+//! arrays made with `np.ndarray(buffer=buf)`, hold it too), and it is held
+//! by every DLPack capsule. So the memory outlives the `Buffer` object when
+//! it must, and the number of live exports is the `Export`'s reference
+//! count less the buffer's own. `close()` frees the memory only when that
+//! number is 0, and marks the memory closed so no new export can start.
 //!
-//! The counting relies on the GIL: no view can be made while `close` runs.
-//! The module does not declare itself free-threading safe, so a
-//! free-threaded interpreter turns the GIL back on when importing it.
+//! The counting relies on the GIL: nothing can take a reference while
+//! `close` runs. The module does not declare itself free-threading safe, so
+//! a free-threaded interpreter turns the GIL back on when importing it.
 
 use std::ffi::c_int;
 use std::ptr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use numpy::npyffi::{self, NPY_ARRAY_WRITEABLE, NpyTypes, PY_ARRAY_API, npy_intp};
@@ -32,10 +34,7 @@ use super::dlpack;
 use super::dtype::{numpy_descr, to_descr};
 use super::layout::{PyLayout, PyPlan, dims};
 use super::{core, layout_error, native_error};
-use crate::{DType, Layout, LayoutError, MAX_NDIM};
-
-/// The high bit of [`PyBuf::state`]: set once the memory is freed.
-const CLOSED: usize = 1 << (usize::BITS - 1);
+use crate::{Layout, LayoutError, MAX_NDIM};
 
 /// Alignment reported for wrapped memory, at most a page.
 const MAX_REPORTED_ALIGN: usize = 4096;
@@ -53,9 +52,9 @@ pub(crate) enum Storage {
 /// The memory's address, fixed for the object's life.
 struct Address(*mut u8);
 
-// SAFETY: `Address` is only a number until an export is acquired; the memory it
-// points to is owned by `Memory::storage` (itself `Send + Sync`), and every
-// dereference happens while an export keeps that storage alive.
+// SAFETY: `Address` is only a number; the memory it points to is owned by
+// `Memory::storage` (itself `Send + Sync`), and every dereference happens while
+// the buffer is open and a reference to its `Export` keeps it so.
 unsafe impl Send for Address {}
 // SAFETY: as for `Send`: shared access only reads the pointer value.
 unsafe impl Sync for Address {}
@@ -66,9 +65,8 @@ pub(crate) struct Memory {
     len: usize,
     readonly: bool,
     align: usize,
-    /// Live exports other than numpy views (memoryviews, DLPack capsules),
-    /// plus [`CLOSED`] once the memory is freed.
-    state: AtomicUsize,
+    /// Set once `close()` has freed the memory.
+    closed: AtomicBool,
     /// `None` once closed.
     storage: Mutex<Option<Storage>>,
 }
@@ -84,7 +82,7 @@ impl Memory {
             len,
             readonly,
             align,
-            state: AtomicUsize::new(0),
+            closed: AtomicBool::new(false),
             storage: Mutex::new(Some(storage)),
         }
     }
@@ -109,11 +107,15 @@ impl Memory {
     }
 }
 
-/// `bytelens.Buffer`: bytes that typed numpy views share.
+/// Bytes that typed numpy views share without copying.
 ///
-/// Every numpy view has the buffer's one [`Export`] as its base object, so
-/// making a view allocates nothing but the array, and the number of live
-/// views is that object's reference count less the buffer's own.
+/// Buffer(nbytes, align=64) allocates zeroed memory at an address that is a
+/// multiple of align; Buffer.wrap, Buffer.from_dlpack and Buffer.from_bytes
+/// start from other memory. buf.view(dtype, offset, shape, strides) gives
+/// numpy arrays over it, checked to stay in bounds and aligned.
+// Every numpy view has the buffer's one `Export` as its base object, so making
+// a view allocates nothing but the array, and the number of live exports is
+// that object's reference count less the buffer's own.
 #[pyclass(name = "Buffer", module = "bytelens._native", frozen, weakref)]
 pub struct PyBuf {
     mem: Arc<Memory>,
@@ -145,23 +147,14 @@ impl PyBuf {
         self.mem.readonly
     }
 
-    /// Counts one more export, or fails if the buffer is closed.
-    pub(crate) fn acquire(&self) -> PyResult<()> {
-        let previous = self.mem.state.fetch_add(1, Ordering::AcqRel);
-        if previous & CLOSED != 0 {
-            self.mem.state.fetch_sub(1, Ordering::AcqRel);
-            return Err(closed());
-        }
-        Ok(())
-    }
-
-    /// Ends an export counted by [`acquire`](PyBuf::acquire).
-    pub(crate) fn release(&self) {
-        self.mem.state.fetch_sub(1, Ordering::AcqRel);
+    /// A new reference to the object that keeps the memory alive and counted.
+    pub(crate) fn export<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, Export>> {
+        self.check_open()?;
+        Ok(self.views.bind(py).clone())
     }
 
     fn check_open(&self) -> PyResult<()> {
-        if self.mem.state.load(Ordering::Acquire) & CLOSED != 0 {
+        if self.mem.closed.load(Ordering::Acquire) {
             return Err(closed());
         }
         Ok(())
@@ -175,7 +168,8 @@ impl PyBuf {
         let descr = numpy_descr(py, layout.descr())?;
         layout.check(this.len()).map_err(core(py))?;
         let align = layout.dtype().align();
-        if layout.requires_alignment() && this.address() as usize % align != 0 {
+        if layout.requires_alignment() && layout.size() > 0 && this.address() as usize % align != 0
+        {
             return Err(layout_error(
                 py,
                 LayoutError::MisalignedBuffer {
@@ -185,7 +179,6 @@ impl PyBuf {
                 },
             ));
         }
-        this.check_open()?;
         let writable = !this.is_readonly() && !layout.is_read_only();
         new_array(
             py,
@@ -193,13 +186,13 @@ impl PyBuf {
             layout,
             writable,
             this.address(),
-            this.views.bind(py).clone(),
+            this.export(py)?,
         )
     }
 
-    /// Live numpy arrays over this buffer: references to its [`Export`]
-    /// (one per array, including numpy views derived from one) but its own.
-    fn live_views(&self, _py: Python<'_>) -> usize {
+    /// Live exports: references to the [`Export`] other than the buffer's own
+    /// (one per numpy array made over the buffer, memoryview and DLPack capsule).
+    fn live_exports(&self, _py: Python<'_>) -> usize {
         // SAFETY: `views` is a live object (we hold a reference), and reading a
         // reference count is allowed while attached to the interpreter (`_py`).
         let refs = unsafe { ffi::Py_REFCNT(self.views.as_ptr()) };
@@ -288,9 +281,9 @@ fn new_array<'py>(
     }
 }
 
-/// The numpy base object of every array over one buffer: it keeps the
-/// memory alive (also after the `Buffer` object is gone) and its reference
-/// count says how many arrays there are.
+/// What keeps a bytelens Buffer's memory alive: the base object of its numpy
+/// views and the owner of its memoryviews and DLPack capsules.
+// Its reference count, less the buffer's own, is the number of live exports.
 #[pyclass(name = "_Export", module = "bytelens._native", frozen)]
 pub(crate) struct Export {
     mem: Arc<Memory>,
@@ -298,6 +291,22 @@ pub(crate) struct Export {
 
 #[pymethods]
 impl Export {
+    /// The same bytes as the buffer's own export: consumers that export again
+    /// from a memoryview's `obj` (as `pickle.PickleBuffer` does) reach them here.
+    unsafe fn __getbuffer__(
+        slf: Bound<'_, Self>,
+        view: *mut ffi::Py_buffer,
+        flags: c_int,
+    ) -> PyResult<()> {
+        let mem = &slf.get().mem;
+        if mem.closed.load(Ordering::Acquire) {
+            return Err(closed());
+        }
+        // SAFETY: `view` is the interpreter's Py_buffer to fill, and `slf` is the
+        // `Export` of `mem`.
+        unsafe { fill_buffer(view, &slf, mem, flags) }
+    }
+
     fn __repr__(&self) -> String {
         format!(
             "<bytelens export of {} bytes at {:#x}>",
@@ -323,7 +332,7 @@ impl PyBuf {
         py: Python<'_>,
         data: &Bound<'_, PyAny>,
     ) -> PyResult<PyBuf> {
-        let view = PyUntypedBuffer::get(data)?;
+        let view = get_buffer(data)?;
         if !view.is_c_contiguous() {
             return Err(PyValueError::new_err("from_bytes needs C-contiguous data"));
         }
@@ -338,7 +347,7 @@ impl PyBuf {
     #[classmethod]
     #[pyo3(signature = (obj, *, readonly = false))]
     fn wrap(_cls: &Bound<'_, PyType>, obj: &Bound<'_, PyAny>, readonly: bool) -> PyResult<PyBuf> {
-        wrap(obj, readonly)
+        PyBuf::new(obj.py(), wrap(obj, readonly)?)
     }
 
     /// Zero-copy from any DLPack producer (`__dlpack__`), which is kept alive.
@@ -360,7 +369,7 @@ impl PyBuf {
         if !align.is_power_of_two() {
             return Err(native_error(py, crate::Error::BadAlign { align }));
         }
-        let view = PyUntypedBuffer::get(data)?;
+        let view = get_buffer(data)?;
         if !view.is_c_contiguous() {
             return Err(PyValueError::new_err(
                 "a pickled Buffer's data must be contiguous",
@@ -368,7 +377,10 @@ impl PyBuf {
         }
         let address = view.buf_ptr() as usize;
         if (readonly || !view.readonly()) && address % align == 0 {
-            return wrap(data, readonly);
+            let mut memory = wrap(data, readonly)?;
+            // The address is a multiple of `align`, which may exceed what `wrap` reports.
+            memory.align = memory.align.max(align);
+            return PyBuf::new(py, memory);
         }
         // SAFETY: the export `view` keeps its bytes alive and readable during the copy.
         let mut copy =
@@ -403,17 +415,17 @@ impl PyBuf {
         self.mem.align
     }
 
-    /// Live exports: numpy views, memoryviews and DLPack capsules or arrays.
+    /// Live exports: numpy arrays over the buffer's memory, memoryviews and
+    /// DLPack capsules (numpy views of those arrays count through them).
     #[getter]
     fn exports(&self, py: Python<'_>) -> usize {
-        let counted = self.mem.state.load(Ordering::Acquire) & !CLOSED;
-        counted + self.live_views(py)
+        self.live_exports(py)
     }
 
     /// Whether `close()` has freed the memory.
     #[getter]
     fn closed(&self) -> bool {
-        self.mem.state.load(Ordering::Acquire) & CLOSED != 0
+        self.mem.closed.load(Ordering::Acquire)
     }
 
     /// A numpy array sharing this buffer's memory, checked by the core.
@@ -472,25 +484,21 @@ impl PyBuf {
                 if live == 1 { "" } else { "s" }
             )))
         };
-        // Views are not counted in `state`, but none can start while we hold the GIL.
-        if self.live_views(py) > 0 {
-            return refuse(self.exports(py));
+        // Nothing can take a reference to the Export while this call holds the GIL.
+        let live = self.live_exports(py);
+        if live > 0 {
+            return refuse(live);
         }
-        let state = &self.mem.state;
-        match state.compare_exchange(0, CLOSED, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => {
-                let storage = self
-                    .mem
-                    .storage
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .take();
-                drop(storage);
-                Ok(())
-            }
-            Err(state) if state & CLOSED != 0 => Ok(()),
-            Err(_) => refuse(self.exports(py)),
+        if !self.mem.closed.swap(true, Ordering::AcqRel) {
+            let storage = self
+                .mem
+                .storage
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take();
+            drop(storage);
         }
+        Ok(())
     }
 
     fn __enter__(slf: Bound<'_, Self>) -> Bound<'_, Self> {
@@ -522,37 +530,24 @@ impl PyBuf {
         )
     }
 
-    /// The buffer protocol: one-dimensional unsigned bytes (format `"B"`).
+    // The buffer protocol: one-dimensional unsigned bytes (format "B"). The
+    // export's `obj` is the `Export`, which keeps the memory alive and counted
+    // (so `memoryview(buf).obj` is not `buf`).
+    //
+    // numpy's `np.ndarray(buffer=buf)` is the one consumer this cannot see: it
+    // releases the export at once and keeps `buf` itself, as it does with a
+    // bytearray (which it then lets be resized under the array). `close()`
+    // cannot tell that reference from any other, so the README says to use
+    // `buf.view(...)`, the checked form of the same call.
     unsafe fn __getbuffer__(
         slf: Bound<'_, Self>,
         view: *mut ffi::Py_buffer,
         flags: c_int,
     ) -> PyResult<()> {
-        let this = slf.get();
-        this.acquire()?;
-        // SAFETY: `view` is the interpreter's Py_buffer to fill. `PyBuffer_FillInfo`
-        // takes a new reference to `slf`, raises BufferError for a writable request
-        // on read-only memory, and describes `len` bytes at `address`, which stay
-        // alive while the export counted above is held (released in __releasebuffer__).
-        let rc = unsafe {
-            ffi::PyBuffer_FillInfo(
-                view,
-                slf.as_ptr(),
-                this.address().cast(),
-                this.len() as ffi::Py_ssize_t,
-                c_int::from(this.is_readonly()),
-                flags,
-            )
-        };
-        if rc < 0 {
-            this.release();
-            return Err(PyErr::fetch(slf.py()));
-        }
-        Ok(())
-    }
-
-    unsafe fn __releasebuffer__(&self, _view: *mut ffi::Py_buffer) {
-        self.release();
+        let export = slf.get().export(slf.py())?;
+        // SAFETY: `view` is the interpreter's Py_buffer to fill, and `export` is
+        // the `Export` of this buffer's memory.
+        unsafe { fill_buffer(view, &export, &slf.get().mem, flags) }
     }
 
     /// numpy's array interface: `data` is a memoryview, so arrays made from
@@ -602,10 +597,9 @@ impl PyBuf {
         }
         if copy == Some(true) {
             let this = slf.get();
-            this.acquire()?;
-            // SAFETY: the export acquired above keeps the bytes alive during the copy.
+            this.check_open()?;
+            // SAFETY: the buffer is open, and cannot close while this call holds the GIL.
             let copied = unsafe { Memory::copied(py, this.address(), this.len(), this.mem.align) };
-            this.release();
             let copied = Bound::new(py, PyBuf::new(py, copied?)?)?;
             return dlpack::export(&copied, versioned, true);
         }
@@ -633,14 +627,13 @@ impl PyBuf {
                 .import(py, "pickle", "PickleBuffer")?
                 .call1((slf,))?
         } else {
-            this.acquire()?;
+            this.check_open()?;
             let bytes = PyBytes::new_with(py, this.len(), |out| {
-                // SAFETY: the export acquired above keeps `len` bytes at `address`
-                // alive; `out` is a fresh bytes object of `len` bytes.
+                // SAFETY: the buffer is open and cannot close while this call holds
+                // the GIL; `out` is a fresh bytes object of `len` bytes.
                 unsafe { ptr::copy_nonoverlapping(this.address(), out.as_mut_ptr(), this.len()) };
                 Ok(())
             });
-            this.release();
             bytes?.into_any()
         };
         let args = (data, this.mem.align, PyBool::new(py, this.is_readonly())).into_pyobject(py)?;
@@ -648,10 +641,59 @@ impl PyBuf {
     }
 }
 
+/// Fills a buffer-protocol request for `mem`'s bytes, with `export` as the
+/// request's `obj`: the reference it takes keeps the memory alive and counted
+/// until `PyBuffer_Release` drops it.
+///
+/// # Safety
+/// `view` must be a Py_buffer to fill, and `export` the `Export` of `mem`,
+/// which must be open.
+unsafe fn fill_buffer(
+    view: *mut ffi::Py_buffer,
+    export: &Bound<'_, Export>,
+    mem: &Memory,
+    flags: c_int,
+) -> PyResult<()> {
+    // SAFETY: `PyBuffer_FillInfo` takes a new reference to `export`, raises
+    // BufferError for a writable request on read-only memory, and describes the
+    // `len` bytes at `address`, alive while `export` is referenced (the caller's
+    // contract).
+    let rc = unsafe {
+        ffi::PyBuffer_FillInfo(
+            view,
+            export.as_ptr(),
+            mem.address.0.cast(),
+            mem.len as ffi::Py_ssize_t,
+            c_int::from(mem.readonly),
+            flags,
+        )
+    };
+    if rc < 0 {
+        return Err(PyErr::fetch(export.py()));
+    }
+    Ok(())
+}
+
+/// A buffer-protocol export of `obj`, the whole of it described. Some
+/// exporters (ctypes) leave out shape or strides, which pyo3 requires; their
+/// bytes as a one-dimensional memoryview have both.
+fn get_buffer(obj: &Bound<'_, PyAny>) -> PyResult<PyUntypedBuffer> {
+    match PyUntypedBuffer::get(obj) {
+        Ok(view) => Ok(view),
+        Err(err) => {
+            let bytes = PyMemoryView::from(obj).and_then(|m| m.call_method1("cast", ("B",)));
+            match bytes {
+                Ok(bytes) => PyUntypedBuffer::get(&bytes),
+                Err(_) => Err(err),
+            }
+        }
+    }
+}
+
 /// `Buffer.wrap`: the span of `obj`'s buffer-protocol export.
-fn wrap(obj: &Bound<'_, PyAny>, readonly: bool) -> PyResult<PyBuf> {
+fn wrap(obj: &Bound<'_, PyAny>, readonly: bool) -> PyResult<Memory> {
     let py = obj.py();
-    let view = PyUntypedBuffer::get(obj)?;
+    let view = get_buffer(obj)?;
     if view.suboffsets().is_some_and(|s| s.iter().any(|&o| o >= 0)) {
         return Err(PyBufferError::new_err(
             "indirect (PIL-style, suboffsets) buffers cannot be wrapped",
@@ -660,14 +702,10 @@ fn wrap(obj: &Bound<'_, PyAny>, readonly: bool) -> PyResult<PyBuf> {
     let (start, len) = span(py, view.shape(), view.strides(), view.item_size())?;
     let address = view.buf_ptr().cast::<u8>().wrapping_offset(start);
     let readonly = readonly || view.readonly();
-    PyBuf::new(
-        py,
-        Memory::new(Storage::Wrapped(view), address, len, readonly),
-    )
+    Ok(Memory::new(Storage::Wrapped(view), address, len, readonly))
 }
 
-/// The bytes an array touches, relative to its first element: `(start, len)`,
-/// computed by the core with an extra innermost axis over each element's bytes.
+/// The bytes an array touches, relative to its first element: `(start, len)`.
 pub(crate) fn span(
     py: Python<'_>,
     shape: &[usize],
@@ -677,12 +715,29 @@ pub(crate) fn span(
     if shape.contains(&0) {
         return Ok((0, 0));
     }
-    let shape: Vec<usize> = shape.iter().copied().chain([itemsize]).collect();
-    let strides: Vec<isize> = strides.iter().copied().chain([1]).collect();
-    let range = Layout::new(DType::U8, 0, &shape, &strides)
-        .and_then(|l| l.byte_span())
-        .map_err(core(py))?;
-    Ok((range.start, (range.end - range.start) as usize))
+    let extent = || -> Option<(isize, usize)> {
+        let (mut low, mut high) = (0isize, 0isize);
+        for (&n, &stride) in shape.iter().zip(strides) {
+            let reach = isize::try_from(n - 1).ok()?.checked_mul(stride)?;
+            if reach < 0 {
+                low = low.checked_add(reach)?;
+            } else {
+                high = high.checked_add(reach)?;
+            }
+        }
+        let len = high
+            .checked_sub(low)?
+            .checked_add(isize::try_from(itemsize).ok()?)?;
+        Some((low, len as usize))
+    };
+    extent().ok_or_else(|| {
+        layout_error(
+            py,
+            LayoutError::Overflow {
+                what: "the array's extent",
+            },
+        )
+    })
 }
 
 /// The largest power of two dividing `address`, at most a page.

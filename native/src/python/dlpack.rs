@@ -14,7 +14,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::buffer::{Memory, PyBuf, Storage, span};
+use super::buffer::{Export, Memory, PyBuf, Storage, span};
 
 /// `kDLCPU`.
 pub(crate) const DEVICE_CPU: i32 = 1;
@@ -76,14 +76,15 @@ struct ManagedLegacy {
 }
 
 /// An exported tensor and all it owns, in one allocation: its shape and
-/// strides, and one export count of the buffer (released by the deleter).
+/// strides, and a reference to the buffer's `Export` (dropped by the deleter).
 #[repr(C)]
 struct Exported<M> {
     /// First, so that a pointer to `Exported<M>` is a pointer to `M`.
     managed: M,
     shape: [i64; 1],
     strides: [i64; 1],
-    owner: Py<PyBuf>,
+    /// Keeps the memory alive and counted.
+    export: Py<Export>,
 }
 
 /// The two managed-tensor structs, as far as exporting needs them.
@@ -126,7 +127,7 @@ fn leak<M: Managed>(exported: Exported<M>) -> *mut c_void {
     raw.cast()
 }
 
-/// Exports `owner`'s memory as a DLPack capsule holding one export count.
+/// Exports `owner`'s memory as a DLPack capsule that counts as an export.
 pub(crate) fn export<'py>(
     owner: &Bound<'py, PyBuf>,
     versioned: bool,
@@ -134,7 +135,7 @@ pub(crate) fn export<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = owner.py();
     let buf = owner.get();
-    buf.acquire()?;
+    let export = buf.export(py)?.unbind();
     let tensor = Tensor {
         data: buf.address().cast(),
         device: Device {
@@ -151,7 +152,7 @@ pub(crate) fn export<'py>(
         strides: ptr::null_mut(),
         byte_offset: 0,
     };
-    let (shape, strides, owner) = ([buf.len() as i64], [1], owner.clone().unbind());
+    let (shape, strides) = ([buf.len() as i64], [1]);
     let (pointer, name, destructor): (*mut c_void, &CStr, ffi::PyCapsule_Destructor) = if versioned
     {
         let mut flags = if copied { FLAG_IS_COPIED } else { 0 };
@@ -169,7 +170,7 @@ pub(crate) fn export<'py>(
             managed,
             shape,
             strides,
-            owner,
+            export,
         };
         (leak(exported), VERSIONED, destroy_versioned_capsule)
     } else {
@@ -182,7 +183,7 @@ pub(crate) fn export<'py>(
             managed,
             shape,
             strides,
-            owner,
+            export,
         };
         (leak(exported), LEGACY, destroy_legacy_capsule)
     };
@@ -209,14 +210,13 @@ pub(crate) fn export<'py>(
 unsafe fn free<M>(raw: *mut Exported<M>) {
     // SAFETY: the caller passes an allocation `leak` made, exactly once.
     let exported = unsafe { Box::from_raw(raw) };
-    let Exported { owner, .. } = *exported;
-    owner.get().release();
+    let Exported { export, .. } = *exported;
     // Dropping a reference needs the interpreter; at interpreter exit there may
     // be none to attach to, and then the reference is leaked on purpose.
-    let mut owner = Some(owner);
-    Python::try_attach(|_py| drop(owner.take()));
-    if let Some(owner) = owner {
-        std::mem::forget(owner);
+    let mut export = Some(export);
+    Python::try_attach(|_py| drop(export.take()));
+    if let Some(export) = export {
+        std::mem::forget(export);
     }
 }
 

@@ -55,6 +55,10 @@ fn make_numpy_descr(py: Python<'_>, descr: Descr) -> PyResult<Py<PyArrayDescr>> 
 #[inline]
 pub(crate) fn to_descr(obj: &Bound<'_, PyAny>) -> PyResult<Descr> {
     let py = obj.py();
+    if obj.is_none() {
+        // numpy's default dtype, as np.dtype(None) gives.
+        return Ok(Descr::native(DType::F64));
+    }
     if let Ok(text) = obj.cast::<PyString>() {
         let text = text.to_cow()?;
         if let Ok(descr) = text.parse::<Descr>() {

@@ -11,6 +11,42 @@ use std::ops::Deref;
 
 use crate::{Descr, Layout, MAX_NDIM, Plan};
 
+/// An axis argument, negative ones counting from the end as in numpy; one out
+/// of range on either side becomes an axis the core refuses (`BadAxis`).
+fn axis_arg(axis: isize, ndim: usize) -> usize {
+    let axis = if axis < 0 { axis + ndim as isize } else { axis };
+    usize::try_from(axis).unwrap_or(usize::MAX)
+}
+
+/// numpy's `reshape` shape: at most one length may be -1, meaning "what the
+/// size leaves"; the core checks the result.
+fn reshape_arg(layout: &Layout, shape: &[isize]) -> PyResult<Vec<usize>> {
+    let unknown: Vec<usize> = (0..shape.len()).filter(|&i| shape[i] == -1).collect();
+    let known = shape.iter().filter(|&&n| n != -1);
+    let mut out = Vec::with_capacity(shape.len());
+    for &n in shape {
+        let n = if n == -1 { 0 } else { n };
+        out.push(
+            usize::try_from(n)
+                .map_err(|_| PyValueError::new_err(format!("{n} is not a valid length")))?,
+        );
+    }
+    match unknown[..] {
+        [] => Ok(out),
+        [i] => {
+            let product: usize = known.map(|&n| n as usize).product();
+            if product == 0 || layout.size() % product != 0 {
+                return Err(PyValueError::new_err(format!(
+                    "cannot reshape {} elements into shape {shape:?}",
+                    layout.size()
+                )));
+            }
+            out[i] = layout.size() / product;
+            Ok(out)
+        }
+        _ => Err(PyValueError::new_err("only one length can be -1")),
+    }
+}
 /// A shape or strides argument, read without allocating: an integer or a
 /// sequence of at most [`MAX_NDIM`] integers.
 pub(crate) struct Dims<T> {
@@ -52,10 +88,13 @@ pub(crate) fn dims<T: TryFrom<isize> + Copy + Default>(
         for item in tuple.iter() {
             push(&item)?;
         }
-    } else {
-        for item in obj.try_iter()? {
+    } else if let Ok(items) = obj.try_iter() {
+        for item in items {
             push(&item?)?;
         }
+    } else {
+        // Integers that are not `int`: numpy's np.int64, anything with __index__.
+        push(obj)?;
     }
     Ok(out)
 }
@@ -166,17 +205,21 @@ impl PyLayout {
     fn slice(
         &self,
         py: Python<'_>,
-        axis: usize,
+        axis: isize,
         start: Option<isize>,
         stop: Option<isize>,
         step: isize,
     ) -> PyResult<PyLayout> {
-        PyLayout::wrap(py, self.inner.slice(axis, start, stop, step))
+        PyLayout::wrap(
+            py,
+            self.inner
+                .slice(axis_arg(axis, self.inner.ndim()), start, stop, step),
+        )
     }
 
     /// `a[..., i, ...]` on `axis`, which disappears; negative `i` counts from the end.
-    fn index(&self, py: Python<'_>, axis: usize, i: isize) -> PyResult<PyLayout> {
-        PyLayout::wrap(py, self.inner.index(axis, i))
+    fn index(&self, py: Python<'_>, axis: isize, i: isize) -> PyResult<PyLayout> {
+        PyLayout::wrap(py, self.inner.index(axis_arg(axis, self.inner.ndim()), i))
     }
 
     /// numpy's `a.view(dtype)`: the same bytes as another dtype.
@@ -194,13 +237,16 @@ impl PyLayout {
     }
 
     /// `a.transpose(axes)`.
-    fn permute(&self, py: Python<'_>, axes: Vec<usize>) -> PyResult<PyLayout> {
+    fn permute(&self, py: Python<'_>, axes: Vec<isize>) -> PyResult<PyLayout> {
+        let ndim = self.inner.ndim();
+        let axes: Vec<usize> = axes.into_iter().map(|a| axis_arg(a, ndim)).collect();
         PyLayout::wrap(py, self.inner.permute(&axes))
     }
 
     /// `a.reshape(shape)` without a copy; raises where numpy would copy.
     fn reshape(&self, shape: &Bound<'_, PyAny>) -> PyResult<PyLayout> {
-        PyLayout::wrap(shape.py(), self.inner.reshape(&dims(shape)?))
+        let lengths = reshape_arg(&self.inner, &dims::<isize>(shape)?)?;
+        PyLayout::wrap(shape.py(), self.inner.reshape(&lengths))
     }
 
     /// `np.broadcast_to(a, shape)`: read-only, stride 0 on new axes.
@@ -210,11 +256,16 @@ impl PyLayout {
 
     fn __repr__(&self) -> String {
         format!(
-            "Layout({:?}, shape={:?}, strides={:?}, offset={})",
+            "Layout({:?}, shape={:?}, strides={:?}, offset={}{})",
             self.dtype(),
             self.inner.shape(),
             self.inner.strides(),
-            self.inner.offset()
+            self.inner.offset(),
+            if self.inner.is_read_only() {
+                ", readonly"
+            } else {
+                ""
+            }
         )
     }
 }
