@@ -165,7 +165,7 @@ impl DType {
             "uint64" | "ulonglong" | "uint" => DType::U64,
             "int64" | "longlong" | "int" => DType::I64,
             "float16" | "half" => DType::F16,
-            "bfloat16" => DType::BF16,
+            "bfloat16" | "bf16" => DType::BF16,
             "float32" | "single" => DType::F32,
             "float64" | "double" | "float" => DType::F64,
             _ => return None,

@@ -64,14 +64,6 @@ pub(crate) fn to_descr(obj: &Bound<'_, PyAny>) -> PyResult<Descr> {
         if let Ok(descr) = text.parse::<Descr>() {
             return Ok(descr);
         }
-        if text == "bf16" || text == "<bf16" || text == ">bf16" {
-            let order = if text.starts_with('>') {
-                ByteOrder::Big
-            } else {
-                ByteOrder::Little
-            };
-            return Ok(Descr::new(DType::BF16, order));
-        }
     }
     if let Some(descr) = scalar_type_descr(obj) {
         return Ok(descr);
