@@ -1,9 +1,11 @@
 //! bytelens's task runner, the one entry point for people and CI:
 //!
 //! - `cargo xtask test`  installs what is missing (idempotently), then runs
-//!   fmt, clippy, every test suite, Miri, the no_std builds, and the Python
-//!   package's tests with numpy 2.x and 1.26 in venvs of its own;
-//! - `cargo xtask demo`  shows one buffer read as int8/int16/int32/float32;
+//!   fmt, clippy, every test suite, Miri, the no_std builds, the Python
+//!   package's tests with numpy 2.x and 1.26 in venvs of its own, the wasm
+//!   package's tests in Node and Chromium, and the web demo end to end;
+//! - `cargo xtask demo`  builds the wasm package and serves the web demo on
+//!   http://127.0.0.1:8000;
 //! - `cargo xtask bench [python]` runs the benchmarks and prints ratios to
 //!   baselines measured in the same run.
 #![forbid(unsafe_code)]
@@ -15,6 +17,8 @@ use std::process::{Command, ExitCode};
 use std::time::Instant;
 
 use serde_json::Value;
+
+mod web;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
@@ -41,8 +45,11 @@ fn main() -> ExitCode {
         "demo" => demo(),
         "bench" => bench(&args[1..]),
         "build-python" => ensure_python_envs().and_then(|()| build_python_package()),
+        "build-wasm" => web::ensure_web_tools().and_then(|()| web::build_package()),
         _ => {
-            eprintln!("usage: cargo xtask <test | demo | bench [python] | build-python>");
+            eprintln!(
+                "usage: cargo xtask <test | demo | bench [python] | build-python | build-wasm>"
+            );
             return ExitCode::from(if task == "help" { 0 } else { 2 });
         }
     };
@@ -243,7 +250,10 @@ fn test() -> Result {
     let start = Instant::now();
     ensure_rust_tools()?;
     ensure_python_envs()?;
+    web::ensure_web_tools()?;
     println!("\ntools ready in {:.1}s", start.elapsed().as_secs_f64());
+    // Serves web-demo/ (on 127.0.0.1 only) until this process exits.
+    let demo_url = web::serve(0)?;
     let mut list = vec![
         ("rustfmt", cmd("cargo", &["fmt", "--all", "--check"])),
         (
@@ -313,6 +323,19 @@ fn test() -> Result {
     );
     stubtest.env("MYPY_CACHE_DIR", py_dir().join("mypy-cache"));
     list.push(("python: stubtest", stubtest));
+    list.push((
+        "wasm: tests in Node",
+        web::wasm_pack_test(&["--node"], "node"),
+    ));
+    list.push((
+        "wasm: tests in Chromium",
+        web::wasm_pack_test(&["--headless", "--chrome"], "browser"),
+    ));
+    list.push((
+        "wasm: release build, wasm-opt, size",
+        xtask_step("build-wasm"),
+    ));
+    list.push(("web demo: end to end in Chromium", web::e2e(&demo_url)));
     steps(list)?;
     println!(
         "\nall checks passed in {:.1}s",
@@ -327,11 +350,13 @@ fn xtask_step(task: &str) -> Command {
 }
 
 fn demo() -> Result {
-    // Until the web demo lands: one buffer's bytes read four ways, in the terminal.
-    run(cmd(
-        "cargo",
-        &["run", "--quiet", "-p", "bytelens", "--example", "readings"],
-    ))
+    web::ensure_web_tools()?;
+    web::build_package()?;
+    let url = web::serve(8000)?;
+    println!("\nthe bytelens demo is at {url} (Ctrl-C stops it)");
+    loop {
+        std::thread::park();
+    }
 }
 
 /// Runs the criterion benchmarks, then prints each median next to its

@@ -1,0 +1,209 @@
+//! The WebAssembly side of the task runner: its tools, the release build of
+//! the package (wasm-opt from npm's binaryen, size checked), and a static
+//! file server for the demo bound to 127.0.0.1.
+
+use std::fs;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Component, Path, PathBuf};
+use std::process::Command;
+use std::thread;
+
+use crate::{Result, cmd, root, run, target_dir};
+
+/// The release `.wasm` may not grow past this (the issue's budget).
+const MAX_WASM_BYTES: u64 = 100 * 1024;
+
+/// What wasm-opt may assume the browser supports (what rustc emits by default).
+const WASM_FEATURES: [&str; 4] = [
+    "--enable-bulk-memory",
+    "--enable-nontrapping-float-to-int",
+    "--enable-sign-ext",
+    "--enable-mutable-globals",
+];
+
+pub fn demo_dir() -> PathBuf {
+    root().join("web-demo")
+}
+
+/// The wasm-bindgen version in Cargo.lock, which the CLI must equal.
+fn locked_wasm_bindgen() -> Result<String> {
+    let lock = fs::read_to_string(root().join("Cargo.lock")).map_err(|e| e.to_string())?;
+    let mut lines = lock.lines();
+    while let Some(line) = lines.next() {
+        if line == "name = \"wasm-bindgen\"" {
+            let version = lines.next().unwrap_or_default();
+            return Ok(version
+                .trim_start_matches("version = ")
+                .trim_matches('"')
+                .to_owned());
+        }
+    }
+    Err("Cargo.lock has no wasm-bindgen".to_owned())
+}
+
+fn installed(program: &str, args: &[&str]) -> Option<String> {
+    Command::new(program)
+        .args(args)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+}
+
+/// Installs wasm-pack, the matching wasm-bindgen CLI, Debian's Chromium and
+/// chromedriver, and the demo's npm packages, skipping whatever is there.
+pub fn ensure_web_tools() -> Result {
+    if installed("wasm-pack", &["--version"]).is_none() {
+        run(cmd("cargo", &["install", "wasm-pack", "--locked"]))?;
+    }
+    let version = locked_wasm_bindgen()?;
+    let have = installed("wasm-bindgen", &["--version"]).unwrap_or_default();
+    if have.split_whitespace().nth(1) != Some(version.as_str()) {
+        // No --locked: one of its locked dependencies is missing from the registry.
+        run(cmd(
+            "cargo",
+            &["install", "wasm-bindgen-cli", "--version", &version],
+        ))?;
+    }
+    if !Path::new("/usr/bin/chromium").exists() || !Path::new("/usr/bin/chromedriver").exists() {
+        run(cmd("apt-get", &["update"]))?;
+        let mut apt = cmd("apt-get", &["install", "-y", "chromium", "chromium-driver"]);
+        apt.env("DEBIAN_FRONTEND", "noninteractive");
+        run(apt)?;
+    }
+    let dir = demo_dir();
+    let stamp = dir.join("node_modules/.package-lock.json");
+    let fresh = match (
+        fs::metadata(&stamp),
+        fs::metadata(dir.join("package-lock.json")),
+    ) {
+        (Ok(stamp), Ok(lock)) => stamp.modified().ok() >= lock.modified().ok(),
+        _ => false,
+    };
+    if !fresh {
+        let mut npm = cmd("npm", &["ci", "--no-audit", "--no-fund"]);
+        npm.current_dir(&dir);
+        run(npm)?;
+    }
+    Ok(())
+}
+
+/// `wasm-pack test` for one runtime (`--node` or `--headless --chrome`) and test file.
+pub fn wasm_pack_test(runtime: &[&str], test: &str) -> Command {
+    let mut c = cmd("wasm-pack", &["test", "--mode", "no-install"]);
+    c.args(runtime).args(["wasm", "--", "--test", test]);
+    c
+}
+
+/// Builds the release package into web-demo/pkg, runs wasm-opt, prints the
+/// size and fails past [`MAX_WASM_BYTES`].
+pub fn build_package() -> Result {
+    let out = demo_dir().join("pkg").display().to_string();
+    let mut build = cmd(
+        "wasm-pack",
+        &[
+            "build",
+            "--mode",
+            "no-install",
+            "--target",
+            "web",
+            "--release",
+        ],
+    );
+    build.args(["--out-dir", &out, "wasm"]);
+    run(build)?;
+    let wasm = demo_dir().join("pkg/bytelens_wasm_bg.wasm");
+    let size = |path: &Path| {
+        fs::metadata(path)
+            .map(|m| m.len())
+            .map_err(|e| e.to_string())
+    };
+    let before = size(&wasm)?;
+    let wasm_opt = demo_dir()
+        .join("node_modules/.bin/wasm-opt")
+        .display()
+        .to_string();
+    let path = wasm.display().to_string();
+    let mut opt = cmd(&wasm_opt, &["-Oz", "--strip-debug", "--strip-producers"]);
+    opt.args(WASM_FEATURES).args([&path, "-o", &path]);
+    run(opt)?;
+    let after = size(&wasm)?;
+    println!(
+        "\nbytelens_wasm_bg.wasm: {after} bytes ({:.1} KiB) after wasm-opt, {before} before; budget {} KiB",
+        after as f64 / 1024.0,
+        MAX_WASM_BYTES / 1024
+    );
+    if after > MAX_WASM_BYTES {
+        return Err(format!(
+            "the .wasm is {after} bytes, over the {MAX_WASM_BYTES}-byte budget"
+        ));
+    }
+    Ok(())
+}
+
+/// The browser end-to-end test of the demo at `url`; the screenshot goes under target/.
+pub fn e2e(url: &str) -> Command {
+    let mut c = cmd("node", &["web-demo/tests/e2e.mjs"]);
+    c.env("DEMO_URL", url)
+        .env("SCREENSHOT", target_dir().join("demo-screenshot.png"));
+    c
+}
+
+/// Serves web-demo/ on 127.0.0.1:`port` (0: any free port) from a thread of
+/// this process, which stops it by exiting. Returns the URL.
+pub fn serve(port: u16) -> Result<String> {
+    let listener = TcpListener::bind(("127.0.0.1", port))
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+    let dir = demo_dir();
+    thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let dir = dir.clone();
+            thread::spawn(move || {
+                // A client that hangs up mid-request is no concern of the server's.
+                let _ = respond(stream, &dir);
+            });
+        }
+    });
+    Ok(format!("http://127.0.0.1:{port}/"))
+}
+
+fn respond(mut stream: TcpStream, dir: &Path) -> std::io::Result<()> {
+    let mut request = String::new();
+    BufReader::new(&stream).read_line(&mut request)?;
+    let path = request.split_whitespace().nth(1).unwrap_or("/");
+    let path = path.split(['?', '#']).next().unwrap_or("/");
+    let relative = Path::new(path.trim_start_matches('/'));
+    let safe = relative
+        .components()
+        .all(|c| matches!(c, Component::Normal(_)));
+    let mut file = dir.join(relative);
+    if file.is_dir() {
+        file = file.join("index.html");
+    }
+    let (status, kind, body) = match fs::read(&file) {
+        Ok(body) if safe => ("200 OK", content_type(&file), body),
+        _ => ("404 Not Found", "text/plain", b"not found".to_vec()),
+    };
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        body.len()
+    )?;
+    stream.write_all(&body)
+}
+
+fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "wasm" => "application/wasm",
+        "json" => "application/json",
+        "png" => "image/png",
+        "svg" => "image/svg+xml",
+        "ico" => "image/x-icon",
+        _ => "text/plain; charset=utf-8",
+    }
+}
