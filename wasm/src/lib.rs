@@ -403,7 +403,7 @@ fn to_js(value: Scalar) -> JsValue {
 /// A JS value as an element of `dtype`: integers must be whole and in range
 /// (numbers or bigints), bools booleans or 0/1.
 fn from_js(value: &JsValue, dtype: DType) -> Result<Scalar, JsValue> {
-    let bad = || range_error(format!("{value:?} is not a {dtype} value"));
+    let bad = || range_error(format!("{} is not a value of {dtype}", describe(value)));
     if dtype.is_float() {
         let x = value.as_f64().ok_or_else(bad)?;
         return Ok(match dtype {
@@ -446,6 +446,31 @@ fn from_js(value: &JsValue, dtype: DType) -> Result<Scalar, JsValue> {
     })
 }
 
+/// A JS value as a person would write it, for error messages.
+fn describe(value: &JsValue) -> String {
+    if value.is_undefined() {
+        return "undefined".to_owned();
+    }
+    if let Some(text) = value.as_string() {
+        return format!("{text:?}");
+    }
+    if value.is_bigint() {
+        let text = BigInt::unchecked_from_js_ref(value)
+            .to_string(10)
+            .map(String::from);
+        return text
+            .map(|t| format!("{t}n"))
+            .unwrap_or_else(|_| "a bigint".to_owned());
+    }
+    match js_sys::JSON::stringify(value) {
+        Ok(text) => String::from(text),
+        Err(_) => format!(
+            "a value of type {}",
+            value.js_typeof().as_string().unwrap_or_default()
+        ),
+    }
+}
+
 /// `options[key]`, or `None` when `options` or the property is undefined or null.
 fn get(options: &JsValue, key: &str) -> Result<Option<JsValue>, JsValue> {
     if options.is_undefined() || options.is_null() {
@@ -465,7 +490,8 @@ fn to_index(value: &JsValue, what: &str) -> Result<usize, JsValue> {
     match value.as_f64() {
         Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= usize::MAX as f64 => Ok(x as usize),
         _ => Err(range_error(format!(
-            "{what} must be a whole number >= 0, not {value:?}"
+            "{what} must be a whole number >= 0, not {}",
+            describe(value)
         ))),
     }
 }
@@ -474,7 +500,8 @@ fn to_index(value: &JsValue, what: &str) -> Result<usize, JsValue> {
 fn to_list<T: TryFrom<i64>>(value: &JsValue, what: &str) -> Result<Vec<T>, JsValue> {
     let bad = || {
         range_error(format!(
-            "{what} must be whole numbers in range, not {value:?}"
+            "{what} must be whole numbers in range, not {}",
+            describe(value)
         ))
     };
     let one = |v: JsValue| -> Result<T, JsValue> {

@@ -46,7 +46,10 @@ fn errors_are_range_errors_with_the_core_message() {
         &Array::of1(&JsValue::from_f64(1.0)),
     )
     .unwrap();
-    let err = buf.read("<i2", Some(layout.unchecked_into())).err().unwrap();
+    let err = buf
+        .read("<i2", Some(layout.unchecked_into()))
+        .err()
+        .unwrap();
     assert_eq!(common::kind(&err), "Misaligned");
 }
 
@@ -62,7 +65,25 @@ fn bad_values_write_nothing() {
         "the valid first value was not written either"
     );
     let values: Array = [1.5].iter().map(|&v| JsValue::from_f64(v)).collect();
-    assert!(buf.write("<i2", None, values.unchecked_into()).is_err());
+    let err = buf
+        .write("<i2", None, values.unchecked_into())
+        .err()
+        .unwrap();
+    let message = Reflect::get(&err, &"message".into())
+        .unwrap()
+        .as_string()
+        .unwrap();
+    assert_eq!(message, "1.5 is not a value of int16");
+    let values = Array::of1(&JsValue::from_str("7"));
+    let err = buf
+        .write("<i2", None, values.unchecked_into())
+        .err()
+        .unwrap();
+    let message = Reflect::get(&err, &"message".into())
+        .unwrap()
+        .as_string()
+        .unwrap();
+    assert_eq!(message, "\"7\" is not a value of int16");
 }
 
 #[wasm_bindgen_test]

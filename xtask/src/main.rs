@@ -335,6 +335,10 @@ fn test() -> Result {
         "wasm: release build, wasm-opt, size",
         xtask_step("build-wasm"),
     ));
+    list.push((
+        "web demo: unit tests",
+        cmd("node", &["--test", "web-demo/tests/numbers.test.mjs"]),
+    ));
     list.push(("web demo: end to end in Chromium", web::e2e(&demo_url)));
     steps(list)?;
     println!(

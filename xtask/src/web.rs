@@ -91,8 +91,12 @@ pub fn ensure_web_tools() -> Result {
 
 /// `wasm-pack test` for one runtime (`--node` or `--headless --chrome`) and test file.
 pub fn wasm_pack_test(runtime: &[&str], test: &str) -> Command {
+    // From inside wasm/: given the crate's path instead, wasm-pack passes
+    // `--test` on to the test binary rather than to cargo.
     let mut c = cmd("wasm-pack", &["test", "--mode", "no-install"]);
-    c.args(runtime).args(["wasm", "--", "--test", test]);
+    c.args(runtime)
+        .args(["--", "--test", test])
+        .current_dir(root().join("wasm"));
     c
 }
 

@@ -1,0 +1,256 @@
+// Parsing and formatting for the demo: what a person types into a cell and
+// how a value read through bytelens is shown. Pure functions, no DOM and no
+// wasm, so `node --test tests/` can check them without a browser.
+
+/** The typed readings drawn over the byte grid, top to bottom. */
+export const READINGS = [
+  { name: "int8", code: "i1", size: 1, kind: "int" },
+  { name: "uint8", code: "u1", size: 1, kind: "int" },
+  { name: "int16", code: "i2", size: 2, kind: "int" },
+  { name: "uint16", code: "u2", size: 2, kind: "int" },
+  { name: "int32", code: "i4", size: 4, kind: "int" },
+  { name: "uint32", code: "u4", size: 4, kind: "int" },
+  { name: "int64", code: "i8", size: 8, kind: "int" },
+  { name: "uint64", code: "u8", size: 8, kind: "int" },
+  { name: "float16", code: "f2", size: 2, kind: "float" },
+  { name: "bfloat16", code: "bfloat16", size: 2, kind: "float" },
+  { name: "float32", code: "f4", size: 4, kind: "float" },
+  { name: "float64", code: "f8", size: 8, kind: "float" },
+];
+
+/** The numpy type string of a reading in a byte order ("little" or "big"). */
+export function typeString(reading, order) {
+  if (reading.size === 1) return `|${reading.code}`;
+  return `${order === "big" ? ">" : "<"}${reading.code}`;
+}
+
+// The names and codes the core accepts (core/src/dtype.rs), mapped to the
+// canonical name, so the layout panel can format what it reads.
+const DTYPE_NAMES = new Map([
+  ["bool", "bool"], ["bool_", "bool"], ["?", "bool"], ["b1", "bool"],
+  ["uint8", "uint8"], ["ubyte", "uint8"], ["B", "uint8"], ["u1", "uint8"],
+  ["int8", "int8"], ["byte", "int8"], ["b", "int8"], ["i1", "int8"],
+  ["uint16", "uint16"], ["ushort", "uint16"], ["H", "uint16"], ["u2", "uint16"],
+  ["int16", "int16"], ["short", "int16"], ["h", "int16"], ["i2", "int16"],
+  ["uint32", "uint32"], ["uintc", "uint32"], ["I", "uint32"], ["u4", "uint32"],
+  ["int32", "int32"], ["intc", "int32"], ["i", "int32"], ["i4", "int32"],
+  ["uint64", "uint64"], ["ulonglong", "uint64"], ["uint", "uint64"], ["Q", "uint64"], ["u8", "uint64"],
+  ["int64", "int64"], ["longlong", "int64"], ["int", "int64"], ["q", "int64"], ["i8", "int64"],
+  ["float16", "float16"], ["half", "float16"], ["e", "float16"], ["f2", "float16"],
+  ["bfloat16", "bfloat16"], ["bf16", "bfloat16"],
+  ["float32", "float32"], ["single", "float32"], ["f", "float32"], ["f4", "float32"],
+  ["float64", "float64"], ["double", "float64"], ["float", "float64"], ["d", "float64"], ["f8", "float64"],
+]);
+
+/**
+ * The canonical dtype name ("int16", "bfloat16", …) of a type string such as
+ * "<i2" or ">bfloat16", or undefined when it is not one the demo knows (the
+ * core then has the last word and its error is shown).
+ */
+export function dtypeName(typeStr) {
+  const text = String(typeStr).trim();
+  const body = /^[<>|=!]/.test(text) ? text.slice(1) : text;
+  return DTYPE_NAMES.get(body);
+}
+
+// Binary formats narrower than float64: mantissa bits and exponent range.
+const FLOAT_FORMATS = {
+  float16: { mant: 10, minExp: -14, maxExp: 15 },
+  bfloat16: { mant: 7, minExp: -126, maxExp: 127 },
+  float32: { mant: 23, minExp: -126, maxExp: 127 },
+};
+
+/**
+ * Rounds a JS number to the nearest value of a binary float format
+ * (ties to even, overflow to infinity, gradual underflow), as a store into
+ * that format would.
+ */
+export function roundToFormat(x, name) {
+  const fmt = FLOAT_FORMATS[name];
+  if (!fmt || !Number.isFinite(x) || x === 0) return x;
+  const a = Math.abs(x);
+  let e = Math.floor(Math.log2(a));
+  if (2 ** e > a) e -= 1;
+  else if (2 ** (e + 1) <= a) e += 1;
+  if (e < fmt.minExp) e = fmt.minExp;
+  const ulp = 2 ** (e - fmt.mant);
+  const q = a / ulp; // exact: ulp is a power of two
+  let r = Math.floor(q);
+  const frac = q - r;
+  if (frac > 0.5 || (frac === 0.5 && r % 2 === 1)) r += 1;
+  const y = r * ulp;
+  const max = (2 - 2 ** -fmt.mant) * 2 ** fmt.maxExp;
+  return Math.sign(x) * (y > max ? Infinity : y);
+}
+
+/**
+ * The shortest decimal text that reads back as the same value of the given
+ * float format (numpy's repr rule), e.g. float32 1.1 → "1.1", not
+ * "1.100000023841858".
+ */
+export function formatFloat(v, name) {
+  if (Number.isNaN(v)) return "NaN";
+  if (v === Infinity) return "Infinity";
+  if (v === -Infinity) return "-Infinity";
+  if (Object.is(v, -0)) return "-0";
+  if (!FLOAT_FORMATS[name]) return String(v);
+  for (let p = 1; p <= 17; p++) {
+    const shown = Number(v.toPrecision(p));
+    if (roundToFormat(shown, name) === v) return String(shown);
+  }
+  return String(v);
+}
+
+/** Text for one value read through bytelens, by the canonical dtype name. */
+export function formatValue(v, name) {
+  if (typeof v === "boolean") return v ? "true" : "false";
+  if (typeof v === "bigint") return v.toString();
+  if (typeof v === "number" && (name === "float64" || FLOAT_FORMATS[name])) {
+    return formatFloat(v, name === "float64" ? "float64" : name);
+  }
+  return String(v);
+}
+
+/**
+ * "0x…" of the `size` bytes at `start`, most significant byte first for the
+ * given byte order: the bits of the element, whatever its type.
+ */
+export function hexOf(bytes, start, size, order) {
+  let out = "0x";
+  for (let i = 0; i < size; i++) {
+    const b = bytes[order === "big" ? start + i : start + size - 1 - i];
+    out += b.toString(16).padStart(2, "0");
+  }
+  return out;
+}
+
+/** A printable ASCII character for a byte, or a middle dot. */
+export function asciiOf(b) {
+  return b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : "·";
+}
+
+/**
+ * A whole number typed by a person: decimal ("-42", "+7", "1_000") or hex,
+ * octal, binary with a prefix ("0x2a", "-0x10", "0b101", "0o17").
+ * Returns a bigint; throws an Error with a message to show otherwise.
+ */
+export function parseInteger(text) {
+  let s = String(text).trim().replace(/_/g, "");
+  if (s === "") throw new Error("enter a whole number: decimal (-42) or hex (0x2a)");
+  let negative = false;
+  if (s[0] === "-" || s[0] === "+") {
+    negative = s[0] === "-";
+    s = s.slice(1);
+  }
+  if (!/^(0x[0-9a-f]+|0o[0-7]+|0b[01]+|[0-9]+)$/i.test(s)) {
+    throw new Error(`"${String(text).trim()}" is not a whole number: use decimal (-42) or hex (0x2a)`);
+  }
+  const magnitude = BigInt(s.replace(/^0([XOB])/, (_, p) => `0${p.toLowerCase()}`));
+  return negative ? -magnitude : magnitude;
+}
+
+/**
+ * A float typed by a person: anything JS's Number() reads ("1.5", "-2e-3",
+ * "0x10"), plus "inf", "-inf", "nan" in any case.
+ */
+export function parseFloatText(text) {
+  const s = String(text).trim();
+  const lower = s.toLowerCase().replace(/_/g, "");
+  if (lower === "") throw new Error("enter a number, e.g. 1.5, -2e-3, inf or nan");
+  const special = {
+    inf: Infinity, "+inf": Infinity, infinity: Infinity, "+infinity": Infinity,
+    "-inf": -Infinity, "-infinity": -Infinity, nan: NaN, "+nan": NaN, "-nan": NaN,
+  };
+  if (lower in special) return special[lower];
+  const v = Number(lower);
+  if (Number.isNaN(v)) throw new Error(`"${s}" is not a number`);
+  return v;
+}
+
+/** One byte typed in the hex grid: one or two hex digits, "0x" allowed. */
+export function parseByte(text) {
+  const s = String(text).trim().replace(/^0x/i, "");
+  if (!/^[0-9a-f]{1,2}$/i.test(s)) {
+    throw new Error(`"${String(text).trim()}" is not a byte: type one or two hex digits, 00 to ff`);
+  }
+  return parseInt(s, 16);
+}
+
+/**
+ * Bytes from pasted hex: "de ad be ef", "deadbeef", "0xde, 0xad", one byte
+ * per line, … Tokens are split on whitespace, commas and semicolons; a token
+ * of one or two digits is one byte, a longer one needs an even count.
+ */
+export function parseHexBytes(text) {
+  const out = [];
+  for (const raw of String(text).split(/[\s,;]+/)) {
+    if (raw === "") continue;
+    const token = raw.replace(/^0x/i, "").replace(/^\\x/i, "");
+    if (!/^[0-9a-f]+$/i.test(token)) {
+      throw new Error(`"${raw}" is not hex: use the digits 0-9 and a-f, e.g. "de ad be ef"`);
+    }
+    if (token.length > 2 && token.length % 2 !== 0) {
+      throw new Error(`"${raw}" has an odd number of hex digits`);
+    }
+    if (token.length <= 2) {
+      out.push(parseInt(token, 16));
+    } else {
+      for (let i = 0; i < token.length; i += 2) out.push(parseInt(token.slice(i, i + 2), 16));
+    }
+  }
+  return Uint8Array.from(out);
+}
+
+/** The bytes as hex text, 16 to a line. */
+export function formatHexBytes(bytes) {
+  const lines = [];
+  for (let i = 0; i < bytes.length; i += 16) {
+    lines.push(Array.from(bytes.subarray(i, i + 16), (b) => b.toString(16).padStart(2, "0")).join(" "));
+  }
+  return lines.join("\n");
+}
+
+/**
+ * A list of whole numbers typed in a shape or strides box: "3, 4", "3 4",
+ * "(3, 4)", "[3,4]", "3x4". Blank text gives undefined (the core's default);
+ * "()" or "[]" gives [] (zero dimensions). `nonNegative` refuses "-1".
+ */
+export function parseIntList(text, what, { nonNegative = false } = {}) {
+  const s = String(text).trim();
+  if (s === "") return undefined;
+  const inner = s.replace(/^[([]\s*/, "").replace(/\s*[)\]]$/, "").trim();
+  if (inner === "") {
+    if (s !== inner) return [];
+    return undefined;
+  }
+  const parts = inner.split(/\s*[,x×]\s*|\s+/).filter((p) => p !== "");
+  return parts.map((p) => {
+    if (!/^[+-]?\d+$/.test(p) || !Number.isSafeInteger(Number(p))) {
+      throw new Error(`${what}: "${p}" is not a whole number`);
+    }
+    const n = Number(p);
+    if (nonNegative && n < 0) throw new Error(`${what}: ${n} is negative`);
+    return n;
+  });
+}
+
+/** A numpy-style nested repr of C-order values for a shape. */
+export function nestedRepr(texts, shape) {
+  if (shape.length === 0) return texts.length ? texts[0] : "";
+  let pos = 0;
+  const width = texts.reduce((w, t) => Math.max(w, t.length), 0);
+  const pad = (t) => t.padStart(width, " ");
+  function level(dim, indent) {
+    const n = shape[dim];
+    if (dim === shape.length - 1) {
+      const items = texts.slice(pos, pos + n).map(pad);
+      pos += n;
+      return `[${items.join(", ")}]`;
+    }
+    const rows = [];
+    for (let i = 0; i < n; i++) rows.push(level(dim + 1, indent + 1));
+    const sep = `,${"\n".repeat(shape.length - 1 - dim)}${" ".repeat(indent + 1)}`;
+    return `[${rows.join(sep)}]`;
+  }
+  return level(0, 0);
+}

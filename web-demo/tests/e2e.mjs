@@ -1,0 +1,250 @@
+// Browser end-to-end test of the web demo, in Debian's Chromium.
+//
+//   DEMO_URL=http://127.0.0.1:8000/ node tests/e2e.mjs
+//
+// The page must already be served at DEMO_URL (the task runner starts the
+// server). SCREENSHOT names the full-page screenshot to write (default
+// ../target/demo-screenshot.png from this folder's parent, web-demo/).
+// Exits 1 with a message per failed check, 2 when it cannot run at all.
+
+import { mkdtemp, mkdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { chromium } from "playwright-core";
+
+const demoDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
+const demoUrl = process.env.DEMO_URL;
+if (!demoUrl) {
+  console.error("e2e: set DEMO_URL to the served demo, e.g. DEMO_URL=http://127.0.0.1:8000/");
+  process.exit(2);
+}
+const origin = new URL(demoUrl).origin;
+const screenshotPath = process.env.SCREENSHOT
+  ? path.resolve(process.env.SCREENSHOT)
+  : path.resolve(demoDir, "..", "target", "demo-screenshot.png");
+
+// Launched exactly as shared/TOOLCHAIN.md says: Debian's browser, never a
+// downloaded one, with a throwaway profile.
+const CHROMIUM = "/usr/bin/chromium";
+const ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+  "--disable-background-networking", "--disable-component-update", "--disable-sync"];
+
+const TIMEOUT_MS = 15_000;
+
+class CheckFailed extends Error {}
+
+function expect(cond, message) {
+  if (!cond) throw new CheckFailed(message);
+}
+
+function expectEqual(actual, expected, what) {
+  expect(actual === expected, `${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
+}
+
+// What the page did that it should not: console errors, uncaught
+// exceptions, failed or foreign requests.
+const problems = { console: [], pageErrors: [], failed: [], foreign: [] };
+
+function watch(page) {
+  page.on("console", (msg) => {
+    if (msg.type() === "error") {
+      const loc = msg.location();
+      problems.console.push(`${msg.text()}${loc?.url ? ` (${loc.url}:${loc.lineNumber})` : ""}`);
+    }
+  });
+  page.on("pageerror", (err) => problems.pageErrors.push(String(err?.stack ?? err)));
+  page.on("request", (req) => {
+    const url = new URL(req.url());
+    // data: and blob: URLs are not network requests.
+    if (url.protocol === "data:" || url.protocol === "blob:") return;
+    if (url.origin !== origin) problems.foreign.push(req.url());
+  });
+  page.on("requestfailed", (req) => problems.failed.push(`${req.url()}: ${req.failure()?.errorText ?? "failed"}`));
+  page.on("response", (res) => {
+    if (res.status() >= 400) problems.failed.push(`${res.url()}: HTTP ${res.status()}`);
+  });
+}
+
+function expectNoProblems(when) {
+  const lines = [
+    ...problems.console.map((t) => `console error: ${t}`),
+    ...problems.pageErrors.map((t) => `uncaught exception: ${t}`),
+    ...problems.failed.map((t) => `failed request: ${t}`),
+    ...problems.foreign.map((t) => `request outside ${origin}: ${t}`),
+  ];
+  expect(lines.length === 0, `${when}:\n    ${lines.join("\n    ")}`);
+}
+
+async function openDemo(page) {
+  await page.goto(demoUrl, { waitUntil: "load", timeout: TIMEOUT_MS });
+  try {
+    await page.waitForSelector("body[data-ready=true], #fatal:not([hidden])", { timeout: TIMEOUT_MS });
+  } catch {
+    throw new CheckFailed(`the page never became ready (body[data-ready=true]) within ${TIMEOUT_MS} ms`);
+  }
+  const fatal = page.getByTestId("fatal");
+  if (await fatal.isVisible()) throw new CheckFailed(`the page shows an error: ${await fatal.textContent()}`);
+}
+
+const value = (page, testId) => page.getByTestId(testId).inputValue();
+const text = async (page, testId) => (await page.getByTestId(testId).textContent())?.trim();
+
+/** Types into a grid cell and commits it with Enter, as a person would. */
+async function edit(page, testId, typed) {
+  const input = page.getByTestId(testId);
+  await input.fill(typed);
+  await input.press("Enter");
+}
+
+const checks = [
+  ["the page loads with no console errors, failed requests or requests elsewhere", async (page) => {
+    await openDemo(page);
+    expect(await page.getByTestId("cell-int16-0").isVisible(), "the int16[0] cell is not visible");
+    expectEqual(await text(page, "nbytes"), "32 bytes in WebAssembly memory", "the buffer size line");
+    expectNoProblems("while loading");
+  }],
+
+  ["int32[0] = 0x11223344 reads as int16[0] = 13124 (0x3344) and int16[1] = 4386 (0x1122)", async (page) => {
+    await edit(page, "input-int32-0", "0x11223344");
+    expectEqual(await value(page, "input-int32-0"), "287454020", "int32[0] after the edit");
+    expectEqual(await value(page, "input-int16-0"), "13124", "int16[0]");
+    expectEqual(await text(page, "hex-int16-0"), "0x3344", "int16[0] in hex");
+    expectEqual(await value(page, "input-int16-1"), "4386", "int16[1]");
+    expectEqual(await text(page, "hex-int16-1"), "0x1122", "int16[1] in hex");
+    const bytes = [];
+    for (let b = 0; b < 4; b++) bytes.push(await value(page, `byte-input-${b}`));
+    expectEqual(bytes.join(" "), "44 33 22 11", "bytes 0..4 in the grid");
+    expectEqual(await value(page, "input-uint8-3"), "17", "uint8[3]");
+    // Decimal input works too, and a bad value is an error beside the cell, not a broken page.
+    await edit(page, "input-int16-1", "-2");
+    expectEqual(await value(page, "input-int32-0"), "-117948", "int32[0] after int16[1] = -2 (0xfffe3344)");
+    await edit(page, "input-int8-0", "300");
+    const error = page.getByTestId("edit-error");
+    expect(await error.isVisible(), "no error is shown after typing 300 into int8[0]");
+    expect(((await error.textContent()) ?? "").trim().length > 0, "the edit error is empty");
+    expectEqual(await page.getByTestId("input-int8-0").getAttribute("aria-invalid"), "true", "int8[0]'s aria-invalid");
+    expectEqual(await value(page, "byte-input-0"), "44", "byte 0 after a refused write");
+    await page.getByTestId("input-int8-0").press("Escape");
+    expect(!(await error.isVisible()), "the edit error stays after Escape");
+    expectEqual(await value(page, "input-int8-0"), "68", "int8[0] after Escape");
+  }],
+
+  ["the byte-order switch re-reads every row big-endian", async (page) => {
+    // Bytes 16..20 of the example are 44 33 22 11.
+    expectEqual(await value(page, "input-int16-8"), "13124", "int16[8] little-endian");
+    await page.getByTestId("order-big").check();
+    expectEqual(await value(page, "input-int16-8"), "17459", "int16[8] big-endian (0x4433)");
+    expectEqual(await text(page, "hex-int32-4"), "0x44332211", "int32[4] big-endian in hex");
+    await page.getByTestId("order-little").check();
+    expectEqual(await value(page, "input-int16-8"), "13124", "int16[8] little-endian again");
+  }],
+
+  ["a misaligned int16 view shows the core's alignment error; a transposed view walks column by column", async (page) => {
+    await page.getByTestId("layout-dtype").fill("<i2");
+    await page.getByTestId("layout-shape").fill("4");
+    await page.getByTestId("layout-strides").fill("");
+    await page.getByTestId("layout-offset").fill("1");
+    const error = page.getByTestId("layout-error");
+    expectEqual(await error.textContent(), "offset 1 is not a multiple of 2, the alignment of int16", "the layout error");
+    expect(await error.isVisible(), "the layout error is not visible");
+    await page.getByTestId("layout-offset").fill("40");
+    expect(/^the view reaches bytes 40\.\.48 but the buffer holds 32 bytes$/.test(await error.textContent()),
+      `the bounds error: got ${JSON.stringify(await error.textContent())}`);
+    await page.getByTestId("layout-preset").selectOption("0"); // the transposed 3×4 int16
+    expectEqual(await error.textContent(), "", "the layout error after choosing the transposed example");
+    expectEqual(await text(page, "layout-walk"), "Byte offsets in index order: 0, 6, 12, 18, 2, 8, 14, 20, 4, 10, 16, 22",
+      "the transposed view's walk");
+    expectEqual(await page.getByTestId("view-at-6").getAttribute("data-elements"), "1", "element over byte 6");
+    expectEqual(await page.getByTestId("view-at-2").getAttribute("data-elements"), "4", "element over byte 2");
+  }],
+
+  ["the plan panel shows the fields A, B, C, D, E, the padding and the WGSL", async (page) => {
+    for (const name of ["A", "B", "C", "D", "E"]) {
+      expect(await page.getByTestId(`plan-field-${name}`).isVisible(), `plan field ${name} is not shown`);
+      expect(await page.getByTestId(`plan-band-${name}`).isVisible(), `plan band ${name} is not drawn`);
+    }
+    expect((await page.getByTestId("plan-field-D").textContent()).includes("0..24"), "field D is not at bytes 0..24");
+    expect(await page.getByTestId("plan-pad-1-40").isVisible(), "the padding 40..48 of alternative 1 is not drawn");
+    const wgsl = await text(page, "plan-wgsl");
+    expect(wgsl.includes("struct Work0") && wgsl.includes("struct Work1"), `the WGSL lacks Work0/Work1:\n${wgsl}`);
+    expectEqual(await text(page, "plan-error"), "", "the plan error");
+  }],
+
+  ["pasted hex replaces the buffer", async (page) => {
+    await page.getByTestId("load-hex").fill("de ad be ef");
+    await page.getByTestId("load-hex-button").click();
+    expectEqual(await text(page, "nbytes"), "4 bytes in WebAssembly memory", "the buffer size after loading");
+    expectEqual(await value(page, "input-uint32-0"), "4022250974", "uint32[0] of de ad be ef");
+    await page.getByTestId("load-hex").fill("de ad zz");
+    await page.getByTestId("load-hex-button").click();
+    expect((await text(page, "load-error")).includes("zz"), "bad hex gives no error naming it");
+  }],
+
+  ["the keyboard alone reaches int32[0] with Tab, and typing there works", async (page) => {
+    await openDemo(page); // a fresh page, focus at the top
+    let reached = false;
+    for (let i = 0; i < 400 && !reached; i++) {
+      await page.keyboard.press("Tab");
+      reached = await page.evaluate(() => document.activeElement?.dataset.testid === "input-int32-0");
+    }
+    expect(reached, "400 presses of Tab never reached the int32[0] input");
+    const outline = await page.evaluate(() => getComputedStyle(document.activeElement).outlineStyle);
+    expect(outline !== "none", "the focused int32[0] input has no visible focus outline");
+    await page.keyboard.press("Control+A");
+    await page.keyboard.type("0x11223344");
+    await page.keyboard.press("Enter");
+    expectEqual(await value(page, "input-int16-0"), "13124", "int16[0] after typing");
+    expectEqual(await value(page, "input-int16-1"), "4386", "int16[1] after typing");
+    await page.keyboard.press("ArrowDown"); // to uint32[0], over the same bytes
+    expectEqual(await page.evaluate(() => document.activeElement?.dataset.testid), "input-uint32-0", "focus after ArrowDown");
+  }],
+
+  ["a full-page screenshot at 1280×800, and still no console errors", async (page) => {
+    await openDemo(page);
+    await mkdir(path.dirname(screenshotPath), { recursive: true });
+    await page.screenshot({ path: screenshotPath, fullPage: true });
+    expectNoProblems("during the checks");
+  }],
+];
+
+async function main() {
+  const profile = await mkdtemp(path.join(tmpdir(), "bytelens-e2e-"));
+  let context;
+  const failures = [];
+  try {
+    context = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      args: ARGS,
+      viewport: { width: 1280, height: 800 },
+    });
+    context.setDefaultTimeout(TIMEOUT_MS);
+    const page = context.pages()[0] ?? (await context.newPage());
+    watch(page);
+    for (const [i, [name, check]] of checks.entries()) {
+      try {
+        await check(page);
+        console.log(`ok ${i + 1} - ${name}`);
+      } catch (err) {
+        const message = err instanceof CheckFailed ? err.message : String(err?.stack ?? err);
+        failures.push(name);
+        console.log(`not ok ${i + 1} - ${name}\n  ${message}`);
+        if (i === 0) break; // nothing else can work if the page does not load
+      }
+    }
+    if (failures.length === 0) console.log(`e2e: all ${checks.length} checks passed; screenshot ${screenshotPath}`);
+  } finally {
+    await context?.close();
+    await rm(profile, { recursive: true, force: true });
+  }
+  if (failures.length) {
+    console.error(`e2e: ${failures.length} of ${checks.length} checks failed against ${demoUrl}`);
+    process.exitCode = 1;
+  }
+}
+
+main().catch((err) => {
+  console.error(`e2e: could not run: ${err?.stack ?? err}`);
+  process.exitCode = 2;
+});

@@ -1,0 +1,98 @@
+// Unit tests of the demo's parsing and formatting: node --test tests/
+import assert from "node:assert/strict";
+import test from "node:test";
+
+import {
+  roundToFormat, formatFloat, formatValue, hexOf, parseInteger, parseFloatText, parseByte,
+  parseHexBytes, formatHexBytes, parseIntList, nestedRepr, dtypeName, typeString, READINGS,
+} from "../numbers.js";
+
+test("integers: decimal, signed hex, separators; errors name the text", () => {
+  assert.equal(parseInteger("0x11223344"), 0x11223344n);
+  assert.equal(parseInteger(" -0X10 "), -16n);
+  assert.equal(parseInteger("+1_000"), 1000n);
+  assert.equal(parseInteger("0b101"), 5n);
+  assert.equal(parseInteger("18446744073709551615"), 18446744073709551615n);
+  assert.throws(() => parseInteger("1.5"), /"1.5" is not a whole number/);
+  assert.throws(() => parseInteger(""), /enter a whole number/);
+  assert.throws(() => parseInteger("0x"), /not a whole number/);
+});
+
+test("floats: Number's syntax plus inf and nan", () => {
+  assert.equal(parseFloatText("1.5"), 1.5);
+  assert.equal(parseFloatText("-inf"), -Infinity);
+  assert.ok(Number.isNaN(parseFloatText("NaN")));
+  assert.ok(Object.is(parseFloatText("-0"), -0));
+  assert.throws(() => parseFloatText("abc"), /"abc" is not a number/);
+  assert.throws(() => parseFloatText(" "), /enter a number/);
+});
+
+test("rounding to narrow formats matches IEEE round-to-nearest-even", () => {
+  assert.equal(roundToFormat(1.1, "float32"), Math.fround(1.1));
+  assert.equal(roundToFormat(65504, "float16"), 65504);
+  assert.equal(roundToFormat(65519, "float16"), 65504);
+  assert.equal(roundToFormat(65520, "float16"), Infinity);
+  assert.equal(roundToFormat(2049, "float16"), 2048); // tie, to even
+  assert.equal(roundToFormat(2051, "float16"), 2052); // tie, to even
+  assert.equal(roundToFormat(2 ** -24, "float16"), 2 ** -24); // smallest subnormal
+  assert.equal(roundToFormat(1.1, "bfloat16"), 1.1015625);
+  for (const x of [Math.PI, 1e-40, 3.4e38, -7.25e-3, 123456789]) {
+    assert.equal(roundToFormat(x, "float32"), Math.fround(x), String(x));
+  }
+});
+
+test("floats print as the shortest text that reads back the same", () => {
+  assert.equal(formatFloat(Math.fround(1.1), "float32"), "1.1");
+  assert.equal(formatFloat(Math.fround(Math.PI), "float32"), "3.1415927");
+  assert.equal(formatFloat(1.1015625, "bfloat16"), "1.1"); // what bfloat16(1.1) stores
+  assert.equal(formatFloat(1.109375, "bfloat16"), "1.11");
+  assert.equal(formatFloat(2048, "float16"), "2048");
+  assert.equal(formatFloat(-0, "float16"), "-0");
+  assert.equal(formatFloat(Math.PI, "float64"), String(Math.PI));
+  assert.equal(formatValue(-1n, "int64"), "-1");
+  assert.equal(formatValue(true, "bool"), "true");
+  assert.equal(formatValue(NaN, "float32"), "NaN");
+});
+
+test("hex of an element follows the byte order", () => {
+  const bytes = Uint8Array.of(0x44, 0x33, 0x22, 0x11);
+  assert.equal(hexOf(bytes, 0, 4, "little"), "0x11223344");
+  assert.equal(hexOf(bytes, 0, 4, "big"), "0x44332211");
+  assert.equal(hexOf(bytes, 2, 2, "little"), "0x1122");
+});
+
+test("bytes typed and pasted", () => {
+  assert.equal(parseByte("ff"), 255);
+  assert.equal(parseByte("0x7"), 7);
+  assert.throws(() => parseByte("100"), /not a byte/);
+  assert.deepEqual([...parseHexBytes("de ad\nbe,ef 0x01 7")], [0xde, 0xad, 0xbe, 0xef, 1, 7]);
+  assert.deepEqual([...parseHexBytes("deadbeef")], [0xde, 0xad, 0xbe, 0xef]);
+  assert.throws(() => parseHexBytes("abc"), /odd number/);
+  assert.throws(() => parseHexBytes("de zz"), /"zz" is not hex/);
+  assert.equal(formatHexBytes(Uint8Array.of(1, 2, 255)), "01 02 ff");
+});
+
+test("shape and strides lists", () => {
+  assert.equal(parseIntList("  ", "shape"), undefined);
+  assert.deepEqual(parseIntList("()", "shape"), []);
+  assert.deepEqual(parseIntList("(3, 4)", "shape"), [3, 4]);
+  assert.deepEqual(parseIntList("3x4", "shape"), [3, 4]);
+  assert.deepEqual(parseIntList("2 -6", "strides"), [2, -6]);
+  assert.deepEqual(parseIntList("(5,)", "shape"), [5]);
+  assert.throws(() => parseIntList("2, -1", "shape", { nonNegative: true }), /shape: -1 is negative/);
+  assert.throws(() => parseIntList("a", "strides"), /strides: "a" is not a whole number/);
+});
+
+test("nested repr and dtype names", () => {
+  assert.equal(nestedRepr(["1", "2", "3", "4", "5", "6"], [2, 3]), "[[1, 2, 3],\n [4, 5, 6]]");
+  assert.equal(nestedRepr(["7"], []), "7");
+  assert.equal(nestedRepr(["1", "2"], [2, 1, 1]), "[[[1]],\n\n [[2]]]");
+  assert.equal(dtypeName("<i2"), "int16");
+  assert.equal(dtypeName(">bfloat16"), "bfloat16");
+  assert.equal(dtypeName("|u1"), "uint8");
+  assert.equal(dtypeName("<x9"), undefined);
+  const byName = Object.fromEntries(READINGS.map((r) => [r.name, r]));
+  assert.equal(typeString(byName.int8, "big"), "|i1");
+  assert.equal(typeString(byName.bfloat16, "big"), ">bfloat16");
+  assert.equal(typeString(byName.float64, "little"), "<f8");
+});
