@@ -45,7 +45,7 @@ fn main() -> ExitCode {
         "demo" => demo(),
         "bench" => bench(&args[1..]),
         "build-python" => ensure_python_envs().and_then(|()| build_python_package()),
-        "build-wasm" => web::ensure_web_tools().and_then(|()| web::build_package()),
+        "build-wasm" => web::ensure_web_tools(false).and_then(|()| web::build_package()),
         _ => {
             eprintln!(
                 "usage: cargo xtask <test | demo | bench [python] | build-python | build-wasm>"
@@ -250,7 +250,7 @@ fn test() -> Result {
     let start = Instant::now();
     ensure_rust_tools()?;
     ensure_python_envs()?;
-    web::ensure_web_tools()?;
+    web::ensure_web_tools(true)?;
     println!("\ntools ready in {:.1}s", start.elapsed().as_secs_f64());
     // Serves web-demo/ (on 127.0.0.1 only) until this process exits.
     let demo_url = web::serve(0)?;
@@ -354,7 +354,7 @@ fn xtask_step(task: &str) -> Command {
 }
 
 fn demo() -> Result {
-    web::ensure_web_tools()?;
+    web::ensure_web_tools(false)?;
     web::build_package()?;
     let url = web::serve(8000)?;
     println!("\nthe bytelens demo is at {url} (Ctrl-C stops it)");

@@ -51,9 +51,10 @@ fn installed(program: &str, args: &[&str]) -> Option<String> {
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
 }
 
-/// Installs wasm-pack, the matching wasm-bindgen CLI, Debian's Chromium and
-/// chromedriver, and the demo's npm packages, skipping whatever is there.
-pub fn ensure_web_tools() -> Result {
+/// Installs wasm-pack, the matching wasm-bindgen CLI, the demo's npm
+/// packages and, for the browser tests, Debian's Chromium and chromedriver,
+/// skipping whatever is there.
+pub fn ensure_web_tools(browser: bool) -> Result {
     if installed("wasm-pack", &["--version"]).is_none() {
         run(cmd("cargo", &["install", "wasm-pack", "--locked"]))?;
     }
@@ -66,7 +67,8 @@ pub fn ensure_web_tools() -> Result {
             &["install", "wasm-bindgen-cli", "--version", &version],
         ))?;
     }
-    if !Path::new("/usr/bin/chromium").exists() || !Path::new("/usr/bin/chromedriver").exists() {
+    let missing = |path: &str| !Path::new(path).exists();
+    if browser && (missing("/usr/bin/chromium") || missing("/usr/bin/chromedriver")) {
         run(cmd("apt-get", &["update"]))?;
         let mut apt = cmd("apt-get", &["install", "-y", "chromium", "chromium-driver"]);
         apt.env("DEBIAN_FRONTEND", "noninteractive");
