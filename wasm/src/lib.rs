@@ -55,6 +55,9 @@ extern "C" {
     /// `LayoutOptions | undefined` on the JS side.
     #[wasm_bindgen(typescript_type = "LayoutOptions | undefined")]
     pub type LayoutOptions;
+    /// `LayoutOptions`, where one is required.
+    #[wasm_bindgen(typescript_type = "LayoutOptions")]
+    pub type LayoutSpec;
     /// `Value[]`.
     #[wasm_bindgen(typescript_type = "Value[]")]
     pub type Values;
@@ -548,7 +551,7 @@ impl JsLayout {
     /// A layout of `dtype` with `options.shape` (required), strides (default
     /// C order) and offset (default 0).
     #[wasm_bindgen(constructor)]
-    pub fn new(dtype: &str, options: LayoutOptions) -> Result<JsLayout, JsValue> {
+    pub fn new(dtype: &str, options: LayoutSpec) -> Result<JsLayout, JsValue> {
         let descr: Descr = dtype.parse().map_err(core_err)?;
         Ok(JsLayout {
             inner: layout_from_options(descr, &options.into(), None)?,
@@ -584,7 +587,7 @@ impl JsLayout {
     }
 
     /// What `Buffer.read`, `write` and `offsets` take: `{ offset, shape, strides, readonly, unaligned }`.
-    pub fn options(&self) -> Result<LayoutOptions, JsValue> {
+    pub fn options(&self) -> Result<LayoutSpec, JsValue> {
         let object = Object::new();
         let set =
             |key: &str, value: JsValue| Reflect::set(&object, &JsValue::from_str(key), &value);

@@ -2,7 +2,7 @@
 //! `DataView`: an independent reading of the same bytes at offsets computed
 //! here by brute force from the shape, strides and offset.
 
-use bytelens_wasm::{Buffer, JsLayout as Layout, LayoutOptions, Values};
+use bytelens_wasm::{Buffer, JsLayout as Layout, LayoutOptions, LayoutSpec, Values};
 use js_sys::{Array, DataView, Object, Reflect, Uint8Array};
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
@@ -219,10 +219,9 @@ fn run(case: &Value, buf: &mut Buffer) -> Result<(Layout, Values), JsValue> {
         }
     };
     let strides = spec.get("strides").map(ints);
-    let mut layout = Layout::new(
-        dtype_text,
-        options(offset, Some(&shape), strides.as_deref(), unaligned),
-    )?;
+    let given: LayoutSpec =
+        options(offset, Some(&shape), strides.as_deref(), unaligned).unchecked_into();
+    let mut layout = Layout::new(dtype_text, given)?;
     for op in case
         .get("ops")
         .and_then(Value::as_array)
@@ -254,9 +253,13 @@ fn run(case: &Value, buf: &mut Buffer) -> Result<(Layout, Values), JsValue> {
     if let Some(values) = case.get("write").and_then(Value::as_array) {
         let d = self::dtype(&dtype);
         let values: Array = values.iter().map(|v| expected_js(v, &d)).collect();
-        buf.write(&dtype, Some(layout.options()?), values.unchecked_into())?;
+        buf.write(
+            &dtype,
+            Some(layout.options()?.unchecked_into()),
+            values.unchecked_into(),
+        )?;
     }
-    let values = buf.read(&dtype, Some(layout.options()?))?;
+    let values = buf.read(&dtype, Some(layout.options()?.unchecked_into()))?;
     Ok((layout, values))
 }
 
