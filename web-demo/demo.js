@@ -439,6 +439,9 @@ function readLayoutForm() {
   return { dtype, layout };
 }
 
+/** Views with more elements than this are described, not drawn. */
+const MAX_VIEW_ELEMENTS = 65536;
+
 function updateLayout() {
   if (!state.buf) return;
   clearOverlay();
@@ -449,6 +452,11 @@ function updateLayout() {
   let dtype, layout, values, offsets, size;
   try {
     ({ dtype, layout } = readLayoutForm());
+    const count = (layout.shape ?? []).reduce((n, k) => n * k, 1);
+    if (layout.shape && count > MAX_VIEW_ELEMENTS) {
+      // Stride 0 lets a view have far more elements than the buffer has bytes.
+      throw new Error(`this view has ${count} elements; the panel draws at most ${MAX_VIEW_ELEMENTS}`);
+    }
     values = state.buf.read(dtype, layout);
     offsets = Array.from(state.buf.offsets(dtype, layout), Number);
     size = itemsizeOf(dtype);
@@ -505,7 +513,9 @@ function updateLayout() {
     line.items.push(item);
     for (let b = start; b < start + size; b++) state.byteCells[b]?.cell.classList.add("in-view");
   }
-  const reached = offsets.length ? `bytes ${Math.min(...offsets)}..${Math.max(...offsets) + size}` : "no bytes";
+  let [low, high] = [Infinity, -Infinity];
+  for (const at of offsets) [low, high] = [Math.min(low, at), Math.max(high, at)];
+  const reached = offsets.length ? `bytes ${low}..${high + size}` : "no bytes";
   summary.textContent = `${total} element${total === 1 ? "" : "s"} of ${name} (${size} byte${size === 1 ? "" : "s"} each), `
     + `shape (${shape.join(", ")}${shape.length === 1 ? "," : ""}), reaching ${reached} of ${state.buf.nbytes}.`;
   const shown = offsets.slice(0, 64).join(", ");

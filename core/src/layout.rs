@@ -54,7 +54,7 @@ pub struct Layout {
 }
 
 /// Converts a byte count to `isize`, or reports what overflowed.
-#[inline(always)]
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
 fn to_isize(value: usize, what: &'static str) -> Result<isize, Error> {
     isize::try_from(value).map_err(|_| Error::Overflow { what })
 }
@@ -68,7 +68,7 @@ fn add(a: isize, b: isize, what: &'static str) -> Result<isize, Error> {
 }
 
 /// The byte size of a packed array of `shape`, if it fits in `isize`.
-#[inline(always)]
+#[cfg_attr(not(target_arch = "wasm32"), inline(always))]
 fn checked_nbytes(dtype: DType, shape: &[usize]) -> Result<usize, Error> {
     if shape.len() > MAX_NDIM {
         return Err(Error::TooManyDims {
@@ -96,7 +96,8 @@ impl Layout {
     // `inline(always)` on the constructors and `with_*` builders: a Layout is
     // 528 bytes, and inlining lets callers build it in place rather than
     // copy it through every `Result` (measured: a third of a Python view's cost).
-    #[inline(always)]
+    // Not on wasm32, where every inlined copy costs download size instead.
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     fn build(
         dtype: DType,
         order: ByteOrder,
@@ -140,7 +141,7 @@ impl Layout {
     /// assert_eq!(reversed.byte_span()?, 0..8);
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
-    #[inline(always)]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     pub fn new(
         dtype: DType,
         offset: usize,
@@ -160,7 +161,7 @@ impl Layout {
     /// assert_eq!(l.strides(), &[24, 8]);
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
-    #[inline(always)]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     pub fn contiguous(dtype: DType, shape: &[usize]) -> Result<Layout, Error> {
         Layout::build_c(dtype, ByteOrder::NATIVE, 0, 0, shape)
     }
@@ -175,7 +176,7 @@ impl Layout {
     /// assert!(matches!(Layout::from_bytes(DType::I16, 3), Err(Error::ItemsizeMismatch { .. })));
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
-    #[inline(always)]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     pub fn from_bytes(dtype: DType, len: usize) -> Result<Layout, Error> {
         let itemsize = dtype.size();
         if len % itemsize != 0 {
@@ -189,7 +190,7 @@ impl Layout {
     }
 
     /// Like `build`, with C-order strides.
-    #[inline(always)]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     fn build_c(
         dtype: DType,
         order: ByteOrder,
@@ -211,7 +212,7 @@ impl Layout {
     }
 
     /// Sets C-order strides for the current shape (offset unchanged).
-    #[inline(always)]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     fn set_c_strides(&mut self) {
         // Cannot overflow: the product of the shape times the itemsize fits in isize (INVARIANT).
         let mut stride = self.dtype.size() as isize;
@@ -230,7 +231,7 @@ impl Layout {
     /// assert_eq!(Layout::contiguous(DType::U8, &[2])?.with_offset(5)?.byte_span()?, 5..7);
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
-    #[inline(always)]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     pub fn with_offset(mut self, offset: usize) -> Result<Layout, Error> {
         self.offset = to_isize(offset, "the offset")?;
         Ok(self)
@@ -245,7 +246,7 @@ impl Layout {
     /// assert_eq!(be.descr().to_string(), ">i4");
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
-    #[inline(always)]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     pub fn with_byte_order(mut self, order: ByteOrder) -> Layout {
         self.order = order;
         self
@@ -277,7 +278,7 @@ impl Layout {
     /// assert!(Layout::contiguous(DType::U8, &[2])?.read_only().is_read_only());
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
-    #[inline(always)]
+    #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     pub fn read_only(mut self) -> Layout {
         self.flags |= READ_ONLY;
         self

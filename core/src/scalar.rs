@@ -159,6 +159,35 @@ impl Scalar {
         }
     }
 
+    /// A float of `dtype` nearest to `value` (ties to even), rounded once:
+    /// `None` when `dtype` is not a float type.
+    ///
+    /// `half`'s own `f16::from_f64` and `bf16::from_f64` drop low bits
+    /// first, so a value just above a tie can round down; this rounds to odd
+    /// on the way through `f32` (which keeps at least two more bits than
+    /// float16 or bfloat16 at every magnitude), so the last rounding is exact.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Scalar};
+    /// let just_above_a_tie = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+    /// assert_eq!(Scalar::float(DType::F16, just_above_a_tie).unwrap().to_f64(), 1.0 + 2f64.powi(-10));
+    /// let bf = Scalar::float(DType::BF16, 1.0 + 2f64.powi(-8) + 2f64.powi(-30)).unwrap();
+    /// assert_eq!(bf.to_f64(), 1.0 + 2f64.powi(-7));
+    /// assert_eq!(Scalar::float(DType::F16, 2f64.powi(-25) + 2f64.powi(-60)).unwrap().to_f64(), 2f64.powi(-24));
+    /// assert_eq!(Scalar::float(DType::F32, 0.1), Some(Scalar::F32(0.1)));
+    /// assert_eq!(Scalar::float(DType::I32, 1.0), None);
+    /// ```
+    pub fn float(dtype: DType, value: f64) -> Option<Scalar> {
+        Some(match dtype {
+            DType::F64 => Scalar::F64(value),
+            DType::F32 => Scalar::F32(value as f32),
+            DType::F16 => Scalar::F16(f16::from_f32(f32_round_to_odd(value))),
+            DType::BF16 => Scalar::BF16(bf16::from_f32(f32_round_to_odd(value))),
+            _ => return None,
+        })
+    }
+
     /// The value as `i128` when it is an integer or a boolean; `None` for floats.
     ///
     /// # Examples
@@ -180,6 +209,29 @@ impl Scalar {
             Scalar::I64(v) => v.into(),
             Scalar::F16(_) | Scalar::BF16(_) | Scalar::F32(_) | Scalar::F64(_) => return None,
         })
+    }
+}
+
+/// `value` as `f32`, rounded toward zero and then, if that was inexact,
+/// with the lowest bit set ("round to odd"): a later rounding to a format
+/// with fewer bits then rounds as if straight from `value`.
+fn f32_round_to_odd(value: f64) -> f32 {
+    if value.is_nan() || value.is_infinite() {
+        return value as f32;
+    }
+    let magnitude = value.abs();
+    let mut bits = (magnitude as f32).to_bits();
+    if f64::from(f32::from_bits(bits)) > magnitude {
+        bits -= 1; // rounded up (to infinity, at most): step back toward zero
+    }
+    if f64::from(f32::from_bits(bits)) != magnitude {
+        bits |= 1;
+    }
+    let rounded = f32::from_bits(bits);
+    if value.is_sign_negative() {
+        -rounded
+    } else {
+        rounded
     }
 }
 
@@ -249,5 +301,56 @@ mod tests {
                 assert_eq!(Scalar::read(Descr::new(v.dtype(), order), &out), Ok(v));
             }
         }
+    }
+
+    /// Every gap between neighbouring positive finite float16/bfloat16 values:
+    /// its midpoint rounds to the even neighbour, and the f64 just above or
+    /// below it to the nearer one.
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "65k cases: too slow under Miri, and no unsafe code here"
+    )]
+    fn float_rounds_once_to_nearest_even() {
+        fn check(
+            dtype: DType,
+            last: u16,
+            value: impl Fn(u16) -> f64,
+            bits_of: impl Fn(Scalar) -> u16,
+        ) {
+            for bits in 0..last - 1 {
+                let (low, high) = (value(bits), value(bits + 1));
+                let middle = (low + high) / 2.0;
+                let round = |x: f64| bits_of(Scalar::float(dtype, x).unwrap());
+                let even = if bits % 2 == 0 { bits } else { bits + 1 };
+                assert_eq!(round(middle), even, "{dtype} between {low} and {high}");
+                assert_eq!(
+                    round(f64::from_bits(middle.to_bits() + 1)),
+                    bits + 1,
+                    "{dtype} above {middle}"
+                );
+                assert_eq!(
+                    round(f64::from_bits(middle.to_bits() - 1)),
+                    bits,
+                    "{dtype} below {middle}"
+                );
+                assert_eq!(round(-low), bits | 0x8000, "{dtype} -{low}");
+            }
+        }
+        let f16_bits = |s: Scalar| match s {
+            Scalar::F16(v) => v.to_bits(),
+            _ => unreachable!(),
+        };
+        let bf16_bits = |s: Scalar| match s {
+            Scalar::BF16(v) => v.to_bits(),
+            _ => unreachable!(),
+        };
+        check(DType::F16, 0x7c00, |b| f16::from_bits(b).to_f64(), f16_bits);
+        check(
+            DType::BF16,
+            0x7f80,
+            |b| bf16::from_bits(b).to_f64(),
+            bf16_bits,
+        );
     }
 }

@@ -17,8 +17,11 @@
 //!
 //! Every bad layout or value throws a `RangeError` with the core's message.
 
-use bytelens_core::{ByteOrder, DType, Descr, Error, Layout, Plan as CorePlan, Scalar, bf16, f16};
-use js_sys::{Array, BigInt, Object, RangeError, Reflect};
+use bytelens_core::{ByteOrder, DType, Descr, Error, Layout, Plan as CorePlan, Scalar};
+use std::cell::Cell;
+use std::sync::Mutex;
+
+use js_sys::{Array, BigInt, JsString, Number, Object, RangeError, Reflect, TypeError, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 #[wasm_bindgen(typescript_custom_section)]
@@ -73,6 +76,9 @@ extern "C" {
     /// `number[]`.
     #[wasm_bindgen(typescript_type = "number[]")]
     pub type Numbers;
+    /// Bytes to copy in: `Uint8Array | number[]`.
+    #[wasm_bindgen(typescript_type = "Uint8Array | number[]")]
+    pub type ByteSource;
     /// The typed array for a dtype.
     #[wasm_bindgen(
         typescript_type = "Int8Array | Uint8Array | Int16Array | Uint16Array | Int32Array | Uint32Array | BigInt64Array | BigUint64Array | Float32Array | Float64Array"
@@ -99,6 +105,127 @@ fn core_err(err: Error) -> JsValue {
     error
 }
 
+/// A `TypeError` with `message`: an argument of the wrong kind.
+fn type_error(message: impl core::fmt::Display) -> JsValue {
+    TypeError::new(&message.to_string()).into()
+}
+
+/// The core's out-of-bounds error, with positions that may not fit a 32-bit `isize`.
+fn out_of_bounds(start: usize, end: u64, len: usize) -> JsValue {
+    let error = range_error(format!(
+        "the view reaches bytes {start}..{end} but the buffer holds {len} bytes"
+    ));
+    let _ = Reflect::set(
+        &error,
+        &JsValue::from_str("kind"),
+        &JsValue::from_str("OutOfBounds"),
+    );
+    error
+}
+
+/// A dtype argument: a string such as `"<i4"`, parsed by the core.
+fn dtype_arg(dtype: &JsString) -> Result<Descr, JsValue> {
+    let text = dtype.as_string().ok_or_else(|| {
+        type_error(format!(
+            "a dtype is a string such as \"<i4\", not {}",
+            describe(dtype)
+        ))
+    })?;
+    text.parse().map_err(core_err)
+}
+
+/// `error` with `prefix` put before its message (a JS Error object, or unchanged).
+fn prefix_message(error: &JsValue, prefix: &str) -> JsValue {
+    let key = JsValue::from_str("message");
+    if let Some(message) = Reflect::get(error, &key).ok().and_then(|m| m.as_string()) {
+        let _ = Reflect::set(
+            error,
+            &key,
+            &JsValue::from_str(&format!("{prefix}{message}")),
+        );
+    }
+    error.clone()
+}
+
+/// A whole number from 0 to `usize::MAX`.
+fn whole(value: f64, what: &str) -> Result<usize, JsValue> {
+    if value >= 0.0 && value.fract() == 0.0 && value <= usize::MAX as f64 {
+        Ok(value as usize)
+    } else {
+        Err(range_error(format!(
+            "{what} must be a whole number from 0 to {}, not {}",
+            usize::MAX,
+            describe(&value.into())
+        )))
+    }
+}
+
+/// An integer; beyond `isize` it saturates (as slice bounds clamp anyway).
+fn integer(value: f64, what: &str) -> Result<isize, JsValue> {
+    if value.fract() == 0.0 && !value.is_nan() {
+        Ok(value.clamp(isize::MIN as f64, isize::MAX as f64) as isize)
+    } else {
+        Err(range_error(format!(
+            "{what} must be an integer, not {}",
+            describe(&value.into())
+        )))
+    }
+}
+
+/// An axis argument; a negative one counts from the end, as in numpy.
+fn axis(value: f64, ndim: usize) -> Result<usize, JsValue> {
+    let axis = integer(value, "axis")?;
+    let axis = if axis < 0 {
+        axis.saturating_add(ndim as isize)
+    } else {
+        axis
+    };
+    // Out of range either way: an axis the core refuses with its own message.
+    Ok(usize::try_from(axis).unwrap_or(usize::MAX))
+}
+
+/// The elements of a JS array, read without letting a throwing getter or
+/// proxy unwind through Rust (each read catches).
+fn items(value: &JsValue, what: &str) -> Result<Vec<JsValue>, JsValue> {
+    if !Array::is_array(value) {
+        return Err(type_error(format!(
+            "{what} must be an array, not {}",
+            describe(value)
+        )));
+    }
+    let length = Reflect::get(value, &JsValue::from_str("length"))?;
+    let length = whole(length.as_f64().unwrap_or(f64::NAN), "an array's length")?;
+    (0..length)
+        .map(|i| Reflect::get_u32(value, i as u32))
+        .collect()
+}
+
+/// Freed buffers whose memory a typed view handed out earlier may still
+/// reach, with the wasm memory size (in pages) when the last view was made.
+/// Growing the memory detaches every view made before, so each is freed
+/// once the memory has grown past its size; until then its bytes are not
+/// reused, and a stale view can only touch memory no one else owns.
+static QUARANTINE: Mutex<Vec<(Vec<u64>, usize)>> = Mutex::new(Vec::new());
+
+/// The wasm memory's size in 64 KiB pages (0 off wasm, where no views exist).
+fn memory_pages() -> usize {
+    #[cfg(target_arch = "wasm32")]
+    {
+        core::arch::wasm32::memory_size::<0>()
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        0
+    }
+}
+
+/// Frees the quarantined buffers that no view can reach any more.
+fn sweep_quarantine() {
+    let pages = memory_pages();
+    let mut quarantine = QUARANTINE.lock().unwrap_or_else(|e| e.into_inner());
+    quarantine.retain(|&(_, made_at)| made_at >= pages);
+}
+
 /// Largest buffer: what a wasm32 `ArrayBuffer` can address, less headroom.
 const MAX_NBYTES: usize = 1 << 31;
 
@@ -108,16 +235,35 @@ pub struct Buffer {
     /// 8-byte words, so every dtype's typed array may start at offset 0.
     words: Vec<u64>,
     len: usize,
+    /// The memory size when `typed()` last made a view (0: never).
+    typed_at: Cell<usize>,
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        let typed_at = self.typed_at.get();
+        if typed_at > 0 {
+            let words = core::mem::take(&mut self.words);
+            QUARANTINE
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((words, typed_at));
+        }
+        sweep_quarantine();
+    }
 }
 
 impl Buffer {
     fn as_bytes(&self) -> &[u8] {
-        &bytemuck::cast_slice(&self.words)[..self.len]
+        // u64 to u8 always casts; `try_` keeps the panic path (and its Debug
+        // formatting) out of the .wasm.
+        &bytemuck::try_cast_slice(&self.words).unwrap_or_default()[..self.len]
     }
 
     fn as_bytes_mut(&mut self) -> &mut [u8] {
         let len = self.len;
-        &mut bytemuck::cast_slice_mut(&mut self.words)[..len]
+        let bytes: &mut [u8] = bytemuck::try_cast_slice_mut(&mut self.words).unwrap_or_default();
+        &mut bytes[..len]
     }
 
     /// The checked layout `dtype` + `options` describes over this buffer.
@@ -125,23 +271,20 @@ impl Buffer {
     /// element that fits from the offset.
     fn layout(
         &self,
-        dtype: &str,
+        dtype: &JsString,
         options: &JsValue,
         count: Option<usize>,
     ) -> Result<(Descr, Layout), JsValue> {
-        let descr: Descr = dtype.parse().map_err(core_err)?;
+        let descr = dtype_arg(dtype)?;
         let shape = match (get(options, "shape")?, count) {
             (Some(_), _) => None,
             (None, Some(n)) => Some(n),
             (None, None) => {
                 let offset = offset_option(options)?;
-                let rest = self.len.checked_sub(offset).ok_or_else(|| {
-                    core_err(Error::OutOfBounds {
-                        start: offset as isize,
-                        end: offset as isize,
-                        len: self.len,
-                    })
-                })?;
+                let rest = self
+                    .len
+                    .checked_sub(offset)
+                    .ok_or_else(|| out_of_bounds(offset, offset as u64, self.len))?;
                 let size = descr.dtype.size();
                 if rest % size != 0 {
                     return Err(core_err(Error::ItemsizeMismatch {
@@ -211,7 +354,8 @@ fn flag(options: &JsValue, key: &str) -> Result<bool, JsValue> {
 impl Buffer {
     /// `nbytes` zeroed bytes.
     #[wasm_bindgen(constructor)]
-    pub fn new(nbytes: usize) -> Result<Buffer, JsValue> {
+    pub fn new(nbytes: f64) -> Result<Buffer, JsValue> {
+        let nbytes = whole(nbytes, "nbytes")?;
         if nbytes > MAX_NBYTES {
             return Err(range_error(format!(
                 "{nbytes} bytes is more than the {MAX_NBYTES} a Buffer can hold"
@@ -222,7 +366,13 @@ impl Buffer {
             .try_reserve_exact(nbytes.div_ceil(8))
             .map_err(|_| range_error(format!("could not allocate {nbytes} bytes")))?;
         words.resize(nbytes.div_ceil(8), 0);
-        Ok(Buffer { words, len: nbytes })
+        // The allocation may have grown wasm memory, detaching old views.
+        sweep_quarantine();
+        Ok(Buffer {
+            words,
+            len: nbytes,
+            typed_at: Cell::new(0),
+        })
     }
 
     /// The buffer's length in bytes.
@@ -231,23 +381,30 @@ impl Buffer {
         self.len
     }
 
-    /// Copies `bytes` in at `offset`.
+    /// Copies `bytes` (a `Uint8Array`, or an array of integers 0 to 255) in at `offset`.
     #[wasm_bindgen(js_name = setBytes)]
-    pub fn set_bytes(&mut self, offset: usize, bytes: &[u8]) -> Result<(), JsValue> {
-        let len = self.len;
-        let out_of_bounds = || {
-            core_err(Error::OutOfBounds {
-                start: offset as isize,
-                end: offset.saturating_add(bytes.len()) as isize,
-                len,
-            })
+    pub fn set_bytes(&mut self, offset: f64, bytes: ByteSource) -> Result<(), JsValue> {
+        let bytes: JsValue = bytes.into();
+        let bytes: Vec<u8> = match bytes.dyn_ref::<Uint8Array>() {
+            Some(array) => array.to_vec(),
+            None => items(&bytes, "bytes")?
+                .iter()
+                .map(|b| match b.as_f64() {
+                    Some(x) if (0.0..=255.0).contains(&x) && x.fract() == 0.0 => Ok(x as u8),
+                    _ => Err(range_error(format!(
+                        "a byte is a whole number from 0 to 255, not {}",
+                        describe(b)
+                    ))),
+                })
+                .collect::<Result<_, _>>()?,
         };
-        let end = offset.checked_add(bytes.len()).ok_or_else(out_of_bounds)?;
-        let target = self
-            .as_bytes_mut()
-            .get_mut(offset..end)
-            .ok_or_else(out_of_bounds)?;
-        target.copy_from_slice(bytes);
+        let len = self.len;
+        let start = whole(offset, "offset")?;
+        let end = start.checked_add(bytes.len()).filter(|&end| end <= len);
+        let Some(end) = end else {
+            return Err(out_of_bounds(start, start as u64 + bytes.len() as u64, len));
+        };
+        self.as_bytes_mut()[start..end].copy_from_slice(&bytes);
         Ok(())
     }
 
@@ -258,26 +415,31 @@ impl Buffer {
 
     /// A typed array over the buffer's memory (no copy), from `offset`
     /// (default 0) for `length` elements (default: all that fit). Made anew on
-    /// every call: wasm memory growth detaches older ones. Little-endian
+    /// every call, and good until the next allocation: growing wasm memory
+    /// detaches it. After `free()` the buffer's bytes are not reused until that
+    /// growth, so a forgotten view never reaches another buffer. Little-endian
     /// dtypes with a JS typed array only; `read` handles the rest.
     pub fn typed(
         &self,
-        dtype: &str,
-        offset: Option<usize>,
-        length: Option<usize>,
+        dtype: &JsString,
+        offset: Option<f64>,
+        length: Option<f64>,
     ) -> Result<TypedArray, JsValue> {
-        let descr: Descr = dtype.parse().map_err(core_err)?;
+        let descr = dtype_arg(dtype)?;
         let size = descr.dtype.size();
         if size > 1 && descr.order != ByteOrder::Little {
             return Err(range_error(format!(
                 "JS typed arrays read little-endian; use read() for {descr}"
             )));
         }
-        let offset = offset.unwrap_or(0);
+        let offset = whole(offset.unwrap_or(0.0), "offset")?;
+        if offset > self.len {
+            return Err(out_of_bounds(offset, offset as u64, self.len));
+        }
         let length = match length {
-            Some(n) => n,
+            Some(n) => whole(n, "length")?,
             None => {
-                let rest = self.len.saturating_sub(offset);
+                let rest = self.len - offset;
                 if rest % size != 0 {
                     return Err(core_err(Error::ItemsizeMismatch {
                         nbytes: rest,
@@ -293,12 +455,13 @@ impl Buffer {
             .map_err(core_err)?;
         layout.check(self.len).map_err(core_err)?;
         let bytes = &self.as_bytes()[offset..offset + length * size];
+        self.typed_at.set(memory_pages());
         typed_view(descr.dtype, bytes)
     }
 
     /// The elements of a view, in C order: numbers, bigints for 64-bit
     /// integers, booleans for bool.
-    pub fn read(&self, dtype: &str, layout: Option<LayoutOptions>) -> Result<Values, JsValue> {
+    pub fn read(&self, dtype: &JsString, layout: Option<LayoutOptions>) -> Result<Values, JsValue> {
         let options: JsValue = layout.map(Into::into).unwrap_or(JsValue::UNDEFINED);
         let (descr, layout) = self.layout(dtype, &options, None)?;
         let size = descr.dtype.size();
@@ -316,13 +479,13 @@ impl Buffer {
     /// written unless every value fits its dtype.
     pub fn write(
         &mut self,
-        dtype: &str,
+        dtype: &JsString,
         layout: Option<LayoutOptions>,
         values: Values,
     ) -> Result<(), JsValue> {
-        let values: Array = values.unchecked_into();
+        let values = items(&values, "values")?;
         let options: JsValue = layout.map(Into::into).unwrap_or(JsValue::UNDEFINED);
-        let count = values.length() as usize;
+        let count = values.len();
         let (descr, layout) = self.layout(dtype, &options, Some(count))?;
         if layout.is_read_only() {
             return Err(core_err(Error::ReadOnly));
@@ -335,7 +498,7 @@ impl Buffer {
         }
         let scalars = values
             .iter()
-            .map(|v| from_js(&v, descr.dtype))
+            .map(|v| from_js(v, descr.dtype))
             .collect::<Result<Vec<Scalar>, JsValue>>()?;
         let size = descr.dtype.size();
         let offsets = layout.offsets(self.len).map_err(core_err)?;
@@ -349,7 +512,11 @@ impl Buffer {
     }
 
     /// The byte offset of each element of a view, in C order (the order of `read`).
-    pub fn offsets(&self, dtype: &str, layout: Option<LayoutOptions>) -> Result<Numbers, JsValue> {
+    pub fn offsets(
+        &self,
+        dtype: &JsString,
+        layout: Option<LayoutOptions>,
+    ) -> Result<Numbers, JsValue> {
         let options: JsValue = layout.map(Into::into).unwrap_or(JsValue::UNDEFINED);
         let (_, layout) = self.layout(dtype, &options, None)?;
         let out = Array::new();
@@ -364,8 +531,8 @@ impl Buffer {
 fn typed_view(dtype: DType, bytes: &[u8]) -> Result<TypedArray, JsValue> {
     macro_rules! view {
         ($t:ty, $array:ident) => {{
-            let elements: &[$t] =
-                bytemuck::try_cast_slice(bytes).map_err(|e| range_error(format!("{e:?}")))?;
+            let elements: &[$t] = bytemuck::try_cast_slice(bytes)
+                .map_err(|_| range_error("a typed view needs an aligned start"))?;
             // SAFETY: the typed array views `elements` in wasm memory. It is
             // handed straight to JS; wasm memory is never unmapped, and when it
             // grows JS detaches the array rather than leaving it dangling. Until
@@ -394,6 +561,7 @@ fn typed_view(dtype: DType, bytes: &[u8]) -> Result<TypedArray, JsValue> {
 }
 
 /// A scalar as JS sees it.
+#[inline(never)] // as `from_js`
 fn to_js(value: Scalar) -> JsValue {
     match value {
         Scalar::Bool(b) => JsValue::from_bool(b),
@@ -405,16 +573,12 @@ fn to_js(value: Scalar) -> JsValue {
 
 /// A JS value as an element of `dtype`: integers must be whole and in range
 /// (numbers or bigints), bools booleans or 0/1.
+#[inline(never)] // one copy, not one per caller: the .wasm has a size budget
 fn from_js(value: &JsValue, dtype: DType) -> Result<Scalar, JsValue> {
     let bad = || range_error(format!("{} is not a value of {dtype}", describe(value)));
     if dtype.is_float() {
         let x = value.as_f64().ok_or_else(bad)?;
-        return Ok(match dtype {
-            DType::F16 => Scalar::F16(f16::from_f64(x)),
-            DType::BF16 => Scalar::BF16(bf16::from_f64(x)),
-            DType::F32 => Scalar::F32(x as f32),
-            _ => Scalar::F64(x),
-        });
+        return Scalar::float(dtype, x).ok_or_else(bad);
     }
     if dtype == DType::Bool {
         return match (value.as_bool(), value.as_f64()) {
@@ -423,12 +587,14 @@ fn from_js(value: &JsValue, dtype: DType) -> Result<Scalar, JsValue> {
             _ => Err(bad()),
         };
     }
+    let out_of_range = || range_error(format!("{} is out of range for {dtype}", describe(value)));
     let wide: i128 = if value.is_bigint() {
-        let text: String = BigInt::unchecked_from_js_ref(value)
-            .to_string(10)
-            .map_err(|_| bad())?
-            .into();
-        text.parse().map_err(|_| bad())?
+        // Exact conversions only: a bigint beyond 64 bits fits no dtype here.
+        match (i64::try_from(value.clone()), u64::try_from(value.clone())) {
+            (Ok(v), _) => i128::from(v),
+            (_, Ok(v)) => i128::from(v),
+            _ => return Err(out_of_range()),
+        }
     } else {
         let x = value.as_f64().ok_or_else(bad)?;
         if !x.is_finite() || x.fract() != 0.0 || x.abs() > 2f64.powi(64) {
@@ -436,7 +602,6 @@ fn from_js(value: &JsValue, dtype: DType) -> Result<Scalar, JsValue> {
         }
         x as i128
     };
-    let out_of_range = || range_error(format!("{wide} is out of range for {dtype}"));
     Ok(match dtype {
         DType::U8 => Scalar::U8(wide.try_into().map_err(|_| out_of_range())?),
         DType::I8 => Scalar::I8(wide.try_into().map_err(|_| out_of_range())?),
@@ -455,7 +620,13 @@ fn describe(value: &JsValue) -> String {
         return "undefined".to_owned();
     }
     if let Some(text) = value.as_string() {
-        return format!("{text:?}");
+        return format!("\"{text}\"");
+    }
+    if let Some(x) = value.as_f64() {
+        return Number::from(x)
+            .to_string_with_radix(10)
+            .map(String::from)
+            .unwrap_or_else(|_| "a number".to_owned());
     }
     if value.is_bigint() {
         let text = BigInt::unchecked_from_js_ref(value)
@@ -491,8 +662,8 @@ fn get(options: &JsValue, key: &str) -> Result<Option<JsValue>, JsValue> {
 /// A non-negative whole number.
 fn to_index(value: &JsValue, what: &str) -> Result<usize, JsValue> {
     match value.as_f64() {
-        Some(x) if x >= 0.0 && x.fract() == 0.0 && x <= usize::MAX as f64 => Ok(x as usize),
-        _ => Err(range_error(format!(
+        Some(x) => whole(x, what),
+        None => Err(range_error(format!(
             "{what} must be a whole number >= 0, not {}",
             describe(value)
         ))),
@@ -501,27 +672,24 @@ fn to_index(value: &JsValue, what: &str) -> Result<usize, JsValue> {
 
 /// A number or an array of whole numbers, as `T`s.
 fn to_list<T: TryFrom<i64>>(value: &JsValue, what: &str) -> Result<Vec<T>, JsValue> {
-    let bad = || {
+    let bad = |v: &JsValue| {
         range_error(format!(
             "{what} must be whole numbers in range, not {}",
-            describe(value)
+            describe(v)
         ))
     };
-    let one = |v: JsValue| -> Result<T, JsValue> {
+    let one = |v: &JsValue| -> Result<T, JsValue> {
         match v.as_f64() {
             Some(x) if x.fract() == 0.0 && x.abs() < 2f64.powi(53) => {
-                T::try_from(x as i64).map_err(|_| bad())
+                T::try_from(x as i64).map_err(|_| bad(v))
             }
-            _ => Err(bad()),
+            _ => Err(bad(v)),
         }
     };
     if value.as_f64().is_some() {
-        return Ok(vec![one(value.clone())?]);
+        return Ok(vec![one(value)?]);
     }
-    if !Array::is_array(value) {
-        return Err(bad());
-    }
-    Array::from(value).iter().map(one).collect()
+    items(value, what)?.iter().map(one).collect()
 }
 
 /// Where the elements of a view lie, without memory: the core's checked
@@ -551,8 +719,8 @@ impl JsLayout {
     /// A layout of `dtype` with `options.shape` (required), strides (default
     /// C order) and offset (default 0).
     #[wasm_bindgen(constructor)]
-    pub fn new(dtype: &str, options: LayoutSpec) -> Result<JsLayout, JsValue> {
-        let descr: Descr = dtype.parse().map_err(core_err)?;
+    pub fn new(dtype: &JsString, options: LayoutSpec) -> Result<JsLayout, JsValue> {
+        let descr = dtype_arg(dtype)?;
         Ok(JsLayout {
             inner: layout_from_options(descr, &options.into(), None)?,
         })
@@ -603,33 +771,34 @@ impl JsLayout {
     }
 
     /// Throws unless the layout fits a buffer of `nbytes` bytes.
-    pub fn check(&self, nbytes: usize) -> Result<(), JsValue> {
-        self.inner.check(nbytes).map_err(core_err)
+    pub fn check(&self, nbytes: f64) -> Result<(), JsValue> {
+        self.inner.check(whole(nbytes, "nbytes")?).map_err(core_err)
     }
 
     /// `a[..., start:stop:step, ...]` on `axis` (Python's rules; omitted = undefined).
     pub fn slice(
         &self,
-        axis: usize,
-        start: Option<i32>,
-        stop: Option<i32>,
-        step: Option<i32>,
+        axis: f64,
+        start: Option<f64>,
+        stop: Option<f64>,
+        step: Option<f64>,
     ) -> Result<JsLayout, JsValue> {
-        let (start, stop) = (start.map(|v| v as isize), stop.map(|v| v as isize));
-        wrap_layout(
-            self.inner
-                .slice(axis, start, stop, step.unwrap_or(1) as isize),
-        )
+        let axis = self::axis(axis, self.inner.ndim())?;
+        let start = start.map(|v| integer(v, "start")).transpose()?;
+        let stop = stop.map(|v| integer(v, "stop")).transpose()?;
+        let step = integer(step.unwrap_or(1.0), "step")?;
+        wrap_layout(self.inner.slice(axis, start, stop, step))
     }
 
     /// `a[..., i, ...]` on `axis`, which disappears; negative `i` counts from the end.
-    pub fn index(&self, axis: usize, i: i32) -> Result<JsLayout, JsValue> {
-        wrap_layout(self.inner.index(axis, i as isize))
+    pub fn index(&self, axis: f64, i: f64) -> Result<JsLayout, JsValue> {
+        let axis = self::axis(axis, self.inner.ndim())?;
+        wrap_layout(self.inner.index(axis, integer(i, "index")?))
     }
 
     /// numpy's `a.view(dtype)`.
-    pub fn reinterpret(&self, dtype: &str) -> Result<JsLayout, JsValue> {
-        let descr: Descr = dtype.parse().map_err(core_err)?;
+    pub fn reinterpret(&self, dtype: &JsString) -> Result<JsLayout, JsValue> {
+        let descr = dtype_arg(dtype)?;
         wrap_layout(
             self.inner
                 .reinterpret(descr.dtype)
@@ -644,20 +813,25 @@ impl JsLayout {
         }
     }
 
-    /// `a.transpose(axes)`.
-    pub fn permute(&self, axes: Vec<usize>) -> Result<JsLayout, JsValue> {
+    /// `a.transpose(axes)`; negative axes count from the end.
+    pub fn permute(&self, axes: Numbers) -> Result<JsLayout, JsValue> {
+        let ndim = self.inner.ndim();
+        let axes = to_list::<i64>(&axes, "axes")?
+            .into_iter()
+            .map(|a| self::axis(a as f64, ndim))
+            .collect::<Result<Vec<usize>, JsValue>>()?;
         wrap_layout(self.inner.permute(&axes))
     }
 
     /// `a.reshape(shape)` without a copy; throws where numpy would copy.
-    pub fn reshape(&self, shape: Vec<usize>) -> Result<JsLayout, JsValue> {
-        wrap_layout(self.inner.reshape(&shape))
+    pub fn reshape(&self, shape: Numbers) -> Result<JsLayout, JsValue> {
+        wrap_layout(self.inner.reshape(&to_list::<usize>(&shape, "shape")?))
     }
 
     /// `np.broadcast_to(a, shape)`: read-only, stride 0 on new axes.
     #[wasm_bindgen(js_name = broadcastTo)]
-    pub fn broadcast_to(&self, shape: Vec<usize>) -> Result<JsLayout, JsValue> {
-        wrap_layout(self.inner.broadcast_to(&shape))
+    pub fn broadcast_to(&self, shape: Numbers) -> Result<JsLayout, JsValue> {
+        wrap_layout(self.inner.broadcast_to(&to_list::<usize>(&shape, "shape")?))
     }
 }
 
@@ -709,7 +883,7 @@ impl Plan {
         }
         let fields: JsValue = fields.into();
         if !fields.is_object() {
-            return Err(range_error(
+            return Err(type_error(
                 "fields are an object: { name: [dtype, shape], ... }",
             ));
         }
@@ -717,20 +891,26 @@ impl Plan {
             .alternatives
             .last_mut()
             .expect("a plan always has an alternative");
-        for entry in Object::entries(fields.unchecked_ref()).iter() {
-            let entry = Array::from(&entry);
-            let name = entry.get(0).as_string().unwrap_or_default();
-            let spec = entry.get(1);
+        // Reflect's calls catch: a throwing getter or proxy becomes the error.
+        let keys = Reflect::own_keys(fields.unchecked_ref())?;
+        for key in items(&keys, "keys")? {
+            let Some(name) = key.as_string() else {
+                continue; // symbols name no field
+            };
+            let spec = Reflect::get(&fields, &key)?;
             let (dtype, shape) = if Array::is_array(&spec) {
-                let pair = Array::from(&spec);
-                (pair.get(0), to_list::<usize>(&pair.get(1), "shape")?)
+                let pair = items(&spec, "a field")?;
+                let dtype = pair.first().cloned().unwrap_or(JsValue::UNDEFINED);
+                let shape = match pair.get(1) {
+                    Some(shape) => to_list::<usize>(shape, "shape")?,
+                    None => Vec::new(),
+                };
+                (dtype, shape)
             } else {
                 (spec, Vec::new())
             };
-            let dtype = dtype
-                .as_string()
-                .ok_or_else(|| range_error(format!("field {name}: the dtype must be a string")))?;
-            let descr = dtype.parse().map_err(core_err)?;
+            let descr = dtype_arg(dtype.unchecked_ref())
+                .map_err(|e| prefix_message(&e, &format!("field {name}: ")))?;
             current.push(FieldSpec { name, descr, shape });
         }
         plan.with_plan(|_| Ok(()))?;
@@ -742,9 +922,18 @@ impl Plan {
 impl Plan {
     /// An empty plan; `name` names its WGSL structs (default "Plan").
     #[wasm_bindgen(constructor)]
-    pub fn new(name: Option<String>) -> Result<Plan, JsValue> {
+    pub fn new(name: Option<JsString>) -> Result<Plan, JsValue> {
+        let name = match name {
+            None => "Plan".to_owned(),
+            Some(name) => name.as_string().ok_or_else(|| {
+                type_error(format!(
+                    "a plan's name is a string, not {}",
+                    describe(&name)
+                ))
+            })?,
+        };
         let plan = Plan {
-            name: name.unwrap_or_else(|| "Plan".to_owned()),
+            name,
             alternatives: vec![Vec::new()],
         };
         plan.with_plan(|_| Ok(()))?;
@@ -808,7 +997,8 @@ impl Plan {
     }
 
     /// Byte ranges `[start, end]` of `alternative` that no field covers.
-    pub fn padding(&self, alternative: usize) -> Result<Ranges, JsValue> {
+    pub fn padding(&self, alternative: f64) -> Result<Ranges, JsValue> {
+        let alternative = whole(alternative, "alternative")?;
         self.with_plan(|plan| {
             if alternative >= plan.alternatives() {
                 return Err(range_error(format!(

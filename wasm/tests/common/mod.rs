@@ -2,8 +2,8 @@
 //! `DataView`: an independent reading of the same bytes at offsets computed
 //! here by brute force from the shape, strides and offset.
 
-use bytelens_wasm::{Buffer, JsLayout as Layout, LayoutOptions, LayoutSpec, Values};
-use js_sys::{Array, DataView, Object, Reflect, Uint8Array};
+use bytelens_wasm::{Buffer, ByteSource, JsLayout as Layout, LayoutOptions, LayoutSpec, Values};
+use js_sys::{Array, DataView, JsString, Object, Reflect, Uint8Array};
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
 
@@ -26,11 +26,21 @@ const VECTOR_FILES: [(&str, &str); 4] = [
     ),
 ];
 
+/// A JS string, as the API takes dtypes.
+pub fn js(text: &str) -> JsString {
+    JsString::from(text)
+}
+
+/// Bytes as the `Uint8Array` `setBytes` takes.
+pub fn byte_source(bytes: &[u8]) -> ByteSource {
+    JsValue::from(Uint8Array::from(bytes)).unchecked_into()
+}
+
 fn set(object: &Object, key: &str, value: JsValue) {
     Reflect::set(object, &JsValue::from_str(key), &value).unwrap();
 }
 
-fn numbers(values: &[i64]) -> JsValue {
+pub fn numbers(values: &[i64]) -> JsValue {
     values
         .iter()
         .map(|&v| JsValue::from_f64(v as f64))
@@ -214,38 +224,32 @@ fn run(case: &Value, buf: &mut Buffer) -> Result<(Layout, Values), JsValue> {
         Some(shape) => ints(shape),
         None => {
             // The whole buffer from the offset, as `read` without a shape takes it.
-            let all = buf.offsets(dtype_text, Some(options(offset, None, None, false)))?;
+            let all = buf.offsets(&js(dtype_text), Some(options(offset, None, None, false)))?;
             vec![Array::from(&all).length() as i64]
         }
     };
     let strides = spec.get("strides").map(ints);
     let given: LayoutSpec =
         options(offset, Some(&shape), strides.as_deref(), unaligned).unchecked_into();
-    let mut layout = Layout::new(dtype_text, given)?;
+    let mut layout = Layout::new(&js(dtype_text), given)?;
     for op in case
         .get("ops")
         .and_then(Value::as_array)
         .into_iter()
         .flatten()
     {
-        let int = |key: &str| op[key].as_i64().map(|v| v as i32);
+        let int = |key: &str| op[key].as_f64();
+        let list = |key: &str| numbers(&ints(&op[key])).unchecked_into();
         layout = match op["op"].as_str().unwrap() {
-            "reinterpret" => layout.reinterpret(op["dtype"].as_str().unwrap())?,
-            "slice" => layout.slice(
-                int("axis").unwrap() as usize,
-                int("start"),
-                int("stop"),
-                int("step"),
-            )?,
-            "index" => layout.index(int("axis").unwrap() as usize, int("index").unwrap())?,
+            "reinterpret" => layout.reinterpret(&js(op["dtype"].as_str().unwrap()))?,
+            "slice" => {
+                layout.slice(int("axis").unwrap(), int("start"), int("stop"), int("step"))?
+            }
+            "index" => layout.index(int("axis").unwrap(), int("index").unwrap())?,
             "transpose" => layout.transpose(),
-            "permute" => layout.permute(ints(&op["axes"]).iter().map(|&a| a as usize).collect())?,
-            "reshape" => {
-                layout.reshape(ints(&op["shape"]).iter().map(|&a| a as usize).collect())?
-            }
-            "broadcast_to" => {
-                layout.broadcast_to(ints(&op["shape"]).iter().map(|&a| a as usize).collect())?
-            }
+            "permute" => layout.permute(list("axes"))?,
+            "reshape" => layout.reshape(list("shape"))?,
+            "broadcast_to" => layout.broadcast_to(list("shape"))?,
             other => panic!("unknown op {other}"),
         };
     }
@@ -254,12 +258,12 @@ fn run(case: &Value, buf: &mut Buffer) -> Result<(Layout, Values), JsValue> {
         let d = self::dtype(&dtype);
         let values: Array = values.iter().map(|v| expected_js(v, &d)).collect();
         buf.write(
-            &dtype,
+            &js(&dtype),
             Some(layout.options()?.unchecked_into()),
             values.unchecked_into(),
         )?;
     }
-    let values = buf.read(&dtype, Some(layout.options()?.unchecked_into()))?;
+    let values = buf.read(&js(&dtype), Some(layout.options()?.unchecked_into()))?;
     Ok((layout, values))
 }
 
@@ -271,8 +275,8 @@ pub fn vectors() -> usize {
         for case in json["cases"].as_array().unwrap() {
             let name = format!("{file}: {}", case["name"].as_str().unwrap());
             let bytes = hex(case["bytes"].as_str().unwrap());
-            let mut buf = Buffer::new(bytes.len()).unwrap();
-            buf.set_bytes(0, &bytes).unwrap();
+            let mut buf = Buffer::new(bytes.len() as f64).unwrap();
+            buf.set_bytes(0.0, byte_source(&bytes)).unwrap();
             let expect = &case["expect"];
             let result = run(case, &mut buf);
             count += 1;
@@ -394,10 +398,10 @@ pub fn random_layouts(cases: usize) -> (usize, usize, usize) {
             })
             .collect();
         let offset = rng.below(len as u64 + 1) as usize;
-        let mut buf = Buffer::new(len).unwrap();
-        buf.set_bytes(0, &bytes).unwrap();
+        let mut buf = Buffer::new(len as f64).unwrap();
+        buf.set_bytes(0.0, byte_source(&bytes)).unwrap();
         let result = buf.read(
-            text,
+            &js(text),
             Some(options(offset, Some(&shape), Some(&strides), false)),
         );
 
@@ -455,14 +459,14 @@ pub fn random_layouts(cases: usize) -> (usize, usize, usize) {
 /// `typed()` views taken before wasm memory grows are detached; a fresh one
 /// reads the same bytes, and `read` never goes stale.
 pub fn memory_growth() {
-    let mut buf = Buffer::new(16).unwrap();
+    let mut buf = Buffer::new(16.0).unwrap();
     buf.write(
-        "<i4",
+        &js("<i4"),
         None,
         js_sys::Array::of1(&JsValue::from_f64(f64::from(0x1122_3344))).unchecked_into(),
     )
     .unwrap();
-    let before: js_sys::Int32Array = buf.typed("<i4", None, None).unwrap().unchecked_into();
+    let before: js_sys::Int32Array = buf.typed(&js("<i4"), None, None).unwrap().unchecked_into();
     assert_eq!(before.length(), 4);
     assert_eq!(before.get_index(0), 0x1122_3344);
     let pages_before = wasm_bindgen::memory()
@@ -472,7 +476,7 @@ pub fn memory_growth() {
         .unchecked_into::<js_sys::ArrayBuffer>()
         .byte_length();
     // Far more than is free: wasm memory has to grow.
-    let big = Buffer::new(64 << 20).unwrap();
+    let big = Buffer::new(f64::from(64 << 20)).unwrap();
     let pages_after = wasm_bindgen::memory()
         .unchecked_into::<js_sys::WebAssembly::Memory>()
         .buffer();
@@ -488,10 +492,10 @@ pub fn memory_growth() {
         0,
         "a typed view from before the growth is detached"
     );
-    let after: js_sys::Int32Array = buf.typed("<i4", None, None).unwrap().unchecked_into();
+    let after: js_sys::Int32Array = buf.typed(&js("<i4"), None, None).unwrap().unchecked_into();
     assert_eq!(after.length(), 4);
     assert_eq!(after.get_index(0), 0x1122_3344);
-    let halves = Array::from(&buf.read("<i2", None).unwrap());
+    let halves = Array::from(&buf.read(&js("<i2"), None).unwrap());
     assert_eq!(halves.get(0).as_f64(), Some(f64::from(0x3344)));
     assert_eq!(halves.get(1).as_f64(), Some(f64::from(0x1122)));
     drop(big);
