@@ -170,11 +170,12 @@ impl Scalar {
     /// # Examples
     /// ```
     /// use bytelens_core::{DType, Scalar};
-    /// let just_above_a_tie = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
-    /// assert_eq!(Scalar::float(DType::F16, just_above_a_tie).unwrap().to_f64(), 1.0 + 2f64.powi(-10));
-    /// let bf = Scalar::float(DType::BF16, 1.0 + 2f64.powi(-8) + 2f64.powi(-30)).unwrap();
-    /// assert_eq!(bf.to_f64(), 1.0 + 2f64.powi(-7));
-    /// assert_eq!(Scalar::float(DType::F16, 2f64.powi(-25) + 2f64.powi(-60)).unwrap().to_f64(), 2f64.powi(-24));
+    /// let two_to = |n: i64| f64::from_bits(((1023 + n) as u64) << 52); // exact 2^n
+    /// let just_above_a_tie = 1.0 + two_to(-11) + two_to(-40);
+    /// assert_eq!(Scalar::float(DType::F16, just_above_a_tie).unwrap().to_f64(), 1.0 + two_to(-10));
+    /// let bf = Scalar::float(DType::BF16, 1.0 + two_to(-8) + two_to(-30)).unwrap();
+    /// assert_eq!(bf.to_f64(), 1.0 + two_to(-7));
+    /// assert_eq!(Scalar::float(DType::F16, two_to(-25) + two_to(-60)).unwrap().to_f64(), two_to(-24));
     /// assert_eq!(Scalar::float(DType::F32, 0.1), Some(Scalar::F32(0.1)));
     /// assert_eq!(Scalar::float(DType::I32, 1.0), None);
     /// ```
