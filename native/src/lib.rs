@@ -8,12 +8,19 @@
 mod buffer;
 #[cfg(feature = "python")]
 mod python;
+#[cfg(unix)]
+mod shared;
 
 use std::fmt;
 
 pub use buffer::Buffer;
 /// The core's layout error: what is wrong with a view, with the numbers.
 pub use bytelens_core::Error as LayoutError;
+#[cfg(unix)]
+pub use shared::{
+    DATA_OFFSET, LockGuard, MAX_NAME, MapMode, MappedFile, PlanText, SharedBuffer, SharedError,
+    build_plan, plan_from_text, plan_to_text,
+};
 // Everything else of the core (the local `Error` below shadows the core's).
 pub use bytelens_core::*;
 

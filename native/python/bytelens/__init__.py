@@ -22,6 +22,11 @@ from ._native import (
     __version__,
 )
 
+try:  # POSIX shared memory: not on Windows
+    from ._native import SharedBuffer, SharedLock
+except ImportError:  # pragma: no cover
+    pass
+
 __all__ = [
     "AlignmentError",
     "BoundsError",
@@ -29,5 +34,7 @@ __all__ = [
     "Layout",
     "LayoutError",
     "Plan",
+    "SharedBuffer",
+    "SharedLock",
     "__version__",
 ]

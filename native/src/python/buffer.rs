@@ -47,6 +47,15 @@ pub(crate) enum Storage {
     Wrapped(#[expect(dead_code, reason = "held only to be released on drop")] PyUntypedBuffer),
     /// A DLPack tensor whose deleter runs on drop.
     Tensor(#[expect(dead_code, reason = "held only to be deleted on drop")] dlpack::Imported),
+    /// A named shared-memory segment (unmapped on drop).
+    #[cfg(unix)]
+    Shared(
+        #[expect(dead_code, reason = "held only to be unmapped on drop")]
+        std::sync::Arc<crate::SharedBuffer>,
+    ),
+    /// A memory-mapped file (unmapped on drop).
+    #[cfg(unix)]
+    Mapped(#[expect(dead_code, reason = "held only to be unmapped on drop")] crate::MappedFile),
 }
 
 /// The memory's address, fixed for the object's life.
@@ -323,6 +332,40 @@ impl PyBuf {
     #[pyo3(signature = (nbytes, align = 64))]
     fn py_new(py: Python<'_>, nbytes: usize, align: usize) -> PyResult<PyBuf> {
         PyBuf::new(py, Memory::owned(py, nbytes, align)?)
+    }
+
+    /// The file at `path` mapped into memory: mode "r" (read-only views),
+    /// "r+" (writes go to the file) or "c" (copy-on-write, private).
+    #[cfg(unix)]
+    #[classmethod]
+    #[pyo3(signature = (path, mode = "r"))]
+    fn map(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        path: std::path::PathBuf,
+        mode: &str,
+    ) -> PyResult<PyBuf> {
+        let how = match mode {
+            "r" => crate::MapMode::Read,
+            "r+" => crate::MapMode::ReadWrite,
+            "c" => crate::MapMode::Copy,
+            other => {
+                return Err(PyValueError::new_err(format!(
+                    "mode must be \"r\", \"r+\" or \"c\", not {other:?}"
+                )));
+            }
+        };
+        let mut file = crate::MappedFile::open(&path, how).map_err(super::shared::to_py)?;
+        let (address, len) = (file.as_ptr(), file.as_bytes().len());
+        PyBuf::new(
+            py,
+            Memory::new(
+                Storage::Mapped(file),
+                address,
+                len,
+                how == crate::MapMode::Read,
+            ),
+        )
     }
 
     /// A 64-byte aligned copy of any bytes-like object.

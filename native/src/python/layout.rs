@@ -288,6 +288,30 @@ pub struct PyPlan {
 }
 
 impl PyPlan {
+    /// A plan from the text a shared segment's header holds.
+    #[cfg(unix)]
+    pub(crate) fn from_text(py: Python<'_>, text: &crate::PlanText) -> PyResult<PyPlan> {
+        let (name, alternatives) = text;
+        let plan = PyPlan {
+            name: name.clone(),
+            alternatives: alternatives
+                .iter()
+                .map(|fields| {
+                    fields
+                        .iter()
+                        .map(|(name, descr, shape)| FieldSpec {
+                            name: name.clone(),
+                            descr: *descr,
+                            shape: shape.clone(),
+                        })
+                        .collect()
+                })
+                .collect(),
+        };
+        plan.with_plan(py, |_| Ok(()))?;
+        Ok(plan)
+    }
+
     /// Runs `f` on the core's plan, built from the fields (and so checked by it).
     pub(crate) fn with_plan<R>(
         &self,

@@ -12,6 +12,8 @@ mod buffer;
 mod dlpack;
 mod dtype;
 mod layout;
+#[cfg(unix)]
+mod shared;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyMemoryError, PyValueError};
@@ -81,5 +83,9 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffer::PyBuf>()?;
     m.add_class::<layout::PyLayout>()?;
     m.add_class::<layout::PyPlan>()?;
+    #[cfg(unix)]
+    m.add_class::<shared::PySharedBuffer>()?;
+    #[cfg(unix)]
+    m.add_class::<shared::PyLock>()?;
     Ok(())
 }

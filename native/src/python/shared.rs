@@ -1,0 +1,254 @@
+//! `bytelens.SharedBuffer`: named shared memory for several processes, with
+//! a lock that survives a holder's death. Its memory is an ordinary
+//! `bytelens.Buffer` (`.buffer`), so views, exports and `close()` work as
+//! they do there; a SharedBuffer pickles to its name, so `multiprocessing`
+//! workers attach instead of copying.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use pyo3::exceptions::{
+    PyFileExistsError, PyFileNotFoundError, PyOSError, PyTimeoutError, PyValueError,
+};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple, PyType};
+
+use super::buffer::{Memory, PyBuf, Storage};
+use super::layout::PyPlan;
+use super::layout_error;
+use crate::{SharedBuffer, SharedError, plan_from_text};
+
+/// The Python exception for a shared-memory error.
+pub(crate) fn to_py(err: SharedError) -> PyErr {
+    let message = err.to_string();
+    match err {
+        SharedError::Missing { .. } => PyFileNotFoundError::new_err(message),
+        SharedError::Exists { .. } => PyFileExistsError::new_err(message),
+        SharedError::Timeout { .. } => PyTimeoutError::new_err(message),
+        SharedError::Os { .. } => PyOSError::new_err(message),
+        SharedError::BadPlan(err) => Python::attach(|py| layout_error(py, err)),
+        _ => PyValueError::new_err(message),
+    }
+}
+
+/// Named shared memory that other processes attach to by name, with a
+/// process-shared lock. SharedBuffer.create(name, nbytes, plan=None) makes
+/// it (mode 0600); SharedBuffer.attach(name) opens it elsewhere.
+#[pyclass(name = "SharedBuffer", module = "bytelens._native", frozen)]
+pub struct PySharedBuffer {
+    shared: Arc<SharedBuffer>,
+    buffer: Py<PyBuf>,
+    /// The lock object `lock()` hands out when no timeout is asked for.
+    default_lock: Py<PyLock>,
+}
+
+impl PySharedBuffer {
+    fn new(py: Python<'_>, mut shared: SharedBuffer) -> PyResult<PySharedBuffer> {
+        let (address, len) = (shared.as_mut_ptr(), shared.len());
+        let shared = Arc::new(shared);
+        let memory = Memory::new(Storage::Shared(Arc::clone(&shared)), address, len, false);
+        let buffer = Py::new(py, PyBuf::new(py, memory)?)?;
+        let default_lock = Py::new(py, PyLock::new(Arc::clone(&shared), None))?;
+        Ok(PySharedBuffer {
+            shared,
+            buffer,
+            default_lock,
+        })
+    }
+}
+
+#[pymethods]
+impl PySharedBuffer {
+    /// Creates the segment `name` with `nbytes` zeroed bytes and, optionally,
+    /// a Plan stored in its header for attaching processes.
+    #[classmethod]
+    #[pyo3(signature = (name, nbytes, plan = None))]
+    fn create(
+        _cls: &Bound<'_, PyType>,
+        py: Python<'_>,
+        name: &str,
+        nbytes: usize,
+        plan: Option<&Bound<'_, PyPlan>>,
+    ) -> PyResult<PySharedBuffer> {
+        let shared = match plan {
+            None => SharedBuffer::create(name, nbytes, None),
+            Some(plan) => plan.get().with_plan(py, |plan| {
+                Ok(SharedBuffer::create(name, nbytes, Some(plan)))
+            })?,
+        };
+        PySharedBuffer::new(py, shared.map_err(to_py)?)
+    }
+
+    /// Opens the segment another process created.
+    #[classmethod]
+    fn attach(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str) -> PyResult<PySharedBuffer> {
+        PySharedBuffer::new(py, SharedBuffer::attach(name).map_err(to_py)?)
+    }
+
+    /// Removes the segment's name (attached processes keep their mappings).
+    fn unlink(&self) -> PyResult<()> {
+        SharedBuffer::unlink(self.shared.name()).map_err(to_py)
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        self.shared.name()
+    }
+
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.shared.len()
+    }
+
+    /// The segment's memory as a bytelens.Buffer.
+    #[getter]
+    fn buffer(&self, py: Python<'_>) -> Py<PyBuf> {
+        self.buffer.clone_ref(py)
+    }
+
+    /// The Plan stored at creation, or None.
+    #[getter]
+    fn plan(&self, py: Python<'_>) -> PyResult<Option<PyPlan>> {
+        let text = self.shared.plan_text();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let parsed = plan_from_text(text).map_err(to_py)?;
+        Ok(Some(PyPlan::from_text(py, &parsed)?))
+    }
+
+    /// As Buffer.view.
+    #[pyo3(signature = (*args, **kwargs))]
+    fn view<'py>(
+        &self,
+        py: Python<'py>,
+        args: &Bound<'py, PyTuple>,
+        kwargs: Option<&Bound<'py, PyDict>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.buffer.bind(py).call_method("view", args, kwargs)
+    }
+
+    /// As Buffer.arrays; without a plan, the one stored at creation.
+    #[pyo3(signature = (plan = None))]
+    fn arrays<'py>(
+        &self,
+        py: Python<'py>,
+        plan: Option<Bound<'py, PyPlan>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let plan = match plan {
+            Some(plan) => plan,
+            None => match self.plan(py)? {
+                Some(plan) => Bound::new(py, plan)?,
+                None => {
+                    return Err(PyValueError::new_err(
+                        "this SharedBuffer has no stored plan; pass one",
+                    ));
+                }
+            },
+        };
+        self.buffer.bind(py).call_method1("arrays", (plan,))
+    }
+
+    /// A context manager holding the segment's lock: `with sh.lock(timeout=1.0)
+    /// as held:`. `held.owner_died` says the previous holder died holding it.
+    /// TimeoutError when not free in time (timeout=0 only tries).
+    #[pyo3(signature = (timeout = None))]
+    fn lock(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyLock>> {
+        match timeout {
+            None => Ok(self.default_lock.clone_ref(py)),
+            Some(t) if t.is_finite() && t >= 0.0 => Py::new(
+                py,
+                PyLock::new(Arc::clone(&self.shared), Some(Duration::from_secs_f64(t))),
+            ),
+            Some(t) => Err(PyValueError::new_err(format!(
+                "timeout must be seconds >= 0, not {t}"
+            ))),
+        }
+    }
+
+    /// Live exports of the memory (as Buffer.exports).
+    #[getter]
+    fn exports(&self, py: Python<'_>) -> PyResult<usize> {
+        self.buffer.bind(py).getattr("exports")?.extract()
+    }
+
+    /// Unmaps the memory now (as Buffer.close: BufferError while exports live).
+    fn close(&self, py: Python<'_>) -> PyResult<()> {
+        self.buffer.bind(py).call_method0("close")?;
+        Ok(())
+    }
+
+    fn __len__(&self) -> usize {
+        self.shared.len()
+    }
+
+    /// Pickles to its name: unpickling attaches.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, (String,))> {
+        let attach = py.get_type::<PySharedBuffer>().getattr("attach")?;
+        Ok((attach, (self.shared.name().to_owned(),)))
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "SharedBuffer({:?}, nbytes={})",
+            self.shared.name(),
+            self.shared.len()
+        )
+    }
+}
+
+/// The lock of a SharedBuffer, as a context manager.
+#[pyclass(name = "SharedLock", module = "bytelens._native", frozen)]
+pub struct PyLock {
+    shared: Arc<SharedBuffer>,
+    timeout: Option<Duration>,
+    owner_died: AtomicBool,
+}
+
+impl PyLock {
+    fn new(shared: Arc<SharedBuffer>, timeout: Option<Duration>) -> PyLock {
+        PyLock {
+            shared,
+            timeout,
+            owner_died: AtomicBool::new(false),
+        }
+    }
+}
+
+#[pymethods]
+impl PyLock {
+    fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let this = slf.get();
+        // Uncontended: take it without giving up the GIL.
+        let owner_died = match this.shared.lock_raw(Some(Duration::ZERO)) {
+            Ok(died) => died,
+            Err(SharedError::Timeout { .. }) if this.timeout != Some(Duration::ZERO) => {
+                // Wait with the GIL released, so the holder (maybe a thread of
+                // this process) can run and release it.
+                let (shared, timeout) = (Arc::clone(&this.shared), this.timeout);
+                slf.py()
+                    .detach(move || shared.lock_raw(timeout))
+                    .map_err(to_py)?
+            }
+            Err(err) => return Err(to_py(err)),
+        };
+        this.owner_died.store(owner_died, Ordering::Relaxed);
+        Ok(slf)
+    }
+
+    #[pyo3(signature = (*_args))]
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
+        // SAFETY: a with statement calls `__exit__` after a successful `__enter__`
+        // on the same thread, which holds the mutex. (Called by hand without
+        // holding it, a robust mutex refuses the unlock with EPERM.)
+        unsafe { self.shared.unlock_raw() };
+        false
+    }
+
+    /// Whether the previous holder died holding the lock (set by entering).
+    #[getter]
+    fn owner_died(&self) -> bool {
+        self.owner_died.load(Ordering::Relaxed)
+    }
+}

@@ -1,0 +1,656 @@
+//! Named POSIX shared memory that other processes attach to by name, with a
+//! process-shared lock that survives its holder's death, and memory-mapped
+//! files.
+//!
+//! A segment starts with a one-page header: a magic number and version, the
+//! data length, a robust process-shared `pthread_mutex_t`, and optionally a
+//! [`Plan`] written as text, so an attaching process gets the same named
+//! views. The data follows at [`DATA_OFFSET`] (page-aligned, so every dtype
+//! is aligned).
+
+use std::ffi::CString;
+use std::fmt::Write as _;
+use std::fs::{File, OpenOptions};
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::path::Path;
+use std::time::Duration;
+
+use memmap2::{MmapMut, MmapOptions};
+
+use crate::{Descr, LayoutError, Plan};
+
+/// Where the data starts: one page of header.
+pub const DATA_OFFSET: usize = 4096;
+const MAGIC: [u8; 8] = *b"BYTELENS";
+const VERSION: u32 = 1;
+/// Header fields, at fixed offsets (little-endian).
+const AT_VERSION: usize = 8;
+const AT_NBYTES: usize = 16;
+const AT_PLAN_LEN: usize = 24;
+/// The robust mutex, cache-line aligned.
+const AT_LOCK: usize = 64;
+/// The plan's text, up to the end of the header page.
+const AT_PLAN: usize = 256;
+/// Longest name: NAME_MAX (255) less the leading '/'.
+pub const MAX_NAME: usize = 254;
+
+/// What can go wrong with shared memory and mapped files.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum SharedError {
+    /// A segment name that is empty, too long, or holds `/`, `..` or NUL.
+    BadName {
+        /// The name given.
+        name: String,
+    },
+    /// No segment has this name.
+    Missing {
+        /// The name given.
+        name: String,
+    },
+    /// A segment with this name already exists.
+    Exists {
+        /// The name given.
+        name: String,
+    },
+    /// The segment is not a bytelens segment, or a newer version of one.
+    WrongFormat {
+        /// The name given.
+        name: String,
+        /// What is wrong.
+        why: &'static str,
+    },
+    /// The segment is smaller than its header says.
+    TooSmall {
+        /// The name given.
+        name: String,
+        /// Its size in bytes.
+        size: u64,
+        /// The size it must have.
+        needed: u64,
+    },
+    /// The plan does not fit in the header page.
+    PlanTooLarge {
+        /// The plan's text length.
+        len: usize,
+    },
+    /// The stored plan is not valid.
+    BadPlan(LayoutError),
+    /// The lock was not free within the timeout.
+    Timeout {
+        /// How long was waited.
+        waited: Duration,
+    },
+    /// An operating-system call failed.
+    Os {
+        /// What was being done.
+        what: &'static str,
+        /// The error.
+        err: std::io::Error,
+    },
+}
+
+impl std::fmt::Display for SharedError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SharedError::BadName { name } => write!(
+                f,
+                "{name:?} is not a usable shared-memory name: 1 to {MAX_NAME} bytes, \
+                 without '/', NUL, or being '.' or '..'"
+            ),
+            SharedError::Missing { name } => write!(f, "no shared memory named {name:?}"),
+            SharedError::Exists { name } => {
+                write!(f, "shared memory named {name:?} already exists")
+            }
+            SharedError::WrongFormat { name, why } => {
+                write!(f, "shared memory {name:?} is not a bytelens buffer: {why}")
+            }
+            SharedError::TooSmall { name, size, needed } => write!(
+                f,
+                "shared memory {name:?} holds {size} bytes, but its header needs {needed}"
+            ),
+            SharedError::PlanTooLarge { len } => write!(
+                f,
+                "the plan takes {len} bytes as text, more than the {} the header holds",
+                DATA_OFFSET - AT_PLAN
+            ),
+            SharedError::BadPlan(err) => write!(f, "the stored plan is not valid: {err}"),
+            SharedError::Timeout { waited } => {
+                write!(
+                    f,
+                    "the lock was not free within {:.3} s",
+                    waited.as_secs_f64()
+                )
+            }
+            SharedError::Os { what, err } => write!(f, "{what}: {err}"),
+        }
+    }
+}
+
+impl std::error::Error for SharedError {}
+
+fn os(what: &'static str) -> impl FnOnce(std::io::Error) -> SharedError {
+    move |err| SharedError::Os { what, err }
+}
+
+/// Checks a segment name and gives the `/name` that `shm_open` takes.
+fn shm_path(name: &str) -> Result<CString, SharedError> {
+    let bad = || SharedError::BadName {
+        name: name.to_owned(),
+    };
+    if name.is_empty() || name.len() > MAX_NAME || name.contains('/') || name == "." || name == ".."
+    {
+        return Err(bad());
+    }
+    CString::new(format!("/{name}")).map_err(|_| bad())
+}
+
+/// A plan as the header's text: the plan's name on the first line, then one
+/// line per field (`name dtype length…`), and `union` between alternatives.
+pub fn plan_to_text(plan: &Plan<'_>) -> String {
+    let mut text = String::from(plan.name());
+    let mut alternative = 0;
+    for field in plan.fields() {
+        if field.alternative() != alternative {
+            alternative = field.alternative();
+            text.push_str("\nunion");
+        }
+        let _ = write!(text, "\n{} {}", field.name(), field.descr());
+        for n in field.shape() {
+            let _ = write!(text, " {n}");
+        }
+    }
+    text
+}
+
+/// The fields the header's text describes: `(plan name, alternatives of
+/// (field name, descr, shape))`. Checked by building the plan with [`build_plan`].
+pub type PlanText = (String, Vec<Vec<(String, Descr, Vec<usize>)>>);
+
+/// Reads what [`plan_to_text`] wrote.
+pub fn plan_from_text(text: &str) -> Result<PlanText, SharedError> {
+    let bad = |t: &str| {
+        SharedError::BadPlan(LayoutError::BadDType {
+            text: crate::ShortStr::new(t),
+        })
+    };
+    let mut lines = text.lines();
+    let name = lines.next().unwrap_or("Plan").to_owned();
+    let mut alternatives = vec![Vec::new()];
+    for line in lines {
+        if line == "union" {
+            alternatives.push(Vec::new());
+            continue;
+        }
+        let mut words = line.split(' ');
+        let (Some(field), Some(dtype)) = (words.next(), words.next()) else {
+            return Err(bad(line));
+        };
+        let descr: Descr = dtype.parse().map_err(SharedError::BadPlan)?;
+        let shape = words
+            .map(|w| w.parse::<usize>().map_err(|_| bad(w)))
+            .collect::<Result<_, _>>()?;
+        if let Some(last) = alternatives.last_mut() {
+            last.push((field.to_owned(), descr, shape));
+        }
+    }
+    Ok((name, alternatives))
+}
+
+/// Builds (and so checks) the core's plan from [`plan_from_text`]'s result.
+pub fn build_plan<'n>(text: &'n PlanText) -> Result<Plan<'n>, LayoutError> {
+    let (name, alternatives) = text;
+    let mut plan = Plan::named(name)?;
+    for (i, fields) in alternatives.iter().enumerate() {
+        if i > 0 {
+            plan.union()?;
+        }
+        for (field, descr, shape) in fields {
+            plan.field(field, *descr, shape)?;
+        }
+    }
+    Ok(plan)
+}
+
+/// A named shared-memory segment, mapped read-write.
+///
+/// # Examples
+/// ```
+/// use bytelens::SharedBuffer;
+/// let name = format!("bytelens-doc-{}", std::process::id());
+/// let mut sh = SharedBuffer::create(&name, 16, None)?;
+/// sh.as_bytes_mut()[0] = 7;
+/// let other = SharedBuffer::attach(&name)?; // in another process, usually
+/// assert_eq!(other.as_bytes()[0], 7);
+/// {
+///     let guard = other.lock(None)?;
+///     assert!(!guard.owner_died());
+/// }
+/// SharedBuffer::unlink(&name)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct SharedBuffer {
+    name: String,
+    map: MmapMut,
+    len: usize,
+}
+
+impl SharedBuffer {
+    /// Creates the segment `name` (mode 0600) with `nbytes` zeroed bytes of
+    /// data and, optionally, a plan that attaching processes read back.
+    pub fn create(
+        name: &str,
+        nbytes: usize,
+        plan: Option<&Plan<'_>>,
+    ) -> Result<SharedBuffer, SharedError> {
+        let path = shm_path(name)?;
+        let plan_text = plan.map(plan_to_text).unwrap_or_default();
+        if plan_text.len() > DATA_OFFSET - AT_PLAN {
+            return Err(SharedError::PlanTooLarge {
+                len: plan_text.len(),
+            });
+        }
+        let size = DATA_OFFSET
+            .checked_add(nbytes)
+            .ok_or(SharedError::TooSmall {
+                name: name.to_owned(),
+                size: 0,
+                needed: u64::MAX,
+            })?;
+        // SAFETY: `path` is a NUL-terminated C string; shm_open has no other
+        // preconditions. The returned descriptor is owned by `OwnedFd` below.
+        let fd = unsafe {
+            libc::shm_open(
+                path.as_ptr(),
+                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
+                0o600,
+            )
+        };
+        if fd < 0 {
+            let err = std::io::Error::last_os_error();
+            return Err(match err.kind() {
+                std::io::ErrorKind::AlreadyExists => SharedError::Exists {
+                    name: name.to_owned(),
+                },
+                _ => SharedError::Os {
+                    what: "shm_open",
+                    err,
+                },
+            });
+        }
+        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        let made = (|| {
+            file.set_len(size as u64)
+                .map_err(os("sizing the segment"))?;
+            // SAFETY: the segment is ours and sized above; other processes may map
+            // it too, which is the point: the data is shared bytes (like a file
+            // another process writes), read and written through `as_bytes[_mut]`.
+            let mut map =
+                unsafe { MmapOptions::new().map_mut(&file) }.map_err(os("mapping the segment"))?;
+            map[..8].copy_from_slice(&MAGIC);
+            map[AT_VERSION..AT_VERSION + 4].copy_from_slice(&VERSION.to_le_bytes());
+            map[AT_NBYTES..AT_NBYTES + 8].copy_from_slice(&(nbytes as u64).to_le_bytes());
+            map[AT_PLAN_LEN..AT_PLAN_LEN + 4]
+                .copy_from_slice(&(plan_text.len() as u32).to_le_bytes());
+            map[AT_PLAN..AT_PLAN + plan_text.len()].copy_from_slice(plan_text.as_bytes());
+            init_robust_mutex(&mut map)?;
+            Ok(SharedBuffer {
+                name: name.to_owned(),
+                map,
+                len: nbytes,
+            })
+        })();
+        if made.is_err() {
+            // Best effort: do not leave a half-made segment behind.
+            let _ = SharedBuffer::unlink(name);
+        }
+        made
+    }
+
+    /// Attaches to the segment `name`, checking that it is a bytelens segment.
+    pub fn attach(name: &str) -> Result<SharedBuffer, SharedError> {
+        let path = shm_path(name)?;
+        // SAFETY: as in `create`.
+        let fd = unsafe { libc::shm_open(path.as_ptr(), libc::O_RDWR, 0) };
+        if fd < 0 {
+            let err = std::io::Error::last_os_error();
+            return Err(match err.kind() {
+                std::io::ErrorKind::NotFound => SharedError::Missing {
+                    name: name.to_owned(),
+                },
+                _ => SharedError::Os {
+                    what: "shm_open",
+                    err,
+                },
+            });
+        }
+        // SAFETY: as in `create`.
+        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        let size = file
+            .metadata()
+            .map_err(os("reading the segment's size"))?
+            .len();
+        let too_small = |needed: u64| SharedError::TooSmall {
+            name: name.to_owned(),
+            size,
+            needed,
+        };
+        if size < DATA_OFFSET as u64 {
+            return Err(too_small(DATA_OFFSET as u64));
+        }
+        // SAFETY: as in `create`: shared bytes, accessed as bytes.
+        let map =
+            unsafe { MmapOptions::new().map_mut(&file) }.map_err(os("mapping the segment"))?;
+        let wrong = |why| SharedError::WrongFormat {
+            name: name.to_owned(),
+            why,
+        };
+        if map[..8] != MAGIC {
+            return Err(wrong("no bytelens header"));
+        }
+        let version = u32::from_le_bytes(
+            map[AT_VERSION..AT_VERSION + 4]
+                .try_into()
+                .unwrap_or_default(),
+        );
+        if version != VERSION {
+            return Err(wrong("a header version this bytelens does not read"));
+        }
+        let nbytes =
+            u64::from_le_bytes(map[AT_NBYTES..AT_NBYTES + 8].try_into().unwrap_or_default());
+        let needed = (DATA_OFFSET as u64).saturating_add(nbytes);
+        if size < needed {
+            return Err(too_small(needed));
+        }
+        Ok(SharedBuffer {
+            name: name.to_owned(),
+            map,
+            len: nbytes as usize,
+        })
+    }
+
+    /// Removes the name; mappings (this one and other processes') stay valid.
+    pub fn unlink(name: &str) -> Result<(), SharedError> {
+        let path = shm_path(name)?;
+        // SAFETY: `path` is a NUL-terminated C string.
+        if unsafe { libc::shm_unlink(path.as_ptr()) } < 0 {
+            let err = std::io::Error::last_os_error();
+            return Err(match err.kind() {
+                std::io::ErrorKind::NotFound => SharedError::Missing {
+                    name: name.to_owned(),
+                },
+                _ => SharedError::Os {
+                    what: "shm_unlink",
+                    err,
+                },
+            });
+        }
+        Ok(())
+    }
+
+    /// The segment's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Bytes of data.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the segment holds no data.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The data.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.map[DATA_OFFSET..DATA_OFFSET + self.len]
+    }
+
+    /// The data, writable.
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        &mut self.map[DATA_OFFSET..DATA_OFFSET + self.len]
+    }
+
+    /// The address of the data (page-aligned).
+    pub fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.as_bytes_mut().as_mut_ptr()
+    }
+
+    /// The stored plan's text, as [`plan_to_text`] wrote it; empty if none.
+    pub fn plan_text(&self) -> &str {
+        let len = u32::from_le_bytes(
+            self.map[AT_PLAN_LEN..AT_PLAN_LEN + 4]
+                .try_into()
+                .unwrap_or_default(),
+        );
+        let end = AT_PLAN + (len as usize).min(DATA_OFFSET - AT_PLAN);
+        std::str::from_utf8(&self.map[AT_PLAN..end]).unwrap_or("")
+    }
+
+    /// Takes the segment's lock, waiting at most `timeout` (forever if
+    /// `None`). If the previous holder died holding it, the lock is taken
+    /// anyway and [`LockGuard::owner_died`] says so: the data it was writing
+    /// may be half-written.
+    pub fn lock(&self, timeout: Option<Duration>) -> Result<LockGuard<'_>, SharedError> {
+        let owner_died = self.lock_raw(timeout)?;
+        Ok(LockGuard {
+            shared: self,
+            owner_died,
+            _same_thread: std::marker::PhantomData,
+        })
+    }
+
+    /// Takes the lock without a guard (for bindings that pair it with
+    /// [`unlock_raw`](SharedBuffer::unlock_raw) themselves): `Ok(owner_died)`.
+    /// A zero timeout only tries.
+    pub fn lock_raw(&self, timeout: Option<Duration>) -> Result<bool, SharedError> {
+        let mutex = self.mutex();
+        // SAFETY: `mutex` points at the robust process-shared mutex `create`
+        // initialised in this mapping, which lives as long as `self`.
+        let rc = unsafe {
+            match timeout {
+                None => libc::pthread_mutex_lock(mutex),
+                Some(t) if t.is_zero() => libc::pthread_mutex_trylock(mutex),
+                Some(t) => libc::pthread_mutex_timedlock(mutex, &deadline_after(t)),
+            }
+        };
+        match rc {
+            0 => Ok(false),
+            libc::EOWNERDEAD => {
+                // SAFETY: EOWNERDEAD means we now hold the mutex; marking it
+                // consistent lets later lockers take it normally.
+                unsafe { libc::pthread_mutex_consistent(mutex) };
+                Ok(true)
+            }
+            libc::ETIMEDOUT | libc::EBUSY => Err(SharedError::Timeout {
+                waited: timeout.unwrap_or_default(),
+            }),
+            err => Err(SharedError::Os {
+                what: "pthread_mutex_lock",
+                err: std::io::Error::from_raw_os_error(err),
+            }),
+        }
+    }
+
+    /// Releases the lock taken by [`lock_raw`](SharedBuffer::lock_raw).
+    ///
+    /// # Safety
+    /// The calling thread must hold the lock (POSIX leaves unlocking a mutex
+    /// held by another thread undefined).
+    pub unsafe fn unlock_raw(&self) {
+        // SAFETY: the caller holds the mutex, which lives as long as `self`.
+        unsafe { libc::pthread_mutex_unlock(self.mutex()) };
+    }
+
+    fn mutex(&self) -> *mut libc::pthread_mutex_t {
+        // The header page is part of the mapping; the mutex lives at AT_LOCK,
+        // 64-byte aligned within a page-aligned mapping.
+        self.map
+            .as_ptr()
+            .wrapping_add(AT_LOCK)
+            .cast::<libc::pthread_mutex_t>()
+            .cast_mut()
+    }
+}
+
+/// Initialises the robust, process-shared mutex in a fresh header.
+fn init_robust_mutex(map: &mut MmapMut) -> Result<(), SharedError> {
+    let mutex = map
+        .as_mut_ptr()
+        .wrapping_add(AT_LOCK)
+        .cast::<libc::pthread_mutex_t>();
+    let check = |rc: i32, what| {
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(SharedError::Os {
+                what,
+                err: std::io::Error::from_raw_os_error(rc),
+            })
+        }
+    };
+    // SAFETY: `attr` is initialised by pthread_mutexattr_init before use and
+    // destroyed after; `mutex` points into our writable mapping, aligned and
+    // large enough (AT_PLAN - AT_LOCK = 192 bytes >= size_of::<pthread_mutex_t>()),
+    // and no other process can use it before `create` returns its name's data.
+    unsafe {
+        let mut attr = std::mem::MaybeUninit::<libc::pthread_mutexattr_t>::uninit();
+        check(
+            libc::pthread_mutexattr_init(attr.as_mut_ptr()),
+            "pthread_mutexattr_init",
+        )?;
+        let attr_ptr = attr.as_mut_ptr();
+        let set = check(
+            libc::pthread_mutexattr_setpshared(attr_ptr, libc::PTHREAD_PROCESS_SHARED),
+            "pthread_mutexattr_setpshared",
+        )
+        .and_then(|()| {
+            check(
+                libc::pthread_mutexattr_setrobust(attr_ptr, libc::PTHREAD_MUTEX_ROBUST),
+                "pthread_mutexattr_setrobust",
+            )
+        })
+        .and_then(|()| {
+            check(
+                libc::pthread_mutex_init(mutex, attr_ptr),
+                "pthread_mutex_init",
+            )
+        });
+        libc::pthread_mutexattr_destroy(attr_ptr);
+        set
+    }
+}
+
+/// `CLOCK_REALTIME` now plus `timeout`, as `pthread_mutex_timedlock` wants.
+fn deadline_after(timeout: Duration) -> libc::timespec {
+    let mut now = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `now` is a valid timespec to write.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
+    let nanos = now.tv_nsec as u64 + u64::from(timeout.subsec_nanos());
+    libc::timespec {
+        tv_sec: now
+            .tv_sec
+            .saturating_add(timeout.as_secs().min(i64::MAX as u64 / 2) as libc::time_t)
+            .saturating_add((nanos / 1_000_000_000) as libc::time_t),
+        tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
+    }
+}
+
+/// A held [`SharedBuffer::lock`]; unlocks when dropped.
+pub struct LockGuard<'s> {
+    shared: &'s SharedBuffer,
+    owner_died: bool,
+    /// Not `Send`: the thread that locked must be the one that unlocks.
+    _same_thread: std::marker::PhantomData<*const ()>,
+}
+
+impl LockGuard<'_> {
+    /// Whether the previous holder died holding the lock.
+    pub fn owner_died(&self) -> bool {
+        self.owner_died
+    }
+}
+
+impl Drop for LockGuard<'_> {
+    fn drop(&mut self) {
+        // SAFETY: `lock` made this guard on this thread, which holds the mutex
+        // until now; the guard is not `Send`, so it is dropped on that thread.
+        unsafe { self.shared.unlock_raw() };
+    }
+}
+
+/// How to map a file: read-only, read-write (shared with the file), or
+/// copy-on-write (private changes).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MapMode {
+    /// `"r"`: read-only.
+    Read,
+    /// `"r+"`: writes go to the file.
+    ReadWrite,
+    /// `"c"`: writes stay private to this mapping.
+    Copy,
+}
+
+/// A memory-mapped file.
+pub enum MappedFile {
+    /// Read-only.
+    Read(memmap2::Mmap),
+    /// Writable (`ReadWrite` or `Copy`).
+    Write(MmapMut),
+}
+
+impl MappedFile {
+    /// Maps `path` whole.
+    pub fn open(path: &Path, mode: MapMode) -> Result<MappedFile, SharedError> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(mode == MapMode::ReadWrite)
+            .open(path)
+            .map_err(os("opening the file"))?;
+        // SAFETY: mapping a file is only as safe as the file staying the same
+        // length while mapped; like numpy.memmap, bytelens documents that other
+        // processes must not truncate a mapped file. Its bytes are only ever
+        // read and written as plain bytes.
+        unsafe {
+            Ok(match mode {
+                MapMode::Read => MappedFile::Read(
+                    MmapOptions::new()
+                        .map(&file)
+                        .map_err(os("mapping the file"))?,
+                ),
+                MapMode::ReadWrite => MappedFile::Write(
+                    MmapOptions::new()
+                        .map_mut(&file)
+                        .map_err(os("mapping the file"))?,
+                ),
+                MapMode::Copy => MappedFile::Write(
+                    MmapOptions::new()
+                        .map_copy(&file)
+                        .map_err(os("mapping the file"))?,
+                ),
+            })
+        }
+    }
+
+    /// The bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        match self {
+            MappedFile::Read(m) => m,
+            MappedFile::Write(m) => m,
+        }
+    }
+
+    /// The bytes' address; writable only for `Write` maps.
+    pub fn as_ptr(&mut self) -> *mut u8 {
+        match self {
+            MappedFile::Read(m) => m.as_ptr().cast_mut(),
+            MappedFile::Write(m) => m.as_mut_ptr(),
+        }
+    }
+}

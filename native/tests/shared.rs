@@ -1,0 +1,138 @@
+//! Shared memory in one process: names, formats, sizes, the plan in the
+//! header, and the lock (its timeout, and a holder that dies, in a thread
+//! standing in for a process). Across processes: tests/python/test_shared.py.
+#![cfg(unix)]
+
+use std::time::{Duration, Instant};
+
+use bytelens::{DType, Plan, SharedBuffer, SharedError, build_plan, plan_from_text};
+
+fn unique(tag: &str) -> String {
+    format!("bytelens-test-{tag}-{}", std::process::id())
+}
+
+#[test]
+fn create_attach_share_bytes_and_unlink() {
+    let name = unique("share");
+    let mut a = SharedBuffer::create(&name, 100, None).unwrap();
+    assert_eq!(a.len(), 100);
+    assert_eq!(a.as_mut_ptr() as usize % 4096, 0, "data is page-aligned");
+    a.as_bytes_mut()[99] = 42;
+    let b = SharedBuffer::attach(&name).unwrap();
+    assert_eq!(b.as_bytes()[99], 42);
+    assert!(matches!(
+        SharedBuffer::create(&name, 1, None),
+        Err(SharedError::Exists { .. })
+    ));
+    SharedBuffer::unlink(&name).unwrap();
+    assert_eq!(b.as_bytes()[99], 42, "mappings outlive the name");
+    assert!(matches!(
+        SharedBuffer::attach(&name),
+        Err(SharedError::Missing { .. })
+    ));
+    assert!(matches!(
+        SharedBuffer::unlink(&name),
+        Err(SharedError::Missing { .. })
+    ));
+}
+
+#[test]
+fn names_are_checked() {
+    for bad in ["", "a/b", "..", ".", "nul\0byte", &"x".repeat(255)] {
+        let err = SharedBuffer::create(bad, 8, None).err().unwrap();
+        assert!(matches!(err, SharedError::BadName { .. }), "{bad:?}");
+        assert!(err.to_string().contains("not a usable shared-memory name"));
+    }
+}
+
+#[test]
+fn segments_of_another_format_or_too_small_are_refused() {
+    // A segment someone else made: no bytelens header.
+    let name = unique("foreign");
+    let path = std::ffi::CString::new(format!("/{name}")).unwrap();
+    // SAFETY: test-only FFI with a valid C string; the fd is closed below.
+    let fd = unsafe { libc::shm_open(path.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o600) };
+    assert!(fd >= 0);
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(libc::ftruncate(fd, 100), 0);
+    }
+    let err = SharedBuffer::attach(&name).err().unwrap();
+    assert!(
+        matches!(err, SharedError::TooSmall { size: 100, .. }),
+        "{err}"
+    );
+    // SAFETY: as above.
+    unsafe {
+        assert_eq!(libc::ftruncate(fd, 8192), 0);
+        libc::close(fd);
+    }
+    let err = SharedBuffer::attach(&name).err().unwrap();
+    assert!(matches!(err, SharedError::WrongFormat { .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        format!("shared memory {name:?} is not a bytelens buffer: no bytelens header")
+    );
+    SharedBuffer::unlink(&name).unwrap();
+}
+
+#[test]
+fn the_plan_travels_in_the_header() {
+    let name = unique("plan");
+    let mut plan = Plan::named("Work").unwrap();
+    plan.field("A", DType::F32, &[4])
+        .unwrap()
+        .field("B", DType::F32, &[3])
+        .unwrap();
+    plan.union().unwrap().field("D", DType::I32, &[6]).unwrap();
+    let _a = SharedBuffer::create(&name, plan.nbytes(), Some(&plan)).unwrap();
+    let b = SharedBuffer::attach(&name).unwrap();
+    let text = plan_from_text(b.plan_text()).unwrap();
+    let again = build_plan(&text).unwrap();
+    assert_eq!(again.name(), "Work");
+    let offsets: Vec<_> = again
+        .fields()
+        .iter()
+        .map(|f| (f.name(), f.offset(), f.alternative()))
+        .collect();
+    assert_eq!(offsets, [("A", 0, 0), ("B", 16, 0), ("D", 0, 1)]);
+    assert_eq!(again.nbytes(), plan.nbytes());
+    SharedBuffer::unlink(&name).unwrap();
+}
+
+#[test]
+fn the_lock_times_out_and_survives_a_dead_holder() {
+    let name = unique("lock");
+    let a = SharedBuffer::create(&name, 8, None).unwrap();
+    let guard = a.lock(None).unwrap();
+    assert!(!guard.owner_died());
+    // Another thread (robust mutexes track the holding thread) waits in vain.
+    let waited = std::thread::scope(|s| {
+        s.spawn(|| {
+            let start = Instant::now();
+            let err = a.lock(Some(Duration::from_millis(100))).err().unwrap();
+            assert!(matches!(err, SharedError::Timeout { .. }), "{err}");
+            start.elapsed()
+        })
+        .join()
+        .unwrap()
+    });
+    assert!(waited >= Duration::from_millis(90), "{waited:?}");
+    drop(guard);
+    // A thread that ends while holding the lock: the next locker is told.
+    std::thread::scope(|s| {
+        s.spawn(|| std::mem::forget(a.lock(None).unwrap()))
+            .join()
+            .unwrap();
+    });
+    let start = Instant::now();
+    let guard = a.lock(Some(Duration::from_secs(1))).unwrap();
+    assert!(guard.owner_died());
+    assert!(start.elapsed() < Duration::from_secs(1));
+    drop(guard);
+    assert!(
+        !a.lock(None).unwrap().owner_died(),
+        "consistent again afterwards"
+    );
+    SharedBuffer::unlink(&name).unwrap();
+}

@@ -1,0 +1,269 @@
+"""Shared memory across processes, its robust lock, and mapped files."""
+
+import multiprocessing
+import os
+import pathlib
+import pickle
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import bytelens as bl
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+SPAWN = multiprocessing.get_context("spawn")  # workers attach by name: nothing inherited
+FORK = multiprocessing.get_context("fork")
+COUNTER = 0  # byte offset of the int64 counter
+
+
+@pytest.fixture
+def name(request):
+    """A segment name unique to this test, removed afterwards."""
+    name = f"bytelens-{request.node.name[:60]}-{os.getpid()}".replace("[", "-").replace("]", "")
+    yield name
+    try:
+        bl.SharedBuffer.attach(name).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def test_create_attach_and_views_share_bytes(name):
+    sh = bl.SharedBuffer.create(name, 64)
+    assert (sh.name, sh.nbytes, len(sh)) == (name, 64, 64)
+    assert sh.buffer.address % 4096 == 0
+    other = bl.SharedBuffer.attach(name)
+    sh.view("<i4")[0] = 0x11223344
+    assert other.view("<i2")[:2].tolist() == [0x3344, 0x1122]
+    assert np.shares_memory(sh.view("|u1"), sh.buffer.view("|u1"))
+
+
+def test_the_plan_travels_with_the_segment(name):
+    plan = bl.Plan("Work").struct(A=("f4", 4), B=("f4", 3)).union(D=("i4", 7))
+    sh = bl.SharedBuffer.create(name, plan.nbytes, plan)
+    sh.arrays()["A"][:] = [1.0, 2.0, 3.0, 4.0]
+    other = bl.SharedBuffer.attach(name)
+    assert other.plan.offsets == plan.offsets and other.plan.name == "Work"
+    assert other.arrays()["D"][0] == np.float32(1.0).view(np.int32)
+
+
+def test_pickles_to_its_name(name):
+    sh = bl.SharedBuffer.create(name, 1 << 20)
+    data = pickle.dumps(sh)
+    assert len(data) < 200  # the name, not the megabyte
+    again = pickle.loads(data)
+    sh.view("|u1")[-1] = 9
+    assert again.view("|u1")[-1] == 9
+
+
+@pytest.mark.parametrize("bad", ["", "a/b", "..", ".", "x" * 255, "nul\0"])
+def test_bad_names(bad):
+    with pytest.raises(ValueError, match="not a usable shared-memory name"):
+        bl.SharedBuffer.create(bad, 8)
+
+
+def test_missing_existing_foreign_and_small_segments(name):
+    with pytest.raises(FileNotFoundError, match="no shared memory named"):
+        bl.SharedBuffer.attach(name)
+    bl.SharedBuffer.create(name, 8)
+    with pytest.raises(FileExistsError):
+        bl.SharedBuffer.create(name, 8)
+    bl.SharedBuffer.attach(name).unlink()
+    # A segment made by someone else (Python's own shared_memory): no header.
+    from multiprocessing import shared_memory
+
+    foreign = shared_memory.SharedMemory(name=name, create=True, size=8192)
+    try:
+        with pytest.raises(ValueError, match="not a bytelens buffer"):
+            bl.SharedBuffer.attach(name)
+    finally:
+        foreign.close()
+        foreign.unlink()
+    small = shared_memory.SharedMemory(name=name, create=True, size=100)
+    try:
+        with pytest.raises(ValueError, match="holds 100 bytes"):
+            bl.SharedBuffer.attach(name)
+    finally:
+        small.close()
+        small.unlink()
+
+
+def test_close_is_refused_while_views_live(name):
+    sh = bl.SharedBuffer.create(name, 16)
+    v = sh.view("<i4")
+    with pytest.raises(BufferError):
+        sh.close()
+    del v
+    sh.close()
+    with pytest.raises(ValueError, match="closed"):
+        sh.view("<i4")
+
+
+def _increment(name, times, locked, start):
+    sh = bl.SharedBuffer.attach(name)
+    counter = sh.view("<i8", offset=COUNTER, shape=1)
+    start.wait()  # all four at once, so that they overlap
+    for _ in range(times):
+        if locked:
+            with sh.lock():
+                counter[0] += 1
+        else:
+            value = counter[0]
+            counter[0] = value + 1
+
+
+def _run_workers(name, times, locked):
+    start = SPAWN.Barrier(4)
+    workers = [SPAWN.Process(target=_increment, args=(name, times, locked, start)) for _ in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(120)
+        assert w.exitcode == 0
+
+
+def test_four_processes_count_exactly_under_the_lock(name):
+    sh = bl.SharedBuffer.create(name, 64)
+    _run_workers(name, 100_000, locked=True)
+    assert sh.view("<i8", offset=COUNTER, shape=1)[0] == 400_000
+
+
+def test_without_the_lock_updates_are_lost(name):
+    """Proves the counting test can fail: the same work, unlocked, loses updates."""
+    sh = bl.SharedBuffer.create(name, 64)
+    _run_workers(name, 100_000, locked=False)
+    assert sh.view("<i8", offset=COUNTER, shape=1)[0] < 400_000
+
+
+def _die_holding_the_lock(name, ready):
+    sh = bl.SharedBuffer.attach(name)
+    records = sh.view("<i8", shape=(16, 2))
+    for i in range(10):  # complete records, each written under the lock
+        with sh.lock():
+            records[i] = [i, i * i]
+    lock = sh.lock()
+    lock.__enter__()
+    records[10, 0] = 10  # the interrupted record: half written
+    ready.set()
+    time.sleep(60)
+
+
+def test_a_holder_killed_by_sigkill_does_not_deadlock_the_others(name):
+    sh = bl.SharedBuffer.create(name, 16 * 16)
+    ready = FORK.Event()
+    victim = FORK.Process(target=_die_holding_the_lock, args=(name, ready))
+    victim.start()
+    assert ready.wait(30)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.join(10)
+    start = time.monotonic()
+    with sh.lock(timeout=1.0) as held:
+        waited = time.monotonic() - start
+        assert held.owner_died
+        records = sh.view("<i8", shape=(16, 2))
+        assert records[:10].tolist() == [[i, i * i] for i in range(10)]
+    assert waited < 1.0
+    with sh.lock(timeout=1.0) as held:
+        assert not held.owner_died  # consistent again
+
+
+def test_a_busy_lock_times_out(name):
+    sh = bl.SharedBuffer.create(name, 8)
+    ready, release = FORK.Event(), FORK.Event()
+
+    def hold():
+        with bl.SharedBuffer.attach(name).lock():
+            ready.set()
+            release.wait(30)
+
+    holder = FORK.Process(target=hold)
+    holder.start()
+    assert ready.wait(30)
+    with pytest.raises(TimeoutError):
+        with sh.lock(timeout=0.1):
+            pass
+    with pytest.raises(TimeoutError):
+        with sh.lock(timeout=0):
+            pass
+    release.set()
+    holder.join(10)
+    with sh.lock(timeout=1.0) as held:
+        assert not held.owner_died
+
+
+def _example():
+    """The Rust side: native/examples/shared.rs, built by `cargo test` (or here)."""
+    path = ROOT / "target" / "debug" / "examples" / "shared"
+    if not path.exists():
+        subprocess.run(["cargo", "build", "-q", "-p", "bytelens", "--example", "shared"], cwd=ROOT, check=True)
+    return str(path)
+
+
+def test_rust_writes_python_reads(name):
+    subprocess.run([_example(), "write", name], check=True, capture_output=True)
+    sh = bl.SharedBuffer.attach(name)
+    arrays = sh.arrays()
+    assert arrays["A"].tolist() == [0.5, 1.5, 2.5, 3.5]
+    assert arrays["B"].tolist() == [-1, 2, -3]
+    assert sh.plan.fields[2][:2] == ("D", "<i4")
+
+
+def test_python_writes_rust_reads(name):
+    plan = bl.Plan("Work").struct(A=("f4", 2), B=("i2", 3)).union(D=("u1", 4))
+    sh = bl.SharedBuffer.create(name, plan.nbytes, plan)
+    arrays = sh.arrays()
+    arrays["A"][:] = [0.25, -8.0]
+    arrays["B"][:] = [7, -7, 300]
+    out = subprocess.run([_example(), "read", name], check=True, capture_output=True, text=True).stdout
+    lines = out.splitlines()
+    assert lines[0] == "A 0.25 -8"
+    assert lines[1] == "B 7 -7 300"
+    assert lines[2] == "D 0 0 128 62"  # the bytes of 0.25f, seen as uint8
+
+
+def test_seed_workers_fill_int16_the_parent_reads_int32(name):
+    """The seed's multiprocessing.Array + np.frombuffer example, the bytelens way."""
+    plan = bl.Plan("Seed").struct(halves=("i2", 8)).union(words=("i4", 4))
+    sh = bl.SharedBuffer.create(name, plan.nbytes, plan)
+    workers = [SPAWN.Process(target=_fill_halves, args=(sh, i)) for i in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+        assert w.exitcode == 0
+    words = sh.arrays()["words"]
+    expected = np.array([1, 2, 3, 4, 5, 6, 7, 8], "<i2").view("<i4")
+    assert words.tolist() == expected.tolist()
+
+
+def _fill_halves(sh, worker):
+    halves = sh.arrays()["halves"]  # `sh` arrived pickled: attached by name
+    with sh.lock():
+        for i in range(worker * 4, worker * 4 + 4):
+            halves[i] = i + 1
+
+
+def test_mapped_files_read_what_numpy_wrote(tmp_path):
+    path = tmp_path / "data.bin"
+    original = np.arange(12, dtype="<f8").reshape(3, 4)
+    original.tofile(path)
+    ro = bl.Buffer.map(path)
+    assert ro.readonly
+    view = ro.view("<f8", shape=(3, 4))
+    assert np.array_equal(view, original)
+    with pytest.raises(ValueError):
+        view[0, 0] = 1.0
+    rw = bl.Buffer.map(path, mode="r+")
+    rw.view("<f8")[0] = -1.0
+    del rw
+    assert np.fromfile(path, "<f8")[0] == -1.0
+    private = bl.Buffer.map(path, mode="c")
+    private.view("<f8")[1] = 99.0
+    assert private.view("<f8")[1] == 99.0
+    assert np.fromfile(path, "<f8")[1] == 1.0
+    with pytest.raises(ValueError, match="mode"):
+        bl.Buffer.map(path, mode="w")
+    with pytest.raises(OSError):
+        bl.Buffer.map(tmp_path / "missing.bin")
