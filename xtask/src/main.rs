@@ -376,10 +376,7 @@ fn bench(filter: &[String]) -> Result {
         c.args(&filter[1..]);
         return run(c);
     }
-    let mut c = cmd(
-        "cargo",
-        &["bench", "-p", "bytelens", "--bench", "layout", "--"],
-    );
+    let mut c = cmd("cargo", &["bench", "-p", "bytelens", "--benches", "--"]);
     c.args(filter);
     run(c)?;
     let mut rows: Vec<(String, String, f64)> = vec![];
