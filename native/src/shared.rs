@@ -13,6 +13,7 @@ use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use memmap2::{MmapMut, MmapOptions};
@@ -69,6 +70,20 @@ pub enum SharedError {
         /// The size it must have.
         needed: u64,
     },
+    /// More bytes than a mapping can hold.
+    TooLarge {
+        /// Bytes asked for.
+        nbytes: usize,
+    },
+    /// The calling thread already holds the lock (it is not recursive).
+    AlreadyHeld,
+    /// The calling thread does not hold the lock it is releasing.
+    NotHeld,
+    /// A stored plan's line that does not read as `name dtype length…`.
+    BadPlanText {
+        /// The line.
+        line: String,
+    },
     /// The plan does not fit in the header page.
     PlanTooLarge {
         /// The plan's text length.
@@ -108,6 +123,17 @@ impl std::fmt::Display for SharedError {
             SharedError::TooSmall { name, size, needed } => write!(
                 f,
                 "shared memory {name:?} holds {size} bytes, but its header needs {needed}"
+            ),
+            SharedError::TooLarge { nbytes } => {
+                write!(f, "{nbytes} bytes is more than a shared segment can hold")
+            }
+            SharedError::AlreadyHeld => f.write_str(
+                "this thread already holds the lock (it is not recursive: nesting it would deadlock)",
+            ),
+            SharedError::NotHeld => f.write_str("this thread does not hold the lock it is releasing"),
+            SharedError::BadPlanText { line } => write!(
+                f,
+                "the stored plan's line {line:?} does not read as `name dtype length...` or `union`"
             ),
             SharedError::PlanTooLarge { len } => write!(
                 f,
@@ -169,10 +195,8 @@ pub type PlanText = (String, Vec<Vec<(String, Descr, Vec<usize>)>>);
 
 /// Reads what [`plan_to_text`] wrote.
 pub fn plan_from_text(text: &str) -> Result<PlanText, SharedError> {
-    let bad = |t: &str| {
-        SharedError::BadPlan(LayoutError::BadDType {
-            text: crate::ShortStr::new(t),
-        })
+    let bad = |line: &str| SharedError::BadPlanText {
+        line: line.to_owned(),
     };
     let mut lines = text.lines();
     let name = lines.next().unwrap_or("Plan").to_owned();
@@ -186,9 +210,9 @@ pub fn plan_from_text(text: &str) -> Result<PlanText, SharedError> {
         let (Some(field), Some(dtype)) = (words.next(), words.next()) else {
             return Err(bad(line));
         };
-        let descr: Descr = dtype.parse().map_err(SharedError::BadPlan)?;
+        let descr: Descr = dtype.parse().map_err(|_| bad(line))?;
         let shape = words
-            .map(|w| w.parse::<usize>().map_err(|_| bad(w)))
+            .map(|w| w.parse::<usize>().map_err(|_| bad(line)))
             .collect::<Result<_, _>>()?;
         if let Some(last) = alternatives.last_mut() {
             last.push((field.to_owned(), descr, shape));
@@ -214,6 +238,10 @@ pub fn build_plan<'n>(text: &'n PlanText) -> Result<Plan<'n>, LayoutError> {
 
 /// A named shared-memory segment, mapped read-write.
 ///
+/// Another process of the same user could shrink the segment (it is a file
+/// under /dev/shm, mode 0600); touching the data then raises SIGBUS, as with
+/// any shared mapping. bytelens itself never resizes a segment.
+///
 /// # Examples
 /// ```
 /// use bytelens::SharedBuffer;
@@ -231,8 +259,24 @@ pub fn build_plan<'n>(text: &'n PlanText) -> Result<Plan<'n>, LayoutError> {
 /// ```
 pub struct SharedBuffer {
     name: String,
-    map: MmapMut,
+    /// `None` only while dropping.
+    map: Option<MmapMut>,
     len: usize,
+    /// Locks this process took through this mapping and has not released.
+    held: AtomicUsize,
+}
+
+impl Drop for SharedBuffer {
+    fn drop(&mut self) {
+        if self.held.load(Ordering::Acquire) > 0 {
+            // A held robust mutex is linked into its thread's robust list, which
+            // glibc and the kernel walk through the mutex's own memory (on the next
+            // lock, and when the process dies). Unmapping it now would make those
+            // walks fault, or silently skip it so no one ever learns its holder
+            // died. So a mapping whose lock is still held stays mapped.
+            std::mem::forget(self.map.take());
+        }
+    }
 }
 
 impl SharedBuffer {
@@ -252,11 +296,8 @@ impl SharedBuffer {
         }
         let size = DATA_OFFSET
             .checked_add(nbytes)
-            .ok_or(SharedError::TooSmall {
-                name: name.to_owned(),
-                size: 0,
-                needed: u64::MAX,
-            })?;
+            .filter(|&size| size <= isize::MAX as usize)
+            .ok_or(SharedError::TooLarge { nbytes })?;
         // SAFETY: `path` is a NUL-terminated C string; shm_open has no other
         // preconditions. The returned descriptor is owned by `OwnedFd` below.
         let fd = unsafe {
@@ -288,17 +329,21 @@ impl SharedBuffer {
             // another process writes), read and written through `as_bytes[_mut]`.
             let mut map =
                 unsafe { MmapOptions::new().map_mut(&file) }.map_err(os("mapping the segment"))?;
-            map[..8].copy_from_slice(&MAGIC);
             map[AT_VERSION..AT_VERSION + 4].copy_from_slice(&VERSION.to_le_bytes());
             map[AT_NBYTES..AT_NBYTES + 8].copy_from_slice(&(nbytes as u64).to_le_bytes());
             map[AT_PLAN_LEN..AT_PLAN_LEN + 4]
                 .copy_from_slice(&(plan_text.len() as u32).to_le_bytes());
             map[AT_PLAN..AT_PLAN + plan_text.len()].copy_from_slice(plan_text.as_bytes());
             init_robust_mutex(&mut map)?;
+            // Last, so that an attaching process sees a bytelens header only
+            // once everything it describes (the lock included) is ready.
+            std::sync::atomic::fence(Ordering::Release);
+            map[..8].copy_from_slice(&MAGIC);
             Ok(SharedBuffer {
                 name: name.to_owned(),
-                map,
+                map: Some(map),
                 len: nbytes,
+                held: AtomicUsize::new(0),
             })
         })();
         if made.is_err() {
@@ -347,8 +392,13 @@ impl SharedBuffer {
             why,
         };
         if map[..8] != MAGIC {
-            return Err(wrong("no bytelens header"));
+            return Err(wrong(if map[..8] == [0; 8] {
+                "no bytelens header (yet: one still being created looks the same)"
+            } else {
+                "no bytelens header"
+            }));
         }
+        std::sync::atomic::fence(Ordering::Acquire);
         let version = u32::from_le_bytes(
             map[AT_VERSION..AT_VERSION + 4]
                 .try_into()
@@ -365,8 +415,9 @@ impl SharedBuffer {
         }
         Ok(SharedBuffer {
             name: name.to_owned(),
-            map,
+            map: Some(map),
             len: nbytes as usize,
+            held: AtomicUsize::new(0),
         })
     }
 
@@ -406,12 +457,13 @@ impl SharedBuffer {
 
     /// The data.
     pub fn as_bytes(&self) -> &[u8] {
-        &self.map[DATA_OFFSET..DATA_OFFSET + self.len]
+        &self.mapping()[DATA_OFFSET..DATA_OFFSET + self.len]
     }
 
     /// The data, writable.
     pub fn as_bytes_mut(&mut self) -> &mut [u8] {
-        &mut self.map[DATA_OFFSET..DATA_OFFSET + self.len]
+        let len = self.len;
+        &mut self.mapping_mut()[DATA_OFFSET..DATA_OFFSET + len]
     }
 
     /// The address of the data (page-aligned).
@@ -421,13 +473,15 @@ impl SharedBuffer {
 
     /// The stored plan's text, as [`plan_to_text`] wrote it; empty if none.
     pub fn plan_text(&self) -> &str {
+        let map = self.mapping();
         let len = u32::from_le_bytes(
-            self.map[AT_PLAN_LEN..AT_PLAN_LEN + 4]
+            map[AT_PLAN_LEN..AT_PLAN_LEN + 4]
                 .try_into()
                 .unwrap_or_default(),
         );
         let end = AT_PLAN + (len as usize).min(DATA_OFFSET - AT_PLAN);
-        std::str::from_utf8(&self.map[AT_PLAN..end]).unwrap_or("")
+        // Not UTF-8: a corrupted header, which `plan_from_text` then refuses.
+        std::str::from_utf8(&map[AT_PLAN..end]).unwrap_or("\u{fffd}")
     }
 
     /// Takes the segment's lock, waiting at most `timeout` (forever if
@@ -457,42 +511,67 @@ impl SharedBuffer {
                 Some(t) => libc::pthread_mutex_timedlock(mutex, &deadline_after(t)),
             }
         };
-        match rc {
-            0 => Ok(false),
+        let owner_died = match rc {
+            0 => false,
             libc::EOWNERDEAD => {
                 // SAFETY: EOWNERDEAD means we now hold the mutex; marking it
                 // consistent lets later lockers take it normally.
                 unsafe { libc::pthread_mutex_consistent(mutex) };
-                Ok(true)
+                true
             }
-            libc::ETIMEDOUT | libc::EBUSY => Err(SharedError::Timeout {
-                waited: timeout.unwrap_or_default(),
-            }),
+            libc::EDEADLK => return Err(SharedError::AlreadyHeld),
+            libc::ETIMEDOUT | libc::EBUSY => {
+                return Err(SharedError::Timeout {
+                    waited: timeout.unwrap_or_default(),
+                });
+            }
+            err => {
+                return Err(SharedError::Os {
+                    what: "pthread_mutex_lock",
+                    err: std::io::Error::from_raw_os_error(err),
+                });
+            }
+        };
+        self.held.fetch_add(1, Ordering::AcqRel);
+        Ok(owner_died)
+    }
+
+    /// Releases the lock taken by [`lock_raw`](SharedBuffer::lock_raw);
+    /// [`NotHeld`](SharedError::NotHeld) if this thread does not hold it (the
+    /// mutex checks its owner, so nothing else happens then).
+    pub fn unlock_raw(&self) -> Result<(), SharedError> {
+        // SAFETY: the mutex lives as long as `self`; it is an error-checking
+        // robust mutex, so unlocking one this thread does not hold fails with
+        // EPERM instead of being undefined.
+        match unsafe { libc::pthread_mutex_unlock(self.mutex()) } {
+            0 => {
+                self.held.fetch_sub(1, Ordering::AcqRel);
+                Ok(())
+            }
+            libc::EPERM => Err(SharedError::NotHeld),
             err => Err(SharedError::Os {
-                what: "pthread_mutex_lock",
+                what: "pthread_mutex_unlock",
                 err: std::io::Error::from_raw_os_error(err),
             }),
         }
     }
 
-    /// Releases the lock taken by [`lock_raw`](SharedBuffer::lock_raw).
-    ///
-    /// # Safety
-    /// The calling thread must hold the lock (POSIX leaves unlocking a mutex
-    /// held by another thread undefined).
-    pub unsafe fn unlock_raw(&self) {
-        // SAFETY: the caller holds the mutex, which lives as long as `self`.
-        unsafe { libc::pthread_mutex_unlock(self.mutex()) };
-    }
-
     fn mutex(&self) -> *mut libc::pthread_mutex_t {
         // The header page is part of the mapping; the mutex lives at AT_LOCK,
         // 64-byte aligned within a page-aligned mapping.
-        self.map
+        self.mapping()
             .as_ptr()
             .wrapping_add(AT_LOCK)
             .cast::<libc::pthread_mutex_t>()
             .cast_mut()
+    }
+
+    fn mapping(&self) -> &MmapMut {
+        self.map.as_ref().expect("mapped until dropped")
+    }
+
+    fn mapping_mut(&mut self) -> &mut MmapMut {
+        self.map.as_mut().expect("mapped until dropped")
     }
 }
 
@@ -531,6 +610,13 @@ fn init_robust_mutex(map: &mut MmapMut) -> Result<(), SharedError> {
             check(
                 libc::pthread_mutexattr_setrobust(attr_ptr, libc::PTHREAD_MUTEX_ROBUST),
                 "pthread_mutexattr_setrobust",
+            )
+        })
+        .and_then(|()| {
+            // Relocking from the holding thread fails (EDEADLK) instead of hanging.
+            check(
+                libc::pthread_mutexattr_settype(attr_ptr, libc::PTHREAD_MUTEX_ERRORCHECK),
+                "pthread_mutexattr_settype",
             )
         })
         .and_then(|()| {
@@ -579,9 +665,9 @@ impl LockGuard<'_> {
 
 impl Drop for LockGuard<'_> {
     fn drop(&mut self) {
-        // SAFETY: `lock` made this guard on this thread, which holds the mutex
-        // until now; the guard is not `Send`, so it is dropped on that thread.
-        unsafe { self.shared.unlock_raw() };
+        // `lock` made this guard on this thread, which holds the mutex until now;
+        // the guard is not `Send`, so it is dropped on that thread.
+        let _ = self.shared.unlock_raw();
     }
 }
 
@@ -607,32 +693,41 @@ pub enum MappedFile {
 
 impl MappedFile {
     /// Maps `path` whole.
-    pub fn open(path: &Path, mode: MapMode) -> Result<MappedFile, SharedError> {
+    ///
+    /// # Safety
+    /// No process may shrink the file while it is mapped: touching a page
+    /// past the new end raises SIGBUS (as with any mapping, numpy.memmap's
+    /// too). Writes by other processes are fine: the bytes are only ever
+    /// read and written as plain bytes.
+    pub unsafe fn open(path: &Path, mode: MapMode) -> Result<MappedFile, SharedError> {
+        let with_path = |what| {
+            move |err: std::io::Error| SharedError::Os {
+                what,
+                err: std::io::Error::new(err.kind(), format!("{}: {err}", path.display())),
+            }
+        };
         let file = OpenOptions::new()
             .read(true)
             .write(mode == MapMode::ReadWrite)
             .open(path)
-            .map_err(os("opening the file"))?;
-        // SAFETY: mapping a file is only as safe as the file staying the same
-        // length while mapped; like numpy.memmap, bytelens documents that other
-        // processes must not truncate a mapped file. Its bytes are only ever
-        // read and written as plain bytes.
+            .map_err(with_path("opening the file"))?;
+        // SAFETY: the caller keeps the file from shrinking while mapped.
         unsafe {
             Ok(match mode {
                 MapMode::Read => MappedFile::Read(
                     MmapOptions::new()
                         .map(&file)
-                        .map_err(os("mapping the file"))?,
+                        .map_err(with_path("mapping the file"))?,
                 ),
                 MapMode::ReadWrite => MappedFile::Write(
                     MmapOptions::new()
                         .map_mut(&file)
-                        .map_err(os("mapping the file"))?,
+                        .map_err(with_path("mapping the file"))?,
                 ),
                 MapMode::Copy => MappedFile::Write(
                     MmapOptions::new()
                         .map_copy(&file)
-                        .map_err(os("mapping the file"))?,
+                        .map_err(with_path("mapping the file"))?,
                 ),
             })
         }

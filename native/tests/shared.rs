@@ -71,7 +71,10 @@ fn segments_of_another_format_or_too_small_are_refused() {
     assert!(matches!(err, SharedError::WrongFormat { .. }), "{err}");
     assert_eq!(
         err.to_string(),
-        format!("shared memory {name:?} is not a bytelens buffer: no bytelens header")
+        format!(
+            "shared memory {name:?} is not a bytelens buffer: \
+             no bytelens header (yet: one still being created looks the same)"
+        )
     );
     SharedBuffer::unlink(&name).unwrap();
 }
@@ -135,4 +138,35 @@ fn the_lock_times_out_and_survives_a_dead_holder() {
         "consistent again afterwards"
     );
     SharedBuffer::unlink(&name).unwrap();
+}
+
+#[test]
+fn relocking_in_one_thread_is_an_error_and_only_the_holder_unlocks() {
+    let name = unique("relock");
+    let a = SharedBuffer::create(&name, 8, None).unwrap();
+    let guard = a.lock(None).unwrap();
+    assert!(
+        matches!(a.lock(None), Err(SharedError::AlreadyHeld)),
+        "not a deadlock"
+    );
+    std::thread::scope(|s| {
+        s.spawn(|| assert!(matches!(a.unlock_raw(), Err(SharedError::NotHeld))));
+    });
+    drop(guard);
+    assert!(matches!(a.unlock_raw(), Err(SharedError::NotHeld)));
+    SharedBuffer::unlink(&name).unwrap();
+}
+
+#[test]
+fn dropping_a_mapping_whose_lock_is_held_keeps_it_mapped() {
+    // glibc links held robust mutexes through their own memory: unmapping one
+    // and then locking another would fault. The held mapping is kept instead.
+    let (first, second) = (unique("held-a"), unique("held-b"));
+    let a = SharedBuffer::create(&first, 8, None).unwrap();
+    let b = SharedBuffer::create(&second, 8, None).unwrap();
+    assert!(!a.lock_raw(None).unwrap());
+    drop(a);
+    drop(b.lock(None).unwrap());
+    SharedBuffer::unlink(&first).unwrap();
+    SharedBuffer::unlink(&second).unwrap();
 }

@@ -267,3 +267,108 @@ def test_mapped_files_read_what_numpy_wrote(tmp_path):
         bl.Buffer.map(path, mode="w")
     with pytest.raises(OSError):
         bl.Buffer.map(tmp_path / "missing.bin")
+
+
+def _run_python(code, timeout=30):
+    """Runs `code` in a fresh interpreter: for cases that must not crash this one."""
+    import sys
+
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
+
+
+def test_nesting_the_lock_in_one_thread_is_an_error_not_a_deadlock(name):
+    sh = bl.SharedBuffer.create(name, 8)
+    with sh.lock():
+        with pytest.raises(RuntimeError, match="already holds the lock"):
+            with sh.lock():
+                pass
+        with pytest.raises(RuntimeError, match="already holds the lock"):
+            with sh.lock(timeout=0.2):
+                pass
+    lock = sh.lock()
+    with pytest.raises(RuntimeError, match="does not hold the lock"):
+        lock.__exit__(None, None, None)
+    with sh.lock(timeout=1e30):  # longer than a Duration holds: forever, not a crash
+        pass
+
+
+def test_a_lock_object_dropped_while_held_does_not_crash_the_next_lock(name):
+    result = _run_python(
+        f"""
+import gc, bytelens as bl
+a = bl.SharedBuffer.create("{name}-a", 64); b = bl.SharedBuffer.create("{name}-b", 64)
+a.unlink(); b.unlink()
+held = a.lock(); held.__enter__()
+del held, a; gc.collect()      # the last reference to a's mapping goes while its lock is held
+with b.lock(): pass
+print("ok")
+"""
+    )
+    assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
+
+
+def test_a_holder_that_lets_go_of_its_mapping_and_exits_is_still_seen_dead(name):
+    sh = bl.SharedBuffer.create(name, 8)
+    result = _run_python(
+        f"""
+import gc, os, bytelens as bl
+sh = bl.SharedBuffer.attach("{name}")
+held = sh.lock(); held.__enter__()
+del held, sh; gc.collect()
+os._exit(0)
+"""
+    )
+    assert result.returncode == 0, result.stderr
+    with sh.lock(timeout=1.0) as held:
+        assert held.owner_died
+
+
+def test_ctrl_c_interrupts_a_wait_for_the_lock(name):
+    sh = bl.SharedBuffer.create(name, 8)
+    with sh.lock():  # held by this process while the child waits
+        child = subprocess.Popen(
+            [
+                __import__("sys").executable,
+                "-c",
+                f"""
+import bytelens as bl, time
+sh = bl.SharedBuffer.attach("{name}")
+print("waiting", flush=True)
+try:
+    with sh.lock():
+        print("locked")
+except KeyboardInterrupt:
+    print("interrupted")
+""",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert child.stdout.readline().strip() == "waiting"
+        time.sleep(0.2)
+        start = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        out, _ = child.communicate(timeout=10)
+        assert out.strip() == "interrupted"
+        assert time.monotonic() - start < 1.0
+
+
+def test_a_corrupted_plan_text_is_reported(name):
+    from multiprocessing import shared_memory
+
+    plan = bl.Plan("P").struct(a=("<i4", 2))
+    sh = bl.SharedBuffer.create(name, plan.nbytes, plan)
+    raw = shared_memory.SharedMemory(name=name)  # the header, as another program might damage it
+    try:
+        raw.buf[256 + 4 : 256 + 5] = b" "  # "P\na <i4 2" becomes "P\na  i4 2"
+        with pytest.raises(ValueError, match="does not read as"):
+            sh.plan
+    finally:
+        raw.close()
+
+
+def test_os_errors_are_the_usual_python_ones(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.bin"):
+        bl.Buffer.map(tmp_path / "missing.bin")
+    with pytest.raises(ValueError, match="more than a shared segment can hold"):
+        bl.SharedBuffer.create("bytelens-too-big", 2**63)

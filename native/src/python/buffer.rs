@@ -335,7 +335,9 @@ impl PyBuf {
     }
 
     /// The file at `path` mapped into memory: mode "r" (read-only views),
-    /// "r+" (writes go to the file) or "c" (copy-on-write, private).
+    /// "r+" (writes go to the file) or "c" (copy-on-write, private). As with
+    /// numpy.memmap, no process may shrink the file while it is mapped:
+    /// touching the missing pages would crash the process (SIGBUS).
     #[cfg(unix)]
     #[classmethod]
     #[pyo3(signature = (path, mode = "r"))]
@@ -355,7 +357,10 @@ impl PyBuf {
                 )));
             }
         };
-        let mut file = crate::MappedFile::open(&path, how).map_err(super::shared::to_py)?;
+        // SAFETY: shrinking a mapped file under the mapping is the one thing the
+        // caller must not do; the docstring says so (as numpy.memmap's does).
+        let mut file =
+            unsafe { crate::MappedFile::open(&path, how) }.map_err(super::shared::to_py)?;
         let (address, len) = (file.as_ptr(), file.as_bytes().len());
         PyBuf::new(
             py,

@@ -9,7 +9,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use pyo3::exceptions::{
-    PyFileExistsError, PyFileNotFoundError, PyOSError, PyTimeoutError, PyValueError,
+    PyFileExistsError, PyFileNotFoundError, PyOSError, PyPermissionError, PyRuntimeError,
+    PyTimeoutError, PyValueError,
 };
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
@@ -26,7 +27,12 @@ pub(crate) fn to_py(err: SharedError) -> PyErr {
         SharedError::Missing { .. } => PyFileNotFoundError::new_err(message),
         SharedError::Exists { .. } => PyFileExistsError::new_err(message),
         SharedError::Timeout { .. } => PyTimeoutError::new_err(message),
-        SharedError::Os { .. } => PyOSError::new_err(message),
+        SharedError::AlreadyHeld | SharedError::NotHeld => PyRuntimeError::new_err(message),
+        SharedError::Os { err, .. } => match err.kind() {
+            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+            std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+            _ => PyOSError::new_err(message),
+        },
         SharedError::BadPlan(err) => Python::attach(|py| layout_error(py, err)),
         _ => PyValueError::new_err(message),
     }
@@ -159,7 +165,11 @@ impl PySharedBuffer {
             None => Ok(self.default_lock.clone_ref(py)),
             Some(t) if t.is_finite() && t >= 0.0 => Py::new(
                 py,
-                PyLock::new(Arc::clone(&self.shared), Some(Duration::from_secs_f64(t))),
+                // Beyond what a Duration holds (~5e11 years) is forever.
+                PyLock::new(
+                    Arc::clone(&self.shared),
+                    Duration::try_from_secs_f64(t).ok(),
+                ),
             ),
             Some(t) => Err(PyValueError::new_err(format!(
                 "timeout must be seconds >= 0, not {t}"
@@ -173,7 +183,9 @@ impl PySharedBuffer {
         self.buffer.bind(py).getattr("exports")?.extract()
     }
 
-    /// Unmaps the memory now (as Buffer.close: BufferError while exports live).
+    /// Closes the memory as Buffer.close does (BufferError while exports live;
+    /// no new views after). The mapping itself stays until this object and
+    /// its lock objects are gone, so the lock keeps working.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         self.buffer.bind(py).call_method0("close")?;
         Ok(())
@@ -206,7 +218,38 @@ pub struct PyLock {
     owner_died: AtomicBool,
 }
 
+/// How long one wait for the lock lasts before Python's signal handlers
+/// (Ctrl-C) get a chance to run.
+const WAIT_SLICE: Duration = Duration::from_millis(50);
+
 impl PyLock {
+    /// Waits for the lock with the GIL released (so a holder that is a thread
+    /// of this process can run), in slices between which signals are handled.
+    fn wait(&self, py: Python<'_>) -> PyResult<bool> {
+        let deadline = self.timeout.map(|t| std::time::Instant::now() + t);
+        loop {
+            let slice = match deadline {
+                None => WAIT_SLICE,
+                Some(deadline) => deadline
+                    .saturating_duration_since(std::time::Instant::now())
+                    .min(WAIT_SLICE),
+            };
+            let shared = Arc::clone(&self.shared);
+            match py.detach(move || shared.lock_raw(Some(slice.max(Duration::from_nanos(1))))) {
+                Ok(died) => return Ok(died),
+                Err(SharedError::Timeout { .. }) => {
+                    py.check_signals()?;
+                    if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
+                        return Err(to_py(SharedError::Timeout {
+                            waited: self.timeout.unwrap_or_default(),
+                        }));
+                    }
+                }
+                Err(err) => return Err(to_py(err)),
+            }
+        }
+    }
+
     fn new(shared: Arc<SharedBuffer>, timeout: Option<Duration>) -> PyLock {
         PyLock {
             shared,
@@ -219,17 +262,13 @@ impl PyLock {
 #[pymethods]
 impl PyLock {
     fn __enter__(slf: Bound<'_, Self>) -> PyResult<Bound<'_, Self>> {
+        let py = slf.py();
         let this = slf.get();
         // Uncontended: take it without giving up the GIL.
         let owner_died = match this.shared.lock_raw(Some(Duration::ZERO)) {
             Ok(died) => died,
             Err(SharedError::Timeout { .. }) if this.timeout != Some(Duration::ZERO) => {
-                // Wait with the GIL released, so the holder (maybe a thread of
-                // this process) can run and release it.
-                let (shared, timeout) = (Arc::clone(&this.shared), this.timeout);
-                slf.py()
-                    .detach(move || shared.lock_raw(timeout))
-                    .map_err(to_py)?
+                this.wait(py)?
             }
             Err(err) => return Err(to_py(err)),
         };
@@ -238,12 +277,11 @@ impl PyLock {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
-        // SAFETY: a with statement calls `__exit__` after a successful `__enter__`
-        // on the same thread, which holds the mutex. (Called by hand without
-        // holding it, a robust mutex refuses the unlock with EPERM.)
-        unsafe { self.shared.unlock_raw() };
-        false
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+        // From another thread, or without __enter__: the error-checking mutex
+        // refuses, and this says so.
+        self.shared.unlock_raw().map_err(to_py)?;
+        Ok(false)
     }
 
     /// Whether the previous holder died holding the lock (set by entering).
