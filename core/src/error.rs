@@ -184,6 +184,12 @@ pub enum Error {
         /// Its dtype and byte order.
         descr: Descr,
     },
+    /// A line of a plan's text (`PlanSpec::from_text`) that is not
+    /// `name dtype length…` or `union`.
+    BadPlanLine {
+        /// The line (truncated to 24 bytes).
+        line: ShortStr,
+    },
     /// numpy: "Changing the dtype of a 0d array is only supported if the
     /// itemsize is unchanged".
     ScalarItemsize {
@@ -226,6 +232,7 @@ impl Error {
             Error::NotWgslShareable { .. } => "NotWgslShareable",
             Error::EmptyField { .. } => "EmptyField",
             Error::EmptyPlan => "EmptyPlan",
+            Error::BadPlanLine { .. } => "BadPlanLine",
         }
     }
 
@@ -379,6 +386,10 @@ impl fmt::Display for Error {
                 "field \"{name}\" is {}, which WGSL cannot share with the host \
                  (use u32, i32, f32 or f16)",
                 descr.dtype
+            ),
+            Error::BadPlanLine { line } => write!(
+                f,
+                "the plan's line \"{line}\" does not read as `name dtype length...` or `union`"
             ),
             Error::ScalarItemsize { from, to } => write!(
                 f,

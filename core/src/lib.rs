@@ -32,12 +32,17 @@
     clippy::undocumented_unsafe_blocks
 )]
 
+#[cfg(feature = "alloc")]
+extern crate alloc;
+
 mod dtype;
 mod error;
 mod layout;
 mod overlap;
 mod plan;
 mod scalar;
+#[cfg(feature = "alloc")]
+mod spec;
 mod view;
 
 pub use dtype::{ByteOrder, DType, Descr};
@@ -46,6 +51,8 @@ pub use layout::{Layout, MAX_NDIM, Offsets};
 pub use overlap::Overlap;
 pub use plan::{Field, MAX_ALTERNATIVES, MAX_FIELD_DIMS, MAX_FIELDS, Plan, Wgsl};
 pub use scalar::Scalar;
+#[cfg(feature = "alloc")]
+pub use spec::{FieldSpec, PlanSpec};
 pub use view::{Element, Iter, View, ViewMut};
 
 pub use half::{bf16, f16};

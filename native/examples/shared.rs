@@ -7,7 +7,7 @@
 //!   stored plan, one line each: `name value value ...`.
 #[cfg(unix)]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    use bytelens::{DType, Plan, Scalar, SharedBuffer, build_plan, plan_from_text};
+    use bytelens::{DType, Plan, Scalar, SharedBuffer};
 
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [command, name] = &args[..] else {
@@ -32,8 +32,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         "read" => {
             let sh = SharedBuffer::attach(name)?;
-            let text = plan_from_text(sh.plan_text())?;
-            let plan = build_plan(&text)?;
+            let spec = sh.plan()?.ok_or("the segment has no plan")?;
+            let plan = spec.build()?;
             for field in plan.fields() {
                 let layout = field.layout()?;
                 let size = field.descr().dtype.size();

@@ -18,8 +18,7 @@ pub use buffer::Buffer;
 pub use bytelens_core::Error as LayoutError;
 #[cfg(unix)]
 pub use shared::{
-    DATA_OFFSET, LockGuard, MAX_NAME, MapMode, MappedFile, PlanText, SharedBuffer, SharedError,
-    build_plan, plan_from_text, plan_to_text,
+    DATA_OFFSET, LockGuard, MAX_NAME, MapMode, MappedFile, SharedBuffer, SharedError,
 };
 // Everything else of the core (the local `Error` below shadows the core's).
 pub use bytelens_core::*;

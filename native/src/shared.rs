@@ -9,7 +9,6 @@
 //! is aligned).
 
 use std::ffi::CString;
-use std::fmt::Write as _;
 use std::fs::{File, OpenOptions};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
@@ -18,7 +17,7 @@ use std::time::Duration;
 
 use memmap2::{MmapMut, MmapOptions};
 
-use crate::{Descr, LayoutError, Plan};
+use crate::{LayoutError, Plan, PlanSpec};
 
 /// Where the data starts: one page of header.
 pub const DATA_OFFSET: usize = 4096;
@@ -79,11 +78,6 @@ pub enum SharedError {
     AlreadyHeld,
     /// The calling thread does not hold the lock it is releasing.
     NotHeld,
-    /// A stored plan's line that does not read as `name dtype length…`.
-    BadPlanText {
-        /// The line.
-        line: String,
-    },
     /// The plan does not fit in the header page.
     PlanTooLarge {
         /// The plan's text length.
@@ -131,10 +125,6 @@ impl std::fmt::Display for SharedError {
                 "this thread already holds the lock (it is not recursive: nesting it would deadlock)",
             ),
             SharedError::NotHeld => f.write_str("this thread does not hold the lock it is releasing"),
-            SharedError::BadPlanText { line } => write!(
-                f,
-                "the stored plan's line {line:?} does not read as `name dtype length...` or `union`"
-            ),
             SharedError::PlanTooLarge { len } => write!(
                 f,
                 "the plan takes {len} bytes as text, more than the {} the header holds",
@@ -169,71 +159,6 @@ fn shm_path(name: &str) -> Result<CString, SharedError> {
         return Err(bad());
     }
     CString::new(format!("/{name}")).map_err(|_| bad())
-}
-
-/// A plan as the header's text: the plan's name on the first line, then one
-/// line per field (`name dtype length…`), and `union` between alternatives.
-pub fn plan_to_text(plan: &Plan<'_>) -> String {
-    let mut text = String::from(plan.name());
-    let mut alternative = 0;
-    for field in plan.fields() {
-        if field.alternative() != alternative {
-            alternative = field.alternative();
-            text.push_str("\nunion");
-        }
-        let _ = write!(text, "\n{} {}", field.name(), field.descr());
-        for n in field.shape() {
-            let _ = write!(text, " {n}");
-        }
-    }
-    text
-}
-
-/// The fields the header's text describes: `(plan name, alternatives of
-/// (field name, descr, shape))`. Checked by building the plan with [`build_plan`].
-pub type PlanText = (String, Vec<Vec<(String, Descr, Vec<usize>)>>);
-
-/// Reads what [`plan_to_text`] wrote.
-pub fn plan_from_text(text: &str) -> Result<PlanText, SharedError> {
-    let bad = |line: &str| SharedError::BadPlanText {
-        line: line.to_owned(),
-    };
-    let mut lines = text.lines();
-    let name = lines.next().unwrap_or("Plan").to_owned();
-    let mut alternatives = vec![Vec::new()];
-    for line in lines {
-        if line == "union" {
-            alternatives.push(Vec::new());
-            continue;
-        }
-        let mut words = line.split(' ');
-        let (Some(field), Some(dtype)) = (words.next(), words.next()) else {
-            return Err(bad(line));
-        };
-        let descr: Descr = dtype.parse().map_err(|_| bad(line))?;
-        let shape = words
-            .map(|w| w.parse::<usize>().map_err(|_| bad(line)))
-            .collect::<Result<_, _>>()?;
-        if let Some(last) = alternatives.last_mut() {
-            last.push((field.to_owned(), descr, shape));
-        }
-    }
-    Ok((name, alternatives))
-}
-
-/// Builds (and so checks) the core's plan from [`plan_from_text`]'s result.
-pub fn build_plan<'n>(text: &'n PlanText) -> Result<Plan<'n>, LayoutError> {
-    let (name, alternatives) = text;
-    let mut plan = Plan::named(name)?;
-    for (i, fields) in alternatives.iter().enumerate() {
-        if i > 0 {
-            plan.union()?;
-        }
-        for (field, descr, shape) in fields {
-            plan.field(field, *descr, shape)?;
-        }
-    }
-    Ok(plan)
 }
 
 /// A named shared-memory segment, mapped read-write.
@@ -288,7 +213,9 @@ impl SharedBuffer {
         plan: Option<&Plan<'_>>,
     ) -> Result<SharedBuffer, SharedError> {
         let path = shm_path(name)?;
-        let plan_text = plan.map(plan_to_text).unwrap_or_default();
+        let plan_text = plan
+            .map(|p| PlanSpec::from(p).to_text())
+            .unwrap_or_default();
         if plan_text.len() > DATA_OFFSET - AT_PLAN {
             return Err(SharedError::PlanTooLarge {
                 len: plan_text.len(),
@@ -471,7 +398,7 @@ impl SharedBuffer {
         self.as_bytes_mut().as_mut_ptr()
     }
 
-    /// The stored plan's text, as [`plan_to_text`] wrote it; empty if none.
+    /// The stored plan's text ([`PlanSpec::to_text`]); empty if none.
     pub fn plan_text(&self) -> &str {
         let map = self.mapping();
         let len = u32::from_le_bytes(
@@ -482,6 +409,17 @@ impl SharedBuffer {
         let end = AT_PLAN + (len as usize).min(DATA_OFFSET - AT_PLAN);
         // Not UTF-8: a corrupted header, which `plan_from_text` then refuses.
         std::str::from_utf8(&map[AT_PLAN..end]).unwrap_or("\u{fffd}")
+    }
+
+    /// The plan stored at creation, if any, read back and checked.
+    pub fn plan(&self) -> Result<Option<PlanSpec>, SharedError> {
+        let text = self.plan_text();
+        if text.is_empty() {
+            return Ok(None);
+        }
+        let spec = PlanSpec::from_text(text).map_err(SharedError::BadPlan)?;
+        spec.build().map_err(SharedError::BadPlan)?;
+        Ok(Some(spec))
     }
 
     /// Takes the segment's lock, waiting at most `timeout` (forever if

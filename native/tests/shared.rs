@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use bytelens::{DType, Plan, SharedBuffer, SharedError, build_plan, plan_from_text};
+use bytelens::{DType, Plan, SharedBuffer, SharedError};
 
 fn unique(tag: &str) -> String {
     format!("bytelens-test-{tag}-{}", std::process::id())
@@ -90,8 +90,8 @@ fn the_plan_travels_in_the_header() {
     plan.union().unwrap().field("D", DType::I32, &[6]).unwrap();
     let _a = SharedBuffer::create(&name, plan.nbytes(), Some(&plan)).unwrap();
     let b = SharedBuffer::attach(&name).unwrap();
-    let text = plan_from_text(b.plan_text()).unwrap();
-    let again = build_plan(&text).unwrap();
+    let spec = b.plan().unwrap().unwrap();
+    let again = spec.build().unwrap();
     assert_eq!(again.name(), "Work");
     let offsets: Vec<_> = again
         .fields()

@@ -17,7 +17,9 @@
 //!
 //! Every bad layout or value throws a `RangeError` with the core's message.
 
-use bytelens_core::{ByteOrder, DType, Descr, Error, Layout, Plan as CorePlan, Scalar};
+use bytelens_core::{
+    ByteOrder, DType, Descr, Error, FieldSpec, Layout, Plan as CorePlan, PlanSpec, Scalar,
+};
 use std::cell::Cell;
 use std::sync::Mutex;
 
@@ -835,21 +837,12 @@ impl JsLayout {
     }
 }
 
-/// One field as JS gave it.
-#[derive(Clone)]
-struct FieldSpec {
-    name: String,
-    descr: Descr,
-    shape: Vec<usize>,
-}
-
 /// Named arrays in one buffer, laid out like C structs and unions, and the
 /// WGSL that declares them. Immutable: `struct` and `union` return new plans.
 #[wasm_bindgen]
 #[derive(Clone)]
 pub struct Plan {
-    name: String,
-    alternatives: Vec<Vec<FieldSpec>>,
+    spec: PlanSpec,
 }
 
 impl Plan {
@@ -858,28 +851,13 @@ impl Plan {
         &self,
         f: impl FnOnce(&CorePlan<'_>) -> Result<R, JsValue>,
     ) -> Result<R, JsValue> {
-        let mut plan = CorePlan::named(&self.name).map_err(core_err)?;
-        for (i, fields) in self.alternatives.iter().enumerate() {
-            if i > 0 {
-                plan.union().map_err(core_err)?;
-            }
-            for field in fields {
-                plan.field(&field.name, field.descr, &field.shape)
-                    .map_err(core_err)?;
-            }
-        }
-        f(&plan)
+        f(&self.spec.build().map_err(core_err)?)
     }
 
     fn extended(&self, fields: FieldSpecs, new_alternative: bool) -> Result<Plan, JsValue> {
-        let mut plan = self.clone();
-        if new_alternative
-            && plan
-                .alternatives
-                .last()
-                .is_some_and(|last| !last.is_empty())
-        {
-            plan.alternatives.push(Vec::new());
+        let mut spec = self.spec.clone();
+        if new_alternative {
+            spec.start_alternative();
         }
         let fields: JsValue = fields.into();
         if !fields.is_object() {
@@ -887,19 +865,15 @@ impl Plan {
                 "fields are an object: { name: [dtype, shape], ... }",
             ));
         }
-        let current = plan
-            .alternatives
-            .last_mut()
-            .expect("a plan always has an alternative");
         // Reflect's calls catch: a throwing getter or proxy becomes the error.
         let keys = Reflect::own_keys(fields.unchecked_ref())?;
         for key in items(&keys, "keys")? {
             let Some(name) = key.as_string() else {
                 continue; // symbols name no field
             };
-            let spec = Reflect::get(&fields, &key)?;
-            let (dtype, shape) = if Array::is_array(&spec) {
-                let pair = items(&spec, "a field")?;
+            let field = Reflect::get(&fields, &key)?;
+            let (dtype, shape) = if Array::is_array(&field) {
+                let pair = items(&field, "a field")?;
                 let dtype = pair.first().cloned().unwrap_or(JsValue::UNDEFINED);
                 let shape = match pair.get(1) {
                     Some(shape) => to_list::<usize>(shape, "shape")?,
@@ -907,12 +881,13 @@ impl Plan {
                 };
                 (dtype, shape)
             } else {
-                (spec, Vec::new())
+                (field, Vec::new())
             };
             let descr = dtype_arg(dtype.unchecked_ref())
                 .map_err(|e| prefix_message(&e, &format!("field {name}: ")))?;
-            current.push(FieldSpec { name, descr, shape });
+            spec.push(FieldSpec { name, descr, shape });
         }
+        let plan = Plan { spec };
         plan.with_plan(|_| Ok(()))?;
         Ok(plan)
     }
@@ -933,8 +908,7 @@ impl Plan {
             })?,
         };
         let plan = Plan {
-            name,
-            alternatives: vec![Vec::new()],
+            spec: PlanSpec::new(&name),
         };
         plan.with_plan(|_| Ok(()))?;
         Ok(plan)

@@ -9,7 +9,7 @@ use super::core;
 use super::dtype::to_descr;
 use std::ops::Deref;
 
-use crate::{Descr, Layout, MAX_NDIM, Plan};
+use crate::{FieldSpec, Layout, MAX_NDIM, Plan, PlanSpec};
 
 /// An axis argument, negative ones counting from the end as in numpy; one out
 /// of range on either side becomes an axis the core refuses (`BadAxis`).
@@ -270,46 +270,18 @@ impl PyLayout {
     }
 }
 
-/// One field as Python gave it.
-#[derive(Clone)]
-struct FieldSpec {
-    name: String,
-    descr: Descr,
-    shape: Vec<usize>,
-}
-
 /// `bytelens.Plan(name="Plan")`: named arrays in one buffer, struct fields
 /// and union alternatives; immutable (`struct` and `union` return new plans).
 #[pyclass(name = "Plan", module = "bytelens._native", frozen)]
 pub struct PyPlan {
-    name: String,
-    /// Fields of each alternative, in order.
-    alternatives: Vec<Vec<FieldSpec>>,
+    spec: PlanSpec,
 }
 
 impl PyPlan {
-    /// A plan from the text a shared segment's header holds.
-    #[cfg(unix)]
-    pub(crate) fn from_text(py: Python<'_>, text: &crate::PlanText) -> PyResult<PyPlan> {
-        let (name, alternatives) = text;
-        let plan = PyPlan {
-            name: name.clone(),
-            alternatives: alternatives
-                .iter()
-                .map(|fields| {
-                    fields
-                        .iter()
-                        .map(|(name, descr, shape)| FieldSpec {
-                            name: name.clone(),
-                            descr: *descr,
-                            shape: shape.clone(),
-                        })
-                        .collect()
-                })
-                .collect(),
-        };
-        plan.with_plan(py, |_| Ok(()))?;
-        Ok(plan)
+    /// A plan from `spec`, checked by building it.
+    pub(crate) fn from_spec(py: Python<'_>, spec: PlanSpec) -> PyResult<PyPlan> {
+        spec.build().map_err(core(py))?;
+        Ok(PyPlan { spec })
     }
 
     /// Runs `f` on the core's plan, built from the fields (and so checked by it).
@@ -318,17 +290,7 @@ impl PyPlan {
         py: Python<'_>,
         f: impl FnOnce(&Plan<'_>) -> PyResult<R>,
     ) -> PyResult<R> {
-        let mut plan = Plan::named(&self.name).map_err(core(py))?;
-        for (i, fields) in self.alternatives.iter().enumerate() {
-            if i > 0 {
-                plan.union().map_err(core(py))?;
-            }
-            for field in fields {
-                plan.field(&field.name, field.descr, &field.shape)
-                    .map_err(core(py))?;
-            }
-        }
-        f(&plan)
+        f(&self.spec.build().map_err(core(py))?)
     }
 
     /// A new plan with `fields` appended to the last alternative (after
@@ -339,33 +301,25 @@ impl PyPlan {
         fields: Option<&Bound<'_, PyDict>>,
         new_alternative: bool,
     ) -> PyResult<PyPlan> {
-        let mut alternatives = self.alternatives.clone();
-        if new_alternative && alternatives.last().is_some_and(|last| !last.is_empty()) {
-            alternatives.push(Vec::new());
+        let mut spec = self.spec.clone();
+        if new_alternative {
+            spec.start_alternative();
         }
-        let current = alternatives
-            .last_mut()
-            .expect("a plan always has an alternative");
-        for (name, spec) in fields.into_iter().flatten() {
-            let (dtype, shape) = match spec.cast::<PyTuple>() {
+        for (name, field) in fields.into_iter().flatten() {
+            let (dtype, shape) = match field.cast::<PyTuple>() {
                 Ok(pair) if pair.len() == 2 => (
                     pair.get_item(0)?,
                     dims::<usize>(&pair.get_item(1)?)?.to_vec(),
                 ),
-                _ => (spec, Vec::new()),
+                _ => (field, Vec::new()),
             };
-            current.push(FieldSpec {
+            spec.push(FieldSpec {
                 name: name.extract()?,
                 descr: to_descr(&dtype)?,
                 shape,
             });
         }
-        let plan = PyPlan {
-            name: self.name.clone(),
-            alternatives,
-        };
-        plan.with_plan(py, |_| Ok(()))?;
-        Ok(plan)
+        PyPlan::from_spec(py, spec)
     }
 }
 
@@ -374,12 +328,7 @@ impl PyPlan {
     #[new]
     #[pyo3(signature = (name = "Plan"))]
     fn py_new(py: Python<'_>, name: &str) -> PyResult<PyPlan> {
-        let plan = PyPlan {
-            name: name.to_owned(),
-            alternatives: vec![Vec::new()],
-        };
-        plan.with_plan(py, |_| Ok(()))?;
-        Ok(plan)
+        PyPlan::from_spec(py, PlanSpec::new(name))
     }
 
     /// Appends fields, `name=(dtype, shape)` or `name=dtype`, to the current
@@ -397,7 +346,7 @@ impl PyPlan {
 
     #[getter]
     fn name(&self) -> &str {
-        &self.name
+        &self.spec.name
     }
 
     /// Bytes a buffer needs: the largest alternative, rounded up to `align`.
@@ -489,7 +438,11 @@ impl PyPlan {
                     )
                 })
                 .collect();
-            Ok(format!("Plan({:?}, [{}])", self.name, fields.join(", ")))
+            Ok(format!(
+                "Plan({:?}, [{}])",
+                self.spec.name,
+                fields.join(", ")
+            ))
         })
     }
 }

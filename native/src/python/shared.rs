@@ -18,7 +18,7 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 use super::buffer::{Memory, PyBuf, Storage};
 use super::layout::PyPlan;
 use super::layout_error;
-use crate::{SharedBuffer, SharedError, plan_from_text};
+use crate::{SharedBuffer, SharedError};
 
 /// The Python exception for a shared-memory error.
 pub(crate) fn to_py(err: SharedError) -> PyErr {
@@ -116,12 +116,10 @@ impl PySharedBuffer {
     /// The Plan stored at creation, or None.
     #[getter]
     fn plan(&self, py: Python<'_>) -> PyResult<Option<PyPlan>> {
-        let text = self.shared.plan_text();
-        if text.is_empty() {
-            return Ok(None);
+        match self.shared.plan().map_err(to_py)? {
+            Some(spec) => Ok(Some(PyPlan::from_spec(py, spec)?)),
+            None => Ok(None),
         }
-        let parsed = plan_from_text(text).map_err(to_py)?;
-        Ok(Some(PyPlan::from_text(py, &parsed)?))
     }
 
     /// As Buffer.view.

@@ -1,0 +1,206 @@
+//! [`PlanSpec`]: a plan that owns its names (feature `alloc`), for the
+//! bindings, which build plans from Python and JS values, and for storing a
+//! plan as text (in a shared segment's header).
+#![forbid(unsafe_code)]
+
+use alloc::borrow::ToOwned;
+use alloc::string::String;
+use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt::Write;
+
+use crate::{Descr, Error, Plan, ShortStr};
+
+/// One field of a [`PlanSpec`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FieldSpec {
+    /// The field's name (an identifier, unique in the plan).
+    pub name: String,
+    /// Its element type and byte order.
+    pub descr: Descr,
+    /// Its shape.
+    pub shape: Vec<usize>,
+}
+
+/// The fields of a [`Plan`], owned: a name and, per alternative, its fields
+/// in order. [`build`](PlanSpec::build) makes (and so checks) the plan.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{DType, Descr, FieldSpec, PlanSpec};
+/// let mut spec = PlanSpec::new("Work");
+/// spec.push(FieldSpec { name: "A".into(), descr: Descr::native(DType::F32), shape: vec![4] });
+/// spec.start_alternative();
+/// spec.push(FieldSpec { name: "D".into(), descr: Descr::native(DType::I32), shape: vec![6] });
+/// let plan = spec.build()?;
+/// assert_eq!((plan.nbytes(), plan.alternatives()), (24, 2));
+/// assert_eq!(spec.to_text(), "Work\nA <f4 4\nunion\nD <i4 6");
+/// assert_eq!(PlanSpec::from_text(&spec.to_text())?, spec);
+/// # Ok::<(), bytelens_core::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlanSpec {
+    /// The plan's name (names its WGSL structs).
+    pub name: String,
+    /// Fields of each alternative, in order; never empty.
+    pub alternatives: Vec<Vec<FieldSpec>>,
+}
+
+impl PlanSpec {
+    /// A plan with no fields.
+    pub fn new(name: &str) -> PlanSpec {
+        PlanSpec {
+            name: name.to_owned(),
+            alternatives: vec![Vec::new()],
+        }
+    }
+
+    /// Appends `field` to the current (last) alternative.
+    pub fn push(&mut self, field: FieldSpec) {
+        match self.alternatives.last_mut() {
+            Some(last) => last.push(field),
+            None => self.alternatives.push(vec![field]),
+        }
+    }
+
+    /// Starts another alternative, unless the current one is still empty
+    /// (as [`Plan::union`] does).
+    pub fn start_alternative(&mut self) {
+        if self
+            .alternatives
+            .last()
+            .is_some_and(|last| !last.is_empty())
+        {
+            self.alternatives.push(Vec::new());
+        }
+    }
+
+    /// The core's plan, borrowing the names: fails as [`Plan::named`],
+    /// [`Plan::field`] and [`Plan::union`] do.
+    pub fn build(&self) -> Result<Plan<'_>, Error> {
+        let mut plan = Plan::named(&self.name)?;
+        for (i, fields) in self.alternatives.iter().enumerate() {
+            if i > 0 {
+                plan.union()?;
+            }
+            for field in fields {
+                plan.field(&field.name, field.descr, &field.shape)?;
+            }
+        }
+        Ok(plan)
+    }
+
+    /// The plan as text: its name on the first line, then a line per field
+    /// (`name dtype length…`), and `union` between alternatives.
+    pub fn to_text(&self) -> String {
+        let mut text = self.name.clone();
+        for (i, fields) in self.alternatives.iter().enumerate() {
+            if i > 0 {
+                text.push_str("\nunion");
+            }
+            for field in fields {
+                let _ = write!(text, "\n{} {}", field.name, field.descr);
+                for n in &field.shape {
+                    let _ = write!(text, " {n}");
+                }
+            }
+        }
+        text
+    }
+
+    /// Reads what [`to_text`](PlanSpec::to_text) wrote; `BadPlanLine` names
+    /// the first line that is not `name dtype length…` or `union`. Whether
+    /// the plan is valid is [`build`](PlanSpec::build)'s to say.
+    pub fn from_text(text: &str) -> Result<PlanSpec, Error> {
+        let mut lines = text.split('\n');
+        let mut spec = PlanSpec::new(lines.next().unwrap_or("Plan"));
+        for line in lines {
+            if line == "union" {
+                spec.alternatives.push(Vec::new());
+                continue;
+            }
+            let bad = || Error::BadPlanLine {
+                line: ShortStr::new(line),
+            };
+            let mut words = line.split(' ');
+            let (Some(name), Some(dtype)) = (words.next(), words.next()) else {
+                return Err(bad());
+            };
+            let descr: Descr = dtype.parse().map_err(|_| bad())?;
+            let shape = words
+                .map(|w| w.parse::<usize>().map_err(|_| bad()))
+                .collect::<Result<Vec<usize>, Error>>()?;
+            spec.push(FieldSpec {
+                name: name.to_owned(),
+                descr,
+                shape,
+            });
+        }
+        Ok(spec)
+    }
+}
+
+impl<'n> From<&Plan<'n>> for PlanSpec {
+    fn from(plan: &Plan<'n>) -> PlanSpec {
+        let mut spec = PlanSpec::new(plan.name());
+        spec.alternatives = vec![Vec::new(); plan.alternatives()];
+        for field in plan.fields() {
+            spec.alternatives[field.alternative()].push(FieldSpec {
+                name: field.name().to_owned(),
+                descr: field.descr(),
+                shape: field.shape().to_vec(),
+            });
+        }
+        spec
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ByteOrder, DType};
+
+    #[test]
+    fn text_round_trips_every_dtype_and_order() {
+        let mut spec = PlanSpec::new("All");
+        for (i, dtype) in DType::ALL.iter().enumerate() {
+            for order in [ByteOrder::Little, ByteOrder::Big] {
+                spec.push(FieldSpec {
+                    name: alloc::format!("f{i}{}", order.prefix() == '>'),
+                    descr: Descr::new(*dtype, order),
+                    shape: vec![i + 1, 2],
+                });
+            }
+            if i % 4 == 3 {
+                spec.start_alternative();
+            }
+        }
+        let again = PlanSpec::from_text(&spec.to_text()).unwrap();
+        // One-byte types print '|' and read back in native order, as numpy's do.
+        assert_eq!(
+            again.build().unwrap().nbytes(),
+            spec.build().unwrap().nbytes()
+        );
+        assert_eq!(again.alternatives.len(), spec.alternatives.len());
+        assert_eq!(
+            PlanSpec::from(&spec.build().unwrap()).to_text(),
+            spec.to_text()
+        );
+    }
+
+    #[test]
+    fn bad_lines_are_named() {
+        for bad in ["P\na", "P\na  i4 2", "P\na <i4 x", "P\na <i9 2"] {
+            assert!(
+                matches!(PlanSpec::from_text(bad), Err(Error::BadPlanLine { .. })),
+                "{bad}"
+            );
+        }
+        let spec = PlanSpec::from_text("P\nunion\nunion\na <i4 2").unwrap();
+        assert_eq!(
+            spec.build().unwrap().alternatives(),
+            1,
+            "empty alternatives fold, as Plan::union does"
+        );
+    }
+}
