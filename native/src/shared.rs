@@ -161,6 +161,28 @@ fn shm_path(name: &str) -> Result<CString, SharedError> {
     CString::new(format!("/{name}")).map_err(|_| bad())
 }
 
+/// `shm_open` of the (checked) name, with its errors as [`SharedError`]s.
+fn open_segment(name: &str, flags: libc::c_int, mode: libc::mode_t) -> Result<File, SharedError> {
+    let path = shm_path(name)?;
+    // SAFETY: `path` is a NUL-terminated C string; shm_open has no other
+    // preconditions. The returned descriptor is owned by `OwnedFd` below.
+    let fd = unsafe { libc::shm_open(path.as_ptr(), flags, mode) };
+    if fd < 0 {
+        let err = std::io::Error::last_os_error();
+        let name = name.to_owned();
+        return Err(match err.kind() {
+            std::io::ErrorKind::AlreadyExists => SharedError::Exists { name },
+            std::io::ErrorKind::NotFound => SharedError::Missing { name },
+            _ => SharedError::Os {
+                what: "shm_open",
+                err,
+            },
+        });
+    }
+    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
+    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+}
+
 /// A named shared-memory segment, mapped read-write.
 ///
 /// Another process of the same user could shrink the segment (it is a file
@@ -212,7 +234,7 @@ impl SharedBuffer {
         nbytes: usize,
         plan: Option<&Plan<'_>>,
     ) -> Result<SharedBuffer, SharedError> {
-        let path = shm_path(name)?;
+        shm_path(name)?; // a bad name first, whatever else is wrong
         let plan_text = plan
             .map(|p| PlanSpec::from(p).to_text())
             .unwrap_or_default();
@@ -225,29 +247,7 @@ impl SharedBuffer {
             .checked_add(nbytes)
             .filter(|&size| size <= isize::MAX as usize)
             .ok_or(SharedError::TooLarge { nbytes })?;
-        // SAFETY: `path` is a NUL-terminated C string; shm_open has no other
-        // preconditions. The returned descriptor is owned by `OwnedFd` below.
-        let fd = unsafe {
-            libc::shm_open(
-                path.as_ptr(),
-                libc::O_CREAT | libc::O_EXCL | libc::O_RDWR,
-                0o600,
-            )
-        };
-        if fd < 0 {
-            let err = std::io::Error::last_os_error();
-            return Err(match err.kind() {
-                std::io::ErrorKind::AlreadyExists => SharedError::Exists {
-                    name: name.to_owned(),
-                },
-                _ => SharedError::Os {
-                    what: "shm_open",
-                    err,
-                },
-            });
-        }
-        // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        let file = open_segment(name, libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)?;
         let made = (|| {
             file.set_len(size as u64)
                 .map_err(os("sizing the segment"))?;
@@ -282,23 +282,7 @@ impl SharedBuffer {
 
     /// Attaches to the segment `name`, checking that it is a bytelens segment.
     pub fn attach(name: &str) -> Result<SharedBuffer, SharedError> {
-        let path = shm_path(name)?;
-        // SAFETY: as in `create`.
-        let fd = unsafe { libc::shm_open(path.as_ptr(), libc::O_RDWR, 0) };
-        if fd < 0 {
-            let err = std::io::Error::last_os_error();
-            return Err(match err.kind() {
-                std::io::ErrorKind::NotFound => SharedError::Missing {
-                    name: name.to_owned(),
-                },
-                _ => SharedError::Os {
-                    what: "shm_open",
-                    err,
-                },
-            });
-        }
-        // SAFETY: as in `create`.
-        let file = File::from(unsafe { OwnedFd::from_raw_fd(fd) });
+        let file = open_segment(name, libc::O_RDWR, 0)?;
         let size = file
             .metadata()
             .map_err(os("reading the segment's size"))?
