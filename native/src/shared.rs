@@ -12,7 +12,7 @@ use std::ffi::CString;
 use std::fs::{File, OpenOptions};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use memmap2::{MmapMut, MmapOptions};
@@ -209,13 +209,25 @@ pub struct SharedBuffer {
     /// `None` only while dropping.
     map: Option<MmapMut>,
     len: usize,
-    /// Locks this process took through this mapping and has not released.
-    held: AtomicUsize,
+    /// The thread ([`this_thread`]) holding the lock through this mapping, or
+    /// 0. Written only by the holder, while it holds the lock (so plain
+    /// relaxed loads and stores suffice: the mutex orders them), and read by
+    /// `Drop`, which has the object to itself.
+    holder: AtomicU64,
+}
+
+/// A number for the calling thread, never 0 (cheaper than `gettid`).
+fn this_thread() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    thread_local! {
+        static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
+    }
+    ID.with(|id| *id)
 }
 
 impl Drop for SharedBuffer {
     fn drop(&mut self) {
-        if self.held.load(Ordering::Acquire) > 0 {
+        if self.holder.load(Ordering::Relaxed) != 0 {
             // A held robust mutex is linked into its thread's robust list, which
             // glibc and the kernel walk through the mutex's own memory (on the next
             // lock, and when the process dies). Unmapping it now would make those
@@ -270,7 +282,7 @@ impl SharedBuffer {
                 name: name.to_owned(),
                 map: Some(map),
                 len: nbytes,
-                held: AtomicUsize::new(0),
+                holder: AtomicU64::new(0),
             })
         })();
         if made.is_err() {
@@ -328,7 +340,7 @@ impl SharedBuffer {
             name: name.to_owned(),
             map: Some(map),
             len: nbytes as usize,
-            held: AtomicUsize::new(0),
+            holder: AtomicU64::new(0),
         })
     }
 
@@ -454,7 +466,7 @@ impl SharedBuffer {
                 });
             }
         };
-        self.held.fetch_add(1, Ordering::AcqRel);
+        self.holder.store(this_thread(), Ordering::Relaxed);
         Ok(owner_died)
     }
 
@@ -462,14 +474,14 @@ impl SharedBuffer {
     /// [`NotHeld`](SharedError::NotHeld) if this thread does not hold it (the
     /// mutex checks its owner, so nothing else happens then).
     pub fn unlock_raw(&self) -> Result<(), SharedError> {
-        // SAFETY: the mutex lives as long as `self`; it is an error-checking
-        // robust mutex, so unlocking one this thread does not hold fails with
-        // EPERM instead of being undefined.
+        if self.holder.load(Ordering::Relaxed) != this_thread() {
+            return Err(SharedError::NotHeld);
+        }
+        self.holder.store(0, Ordering::Relaxed);
+        // SAFETY: the mutex lives as long as `self`, and this thread holds it
+        // (checked above; being error-checking, it would refuse otherwise).
         match unsafe { libc::pthread_mutex_unlock(self.mutex()) } {
-            0 => {
-                self.held.fetch_sub(1, Ordering::AcqRel);
-                Ok(())
-            }
+            0 => Ok(()),
             libc::EPERM => Err(SharedError::NotHeld),
             err => Err(SharedError::Os {
                 what: "pthread_mutex_unlock",
