@@ -287,21 +287,19 @@ impl Buffer {
                     .len
                     .checked_sub(offset)
                     .ok_or_else(|| out_of_bounds(offset, offset as u64, self.len))?;
-                let size = descr.dtype.size();
-                if rest % size != 0 {
-                    return Err(core_err(Error::ItemsizeMismatch {
-                        nbytes: rest,
-                        itemsize: size,
-                        dtype: descr.dtype,
-                    }));
-                }
-                Some(rest / size)
+                Some(elements_in(descr.dtype, rest)?)
             }
         };
         let layout = layout_from_options(descr, options, shape)?;
         layout.check(self.len).map_err(core_err)?;
         Ok((descr, layout))
     }
+}
+
+/// How many `dtype` elements `nbytes` bytes hold, by the core's rule for a
+/// whole buffer ([`Layout::from_bytes`]: they must divide exactly).
+fn elements_in(dtype: DType, nbytes: usize) -> Result<usize, JsValue> {
+    Ok(Layout::from_bytes(dtype, nbytes).map_err(core_err)?.size())
 }
 
 /// The byte offset an options object gives (default 0).
@@ -440,17 +438,7 @@ impl Buffer {
         }
         let length = match length {
             Some(n) => whole(n, "length")?,
-            None => {
-                let rest = self.len - offset;
-                if rest % size != 0 {
-                    return Err(core_err(Error::ItemsizeMismatch {
-                        nbytes: rest,
-                        itemsize: size,
-                        dtype: descr.dtype,
-                    }));
-                }
-                rest / size
-            }
+            None => elements_in(descr.dtype, self.len - offset)?,
         };
         let layout = Layout::contiguous(descr.dtype, &[length])
             .and_then(|l| l.with_offset(offset))
