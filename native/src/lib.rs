@@ -6,6 +6,9 @@
 )]
 
 mod buffer;
+mod gather;
+#[cfg(feature = "gpu")]
+pub mod gpu;
 #[cfg(feature = "python")]
 mod python;
 #[cfg(unix)]
@@ -16,6 +19,7 @@ use std::fmt;
 pub use buffer::Buffer;
 /// The core's layout error: what is wrong with a view, with the numbers.
 pub use bytelens_core::Error as LayoutError;
+pub use gather::gather_into;
 #[cfg(unix)]
 pub use shared::{
     DATA_OFFSET, LockGuard, MAX_NAME, MapMode, MappedFile, SharedBuffer, SharedError,
@@ -52,6 +56,13 @@ pub enum Error {
         /// The alignment given.
         align: usize,
     },
+    /// A destination slice of the wrong length.
+    SizeMismatch {
+        /// Bytes the view holds.
+        expected: usize,
+        /// Bytes the destination holds.
+        got: usize,
+    },
 }
 
 impl fmt::Display for Error {
@@ -62,6 +73,12 @@ impl fmt::Display for Error {
                 write!(f, "could not allocate {nbytes} bytes aligned to {align}")
             }
             Error::BadAlign { align } => write!(f, "alignment {align} is not a power of two"),
+            Error::SizeMismatch { expected, got } => {
+                write!(
+                    f,
+                    "the view holds {expected} bytes but the destination holds {got}"
+                )
+            }
         }
     }
 }

@@ -63,7 +63,9 @@ pub(crate) fn native_error(py: Python<'_>, err: Error) -> PyErr {
     match err {
         Error::Layout(err) => layout_error(py, err),
         Error::Alloc { .. } => PyMemoryError::new_err(err.to_string()),
-        Error::BadAlign { .. } => PyValueError::new_err(err.to_string()),
+        Error::BadAlign { .. } | Error::SizeMismatch { .. } => {
+            PyValueError::new_err(err.to_string())
+        }
     }
 }
 
