@@ -25,9 +25,10 @@ use crate::Error;
 const SCRATCH: usize = 256 * 1024;
 /// Rows shorter than this are collected in scratch rather than handed on alone.
 const DIRECT_ROW: usize = 4096;
-/// Most rows gathered together in a transposed block (64 × 8-byte elements
-/// reads 512 contiguous source bytes per output column).
-const MAX_BLOCK_ROWS: usize = 64;
+/// Bytes of a block of transposed rows (gathered together, then handed on).
+const BLOCK: usize = 2 << 20;
+/// Most rows in a transposed block (64 rows: 8 tiles down).
+const BLOCK_ROWS: usize = 64;
 
 /// Copies the elements of the view `layout` over `bytes` into `out`, in C
 /// order (the last index varying fastest): the bytes of
@@ -193,8 +194,11 @@ fn rows<E>(
 
 /// A transposed view: for every index of `outer`, `across.len` output rows
 /// of `last.len` elements each, where consecutive rows start `N` bytes apart
-/// (or `-N`). Rows are gathered in blocks so one pass over a source line
-/// serves a block of rows.
+/// (or `-N`). A block of output rows is filled in 8×8 tiles: eight source
+/// runs of eight adjacent elements are read, and written out as the
+/// eight rows' next eight elements. The transpose is bound by memory
+/// latency, not arithmetic, so what matters is touching each source and
+/// scratch line as few times as possible.
 fn blocks<const N: usize, E>(
     bytes: &[u8],
     base: usize,
@@ -205,45 +209,103 @@ fn blocks<const N: usize, E>(
     emit: &mut dyn FnMut(&[u8]) -> Result<(), E>,
 ) -> Result<(), E> {
     let row_bytes = last.len * N;
-    let block_rows = (SCRATCH / row_bytes).clamp(1, MAX_BLOCK_ROWS);
+    let block_rows = (BLOCK / row_bytes).clamp(1, BLOCK_ROWS);
+    // Long rows are kept a cache line more than a multiple of 64 bytes apart
+    // in scratch: rows a power of two apart would all fall into the same
+    // cache sets, and writing to all of them at once would thrash L1 and
+    // L2. Such rows are handed on one by one; short rows as a block.
+    let pitch = if row_bytes >= DIRECT_ROW {
+        row_bytes.next_multiple_of(64) + 64
+    } else {
+        row_bytes
+    };
     scratch.clear();
-    scratch.resize(block_rows * row_bytes, 0);
+    scratch.resize(block_rows * pitch, 0);
     odometer(base, outer, &mut |start| {
         let mut row = 0;
         while row < across.len {
             let rows_here = block_rows.min(across.len - row);
-            let block = &mut scratch[..rows_here * row_bytes];
-            // The block's rows start at these source offsets; the lowest
-            // address among them is where each column's run begins.
+            let block = &mut scratch[..rows_here * pitch];
+            // Source offset of (row r of the block, element j).
             let first = start as isize + across.stride * row as isize;
-            let lowest = if across.stride > 0 {
-                first
-            } else {
-                first + across.stride * (rows_here as isize - 1)
-            } as usize;
-            for j in 0..last.len {
-                let column = lowest as isize + last.stride * j as isize;
-                let run = &bytes[column as usize..column as usize + rows_here * N];
-                for (k, element) in run.chunks_exact(N).enumerate() {
-                    // Element k of the run belongs to row k (or, for a
-                    // negative stride, to row rows_here - 1 - k).
-                    let r = if across.stride > 0 {
-                        k
+            let at = |r: usize, j: usize| {
+                (first + across.stride * r as isize + last.stride * j as isize) as usize
+            };
+            for j0 in (0..last.len).step_by(8) {
+                let cols = 8.min(last.len - j0);
+                for r0 in (0..rows_here).step_by(8) {
+                    if cols == 8 && rows_here - r0 >= 8 {
+                        tile::<N>(
+                            bytes,
+                            at(r0, j0),
+                            across.stride,
+                            last.stride,
+                            block,
+                            r0 * pitch + j0 * N,
+                            pitch,
+                        );
                     } else {
-                        rows_here - 1 - k
-                    };
-                    let at = r * row_bytes + j * N;
-                    block[at..at + N].copy_from_slice(element);
+                        for r in r0..rows_here.min(r0 + 8) {
+                            for j in j0..j0 + cols {
+                                let from = at(r, j);
+                                block[r * pitch + j * N..][..N]
+                                    .copy_from_slice(&bytes[from..from + N]);
+                            }
+                        }
+                    }
                 }
             }
-            emit(block)?;
+            if pitch == row_bytes {
+                emit(block)?;
+            } else {
+                for r in 0..rows_here {
+                    emit(&block[r * pitch..r * pitch + row_bytes])?;
+                }
+            }
             row += rows_here;
         }
         Ok(())
     })
 }
 
-/// Any other view, one `N`-byte element at a time.
+/// One 8×8 tile: output row `r` (at `out + r * pitch`) gets the eight
+/// elements at `from + r * across + j * step`, j = 0..8, where `across` is
+/// `N` or `-N`, so each column j of the tile is one contiguous 8-element run.
+#[inline(always)]
+fn tile<const N: usize>(
+    bytes: &[u8],
+    from: usize,
+    across: isize,
+    step: isize,
+    block: &mut [u8],
+    out: usize,
+    pitch: usize,
+) {
+    let mut m = [[[0u8; N]; 8]; 8];
+    for (j, column) in m.iter_mut().enumerate() {
+        let start = from as isize + step * j as isize;
+        let lowest = if across > 0 {
+            start
+        } else {
+            start - 7 * N as isize
+        } as usize;
+        let run = &bytes[lowest..lowest + 8 * N];
+        for (k, cell) in column.iter_mut().enumerate() {
+            let k = if across > 0 { k } else { 7 - k };
+            cell.copy_from_slice(&run[k * N..k * N + N]);
+        }
+    }
+    for r in 0..8 {
+        let dst = &mut block[out + r * pitch..out + r * pitch + 8 * N];
+        for (j, cell) in dst.chunks_exact_mut(N).enumerate() {
+            cell.copy_from_slice(&m[j][r]);
+        }
+    }
+}
+
+/// Any other view, one `N`-byte element at a time, into a scratch block
+/// that is handed on when full. A reversed run (stride `-N`) is read as one
+/// contiguous slice backwards.
 fn elements<const N: usize, E>(
     bytes: &[u8],
     base: usize,
@@ -252,19 +314,41 @@ fn elements<const N: usize, E>(
     emit: &mut dyn FnMut(&[u8]) -> Result<(), E>,
 ) -> Result<(), E> {
     let (last, outer) = axes.split_last().expect("a view with at least one axis");
+    let capacity = SCRATCH / N;
     scratch.clear();
+    scratch.resize(capacity * N, 0);
+    let mut filled = 0;
     odometer(base, outer, &mut |start| {
-        for j in 0..last.len {
-            if scratch.len() + N > SCRATCH {
+        let mut j = 0;
+        while j < last.len {
+            if filled == capacity {
                 emit(scratch)?;
-                scratch.clear();
+                filled = 0;
             }
-            let at = (start as isize + last.stride * j as isize) as usize;
-            scratch.extend_from_slice(&bytes[at..at + N]);
+            let count = (last.len - j).min(capacity - filled);
+            let dst = scratch[filled * N..(filled + count) * N].chunks_exact_mut(N);
+            let first = start as isize + last.stride * j as isize;
+            if last.stride == -(N as isize) {
+                let lowest = (first - (count as isize - 1) * N as isize) as usize;
+                let run = bytes[lowest..lowest + count * N].chunks_exact(N).rev();
+                for (cell, element) in dst.zip(run) {
+                    cell.copy_from_slice(element);
+                }
+            } else {
+                for (k, cell) in dst.enumerate() {
+                    let at = (first + last.stride * k as isize) as usize;
+                    cell.copy_from_slice(&bytes[at..at + N]);
+                }
+            }
+            filled += count;
+            j += count;
         }
         Ok(())
     })?;
-    emit(scratch)
+    if filled > 0 {
+        emit(&scratch[..filled * N])?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -365,6 +449,16 @@ mod tests {
             .unwrap()
             .transpose();
         check(&bytes, &t);
+        // Full 8×8 tiles with rows running backwards, and ragged edges.
+        for dtype in [DType::U8, DType::I16, DType::F32, DType::F64] {
+            let r = Layout::contiguous(dtype, &[43, 26])
+                .unwrap()
+                .slice(1, None, None, -1)
+                .unwrap()
+                .transpose();
+            check(&bytes, &r);
+            check(&bytes, &r.slice(0, None, None, -1).unwrap());
+        }
         let r = Layout::contiguous(DType::U8, &[1000, 300])
             .unwrap()
             .slice(1, None, Some(299), 1)

@@ -228,6 +228,33 @@ fn uploads_larger_than_the_ring_and_the_buffer_limit_are_chunked() {
 }
 
 #[test]
+fn large_uploads_are_filled_by_several_threads() {
+    let Some(_) = gpu() else { return };
+    let three = GpuContext::with_options(GpuOptions {
+        upload_threads: 3,
+        staging_chunk: 1 << 20,
+        max_buffer_size: Some(3 << 20),
+        ..GpuOptions::default()
+    })
+    .unwrap();
+    // 9 MiB and more: cut into three parts, each through its own ring,
+    // across 1 MiB chunks and 3 MiB buffers; reversed and odd-sized too.
+    let bytes = pattern((9 << 20) + 4096, 9);
+    let t = Layout::contiguous(DType::U16, &[1024, (9 << 20) / 2048])
+        .unwrap()
+        .transpose();
+    round_trip(&three, &bytes, &t);
+    let odd = Layout::contiguous(DType::U8, &[(9 << 20) + 4093]).unwrap();
+    let up = round_trip(&three, &bytes, &odd.slice(0, None, None, -1).unwrap());
+    assert_eq!(up.buffers().len(), 4);
+    round_trip(
+        &three,
+        &bytes,
+        &Layout::contiguous(DType::U8, &[3, (3 << 20) + 1]).unwrap(),
+    );
+}
+
+#[test]
 fn errors_come_back_as_values_not_panics() {
     let Some(gpu) = gpu() else { return };
     // A view outside its bytes: the core's error.

@@ -1,0 +1,285 @@
+//! GPU upload throughput against memcpy and `queue.write_buffer`, measured
+//! in one run: `cargo xtask bench gpu` (or `cargo bench -p bytelens
+//! --features gpu --bench gpu`).
+//!
+//! Every row moves the same bytes (256 MiB by default; `BYTELENS_BENCH_MIB`
+//! changes it) and is timed as the median of several repetitions after a
+//! warm-up; the GPU rows wait for the queue to finish. It prints a table
+//! with ratios and writes `gpu.csv` and `gpu.svg` into `BYTELENS_BENCH_DIR`
+//! (default `target/bench`).
+
+use std::fmt::Write as _;
+use std::time::{Duration, Instant};
+
+use bytelens::gpu::{GpuBuffer, GpuContext, wgpu};
+use bytelens::{Buffer, DType, Layout, gather_into};
+
+struct Row {
+    name: &'static str,
+    what: &'static str,
+    median: Duration,
+}
+
+fn median(reps: usize, mut f: impl FnMut()) -> Duration {
+    f(); // warm-up: page faults, first mappings, pipeline of the ring
+    let mut times: Vec<Duration> = (0..reps)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            start.elapsed()
+        })
+        .collect();
+    times.sort();
+    times[reps / 2]
+}
+
+fn wait(gpu: &GpuContext) {
+    gpu.device()
+        .poll(wgpu::PollType::wait_indefinitely())
+        .expect("the device answers");
+}
+
+fn main() {
+    let mib: usize = std::env::var("BYTELENS_BENCH_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(256);
+    let reps: usize = std::env::var("BYTELENS_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(7);
+    let out_dir = std::env::var("BYTELENS_BENCH_DIR").unwrap_or_else(|_| "target/bench".into());
+    let nbytes = mib << 20;
+    let gpu = match GpuContext::new() {
+        Ok(gpu) => gpu,
+        Err(err) => {
+            eprintln!("no GPU adapter: {err}");
+            std::process::exit(1);
+        }
+    };
+    let info = gpu.info();
+    println!(
+        "adapter: {} ({:?}, driver {} {}), {} MiB, median of {reps}",
+        info.name, info.backend, info.driver, info.driver_info, mib
+    );
+
+    // The source: float32 values in a 64-byte aligned buffer, seen as a
+    // square-ish matrix (rows × cols) for the transposed upload.
+    let mut src = Buffer::new(nbytes).expect("host memory");
+    for (i, chunk) in src.as_bytes_mut().chunks_exact_mut(4).enumerate() {
+        chunk.copy_from_slice(&(i as f32).to_le_bytes());
+    }
+    let n = nbytes / 4;
+    let cols = 1usize << n.trailing_zeros().div_ceil(2);
+    let rows = n / cols;
+    let flat = Layout::contiguous(DType::F32, &[n]).unwrap();
+    let transposed = Layout::contiguous(DType::F32, &[rows, cols])
+        .unwrap()
+        .transpose();
+    let mut host = vec![0u8; nbytes];
+    let mut dst: GpuBuffer = gpu.upload_layout(src.as_bytes(), &flat).expect("upload");
+    let raw = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("write_buffer target"),
+        size: nbytes as u64,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+
+    let mut table = Vec::new();
+    table.push(Row {
+        name: "memcpy",
+        what: "host copy_from_slice into warm memory",
+        median: median(reps, || host.copy_from_slice(src.as_bytes())),
+    });
+    table.push(Row {
+        name: "write_buffer",
+        what: "queue.write_buffer into an existing buffer",
+        median: median(reps, || {
+            gpu.queue().write_buffer(&raw, 0, src.as_bytes());
+            gpu.queue().submit([]);
+            wait(&gpu);
+        }),
+    });
+    table.push(Row {
+        name: "upload_into",
+        what: "bytelens, contiguous, repeated into one buffer",
+        median: median(reps, || {
+            gpu.upload_layout_into(src.as_bytes(), &flat, &mut dst)
+                .unwrap();
+            wait(&gpu);
+        }),
+    });
+    table.push(Row {
+        name: "upload",
+        what: "bytelens, contiguous, a new GPU buffer each time",
+        median: median(reps, || {
+            let fresh = gpu.upload_layout(src.as_bytes(), &flat).unwrap();
+            wait(&gpu);
+            drop(fresh);
+        }),
+    });
+    table.push(Row {
+        name: "strided",
+        what: "bytelens, transposed 2-D view gathered into staging",
+        median: median(reps, || {
+            gpu.upload_layout_into(src.as_bytes(), &transposed, &mut dst)
+                .unwrap();
+            wait(&gpu);
+        }),
+    });
+    table.push(Row {
+        name: "transpose_host",
+        what: "host only: the transposed view copied into memory (gather_into)",
+        median: median(reps, || {
+            gather_into(src.as_bytes(), &transposed, &mut host).unwrap()
+        }),
+    });
+    let view = src.view_as::<f32>(transposed).unwrap();
+    table.push(Row {
+        name: "naive_strided",
+        what: "copy to a contiguous Vec, then write_buffer",
+        median: median(reps, || {
+            let contiguous: Vec<f32> = view.iter().collect();
+            gpu.queue()
+                .write_buffer(&raw, 0, bytemuck::cast_slice(&contiguous));
+            gpu.queue().submit([]);
+            wait(&gpu);
+        }),
+    });
+    table.push(Row {
+        name: "readback",
+        what: "bytelens download_into host memory",
+        median: median(reps, || dst.download_into(&mut host).unwrap()),
+    });
+    // The last upload was the transposed one: check it arrived.
+    gpu.upload_layout_into(src.as_bytes(), &transposed, &mut dst)
+        .unwrap();
+    dst.download_into(&mut host).unwrap();
+    let first_column: Vec<f32> = host[..16]
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(
+        first_column,
+        [0.0, cols as f32, 2.0 * cols as f32, 3.0 * cols as f32]
+    );
+
+    report(&table, nbytes, &out_dir, info);
+}
+
+fn gbps(nbytes: usize, d: Duration) -> f64 {
+    nbytes as f64 / d.as_secs_f64() / 1e9
+}
+
+fn report(table: &[Row], nbytes: usize, out_dir: &str, info: &wgpu::AdapterInfo) {
+    let get = |name: &str| {
+        let row = table.iter().find(|r| r.name == name).expect("measured row");
+        gbps(nbytes, row.median)
+    };
+    let (memcpy, write_buffer) = (get("memcpy"), get("write_buffer"));
+    println!(
+        "\n{:<14} {:>10} {:>8} {:>12} {:>9}  what",
+        "row", "median ms", "GB/s", "x write_buf", "x memcpy"
+    );
+    let mut csv = String::from("row,median_ms,gb_per_s,ratio_write_buffer,ratio_memcpy,what\n");
+    for row in table {
+        let rate = gbps(nbytes, row.median);
+        let ms = row.median.as_secs_f64() * 1e3;
+        println!(
+            "{:<14} {:>10.1} {:>8.2} {:>12.2} {:>9.2}  {}",
+            row.name,
+            ms,
+            rate,
+            rate / write_buffer,
+            rate / memcpy,
+            row.what
+        );
+        let _ = writeln!(
+            csv,
+            "{},{ms:.3},{rate:.3},{:.3},{:.3},\"{}\"",
+            row.name,
+            rate / write_buffer,
+            rate / memcpy,
+            row.what
+        );
+    }
+    let contiguous = get("upload_into");
+    let goals = [
+        (
+            "repeated contiguous upload >= 3x write_buffer",
+            contiguous / write_buffer,
+            3.0,
+        ),
+        (
+            "repeated contiguous upload >= 0.5x memcpy",
+            contiguous / memcpy,
+            0.5,
+        ),
+        (
+            "strided upload >= 0.8x contiguous",
+            get("strided") / contiguous,
+            0.8,
+        ),
+        (
+            "(context) strided upload vs the host transpose alone",
+            get("strided") / get("transpose_host"),
+            0.0,
+        ),
+    ];
+    println!();
+    for (goal, ratio, want) in goals {
+        let verdict = if ratio >= want { "met" } else { "MISSED" };
+        println!("goal {goal}: {ratio:.2} ({verdict})");
+    }
+    std::fs::create_dir_all(out_dir).expect("bench output directory");
+    std::fs::write(format!("{out_dir}/gpu.csv"), csv).expect("write gpu.csv");
+    std::fs::write(format!("{out_dir}/gpu.svg"), svg(table, nbytes, info)).expect("write gpu.svg");
+    println!("\nwrote {out_dir}/gpu.csv and {out_dir}/gpu.svg");
+}
+
+/// A horizontal bar chart of GB/s, one bar per row.
+fn svg(table: &[Row], nbytes: usize, info: &wgpu::AdapterInfo) -> String {
+    let (left, width, bar, gap, top) = (130.0, 460.0, 22.0, 8.0, 48.0);
+    let max = table
+        .iter()
+        .map(|r| gbps(nbytes, r.median))
+        .fold(0.0, f64::max);
+    let height = top + table.len() as f64 * (bar + gap) + 20.0;
+    let mut s = format!(
+        "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"680\" height=\"{height}\" \
+         font-family=\"sans-serif\" font-size=\"13\">\n\
+         <rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n\
+         <text x=\"10\" y=\"22\" font-size=\"15\">bytelens GPU upload, {} MiB: GB/s on {}</text>\n",
+        nbytes >> 20,
+        escape(&info.name)
+    );
+    for (i, row) in table.iter().enumerate() {
+        let rate = gbps(nbytes, row.median);
+        let y = top + i as f64 * (bar + gap);
+        let w = (rate / max * width).max(1.0);
+        let fill = if row.name.starts_with("upload") || row.name == "strided" {
+            "#2b6cb0"
+        } else {
+            "#a0aec0"
+        };
+        let _ = writeln!(
+            s,
+            "<text x=\"{}\" y=\"{}\" text-anchor=\"end\">{}</text>\
+             <rect x=\"{left}\" y=\"{y}\" width=\"{w:.1}\" height=\"{bar}\" fill=\"{fill}\"/>\
+             <text x=\"{:.1}\" y=\"{}\">{rate:.2}</text>",
+            left - 8.0,
+            y + bar * 0.72,
+            row.name,
+            left + w + 6.0,
+            y + bar * 0.72
+        );
+    }
+    s.push_str("</svg>\n");
+    s
+}
+
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
