@@ -6,8 +6,9 @@
 //!   package's tests in Node and Chromium, and the web demo end to end;
 //! - `cargo xtask demo`  builds the wasm package and serves the web demo on
 //!   http://127.0.0.1:8000;
-//! - `cargo xtask bench [python]` runs the benchmarks and prints ratios to
-//!   baselines measured in the same run.
+//! - `cargo xtask bench [python | gpu]` runs the benchmarks and prints ratios
+//!   to baselines measured in the same run (`bench gpu --prepare-device`
+//!   readies `target/device/` for a machine with a real GPU).
 #![forbid(unsafe_code)]
 
 use std::env;
@@ -18,6 +19,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+mod gpu;
 mod web;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
@@ -48,7 +50,7 @@ fn main() -> ExitCode {
         "build-wasm" => web::ensure_web_tools(false).and_then(|()| web::build_package()),
         _ => {
             eprintln!(
-                "usage: cargo xtask <test | demo | bench [python] | build-python | build-wasm>"
+                "usage: cargo xtask <test | demo | bench [python | gpu] | build-python | build-wasm>"
             );
             return ExitCode::from(if task == "help" { 0 } else { 2 });
         }
@@ -251,6 +253,7 @@ fn test() -> Result {
     ensure_rust_tools()?;
     ensure_python_envs()?;
     web::ensure_web_tools(true)?;
+    gpu::ensure_lavapipe()?;
     println!("\ntools ready in {:.1}s", start.elapsed().as_secs_f64());
     // Serves web-demo/ (on 127.0.0.1 only) until this process exits.
     let demo_url = web::serve(0)?;
@@ -273,6 +276,12 @@ fn test() -> Result {
         ),
         ("tests and doctests", cmd("cargo", &["test", "--workspace"])),
     ];
+    let mut gpu_tests = cmd("cargo", &["test", "-p", "bytelens", "--features", "gpu"]);
+    gpu::require_gpu(&mut gpu_tests);
+    list.push((
+        "gpu: round trips and a Plan in a shader, on Vulkan",
+        gpu_tests,
+    ));
     for target in NO_STD_TARGETS {
         list.push((
             "no_std build",
@@ -315,6 +324,7 @@ fn test() -> Result {
         pytest
             .args(["-p", "no:cacheprovider"])
             .env("HYPOTHESIS_PROFILE", "ci");
+        gpu::require_gpu(&mut pytest);
         list.push((label, pytest));
     }
     let mut stubtest = cmd(
@@ -366,6 +376,9 @@ fn demo() -> Result {
 /// Runs the criterion benchmarks, then prints each median next to its
 /// group's baseline (the benchmark whose name starts with "baseline").
 fn bench(filter: &[String]) -> Result {
+    if filter.first().map(String::as_str) == Some("gpu") {
+        return gpu::bench(&filter[1..]);
+    }
     if filter.first().map(String::as_str) == Some("python") {
         ensure_python_envs()?;
         build_python_package()?;

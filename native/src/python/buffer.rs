@@ -96,7 +96,7 @@ impl Memory {
         }
     }
 
-    fn owned(py: Python<'_>, nbytes: usize, align: usize) -> PyResult<Memory> {
+    pub(crate) fn owned(py: Python<'_>, nbytes: usize, align: usize) -> PyResult<Memory> {
         let mut buffer =
             crate::Buffer::with_align(nbytes, align).map_err(|e| native_error(py, e))?;
         let address = buffer.as_mut_ptr();
@@ -171,7 +171,10 @@ impl PyBuf {
 
     /// A numpy array over `layout`, checked against this buffer, whose base
     /// object keeps the memory alive and counted.
-    fn array<'py>(slf: &Bound<'py, PyBuf>, layout: &Layout) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn array<'py>(
+        slf: &Bound<'py, PyBuf>,
+        layout: &Layout,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get();
         let descr = numpy_descr(py, layout.descr())?;

@@ -11,6 +11,8 @@
 mod buffer;
 mod dlpack;
 mod dtype;
+#[cfg(feature = "gpu")]
+mod gpu;
 mod layout;
 #[cfg(unix)]
 mod shared;
@@ -89,5 +91,7 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<shared::PySharedBuffer>()?;
     #[cfg(unix)]
     m.add_class::<shared::PyLock>()?;
+    #[cfg(feature = "gpu")]
+    gpu::register(m)?;
     Ok(())
 }

@@ -1,0 +1,193 @@
+//! `bytelens.gpu`: upload numpy arrays and bytelens views to the GPU and
+//! download them back as numpy arrays over a bytelens `Buffer`.
+//!
+//! One [`GpuContext`] per interpreter, made on first use with the default
+//! options (Vulkan, the adapter's own limits). Uploads read the array's
+//! memory where it is, in whatever strides it has, while holding the GIL
+//! (so no Python thread writes to it meanwhile); downloads release the GIL,
+//! since they write only into a fresh buffer nobody else can see yet.
+
+use std::sync::OnceLock;
+
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::create_exception;
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+
+use super::buffer::{Memory, PyBuf, span};
+use super::dtype::{numpy_descr, to_descr};
+use super::layout_error;
+use crate::Layout;
+use crate::gpu::{GpuBuffer, GpuContext, GpuError as NativeGpuError};
+
+create_exception!(
+    bytelens,
+    GpuError,
+    PyRuntimeError,
+    "No GPU adapter, or an error wgpu reported, with wgpu's message."
+);
+
+/// The Python exception for a GPU error: layout errors keep their own
+/// classes (`BoundsError`, ...); the rest are `GpuError`.
+fn gpu_error(py: Python<'_>, err: NativeGpuError) -> PyErr {
+    match err {
+        NativeGpuError::Layout(err) => layout_error(py, err),
+        other => GpuError::new_err(other.to_string()),
+    }
+}
+
+/// The interpreter's context, made once; a failure (no adapter) is kept
+/// and raised again on every call.
+fn context(py: Python<'_>) -> PyResult<&'static GpuContext> {
+    static CONTEXT: OnceLock<Result<GpuContext, NativeGpuError>> = OnceLock::new();
+    // Finding an adapter can take a while: let other threads run.
+    let made = py.detach(|| CONTEXT.get_or_init(GpuContext::new));
+    made.as_ref().map_err(|err| gpu_error(py, err.clone()))
+}
+
+/// Data held on the GPU, in C order: what `bytelens.gpu.upload` returns.
+#[pyclass(name = "GpuBuffer", module = "bytelens._native", frozen)]
+pub struct PyGpuBuffer {
+    inner: GpuBuffer,
+}
+
+#[pymethods]
+impl PyGpuBuffer {
+    /// Bytes of data (the uploaded array's nbytes).
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.inner.nbytes()
+    }
+
+    /// Bytes on the GPU: nbytes rounded up to a multiple of 4 (4 when empty).
+    #[getter]
+    fn padded_size(&self) -> u64 {
+        self.inner.padded_size()
+    }
+
+    /// The numpy dtype of the data.
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(numpy_descr(py, self.inner.layout().descr())?
+            .clone()
+            .into_any())
+    }
+
+    /// The shape of the data.
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.layout().shape())
+    }
+
+    /// How many wgpu buffers hold the data (more than one only past the
+    /// device's max_buffer_size).
+    #[getter]
+    fn segments(&self) -> usize {
+        self.inner.buffers().len()
+    }
+
+    /// Reads the data back: a new C-contiguous numpy array with the
+    /// uploaded dtype and shape, over a fresh 64-byte aligned bytelens Buffer.
+    fn download<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let nbytes = self.inner.nbytes();
+        let memory = Memory::owned(py, nbytes, 64)?;
+        let buffer = Bound::new(py, PyBuf::new(py, memory)?)?;
+        let address = buffer.get().address();
+        let bytes: &mut [u8] = if nbytes == 0 {
+            &mut []
+        } else {
+            // SAFETY: `buffer` was allocated above with `nbytes` bytes at
+            // `address`; nothing else has seen it yet (no view, no export),
+            // so this is the only reference to those bytes until the
+            // download returns, and `buffer` outlives it.
+            unsafe { std::slice::from_raw_parts_mut(address, nbytes) }
+        };
+        let result = py.detach(|| self.inner.download_into(bytes));
+        result.map_err(|err| gpu_error(py, err))?;
+        PyBuf::array(&buffer, &self.inner.layout())
+    }
+
+    fn __repr__(&self) -> String {
+        let layout = self.inner.layout();
+        format!(
+            "GpuBuffer(dtype={}, shape={:?}, nbytes={}, segments={})",
+            layout.descr(),
+            layout.shape(),
+            self.inner.nbytes(),
+            self.inner.buffers().len()
+        )
+    }
+}
+
+/// Uploads an array (or anything numpy.asarray accepts without copying:
+/// a bytelens view, a Buffer, a memoryview) to the GPU, in C order.
+/// Strided, transposed and reversed arrays are gathered straight into
+/// the staging memory: one copy on the host.
+#[pyfunction]
+pub(crate) fn gpu_upload(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyGpuBuffer> {
+    let gpu = context(py)?;
+    let array = match array.cast::<PyUntypedArray>() {
+        Ok(array) => array.clone(),
+        Err(_) => py
+            .import("numpy")?
+            .call_method1("asarray", (array,))?
+            .cast_into::<PyUntypedArray>()?,
+    };
+    let descr = to_descr(array.dtype().as_any())?;
+    let strides = array.strides();
+    let (start, len) = span(py, array.shape(), strides, descr.dtype.size())?;
+    // SAFETY: reading the data pointer of a live array object we hold.
+    let data = unsafe { (*array.as_array_ptr()).fields.data }.cast::<u8>();
+    let bytes: &[u8] = if len == 0 {
+        &[]
+    } else {
+        // SAFETY: numpy keeps every element of the array, from `data + start`
+        // for `len` bytes (its span, computed from its own shape and
+        // strides), readable while the array lives; we hold the array and the
+        // GIL until the upload returns, so no Python code frees or resizes it.
+        unsafe { std::slice::from_raw_parts(data.wrapping_offset(start), len) }
+    };
+    let layout = Layout::new(descr.dtype, start.unsigned_abs(), array.shape(), strides)
+        .map_err(|err| layout_error(py, err))?
+        .with_byte_order(descr.order)
+        // Only bytes are copied, so the host address need not be aligned.
+        .unaligned();
+    let inner = gpu
+        .upload_layout(bytes, &layout)
+        .map_err(|err| gpu_error(py, err))?;
+    Ok(PyGpuBuffer { inner })
+}
+
+/// The adapter bytelens uploads to: name, vendor, device, device_type,
+/// driver, driver_info, backend, and its max_buffer_size and
+/// max_storage_buffer_binding_size.
+#[pyfunction]
+pub(crate) fn gpu_adapter_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let gpu = context(py)?;
+    let info = gpu.info();
+    let limits = gpu.limits();
+    let dict = PyDict::new(py);
+    dict.set_item("name", &info.name)?;
+    dict.set_item("vendor", info.vendor)?;
+    dict.set_item("device", info.device)?;
+    dict.set_item("device_type", format!("{:?}", info.device_type))?;
+    dict.set_item("driver", &info.driver)?;
+    dict.set_item("driver_info", &info.driver_info)?;
+    dict.set_item("backend", format!("{:?}", info.backend))?;
+    dict.set_item("max_buffer_size", limits.max_buffer_size)?;
+    dict.set_item(
+        "max_storage_buffer_binding_size",
+        limits.max_storage_buffer_binding_size,
+    )?;
+    Ok(dict)
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("GpuError", py.get_type::<GpuError>())?;
+    m.add_class::<PyGpuBuffer>()?;
+    m.add_function(wrap_pyfunction!(gpu_upload, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_adapter_info, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,140 @@
+"""bytelens.gpu: round trips through a real Vulkan adapter (lavapipe in CI).
+
+Without an adapter these tests fail when CI or BYTELENS_REQUIRE_GPU is set
+(cargo xtask test sets it) and are skipped otherwise, saying why.
+"""
+
+import os
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+import bytelens as bl
+from bytelens import gpu
+
+
+def _adapter():
+    try:
+        return gpu.adapter_info()
+    except gpu.GpuError as err:
+        if os.environ.get("CI") or os.environ.get("BYTELENS_REQUIRE_GPU"):
+            raise
+        pytest.skip(f"no GPU adapter: {err}")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def adapter():
+    return _adapter()
+
+
+DTYPES = ["?", "i1", "u1", "<i2", ">i2", "<u2", "<i4", ">u4", "<i8", "<u8",
+          "<f2", ">f2", "<f4", ">f4", "<f8", ">f8"]
+
+
+def random_array(dtype, shape, seed=0):
+    rng = np.random.default_rng(seed)
+    dtype = np.dtype(dtype)
+    n = int(np.prod(shape)) * dtype.itemsize
+    raw = rng.integers(0, 256, n, dtype=np.uint8)
+    if dtype.kind == "b":
+        raw &= 1
+    return raw.view(dtype).reshape(shape)
+
+
+def round_trip(array):
+    up = gpu.upload(array)
+    back = up.download()
+    assert back.dtype == array.dtype
+    assert back.shape == array.shape
+    assert back.flags.c_contiguous and back.flags.writeable
+    # Bitwise: NaN payloads and signed zeros survive.
+    assert back.tobytes() == np.ascontiguousarray(array).tobytes()
+    assert up.nbytes == array.nbytes
+    assert up.padded_size == max(4, -(-array.nbytes // 4) * 4)
+    return up, back
+
+
+def test_adapter_info(adapter):
+    assert adapter["backend"] == "Vulkan"
+    assert adapter["name"]
+    # The adapter's own limit, not wgpu's 256 MiB default.
+    assert adapter["max_buffer_size"] > 256 << 20
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n", [1, 3, 1001])
+def test_every_dtype_and_odd_sizes(dtype, n):
+    round_trip(random_array(dtype, (n,), seed=n))
+
+
+def test_bfloat16():
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    a = np.arange(7, dtype=np.float32).astype(ml_dtypes.bfloat16)
+    _, back = round_trip(a[::-2])
+    assert back.dtype == ml_dtypes.bfloat16
+
+
+@pytest.mark.parametrize("dtype", ["u1", "<i2", "<f4", ">f8"])
+def test_strided_transposed_and_reversed(dtype):
+    a = random_array(dtype, (37, 53), seed=1)
+    for view in [a.T, a[::-1], a[:, ::-1].T, a[1::3, ::-2], a[5], a[:, 7],
+                 np.asfortranarray(a), a.reshape(37, 53, 1).transpose(2, 1, 0),
+                 np.broadcast_to(a[0], (4, 53)), a[3, 4]]:
+        round_trip(view)
+
+
+def test_bytelens_views_and_buffers():
+    buf = bl.Buffer(64)
+    i32 = buf.view("<i4")
+    i32[:] = np.arange(16)
+    _, back = round_trip(buf.view("<i4", shape=(4, 4)).T)
+    assert back[1, 0] == 1 and back[0, 1] == 4
+    # A Buffer is its bytes; an upload copies, so the buffer can close after.
+    up = gpu.upload(buf)
+    assert up.dtype == np.uint8 and up.shape == (64,)
+    del i32, back
+    buf.close()
+    assert up.download()[4] == 1
+
+
+def test_unaligned_and_empty_arrays():
+    raw = bytearray(range(41))
+    a = np.frombuffer(raw, dtype="<i4", count=10, offset=1)
+    assert not a.flags.aligned
+    round_trip(a)
+    _, back = round_trip(np.zeros((0, 5), dtype=np.float32))
+    assert back.shape == (0, 5)
+    round_trip(np.float64(2.5).reshape(()))
+
+
+def test_large_uploads_are_chunked():
+    # Larger than a 4 MiB staging buffer, and (transposed, over 8 MiB) cut
+    # into parts for several threads.
+    a = random_array("<u2", (1024, 4611), seed=2)
+    round_trip(a.T)
+    round_trip(random_array("u1", ((5 << 20) + 3,), seed=3)[::-1])
+
+
+@given(
+    st.sampled_from(DTYPES),
+    st.lists(st.integers(1, 7), min_size=1, max_size=3),
+    st.data(),
+)
+def test_random_slices_match_numpy(dtype, shape, data):
+    a = random_array(dtype, tuple(shape), seed=len(shape))
+    index = tuple(
+        slice(None, None, data.draw(st.sampled_from([1, 2, -1, -3]))) for _ in shape
+    )
+    axes = data.draw(st.permutations(range(len(shape))))
+    round_trip(a[index].transpose(axes))
+
+
+def test_dtypes_the_gpu_cannot_take_are_refused():
+    with pytest.raises(bl.LayoutError):
+        gpu.upload(np.array(["a", "b"], dtype=object))
+    with pytest.raises(bl.LayoutError):
+        gpu.upload(np.zeros(3, dtype=[("x", "<i4"), ("y", "<f4")]))
+    with pytest.raises(bl.LayoutError):
+        gpu.upload(np.zeros(3, dtype=np.complex64))
