@@ -127,6 +127,16 @@ fn main() {
             wait(&gpu);
         }),
     });
+    let reversed = flat.slice(0, None, None, -1).unwrap();
+    table.push(Row {
+        name: "reversed",
+        what: "bytelens, the 1-D view reversed (negative stride)",
+        median: median(reps, || {
+            gpu.upload_layout_into(src.as_bytes(), &reversed, &mut dst)
+                .unwrap();
+            wait(&gpu);
+        }),
+    });
     table.push(Row {
         name: "transpose_host",
         what: "host only: the transposed view copied into memory (gather_into)",
@@ -257,7 +267,7 @@ fn svg(table: &[Row], nbytes: usize, info: &wgpu::AdapterInfo) -> String {
         let rate = gbps(nbytes, row.median);
         let y = top + i as f64 * (bar + gap);
         let w = (rate / max * width).max(1.0);
-        let fill = if row.name.starts_with("upload") || row.name == "strided" {
+        let fill = if ["upload", "upload_into", "strided", "reversed"].contains(&row.name) {
             "#2b6cb0"
         } else {
             "#a0aec0"
