@@ -111,12 +111,13 @@ pub enum GpuError {
         /// What bytelens was doing.
         during: &'static str,
     },
-    /// A destination of the wrong size for a download.
+    /// A host view or slice whose size differs from the GPU buffer's
+    /// (`upload_into`, `download_into`).
     SizeMismatch {
-        /// Bytes the GPU buffer holds.
-        expected: usize,
-        /// Bytes the destination holds.
-        got: usize,
+        /// Bytes of data the GPU buffer holds.
+        gpu: usize,
+        /// Bytes the host side (the view uploaded, or the slice downloaded into) holds.
+        host: usize,
     },
     /// Options that cannot work (a zero-sized ring, say).
     BadOptions(String),
@@ -138,9 +139,9 @@ impl fmt::Display for GpuError {
             GpuError::Map { during } => {
                 write!(f, "mapping a staging buffer failed during {during}")
             }
-            GpuError::SizeMismatch { expected, got } => write!(
+            GpuError::SizeMismatch { gpu, host } => write!(
                 f,
-                "the GPU buffer holds {expected} bytes but the destination holds {got}"
+                "the GPU buffer holds {gpu} bytes but the host side holds {host}"
             ),
             GpuError::BadOptions(message) => write!(f, "bad GPU options: {message}"),
         }
@@ -181,8 +182,8 @@ struct Inner {
     /// One upload ring per upload thread.
     upload: Vec<Mutex<Ring>>,
     readback: Mutex<Ring>,
-    /// Errors wgpu raised outside any scope (from another thread's work,
-    /// say), reported by the next operation instead of panicking.
+    /// The first error wgpu raised outside any error scope (in the user's
+    /// own wgpu calls on this device): kept instead of wgpu's default panic.
     uncaptured: Arc<Mutex<Option<String>>>,
 }
 
@@ -203,6 +204,9 @@ fn round_up(n: u64, to: u64) -> u64 {
     n.div_ceil(to) * to
 }
 
+/// Most staging slots or upload threads a context takes.
+const MAX_COUNT: usize = 64;
+
 /// Segments and chunks are multiples of this: every element size divides
 /// it, and it is wgpu's `MAP_ALIGNMENT` and binding-offset alignment.
 const GRANULE: u64 = 256;
@@ -217,11 +221,19 @@ impl GpuContext {
     /// limits (wgpu's defaults cap buffers at 256 MiB) and `SHADER_F16` when
     /// the adapter has it.
     pub fn with_options(options: GpuOptions) -> Result<GpuContext, GpuError> {
-        if options.staging_slots == 0 || options.staging_chunk == 0 || options.upload_threads == 0 {
-            return Err(GpuError::BadOptions(format!(
-                "staging_slots ({}), staging_chunk ({}) and upload_threads ({}) must be positive",
-                options.staging_slots, options.staging_chunk, options.upload_threads
-            )));
+        let counts = [
+            ("staging_slots", options.staging_slots),
+            ("upload_threads", options.upload_threads),
+        ];
+        for (name, n) in counts {
+            if !(1..=MAX_COUNT).contains(&n) {
+                return Err(GpuError::BadOptions(format!(
+                    "{name} is {n}; it must be from 1 to {MAX_COUNT}"
+                )));
+            }
+        }
+        if options.staging_chunk == 0 {
+            return Err(GpuError::BadOptions("staging_chunk is 0".into()));
         }
         let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
             backends: options.backends,
@@ -261,7 +273,8 @@ impl GpuContext {
                 "max_buffer_size {cap} is smaller than {GRANULE} bytes"
             )));
         }
-        let chunk = round_up(options.staging_chunk, GRANULE).min(max_segment);
+        // Capped first, so rounding cannot overflow (max_segment is a multiple of GRANULE).
+        let chunk = round_up(options.staging_chunk.min(max_segment), GRANULE);
         let info = adapter.get_info();
         Ok(GpuContext {
             inner: Arc::new(Inner {
@@ -305,6 +318,14 @@ impl GpuContext {
     /// The wgpu queue the uploads are submitted on.
     pub fn queue(&self) -> &wgpu::Queue {
         &self.inner.queue
+    }
+
+    /// Takes the first error wgpu raised outside any error scope since the
+    /// last call: from wgpu calls made directly on [`device`](Self::device)
+    /// (bytelens's own calls run inside scopes and return their errors).
+    /// wgpu's default would panic; this context keeps it here instead.
+    pub fn take_uncaptured_error(&self) -> Option<String> {
+        lock(&self.inner.uncaptured).take()
     }
 
     /// The largest single wgpu buffer an upload makes (bytes, a multiple of 256).
@@ -354,8 +375,8 @@ impl GpuContext {
         layout.check(bytes.len())?;
         if layout.nbytes() != dst.nbytes {
             return Err(GpuError::SizeMismatch {
-                expected: dst.nbytes,
-                got: layout.nbytes(),
+                gpu: dst.nbytes,
+                host: layout.nbytes(),
             });
         }
         self.upload_into_unchecked(bytes, layout, dst)?;
@@ -381,7 +402,7 @@ impl GpuContext {
             }));
             start += size;
         }
-        scopes.pop(self, "buffer creation")?;
+        scopes.pop("buffer creation")?;
         Ok(GpuBuffer {
             ctx: self.clone(),
             segments,
@@ -474,8 +495,9 @@ impl GpuContext {
             .and_then(|()| sink.write(&zeros[..pad as usize]));
         drop(sink);
         // Pop the scopes whatever happened: they are a stack on this thread.
-        let scoped = scopes.pop(self, "upload");
-        result.and(scoped)
+        let scoped = scopes.pop("upload");
+        // wgpu's own error, when there is one, is the cause of any later one.
+        scoped.and(result)
     }
 }
 
@@ -550,9 +572,8 @@ impl Scopes {
         }
     }
 
-    /// Pops the scopes (innermost first) and returns the first error in
-    /// them, or an error wgpu raised outside any scope since the last check.
-    fn pop(self, ctx: &GpuContext, during: &'static str) -> Result<(), GpuError> {
+    /// Pops the scopes (innermost first) and returns the first error in them.
+    fn pop(self, during: &'static str) -> Result<(), GpuError> {
         let [internal, oom, validation] = self.guards;
         let mut first = None;
         for guard in [validation, oom, internal] {
@@ -560,8 +581,7 @@ impl Scopes {
                 first.get_or_insert_with(|| err.to_string());
             }
         }
-        let stray = lock(&ctx.inner.uncaptured).take();
-        match first.or(stray) {
+        match first {
             Some(message) => Err(GpuError::Wgpu { during, message }),
             None => Ok(()),
         }
@@ -829,8 +849,8 @@ impl GpuBuffer {
     pub fn download_into(&self, out: &mut [u8]) -> Result<(), GpuError> {
         if out.len() != self.nbytes {
             return Err(GpuError::SizeMismatch {
-                expected: self.nbytes,
-                got: out.len(),
+                gpu: self.nbytes,
+                host: out.len(),
             });
         }
         let inner = &self.ctx.inner;
@@ -841,8 +861,8 @@ impl GpuBuffer {
         );
         let scopes = Scopes::push(&inner.device);
         let result = self.read_chunks(&mut ring, out);
-        let scoped = scopes.pop(&self.ctx, "download");
-        result.and(scoped)
+        let scoped = scopes.pop("download");
+        scoped.and(result)
     }
 
     /// Copies chunk after chunk into readback slots, keeping every slot in

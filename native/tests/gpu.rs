@@ -134,13 +134,7 @@ fn padding_and_empty_views_are_zeros_on_the_gpu() {
             &mut whole,
         )
         .unwrap_err();
-    assert_eq!(
-        err,
-        GpuError::SizeMismatch {
-            expected: 8,
-            got: 4
-        }
-    );
+    assert_eq!(err, GpuError::SizeMismatch { gpu: 8, host: 4 });
 }
 
 #[test]
@@ -296,17 +290,92 @@ fn errors_come_back_as_values_not_panics() {
         .unwrap();
     assert_eq!(
         up.download_into(&mut [0u8; 11]).unwrap_err(),
-        GpuError::SizeMismatch {
-            expected: 12,
-            got: 11
-        }
+        GpuError::SizeMismatch { gpu: 12, host: 11 }
     );
-    let err = GpuContext::with_options(GpuOptions {
-        staging_slots: 0,
+    for bad in [
+        GpuOptions {
+            staging_slots: 0,
+            ..GpuOptions::default()
+        },
+        GpuOptions {
+            staging_slots: 65,
+            ..GpuOptions::default()
+        },
+        GpuOptions {
+            upload_threads: usize::MAX,
+            ..GpuOptions::default()
+        },
+        GpuOptions {
+            staging_chunk: 0,
+            ..GpuOptions::default()
+        },
+    ] {
+        let err = GpuContext::with_options(bad).unwrap_err();
+        assert!(matches!(err, GpuError::BadOptions(_)), "{err}");
+    }
+    // A chunk larger than a buffer may be is capped, not overflowed.
+    let huge = GpuContext::with_options(GpuOptions {
+        staging_chunk: u64::MAX,
+        max_buffer_size: Some(4096),
         ..GpuOptions::default()
     })
-    .unwrap_err();
-    assert!(matches!(err, GpuError::BadOptions(_)), "{err}");
+    .unwrap();
+    assert_eq!(huge.staging_chunk(), 4096);
+    round_trip(
+        &huge,
+        &pattern(10_000, 1),
+        &Layout::contiguous(DType::U8, &[10_000]).unwrap(),
+    );
+}
+
+#[test]
+fn failures_report_their_cause_and_leave_the_context_usable() {
+    let Some(_) = gpu() else { return };
+    let small = GpuContext::with_options(GpuOptions {
+        staging_chunk: 256,
+        staging_slots: 1,
+        max_buffer_size: Some(512),
+        ..GpuOptions::default()
+    })
+    .unwrap();
+    let bytes = pattern(2000, 4);
+    let l = Layout::contiguous(DType::U8, &[2000]).unwrap();
+    let mut dst = small.upload_layout(&bytes, &l).unwrap();
+    dst.buffers()[1].destroy();
+    for err in [
+        small.upload_layout_into(&bytes, &l, &mut dst).unwrap_err(),
+        dst.download().unwrap_err(),
+    ] {
+        match &err {
+            GpuError::Wgpu { message, .. } => {
+                assert!(message.contains("destroyed"), "{message}")
+            }
+            other => panic!("expected wgpu's error, got {other:?}"),
+        }
+    }
+    // The ring recovers: later uploads and downloads are right.
+    for seed in 0..10 {
+        round_trip(
+            &small,
+            &pattern(1500, seed),
+            &Layout::contiguous(DType::U8, &[1500]).unwrap(),
+        );
+    }
+    // An error in the user's own wgpu call is kept for them, not blamed
+    // on the next upload, and does not panic.
+    let _invalid = small.device().create_buffer(&wgpu::BufferDescriptor {
+        label: Some("invalid on purpose"),
+        size: 16,
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::STORAGE,
+        mapped_at_creation: false,
+    });
+    round_trip(&small, &bytes, &l);
+    let kept = small.take_uncaptured_error().expect("the error is kept");
+    assert!(
+        kept.contains("MAP_READ") || kept.contains("usage"),
+        "{kept}"
+    );
+    assert_eq!(small.take_uncaptured_error(), None);
 }
 
 #[test]

@@ -131,10 +131,56 @@ def test_random_slices_match_numpy(dtype, shape, data):
     round_trip(a[index].transpose(axes))
 
 
-def test_dtypes_the_gpu_cannot_take_are_refused():
-    with pytest.raises(bl.LayoutError):
-        gpu.upload(np.array(["a", "b"], dtype=object))
-    with pytest.raises(bl.LayoutError):
-        gpu.upload(np.zeros(3, dtype=[("x", "<i4"), ("y", "<f4")]))
-    with pytest.raises(bl.LayoutError):
-        gpu.upload(np.zeros(3, dtype=np.complex64))
+def test_bytes_like_objects_upload_as_their_format():
+    import array
+    import mmap
+
+    assert gpu.upload(b"abc").download().tolist() == [97, 98, 99]
+    assert gpu.upload(bytearray(b"xyz")).dtype == np.uint8
+    floats = gpu.upload(array.array("f", [1.5, 2.5])).download()
+    assert floats.dtype == np.float32 and floats.tolist() == [1.5, 2.5]
+    with mmap.mmap(-1, 8) as m:
+        m[:] = bytes(range(8))
+        assert gpu.upload(m).download().tolist() == list(range(8))
+    assert gpu.upload([[1, 2], [3, 4]]).download().tolist() == [[1, 2], [3, 4]]
+
+
+def test_other_threads_run_during_an_upload():
+    # The GIL is released while the bytes move: another thread keeps
+    # running in the middle of the upload, not only at its ends.
+    import threading
+    import time
+
+    a = random_array("<f4", (4096, 4096), seed=5)
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+
+    t = threading.Thread(target=tick)
+    t.start()
+    try:
+        time.sleep(0.01)
+        start = time.perf_counter()
+        up = gpu.upload(a.T)
+        end = time.perf_counter()
+    finally:
+        stop.set()
+        t.join()
+    quarter = (end - start) / 4
+    middle = [x for x in ticks if start + quarter < x < end - quarter]
+    assert middle, f"no other thread ran during a {end - start:.3f} s upload"
+    assert up.download().tobytes() == np.ascontiguousarray(a.T).tobytes()
+
+
+@pytest.mark.parametrize("array", [
+    np.array(["a", "b"], dtype=object),
+    np.zeros(3, dtype=[("x", "<i4"), ("y", "<f4")]),
+    np.zeros(3, dtype=np.complex64),
+    np.array(["ab"]),
+])
+def test_dtypes_the_gpu_cannot_take_are_refused(array):
+    with pytest.raises(bl.LayoutError, match="cannot upload an array of dtype"):
+        gpu.upload(array)

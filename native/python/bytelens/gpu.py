@@ -27,10 +27,15 @@ __all__ = ["GpuBuffer", "GpuError", "adapter_info", "upload"]
 def upload(array: Any) -> GpuBuffer:
     """Upload a numpy array or bytelens view (any strides) to a new GPU buffer.
 
-    Anything ``numpy.asarray`` takes without copying works too (a Buffer, a
-    memoryview). The data is laid out in C order and zero-padded to a multiple
-    of 4 bytes; ``GpuBuffer.download()`` gives it back with the same dtype and
-    shape. Raises ``GpuError`` without an adapter or on a wgpu error.
+    Bytes-like objects (bytes, bytearray, mmap, memoryview, a Buffer) upload
+    as their memoryview's format (uint8 for bytes); anything else goes
+    through ``numpy.asarray``. The data is laid out in C order and
+    zero-padded to a multiple of 4 bytes; ``GpuBuffer.download()`` gives it
+    back with the same dtype and shape. The GIL is released while the bytes
+    move; do not write to the array from another thread meanwhile (as with
+    any numpy operation, the upload would read a mix). Raises ``GpuError``
+    without an adapter or on a wgpu error, ``LayoutError`` for a dtype
+    bytelens does not move (complex, object, strings, structured).
     """
     return gpu_upload(array)
 

@@ -3,9 +3,14 @@
 //!
 //! One [`GpuContext`] per interpreter, made on first use with the default
 //! options (Vulkan, the adapter's own limits). Uploads read the array's
-//! memory where it is, in whatever strides it has, while holding the GIL
-//! (so no Python thread writes to it meanwhile); downloads release the GIL,
-//! since they write only into a fresh buffer nobody else can see yet.
+//! memory where it is, in whatever strides it has; downloads write into a
+//! fresh buffer nobody else can see yet. Both release the GIL while the
+//! bytes move. An upload holds a reference to the array, and through it to
+//! the memory's owner, so the bytes cannot be freed or resized meanwhile
+//! (numpy, bytearray, mmap and bytelens all refuse that while an array over
+//! them exists). As with any numpy operation, an array written by another
+//! thread during an upload is read in whatever state it is in: callers
+//! must not write to an array while it is being uploaded.
 
 use std::sync::OnceLock;
 
@@ -13,11 +18,11 @@ use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::create_exception;
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyMemoryView, PyTuple};
 
 use super::buffer::{Memory, PyBuf, span};
 use super::dtype::{numpy_descr, to_descr};
-use super::layout_error;
+use super::{LayoutError, layout_error};
 use crate::Layout;
 use crate::gpu::{GpuBuffer, GpuContext, GpuError as NativeGpuError};
 
@@ -129,12 +134,26 @@ pub(crate) fn gpu_upload(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<P
     let gpu = context(py)?;
     let array = match array.cast::<PyUntypedArray>() {
         Ok(array) => array.clone(),
-        Err(_) => py
-            .import("numpy")?
-            .call_method1("asarray", (array,))?
-            .cast_into::<PyUntypedArray>()?,
+        Err(_) => {
+            // Bytes-like objects (bytes, bytearray, mmap, a Buffer) as their
+            // memoryview's format, so `bytes` is uint8 rather than numpy's "S3".
+            let source = match PyMemoryView::from(array) {
+                Ok(view) => view.into_any(),
+                Err(_) => array.clone(),
+            };
+            py.import("numpy")?
+                .call_method1("asarray", (source,))?
+                .cast_into::<PyUntypedArray>()?
+        }
     };
-    let descr = to_descr(array.dtype().as_any())?;
+    let dtype = array.dtype();
+    let descr = to_descr(dtype.as_any()).map_err(|_| {
+        LayoutError::new_err(format!(
+            "cannot upload an array of dtype {}: bytelens moves bool, int8 to uint64, \
+             float16, float32, float64 and bfloat16 (either byte order)",
+            dtype.str().map_or_else(|_| "?".into(), |s| s.to_string())
+        ))
+    })?;
     let strides = array.strides();
     let (start, len) = span(py, array.shape(), strides, descr.dtype.size())?;
     // SAFETY: reading the data pointer of a live array object we hold.
@@ -144,8 +163,9 @@ pub(crate) fn gpu_upload(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<P
     } else {
         // SAFETY: numpy keeps every element of the array, from `data + start`
         // for `len` bytes (its span, computed from its own shape and
-        // strides), readable while the array lives; we hold the array and the
-        // GIL until the upload returns, so no Python code frees or resizes it.
+        // strides), readable while the array lives; we hold the array until
+        // the upload returns, and an array pins its memory (its owner refuses
+        // to free or resize it while the array exists).
         unsafe { std::slice::from_raw_parts(data.wrapping_offset(start), len) }
     };
     let layout = Layout::new(descr.dtype, start.unsigned_abs(), array.shape(), strides)
@@ -153,9 +173,11 @@ pub(crate) fn gpu_upload(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<P
         .with_byte_order(descr.order)
         // Only bytes are copied, so the host address need not be aligned.
         .unaligned();
-    let inner = gpu
-        .upload_layout(bytes, &layout)
+    // `array` stays referenced until the upload returns (see the module docs).
+    let inner = py
+        .detach(|| gpu.upload_layout(bytes, &layout))
         .map_err(|err| gpu_error(py, err))?;
+    drop(array);
     Ok(PyGpuBuffer { inner })
 }
 
