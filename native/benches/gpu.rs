@@ -100,15 +100,15 @@ fn main() {
             wait(&gpu);
         }),
     });
-    table.push(Row {
-        name: "upload_into",
-        what: "bytelens, contiguous, repeated into one buffer",
-        median: median(reps, || {
-            gpu.upload_layout_into(src.as_bytes(), &flat, &mut dst)
-                .unwrap();
-            wait(&gpu);
-        }),
-    });
+    table.push(upload_row(
+        &gpu,
+        reps,
+        "upload_into",
+        "bytelens, contiguous, repeated into one buffer",
+        &src,
+        &flat,
+        &mut dst,
+    ));
     table.push(Row {
         name: "upload",
         what: "bytelens, contiguous, a new GPU buffer each time",
@@ -118,25 +118,25 @@ fn main() {
             drop(fresh);
         }),
     });
-    table.push(Row {
-        name: "strided",
-        what: "bytelens, transposed 2-D view gathered into staging",
-        median: median(reps, || {
-            gpu.upload_layout_into(src.as_bytes(), &transposed, &mut dst)
-                .unwrap();
-            wait(&gpu);
-        }),
-    });
+    table.push(upload_row(
+        &gpu,
+        reps,
+        "strided",
+        "bytelens, transposed 2-D view gathered into staging",
+        &src,
+        &transposed,
+        &mut dst,
+    ));
     let reversed = flat.slice(0, None, None, -1).unwrap();
-    table.push(Row {
-        name: "reversed",
-        what: "bytelens, the 1-D view reversed (negative stride)",
-        median: median(reps, || {
-            gpu.upload_layout_into(src.as_bytes(), &reversed, &mut dst)
-                .unwrap();
-            wait(&gpu);
-        }),
-    });
+    table.push(upload_row(
+        &gpu,
+        reps,
+        "reversed",
+        "bytelens, the 1-D view reversed (negative stride)",
+        &src,
+        &reversed,
+        &mut dst,
+    ));
     table.push(Row {
         name: "transpose_host",
         what: "host only: the transposed view copied into memory (gather_into)",
@@ -175,6 +175,24 @@ fn main() {
     );
 
     report(&table, nbytes, &out_dir, info);
+}
+
+/// A row timing `upload_layout_into` of `layout` over `src` into `dst`,
+/// waiting for the GPU each time.
+fn upload_row(
+    gpu: &GpuContext,
+    reps: usize,
+    name: &'static str,
+    what: &'static str,
+    src: &Buffer,
+    layout: &Layout,
+    dst: &mut GpuBuffer,
+) -> Row {
+    let median = median(reps, || {
+        gpu.upload_layout_into(src.as_bytes(), layout, dst).unwrap();
+        wait(gpu);
+    });
+    Row { name, what, median }
 }
 
 fn gbps(nbytes: usize, d: Duration) -> f64 {

@@ -119,6 +119,8 @@ pub enum GpuError {
         /// Bytes the host side (the view uploaded, or the slice downloaded into) holds.
         host: usize,
     },
+    /// Host memory for a download could not be allocated.
+    Host(crate::Error),
     /// Options that cannot work (a zero-sized ring, say).
     BadOptions(String),
 }
@@ -143,6 +145,7 @@ impl fmt::Display for GpuError {
                 f,
                 "the GPU buffer holds {gpu} bytes but the host side holds {host}"
             ),
+            GpuError::Host(err) => err.fmt(f),
             GpuError::BadOptions(message) => write!(f, "bad GPU options: {message}"),
         }
     }
@@ -152,6 +155,7 @@ impl std::error::Error for GpuError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             GpuError::Layout(err) => Some(err),
+            GpuError::Host(err) => Some(err),
             _ => None,
         }
     }
@@ -627,11 +631,18 @@ impl Ring {
             .collect();
     }
 
-    /// Requests a mapping of slot `i` once the work already submitted on it is done.
-    fn map_after(&mut self, i: usize, mode: wgpu::MapMode, len: u64, at: wgpu::SubmissionIndex) {
+    /// Requests a mapping of the first `len` bytes of slot `i`, answered
+    /// once the work submitted on it (up to submission `at`) is done.
+    fn map_after(
+        &mut self,
+        i: usize,
+        mode: wgpu::MapMode,
+        len: u64,
+        at: Option<wgpu::SubmissionIndex>,
+    ) {
         let slot = &mut self.slots[i];
         slot.state.store(PENDING, Ordering::Release);
-        slot.submission = Some(at);
+        slot.submission = at;
         let state = Arc::clone(&slot.state);
         slot.buffer.map_async(mode, ..len, move |result| {
             let now = if result.is_ok() { MAPPED } else { FAILED };
@@ -673,16 +684,8 @@ impl Ring {
         let i = self.advance();
         self.wait(i, device, "upload")?;
         if self.slots[i].state.load(Ordering::Acquire) == UNMAPPED {
-            let slot = &mut self.slots[i];
-            slot.state.store(PENDING, Ordering::Release);
-            let state = Arc::clone(&slot.state);
-            slot.buffer
-                .map_async(wgpu::MapMode::Write, .., move |result| {
-                    state.store(
-                        if result.is_ok() { MAPPED } else { FAILED },
-                        Ordering::Release,
-                    );
-                });
+            let len = self.slots[i].buffer.size();
+            self.map_after(i, wgpu::MapMode::Write, len, None);
             self.wait(i, device, "upload")?;
         }
         Ok(i)
@@ -779,7 +782,7 @@ impl UploadSink<'_> {
         let index = self.ctx.queue.submit([encoder.finish()]);
         self.written += len;
         self.ring
-            .map_after(i, wgpu::MapMode::Write, self.ctx.chunk, index);
+            .map_after(i, wgpu::MapMode::Write, self.ctx.chunk, Some(index));
     }
 }
 
@@ -837,10 +840,7 @@ impl GpuBuffer {
 
     /// Reads the data back into a new (64-byte aligned) [`Buffer`].
     pub fn download(&self) -> Result<Buffer, GpuError> {
-        let mut out = Buffer::new(self.nbytes).map_err(|err| GpuError::Wgpu {
-            during: "download",
-            message: err.to_string(),
-        })?;
+        let mut out = Buffer::new(self.nbytes).map_err(GpuError::Host)?;
         self.download_into(out.as_bytes_mut())?;
         Ok(out)
     }
@@ -912,7 +912,7 @@ impl GpuBuffer {
                 len,
             );
             let index = inner.queue.submit([encoder.finish()]);
-            ring.map_after(i, wgpu::MapMode::Read, len, index);
+            ring.map_after(i, wgpu::MapMode::Read, len, Some(index));
             in_flight.push_back((i, start, len));
             start += len;
         }
