@@ -16,12 +16,12 @@
 //! small enough to stay in cache, so the output is written sequentially,
 //! which is what write-combined GPU staging memory wants.
 
-use bytelens_core::{Layout, MAX_NDIM};
+use bytelens_core::{DType, Layout, MAX_NDIM, Offsets};
 
 use crate::Error;
 
-/// Bytes collected before a piece is handed on; also the size of a block of
-/// transposed rows. Small enough for L2, large enough to amortise the hand-off.
+/// Bytes collected before a piece is handed on (rows and single elements).
+/// Small enough for L2, large enough to amortise the hand-off.
 const SCRATCH: usize = 256 * 1024;
 /// Rows shorter than this are collected in scratch rather than handed on alone.
 const DIRECT_ROW: usize = 4096;
@@ -140,32 +140,20 @@ pub(crate) fn for_each_piece<E>(
     }
 }
 
-/// Calls `f` with the byte offset (from `base`) of every index of `axes`, in
-/// C order. With no axes, `f` is called once with `base`.
-fn odometer<E>(
-    base: usize,
-    axes: &[Axis],
-    f: &mut dyn FnMut(usize) -> Result<(), E>,
-) -> Result<(), E> {
-    let mut index = [0usize; MAX_NDIM];
-    let mut at = base as isize;
-    loop {
-        f(at as usize)?;
-        let mut axis = axes.len();
-        loop {
-            if axis == 0 {
-                return Ok(());
-            }
-            axis -= 1;
-            if index[axis] + 1 < axes[axis].len {
-                index[axis] += 1;
-                at += axes[axis].stride;
-                break;
-            }
-            at -= axes[axis].stride * index[axis] as isize;
-            index[axis] = 0;
-        }
+/// The byte offset of every index of `axes` from `base`, in C order (just
+/// `base` when there are no axes): the core's own walk, over the axes as
+/// bytes. The axes are those of a view checked against `bytes`.
+fn starts(bytes: &[u8], base: usize, axes: &[Axis]) -> Offsets {
+    let mut shape = [0; MAX_NDIM];
+    let mut strides = [0; MAX_NDIM];
+    for (k, axis) in axes.iter().enumerate() {
+        shape[k] = axis.len;
+        strides[k] = axis.stride;
     }
+    let n = axes.len();
+    Layout::new(DType::U8, base, &shape[..n], &strides[..n])
+        .and_then(|layout| layout.offsets(bytes.len()))
+        .expect("the axes of a checked view stay within its bytes")
 }
 
 /// Contiguous rows of `row_bytes`, one per index of `outer`.
@@ -178,17 +166,19 @@ fn rows<E>(
     emit: &mut dyn FnMut(&[u8]) -> Result<(), E>,
 ) -> Result<(), E> {
     if row_bytes >= DIRECT_ROW {
-        return odometer(base, outer, &mut |at| emit(&bytes[at..at + row_bytes]));
+        for at in starts(bytes, base, outer) {
+            emit(&bytes[at..at + row_bytes])?;
+        }
+        return Ok(());
     }
     scratch.clear();
-    odometer(base, outer, &mut |at| {
+    for at in starts(bytes, base, outer) {
         if scratch.len() + row_bytes > SCRATCH {
             emit(scratch)?;
             scratch.clear();
         }
         scratch.extend_from_slice(&bytes[at..at + row_bytes]);
-        Ok(())
-    })?;
+    }
     emit(scratch)
 }
 
@@ -221,7 +211,7 @@ fn blocks<const N: usize, E>(
     };
     scratch.clear();
     scratch.resize(block_rows * pitch, 0);
-    odometer(base, outer, &mut |start| {
+    for start in starts(bytes, base, outer) {
         let mut row = 0;
         while row < across.len {
             let rows_here = block_rows.min(across.len - row);
@@ -264,8 +254,8 @@ fn blocks<const N: usize, E>(
             }
             row += rows_here;
         }
-        Ok(())
-    })
+    }
+    Ok(())
 }
 
 /// One 8×8 tile: output row `r` (at `out + r * pitch`) gets the eight
@@ -320,7 +310,7 @@ fn elements<const N: usize, E>(
     scratch.clear();
     scratch.resize(capacity * N, 0);
     let mut filled = 0;
-    odometer(base, outer, &mut |start| {
+    for start in starts(bytes, base, outer) {
         let mut j = 0;
         while j < last.len {
             if filled == capacity {
@@ -345,8 +335,7 @@ fn elements<const N: usize, E>(
             filled += count;
             j += count;
         }
-        Ok(())
-    })?;
+    }
     if filled > 0 {
         emit(&scratch[..filled * N])?;
     }
