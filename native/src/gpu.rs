@@ -377,9 +377,9 @@ impl GpuContext {
         dst: &mut GpuBuffer,
     ) -> Result<(), GpuError> {
         layout.check(bytes.len())?;
-        if layout.nbytes() != dst.nbytes {
+        if layout.nbytes() != dst.nbytes() {
             return Err(GpuError::SizeMismatch {
-                gpu: dst.nbytes,
+                gpu: dst.nbytes(),
                 host: layout.nbytes(),
             });
         }
@@ -390,8 +390,7 @@ impl GpuContext {
 
     /// A zeroed GPU buffer (split into segments) for the view `layout`.
     fn alloc(&self, layout: &Layout) -> Result<GpuBuffer, GpuError> {
-        let nbytes = layout.nbytes();
-        let padded = round_up(nbytes.max(1) as u64, wgpu::COPY_BUFFER_ALIGNMENT);
+        let padded = padded_len(layout.nbytes());
         let inner = &self.inner;
         let scopes = Scopes::push(&inner.device);
         let mut segments = Vec::new();
@@ -410,9 +409,6 @@ impl GpuContext {
         Ok(GpuBuffer {
             ctx: self.clone(),
             segments,
-            segment_size: inner.max_segment,
-            nbytes,
-            padded,
             layout: contiguous_like(layout)?,
         })
     }
@@ -441,13 +437,13 @@ impl GpuContext {
         };
         let parts = split(layout, threads, PARALLEL_MIN);
         if parts.len() == 1 {
-            return self.upload_part(&mut rings[0], bytes, layout, dst, 0..dst.padded);
+            return self.upload_part(&mut rings[0], bytes, layout, dst, 0..dst.padded_size());
         }
         let ends: Vec<u64> = parts
             .iter()
             .skip(1)
             .map(|(_, start)| *start as u64)
-            .chain([dst.padded])
+            .chain([dst.padded_size()])
             .collect();
         std::thread::scope(|scope| {
             let workers: Vec<_> = parts
@@ -750,12 +746,7 @@ impl UploadSink<'_> {
     /// Takes the next slot, waiting for its last copy to finish.
     fn open_slot(&mut self) -> Result<(usize, wgpu::BufferViewMut, u64, u64), GpuError> {
         let i = self.ring.next_for_write(&self.ctx.device)?;
-        let segment_left = self.dst.segment_size - self.written % self.dst.segment_size;
-        let len = self
-            .ctx
-            .chunk
-            .min(segment_left)
-            .min(self.end - self.written);
+        let (_, _, len) = self.dst.chunk_at(self.written, self.end, self.ctx.chunk);
         let view = self.ring.slots[i]
             .buffer
             .get_mapped_range_mut(..len)
@@ -770,15 +761,14 @@ impl UploadSink<'_> {
     fn flush(&mut self, i: usize, len: u64) {
         let slot = &self.ring.slots[i];
         slot.buffer.unmap();
-        let segment = (self.written / self.dst.segment_size) as usize;
-        let offset = self.written % self.dst.segment_size;
+        let (segment, offset, _) = self.dst.chunk_at(self.written, self.end, self.ctx.chunk);
         let mut encoder = self
             .ctx
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                 label: Some("bytelens upload"),
             });
-        encoder.copy_buffer_to_buffer(&slot.buffer, 0, &self.dst.segments[segment], offset, len);
+        encoder.copy_buffer_to_buffer(&slot.buffer, 0, segment, offset, len);
         let index = self.ctx.queue.submit([encoder.finish()]);
         self.written += len;
         self.ring
@@ -790,16 +780,20 @@ impl UploadSink<'_> {
 pub struct GpuBuffer {
     ctx: GpuContext,
     segments: Vec<wgpu::Buffer>,
-    segment_size: u64,
-    nbytes: usize,
-    padded: u64,
+    /// C-contiguous: its `nbytes` is the data's.
     layout: Layout,
+}
+
+/// Bytes on the GPU for `nbytes` of data: a multiple of
+/// `COPY_BUFFER_ALIGNMENT`, and 4 for none (wgpu cannot bind an empty buffer).
+fn padded_len(nbytes: usize) -> u64 {
+    round_up(nbytes.max(1) as u64, wgpu::COPY_BUFFER_ALIGNMENT)
 }
 
 impl fmt::Debug for GpuBuffer {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GpuBuffer")
-            .field("nbytes", &self.nbytes)
+            .field("nbytes", &self.nbytes())
             .field("segments", &self.segments.len())
             .field("layout", &self.layout)
             .finish()
@@ -809,12 +803,12 @@ impl fmt::Debug for GpuBuffer {
 impl GpuBuffer {
     /// Bytes of data (the view's `nbytes`, before padding).
     pub fn nbytes(&self) -> usize {
-        self.nbytes
+        self.layout.nbytes()
     }
 
     /// Bytes on the GPU: `nbytes` rounded up to a multiple of 4 (4 when empty).
     pub fn padded_size(&self) -> u64 {
-        self.padded
+        padded_len(self.nbytes())
     }
 
     /// The data's layout: C-contiguous, with the uploaded view's dtype,
@@ -840,16 +834,16 @@ impl GpuBuffer {
 
     /// Reads the data back into a new (64-byte aligned) [`Buffer`].
     pub fn download(&self) -> Result<Buffer, GpuError> {
-        let mut out = Buffer::new(self.nbytes).map_err(GpuError::Host)?;
+        let mut out = Buffer::new(self.nbytes()).map_err(GpuError::Host)?;
         self.download_into(out.as_bytes_mut())?;
         Ok(out)
     }
 
     /// Reads the data back into `out`, which must be `nbytes()` long.
     pub fn download_into(&self, out: &mut [u8]) -> Result<(), GpuError> {
-        if out.len() != self.nbytes {
+        if out.len() != self.nbytes() {
             return Err(GpuError::SizeMismatch {
-                gpu: self.nbytes,
+                gpu: self.nbytes(),
                 host: out.len(),
             });
         }
@@ -863,6 +857,17 @@ impl GpuBuffer {
         let result = self.read_chunks(&mut ring, out);
         let scoped = scopes.pop("download");
         scoped.and(result)
+    }
+
+    /// The staging chunk starting at byte `at` of the padded data and
+    /// ending by `end`: its wgpu buffer, its offset there, and its length
+    /// (at most `chunk`, a staging buffer's size, and never across two wgpu
+    /// buffers).
+    fn chunk_at(&self, at: u64, end: u64, chunk: u64) -> (&wgpu::Buffer, u64, u64) {
+        let segment_size = self.ctx.inner.max_segment;
+        let offset = at % segment_size;
+        let len = chunk.min(segment_size - offset).min(end - at);
+        (&self.segments[(at / segment_size) as usize], offset, len)
     }
 
     /// Copies chunk after chunk into readback slots, keeping every slot in
@@ -890,27 +895,21 @@ impl GpuBuffer {
             slot.state.store(UNMAPPED, Ordering::Release);
             Ok::<(), GpuError>(())
         };
-        while start < self.padded {
+        let padded = self.padded_size();
+        while start < padded {
             if in_flight.len() == ring.slots.len() {
                 let done = in_flight.pop_front().expect("a slot in flight");
                 finish(ring, done, out)?;
             }
             let i = ring.next_for_read(&inner.device)?;
-            let segment_left = self.segment_size - start % self.segment_size;
-            let len = inner.chunk.min(segment_left).min(self.padded - start);
+            let (segment, offset, len) = self.chunk_at(start, padded, inner.chunk);
             let mut encoder =
                 inner
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor {
                         label: Some("bytelens download"),
                     });
-            encoder.copy_buffer_to_buffer(
-                &self.segments[(start / self.segment_size) as usize],
-                start % self.segment_size,
-                &ring.slots[i].buffer,
-                0,
-                len,
-            );
+            encoder.copy_buffer_to_buffer(segment, offset, &ring.slots[i].buffer, 0, len);
             let index = inner.queue.submit([encoder.finish()]);
             ring.map_after(i, wgpu::MapMode::Read, len, Some(index));
             in_flight.push_back((i, start, len));
