@@ -105,21 +105,20 @@ impl DType {
     /// assert_eq!(DType::U16.name(), "uint16");
     /// ```
     pub const fn name(self) -> &'static str {
-        match self {
-            DType::Bool => "bool",
-            DType::U8 => "uint8",
-            DType::I8 => "int8",
-            DType::U16 => "uint16",
-            DType::I16 => "int16",
-            DType::U32 => "uint32",
-            DType::I32 => "int32",
-            DType::U64 => "uint64",
-            DType::I64 => "int64",
-            DType::F16 => "float16",
-            DType::BF16 => "bfloat16",
-            DType::F32 => "float32",
-            DType::F64 => "float64",
-        }
+        self.spellings()[0]
+    }
+
+    /// The type code without a byte order: numpy's kind and size (`"i4"`,
+    /// `"f2"`, `"b1"`), and `"bfloat16"` for bfloat16, which numpy has no
+    /// code for. A byte order prefix makes it a [`Descr`]'s text.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::DType;
+    /// assert_eq!((DType::I32.code(), DType::Bool.code(), DType::BF16.code()), ("i4", "b1", "bfloat16"));
+    /// ```
+    pub const fn code(self) -> &'static str {
+        self.spellings()[1]
     }
 
     /// numpy's kind character: `b` bool, `u` unsigned, `i` signed, `f` float.
@@ -151,44 +150,63 @@ impl DType {
     pub const fn is_float(self) -> bool {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
+}
 
-    fn from_name(name: &str) -> Option<DType> {
-        Some(match name {
-            "bool" | "bool_" => DType::Bool,
-            "uint8" | "ubyte" => DType::U8,
-            "int8" | "byte" => DType::I8,
-            "uint16" | "ushort" => DType::U16,
-            "int16" | "short" => DType::I16,
-            "uint32" | "uintc" => DType::U32,
-            "int32" | "intc" => DType::I32,
-            // numpy 2: `int` and `uint` are the pointer-sized integers.
-            "uint64" | "ulonglong" | "uint" => DType::U64,
-            "int64" | "longlong" | "int" => DType::I64,
-            "float16" | "half" => DType::F16,
-            "bfloat16" | "bf16" => DType::BF16,
-            "float32" | "single" => DType::F32,
-            "float64" | "double" | "float" => DType::F64,
-            _ => return None,
-        })
-    }
+/// The dtype table: every spelling each dtype answers to, the name first
+/// and the type code second. [`DType::spellings`], parsing and the
+/// bindings' tables (Python, the wasm package's `dtypes()`, the web demo)
+/// all come from this one list.
+macro_rules! dtype_table {
+    ($($dtype:ident => [$($spelling:literal),+ $(,)?],)+) => {
+        impl DType {
+            /// Every spelling [`parse`](str::parse) accepts for this dtype
+            /// (without a byte order): the [`name`](DType::name), the
+            /// [`code`](DType::code), then numpy's other names and its
+            /// one-character codes.
+            ///
+            /// # Examples
+            /// ```
+            /// use bytelens_core::DType;
+            /// assert_eq!(DType::BF16.spellings(), ["bfloat16", "bfloat16", "bf16"]);
+            /// for dtype in DType::ALL {
+            ///     for spelling in dtype.spellings() {
+            ///         assert_eq!(spelling.parse::<DType>(), Ok(dtype));
+            ///     }
+            /// }
+            /// ```
+            pub const fn spellings(self) -> &'static [&'static str] {
+                match self {
+                    $(DType::$dtype => &[$($spelling),+],)+
+                }
+            }
 
-    fn from_code(code: &str) -> Option<DType> {
-        Some(match code {
-            "?" | "b1" => DType::Bool,
-            "B" | "u1" => DType::U8,
-            "b" | "i1" => DType::I8,
-            "H" | "u2" => DType::U16,
-            "h" | "i2" => DType::I16,
-            "I" | "u4" => DType::U32,
-            "i" | "i4" => DType::I32,
-            "Q" | "u8" => DType::U64,
-            "q" | "i8" => DType::I64,
-            "e" | "f2" => DType::F16,
-            "f" | "f4" => DType::F32,
-            "d" | "f8" => DType::F64,
-            _ => return None,
-        })
-    }
+            fn from_spelling(text: &str) -> Option<DType> {
+                // bfloat16's name is also its code: its second pattern never matches.
+                #[allow(unreachable_patterns)]
+                match text {
+                    $($($spelling)|+ => Some(DType::$dtype),)+
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
+dtype_table! {
+    Bool => ["bool", "b1", "bool_", "?"],
+    U8 => ["uint8", "u1", "ubyte", "B"],
+    I8 => ["int8", "i1", "byte", "b"],
+    U16 => ["uint16", "u2", "ushort", "H"],
+    I16 => ["int16", "i2", "short", "h"],
+    U32 => ["uint32", "u4", "uintc", "I"],
+    I32 => ["int32", "i4", "intc", "i"],
+    // numpy 2: `int` and `uint` are the pointer-sized integers.
+    U64 => ["uint64", "u8", "ulonglong", "uint", "Q"],
+    I64 => ["int64", "i8", "longlong", "int", "q"],
+    F16 => ["float16", "f2", "half", "e"],
+    BF16 => ["bfloat16", "bfloat16", "bf16"],
+    F32 => ["float32", "f4", "single", "f"],
+    F64 => ["float64", "f8", "double", "float", "d"],
 }
 
 impl fmt::Display for DType {
@@ -202,11 +220,9 @@ impl FromStr for DType {
 
     /// Parses a numpy name (`"int32"`) or type code (`"i4"`, `"f"`), without a byte order.
     fn from_str(s: &str) -> Result<DType, Error> {
-        DType::from_name(s)
-            .or_else(|| DType::from_code(s))
-            .ok_or(Error::BadDType {
-                text: ShortStr::new(s),
-            })
+        DType::from_spelling(s).ok_or(Error::BadDType {
+            text: ShortStr::new(s),
+        })
     }
 }
 
@@ -337,10 +353,7 @@ impl fmt::Display for Descr {
         } else {
             self.order.prefix()
         };
-        if self.dtype == DType::BF16 {
-            return write!(f, "{prefix}bfloat16");
-        }
-        write!(f, "{prefix}{}{}", self.dtype.kind(), self.dtype.size())
+        write!(f, "{prefix}{}", self.dtype.code())
     }
 }
 

@@ -101,12 +101,17 @@ pub enum Error {
         /// The limit.
         max: usize,
     },
-    /// An axis number that the layout does not have, or a repeated axis in a permutation.
+    /// An axis number that the layout does not have.
     BadAxis {
         /// The axis asked for.
         axis: usize,
         /// How many axes the layout has.
         ndim: usize,
+    },
+    /// A permutation that names an axis twice.
+    RepeatedAxis {
+        /// The axis named twice.
+        axis: usize,
     },
     /// A dtype string that is not understood, or an element type that does
     /// not match the layout's dtype.
@@ -116,8 +121,11 @@ pub enum Error {
     },
     /// Writing through a view that cannot be written (broadcast, or read-only memory).
     ReadOnly,
-    /// `shape` and `strides` (or a permutation) of different lengths.
+    /// A list that needs one entry per dimension (strides, an index, a
+    /// permutation) with another number of entries.
     LengthMismatch {
+        /// What the list is: `"strides"`, `"indices"` or `"axes"`.
+        what: &'static str,
         /// Expected length (the number of dimensions).
         expected: usize,
         /// Given length.
@@ -129,6 +137,26 @@ pub enum Error {
         from: usize,
         /// Elements in the requested shape.
         to: usize,
+    },
+    /// Values to write whose number differs from the view's elements.
+    CountMismatch {
+        /// Elements in the view.
+        expected: usize,
+        /// Values given.
+        got: usize,
+    },
+    /// A view's byte offset outside its buffer (negative, or past the end).
+    OffsetOutside {
+        /// The offset given.
+        offset: isize,
+        /// The buffer's length, when there is a buffer.
+        len: Option<usize>,
+    },
+    /// Strides without a shape, or a layout without a buffer to take its
+    /// length from and no shape.
+    MissingShape {
+        /// How many strides were given (0: none).
+        strides: usize,
     },
     /// An index outside an axis.
     IndexOutOfRange {
@@ -143,6 +171,13 @@ pub enum Error {
     ZeroStep {
         /// The axis being sliced.
         axis: usize,
+    },
+    /// `broadcast_to` a shape with fewer dimensions than the layout.
+    BroadcastRank {
+        /// The layout's dimensions.
+        ndim: usize,
+        /// The target shape's dimensions.
+        to: usize,
     },
     /// `broadcast_to` with a shape the layout cannot stretch to.
     NotBroadcastable {
@@ -165,8 +200,10 @@ pub enum Error {
         /// The name (truncated to 24 bytes).
         name: ShortStr,
     },
-    /// A plan with more fields, alternatives or dimensions than fit inline.
+    /// A plan with more fields or alternatives than fit inline.
     PlanFull {
+        /// What there would be too many of: `"fields"` or `"alternatives"`.
+        what: &'static str,
         /// The limit that was reached.
         max: usize,
     },
@@ -174,6 +211,13 @@ pub enum Error {
     EmptyField {
         /// The field.
         name: ShortStr,
+    },
+    /// An alternative number past a plan's last alternative.
+    NoAlternative {
+        /// The alternative asked for.
+        alternative: usize,
+        /// How many the plan has.
+        alternatives: usize,
     },
     /// A plan with no fields, where one is needed (WGSL structs).
     EmptyPlan,
@@ -213,25 +257,28 @@ impl Error {
             Error::Misaligned { .. }
             | Error::MisalignedBuffer { .. }
             | Error::MisalignedStride { .. } => "Misaligned",
-            Error::OutOfBounds { .. } => "OutOfBounds",
+            Error::OutOfBounds { .. } | Error::OffsetOutside { .. } => "OutOfBounds",
             Error::Overflow { .. } => "Overflow",
             Error::ItemsizeMismatch { .. } | Error::ScalarItemsize { .. } => "ItemsizeMismatch",
             Error::NotContiguous { .. } => "NotContiguous",
             Error::NeedsCopy { .. } => "NeedsCopy",
             Error::TooManyDims { .. } => "TooManyDims",
-            Error::BadAxis { .. } => "BadAxis",
+            Error::BadAxis { .. } | Error::RepeatedAxis { .. } => "BadAxis",
             Error::BadDType { .. } | Error::WrongElement { .. } => "BadDType",
             Error::ReadOnly => "ReadOnly",
             Error::LengthMismatch { .. } => "LengthMismatch",
             Error::SizeMismatch { .. } => "SizeMismatch",
+            Error::CountMismatch { .. } => "CountMismatch",
+            Error::MissingShape { .. } => "MissingShape",
             Error::IndexOutOfRange { .. } => "IndexOutOfRange",
             Error::ZeroStep { .. } => "ZeroStep",
-            Error::NotBroadcastable { .. } => "NotBroadcastable",
+            Error::NotBroadcastable { .. } | Error::BroadcastRank { .. } => "NotBroadcastable",
             Error::BadName { .. } => "BadName",
             Error::PlanFull { .. } => "PlanFull",
             Error::NotWgslShareable { .. } => "NotWgslShareable",
             Error::EmptyField { .. } => "EmptyField",
             Error::EmptyPlan => "EmptyPlan",
+            Error::NoAlternative { .. } => "NoAlternative",
             Error::BadPlanLine { .. } => "BadPlanLine",
         }
     }
@@ -267,7 +314,10 @@ impl Error {
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
     pub fn is_bounds(&self) -> bool {
-        matches!(self, Error::OutOfBounds { .. })
+        matches!(
+            self,
+            Error::OutOfBounds { .. } | Error::OffsetOutside { .. }
+        )
     }
 }
 
@@ -338,23 +388,55 @@ impl fmt::Display for Error {
             }
             Error::BadAxis { axis, ndim } => write!(
                 f,
-                "axis {axis} is out of range or repeated for a layout with {ndim} dimensions"
+                "axis {axis} is out of range for a layout with {ndim} dimensions"
             ),
+            Error::RepeatedAxis { axis } => {
+                write!(f, "axis {axis} appears twice in the permutation")
+            }
             Error::BadDType { text } => write!(f, "unknown dtype \"{text}\""),
             Error::ReadOnly => f.write_str("this view is read-only"),
-            Error::LengthMismatch { expected, got } => write!(
+            Error::LengthMismatch {
+                what,
+                expected,
+                got,
+            } => write!(
                 f,
-                "expected {expected} entries (one per dimension) but got {got}"
+                "{got} {what} given for {expected} dimensions: give one per dimension"
             ),
             Error::SizeMismatch { from, to } => write!(
                 f,
                 "cannot reshape {from} elements into a shape of {to} elements"
             ),
+            Error::CountMismatch { expected, got } => write!(
+                f,
+                "the view holds {expected} elements but {got} values were given"
+            ),
+            Error::OffsetOutside {
+                offset,
+                len: Some(len),
+            } => write!(
+                f,
+                "offset {offset} is outside the buffer of {len} bytes (offsets go from 0 to {len})"
+            ),
+            Error::OffsetOutside { offset, len: None } => {
+                write!(f, "offset {offset} is negative")
+            }
+            Error::MissingShape { strides: 0 } => {
+                f.write_str("a layout without a buffer needs a shape")
+            }
+            Error::MissingShape { .. } => {
+                f.write_str("strides were given without a shape: give the shape too")
+            }
             Error::IndexOutOfRange { index, axis, len } => write!(
                 f,
                 "index {index} is out of range for axis {axis} of length {len}"
             ),
             Error::ZeroStep { axis } => write!(f, "slice step of axis {axis} cannot be zero"),
+            Error::BroadcastRank { ndim, to } => write!(
+                f,
+                "cannot broadcast {ndim} dimensions to a shape of {to}: the shape needs at least \
+                 as many dimensions"
+            ),
             Error::NotBroadcastable { axis, from, to } => write!(
                 f,
                 "cannot broadcast axis {axis} from length {from} to {to}: only length 1 stretches"
@@ -368,10 +450,17 @@ impl fmt::Display for Error {
                 "\"{name}\" is not a usable name: plan and field names must be identifiers \
                  (letters, digits, '_', not starting with a digit), and field names unique"
             ),
-            Error::PlanFull { max } => write!(f, "a plan holds at most {max} of these"),
+            Error::PlanFull { what, max } => write!(f, "a plan holds at most {max} {what}"),
             Error::EmptyField { name } => write!(
                 f,
                 "field \"{name}\" has no elements, and WGSL arrays need at least one"
+            ),
+            Error::NoAlternative {
+                alternative,
+                alternatives,
+            } => write!(
+                f,
+                "alternative {alternative} does not exist; the plan has {alternatives}"
             ),
             Error::EmptyPlan => {
                 f.write_str("the plan has no fields, and WGSL structs need at least one")

@@ -110,6 +110,7 @@ impl Layout {
         checked_nbytes(dtype, shape)?;
         if strides.len() != shape.len() {
             return Err(Error::LengthMismatch {
+                what: "strides",
                 expected: shape.len(),
                 got: strides.len(),
             });
@@ -517,6 +518,7 @@ impl Layout {
     pub fn element_offset(&self, index: &[usize]) -> Result<isize, Error> {
         if index.len() != self.ndim() {
             return Err(Error::LengthMismatch {
+                what: "indices",
                 expected: self.ndim(),
                 got: index.len(),
             });
@@ -727,6 +729,7 @@ impl Layout {
         let ndim = self.ndim();
         if axes.len() != ndim {
             return Err(Error::LengthMismatch {
+                what: "axes",
                 expected: ndim,
                 got: axes.len(),
             });
@@ -734,8 +737,11 @@ impl Layout {
         let mut seen = 0u32;
         let mut out = *self;
         for (k, &axis) in axes.iter().enumerate() {
-            if axis >= ndim || seen & (1 << axis) != 0 {
+            if axis >= ndim {
                 return Err(Error::BadAxis { axis, ndim });
+            }
+            if seen & (1 << axis) != 0 {
+                return Err(Error::RepeatedAxis { axis });
             }
             seen |= 1 << axis;
             out.shape[k] = self.shape[axis];
@@ -866,9 +872,9 @@ impl Layout {
     pub fn broadcast_to(&self, shape: &[usize]) -> Result<Layout, Error> {
         let ndim = self.ndim();
         if shape.len() < ndim {
-            return Err(Error::LengthMismatch {
-                expected: ndim,
-                got: shape.len(),
+            return Err(Error::BroadcastRank {
+                ndim,
+                to: shape.len(),
             });
         }
         if shape.len() > MAX_NDIM {
@@ -1163,11 +1169,12 @@ mod tests {
     #[test]
     fn permute_rejects_repeats_and_strangers() {
         let l = Layout::contiguous(DType::U8, &[2, 3]).unwrap();
-        assert_eq!(l.permute(&[0, 0]), Err(Error::BadAxis { axis: 0, ndim: 2 }));
+        assert_eq!(l.permute(&[0, 0]), Err(Error::RepeatedAxis { axis: 0 }));
         assert_eq!(l.permute(&[2, 0]), Err(Error::BadAxis { axis: 2, ndim: 2 }));
         assert_eq!(
             l.permute(&[0]),
             Err(Error::LengthMismatch {
+                what: "axes",
                 expected: 2,
                 got: 1
             })

@@ -35,6 +35,7 @@
 #[cfg(feature = "alloc")]
 extern crate alloc;
 
+mod args;
 mod dtype;
 mod error;
 mod layout;
@@ -45,6 +46,7 @@ mod scalar;
 mod spec;
 mod view;
 
+pub use args::ViewArgs;
 pub use dtype::{ByteOrder, DType, Descr};
 pub use error::{Error, ShortStr};
 pub use layout::{Layout, MAX_NDIM, Offsets};
@@ -52,7 +54,7 @@ pub use overlap::Overlap;
 pub use plan::{Field, MAX_ALTERNATIVES, MAX_FIELD_DIMS, MAX_FIELDS, Plan, Wgsl};
 pub use scalar::Scalar;
 #[cfg(feature = "alloc")]
-pub use spec::{FieldSpec, PlanSpec};
+pub use spec::{FieldSpec, OwnedPlan, PlacedField, PlanSpec};
 pub use view::{Element, Iter, View, ViewMut};
 
 pub use half::{bf16, f16};

@@ -315,7 +315,10 @@ impl<'n> Plan<'n> {
             });
         }
         if self.len == MAX_FIELDS {
-            return Err(Error::PlanFull { max: MAX_FIELDS });
+            return Err(Error::PlanFull {
+                what: "fields",
+                max: MAX_FIELDS,
+            });
         }
         if shape.len() > MAX_FIELD_DIMS {
             return Err(Error::TooManyDims {
@@ -376,6 +379,7 @@ impl<'n> Plan<'n> {
         }
         if self.alternatives == MAX_ALTERNATIVES {
             return Err(Error::PlanFull {
+                what: "alternatives",
                 max: MAX_ALTERNATIVES,
             });
         }
@@ -876,7 +880,10 @@ mod tests {
         }
         assert_eq!(
             plan.field(&names[MAX_FIELDS], DType::U8, &[1]).unwrap_err(),
-            Error::PlanFull { max: MAX_FIELDS }
+            Error::PlanFull {
+                what: "fields",
+                max: MAX_FIELDS
+            }
         );
         let mut plan = Plan::new();
         assert!(matches!(
@@ -894,6 +901,7 @@ mod tests {
         assert_eq!(
             plan.union().unwrap_err(),
             Error::PlanFull {
+                what: "alternatives",
                 max: MAX_ALTERNATIVES
             }
         );

@@ -1,15 +1,17 @@
-//! [`PlanSpec`]: a plan that owns its names (feature `alloc`), for the
-//! bindings, which build plans from Python and JS values, and for storing a
-//! plan as text (in a shared segment's header).
+//! Plans that own their names (feature `alloc`): [`PlanSpec`], the fields
+//! as given, with the plan's text form (a shared segment's header stores
+//! it), and [`OwnedPlan`], a spec checked and placed once, which the Python
+//! and JS `Plan` objects hold.
 #![forbid(unsafe_code)]
 
 use alloc::borrow::ToOwned;
-use alloc::string::String;
+use alloc::string::{String, ToString};
 use alloc::vec;
 use alloc::vec::Vec;
 use core::fmt::Write;
+use core::ops::Range;
 
-use crate::{Descr, Error, Plan, ShortStr};
+use crate::{Descr, Error, Layout, Plan, ShortStr};
 
 /// One field of a [`PlanSpec`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,6 +154,182 @@ impl<'n> From<&Plan<'n>> for PlanSpec {
             });
         }
         spec
+    }
+}
+
+/// A field of an [`OwnedPlan`]: its spec and where the plan placed it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlacedField {
+    /// The field's name.
+    pub name: String,
+    /// Its element type and byte order.
+    pub descr: Descr,
+    /// Its shape.
+    pub shape: Vec<usize>,
+    /// Byte offset of its first element.
+    pub offset: usize,
+    /// Its size in bytes.
+    pub nbytes: usize,
+    /// The alternative (union member) it belongs to.
+    pub alternative: usize,
+}
+
+impl PlacedField {
+    /// The bytes the field covers.
+    pub fn byte_range(&self) -> Range<usize> {
+        // Fits: the plan's size was checked when it was placed.
+        self.offset..self.offset + self.nbytes
+    }
+
+    /// The field's layout: C-contiguous at its offset, in its byte order.
+    pub fn layout(&self) -> Result<Layout, Error> {
+        Ok(Layout::contiguous(self.descr.dtype, &self.shape)?
+            .with_offset(self.offset)?
+            .with_byte_order(self.descr.order))
+    }
+}
+
+/// A [`PlanSpec`] checked and placed once: the plan type the Python and JS
+/// bindings hold, so their getters read numbers instead of rebuilding the
+/// core's [`Plan`] each time.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{DType, Descr, FieldSpec, OwnedPlan};
+/// let f32s = |name: &str, n| FieldSpec { name: name.into(), descr: Descr::native(DType::F32), shape: vec![n] };
+/// let i32s = |name: &str, n| FieldSpec { name: name.into(), descr: Descr::native(DType::I32), shape: vec![n] };
+/// let plan = OwnedPlan::new("Work")?
+///     .extended([f32s("A", 3), f32s("B", 1)], false)?
+///     .extended([i32s("D", 2)], true)?;
+/// assert_eq!((plan.nbytes(), plan.align(), plan.alternatives()), (16, 4, 2));
+/// assert_eq!(plan.get("B").map(|f| f.offset), Some(12));
+/// assert_eq!(plan.padding(1)?, [8..16]);
+/// assert!(plan.wgsl()?.contains("struct Work1"));
+/// assert_eq!(OwnedPlan::from_text(&plan.to_text())?, plan);
+/// # Ok::<(), bytelens_core::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OwnedPlan {
+    spec: PlanSpec,
+    // INVARIANT: what `spec.build()` placed, which succeeded.
+    fields: Vec<PlacedField>,
+    padding: Vec<Vec<Range<usize>>>,
+    nbytes: usize,
+    align: usize,
+}
+
+impl OwnedPlan {
+    /// An empty plan named `name` (the name of its WGSL structs); `BadName`
+    /// unless it is an identifier.
+    pub fn new(name: &str) -> Result<OwnedPlan, Error> {
+        OwnedPlan::from_spec(PlanSpec::new(name))
+    }
+
+    /// Checks and places `spec`, failing as [`PlanSpec::build`] does.
+    pub fn from_spec(spec: PlanSpec) -> Result<OwnedPlan, Error> {
+        let plan = spec.build()?;
+        let fields = plan
+            .fields()
+            .iter()
+            .map(|f| PlacedField {
+                name: f.name().to_owned(),
+                descr: f.descr(),
+                shape: f.shape().to_vec(),
+                offset: f.offset(),
+                nbytes: f.nbytes(),
+                alternative: f.alternative(),
+            })
+            .collect();
+        let padding = (0..plan.alternatives())
+            .map(|a| plan.padding(a).collect())
+            .collect();
+        let (nbytes, align) = (plan.nbytes(), plan.align());
+        Ok(OwnedPlan {
+            spec,
+            fields,
+            padding,
+            nbytes,
+            align,
+        })
+    }
+
+    /// Reads a plan's text form ([`PlanSpec::from_text`]) and checks it.
+    pub fn from_text(text: &str) -> Result<OwnedPlan, Error> {
+        OwnedPlan::from_spec(PlanSpec::from_text(text)?)
+    }
+
+    /// This plan with `fields` appended to its last alternative, or to a
+    /// new one when `new_alternative` (as [`Plan::union`] starts one).
+    pub fn extended(
+        &self,
+        fields: impl IntoIterator<Item = FieldSpec>,
+        new_alternative: bool,
+    ) -> Result<OwnedPlan, Error> {
+        let mut spec = self.spec.clone();
+        if new_alternative {
+            spec.start_alternative();
+        }
+        for field in fields {
+            spec.push(field);
+        }
+        OwnedPlan::from_spec(spec)
+    }
+
+    /// The fields as given.
+    pub fn spec(&self) -> &PlanSpec {
+        &self.spec
+    }
+
+    /// The plan's name.
+    pub fn name(&self) -> &str {
+        &self.spec.name
+    }
+
+    /// The plan's text form ([`PlanSpec::to_text`]).
+    pub fn to_text(&self) -> String {
+        self.spec.to_text()
+    }
+
+    /// Every field, in the order they were added.
+    pub fn fields(&self) -> &[PlacedField] {
+        &self.fields
+    }
+
+    /// The field called `name`.
+    pub fn get(&self, name: &str) -> Option<&PlacedField> {
+        self.fields.iter().find(|f| f.name == name)
+    }
+
+    /// Bytes a buffer needs ([`Plan::nbytes`]).
+    pub fn nbytes(&self) -> usize {
+        self.nbytes
+    }
+
+    /// The largest alignment of any field ([`Plan::align`]).
+    pub fn align(&self) -> usize {
+        self.align
+    }
+
+    /// Number of alternatives ([`Plan::alternatives`]).
+    pub fn alternatives(&self) -> usize {
+        self.padding.len()
+    }
+
+    /// The byte ranges of `alternative` that no field covers
+    /// ([`Plan::padding`]); `NoAlternative` past the last one.
+    pub fn padding(&self, alternative: usize) -> Result<&[Range<usize>], Error> {
+        self.padding
+            .get(alternative)
+            .map(Vec::as_slice)
+            .ok_or(Error::NoAlternative {
+                alternative,
+                alternatives: self.alternatives(),
+            })
+    }
+
+    /// The matching WGSL ([`Plan::wgsl`]).
+    pub fn wgsl(&self) -> Result<String, Error> {
+        Ok(self.spec.build()?.wgsl()?.to_string())
     }
 }
 

@@ -563,9 +563,9 @@ impl<'a, T: Element> ViewMut<'a, T> {
     /// ```
     pub fn copy_from(&mut self, values: &[T]) -> Result<(), Error> {
         if values.len() != self.len() {
-            return Err(Error::SizeMismatch {
-                from: values.len(),
-                to: self.len(),
+            return Err(Error::CountMismatch {
+                expected: self.len(),
+                got: values.len(),
             });
         }
         for (offset, &value) in Offsets::new(&self.layout).zip(values) {
