@@ -11,7 +11,8 @@ use criterion::{Criterion, criterion_group, criterion_main};
 fn lock(c: &mut Criterion) {
     use bytelens::SharedBuffer;
     let name = format!("bytelens-bench-lock-{}", std::process::id());
-    let shared = SharedBuffer::create(&name, 64, None).unwrap();
+    // SAFETY: the benchmark's own segment, never shrunk.
+    let shared = unsafe { SharedBuffer::create(&name, 64, None) }.unwrap();
     let mutex = Mutex::new(0u64);
     let mut group = c.benchmark_group("lock");
     group.bench_function("baseline: std Mutex lock+unlock", |b| {

@@ -19,7 +19,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             plan.field("A", DType::F32, &[4])?
                 .field("B", DType::I16, &[3])?;
             plan.union()?.field("D", DType::I32, &[7])?;
-            let mut sh = SharedBuffer::create(name, plan.nbytes(), Some(&plan))?;
+            // SAFETY: this example and its Python counterpart never shrink the segment.
+            let mut sh = unsafe { SharedBuffer::create(name, plan.nbytes(), Some(&plan)) }?;
             let bytes = sh.as_bytes_mut();
             for (i, v) in [0.5f32, 1.5, 2.5, 3.5].iter().enumerate() {
                 bytes[i * 4..i * 4 + 4].copy_from_slice(&v.to_le_bytes());
@@ -31,7 +32,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("wrote {name}");
         }
         "read" => {
-            let sh = SharedBuffer::attach(name)?;
+            // SAFETY: as in `write`.
+            let sh = unsafe { SharedBuffer::attach(name) }?;
             let spec = sh.plan()?.ok_or("the segment has no plan")?;
             let plan = spec.build()?;
             for field in plan.fields() {

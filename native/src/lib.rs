@@ -9,6 +9,8 @@ mod buffer;
 mod gather;
 #[cfg(feature = "gpu")]
 pub mod gpu;
+#[cfg(unix)]
+mod mapped;
 #[cfg(feature = "python")]
 mod python;
 #[cfg(unix)]
@@ -21,9 +23,9 @@ pub use buffer::Buffer;
 pub use bytelens_core::Error as LayoutError;
 pub use gather::gather_into;
 #[cfg(unix)]
-pub use shared::{
-    DATA_OFFSET, LockGuard, MAX_NAME, MapMode, MappedFile, SharedBuffer, SharedError,
-};
+pub use mapped::{MapMode, MappedFile};
+#[cfg(unix)]
+pub use shared::{DATA_OFFSET, LockGuard, MAX_NAME, SharedBuffer, SharedError};
 // Everything else of the core (the local `Error` below shadows the core's).
 pub use bytelens_core::*;
 

@@ -1,6 +1,6 @@
 //! Named POSIX shared memory that other processes attach to by name, with a
-//! process-shared lock that survives its holder's death, and memory-mapped
-//! files.
+//! process-shared lock that survives its holder's death. (Mapped files
+//! share the mapping's hazard but nothing else, and live in `mapped.rs`.)
 //!
 //! A segment starts with a one-page header: a magic number and version, the
 //! data length, a robust process-shared `pthread_mutex_t`, and optionally a
@@ -9,9 +9,8 @@
 //! is aligned).
 
 use std::ffi::CString;
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -187,15 +186,20 @@ fn open_segment(name: &str, flags: libc::c_int, mode: libc::mode_t) -> Result<Fi
 ///
 /// Another process of the same user could shrink the segment (it is a file
 /// under /dev/shm, mode 0600); touching the data then raises SIGBUS, as with
-/// any shared mapping. bytelens itself never resizes a segment.
+/// any shared mapping, [`MappedFile`](crate::MappedFile)s included. So
+/// [`create`](Self::create) and [`attach`](Self::attach) are `unsafe`, as
+/// [`MappedFile::open`](crate::MappedFile::open) is: the caller promises
+/// that no process does that. bytelens itself never resizes a segment.
 ///
 /// # Examples
 /// ```
 /// use bytelens::SharedBuffer;
 /// let name = format!("bytelens-doc-{}", std::process::id());
-/// let mut sh = SharedBuffer::create(&name, 16, None)?;
+/// // SAFETY: no process shrinks this example's segment while it is mapped.
+/// let mut sh = unsafe { SharedBuffer::create(&name, 16, None) }?;
 /// sh.as_bytes_mut()[0] = 7;
-/// let other = SharedBuffer::attach(&name)?; // in another process, usually
+/// // SAFETY: as above.
+/// let other = unsafe { SharedBuffer::attach(&name) }?; // in another process, usually
 /// assert_eq!(other.as_bytes()[0], 7);
 /// {
 ///     let guard = other.lock(None)?;
@@ -241,7 +245,14 @@ impl Drop for SharedBuffer {
 impl SharedBuffer {
     /// Creates the segment `name` (mode 0600) with `nbytes` zeroed bytes of
     /// data and, optionally, a plan that attaching processes read back.
-    pub fn create(
+    ///
+    /// # Safety
+    /// No process may shrink the segment while this mapping of it exists:
+    /// touching a page past the new end raises SIGBUS. Any process of the
+    /// same user can open the segment by name and `ftruncate` it; bytelens
+    /// never does. Writes by other processes are fine: the data is only ever
+    /// read and written as plain bytes.
+    pub unsafe fn create(
         name: &str,
         nbytes: usize,
         plan: Option<&Plan<'_>>,
@@ -263,8 +274,9 @@ impl SharedBuffer {
         let made = (|| {
             file.set_len(size as u64)
                 .map_err(os("sizing the segment"))?;
-            // SAFETY: the segment is ours and sized above; other processes may map
-            // it too, which is the point: the data is shared bytes (like a file
+            // SAFETY: the segment is ours and sized above, and the caller keeps any
+            // process from shrinking it while mapped. Other processes may map it
+            // too, which is the point: the data is shared bytes (like a file
             // another process writes), read and written through `as_bytes[_mut]`.
             let mut map =
                 unsafe { MmapOptions::new().map_mut(&file) }.map_err(os("mapping the segment"))?;
@@ -293,7 +305,14 @@ impl SharedBuffer {
     }
 
     /// Attaches to the segment `name`, checking that it is a bytelens segment.
-    pub fn attach(name: &str) -> Result<SharedBuffer, SharedError> {
+    ///
+    /// # Safety
+    /// No process may shrink the segment while this mapping of it exists:
+    /// touching a page past the new end raises SIGBUS. Any process of the
+    /// same user can open the segment by name and `ftruncate` it; bytelens
+    /// never does. Writes by other processes are fine: the data is only ever
+    /// read and written as plain bytes.
+    pub unsafe fn attach(name: &str) -> Result<SharedBuffer, SharedError> {
         let file = open_segment(name, libc::O_RDWR, 0)?;
         let size = file
             .metadata()
@@ -307,7 +326,8 @@ impl SharedBuffer {
         if size < DATA_OFFSET as u64 {
             return Err(too_small(DATA_OFFSET as u64));
         }
-        // SAFETY: as in `create`: shared bytes, accessed as bytes.
+        // SAFETY: as in `create`: shared bytes, accessed as bytes, in a segment
+        // the caller keeps from shrinking (its size was checked just above).
         let map =
             unsafe { MmapOptions::new().map_mut(&file) }.map_err(os("mapping the segment"))?;
         let wrong = |why| SharedError::WrongFormat {
@@ -602,84 +622,5 @@ impl Drop for LockGuard<'_> {
         // `lock` made this guard on this thread, which holds the mutex until now;
         // the guard is not `Send`, so it is dropped on that thread.
         let _ = self.shared.unlock_raw();
-    }
-}
-
-/// How to map a file: read-only, read-write (shared with the file), or
-/// copy-on-write (private changes).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum MapMode {
-    /// `"r"`: read-only.
-    Read,
-    /// `"r+"`: writes go to the file.
-    ReadWrite,
-    /// `"c"`: writes stay private to this mapping.
-    Copy,
-}
-
-/// A memory-mapped file.
-pub enum MappedFile {
-    /// Read-only.
-    Read(memmap2::Mmap),
-    /// Writable (`ReadWrite` or `Copy`).
-    Write(MmapMut),
-}
-
-impl MappedFile {
-    /// Maps `path` whole.
-    ///
-    /// # Safety
-    /// No process may shrink the file while it is mapped: touching a page
-    /// past the new end raises SIGBUS (as with any mapping, numpy.memmap's
-    /// too). Writes by other processes are fine: the bytes are only ever
-    /// read and written as plain bytes.
-    pub unsafe fn open(path: &Path, mode: MapMode) -> Result<MappedFile, SharedError> {
-        let with_path = |what| {
-            move |err: std::io::Error| SharedError::Os {
-                what,
-                err: std::io::Error::new(err.kind(), format!("{}: {err}", path.display())),
-            }
-        };
-        let file = OpenOptions::new()
-            .read(true)
-            .write(mode == MapMode::ReadWrite)
-            .open(path)
-            .map_err(with_path("opening the file"))?;
-        // SAFETY: the caller keeps the file from shrinking while mapped.
-        unsafe {
-            Ok(match mode {
-                MapMode::Read => MappedFile::Read(
-                    MmapOptions::new()
-                        .map(&file)
-                        .map_err(with_path("mapping the file"))?,
-                ),
-                MapMode::ReadWrite => MappedFile::Write(
-                    MmapOptions::new()
-                        .map_mut(&file)
-                        .map_err(with_path("mapping the file"))?,
-                ),
-                MapMode::Copy => MappedFile::Write(
-                    MmapOptions::new()
-                        .map_copy(&file)
-                        .map_err(with_path("mapping the file"))?,
-                ),
-            })
-        }
-    }
-
-    /// The bytes.
-    pub fn as_bytes(&self) -> &[u8] {
-        match self {
-            MappedFile::Read(m) => m,
-            MappedFile::Write(m) => m,
-        }
-    }
-
-    /// The bytes' address; writable only for `Write` maps.
-    pub fn as_ptr(&mut self) -> *mut u8 {
-        match self {
-            MappedFile::Read(m) => m.as_ptr().cast_mut(),
-            MappedFile::Write(m) => m.as_mut_ptr(),
-        }
     }
 }

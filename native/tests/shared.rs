@@ -11,25 +11,35 @@ fn unique(tag: &str) -> String {
     format!("bytelens-test-{tag}-{}", std::process::id())
 }
 
+/// [`SharedBuffer::create`], for segments these tests never shrink.
+fn create(name: &str, nbytes: usize, plan: Option<&Plan<'_>>) -> Result<SharedBuffer, SharedError> {
+    // SAFETY: no test shrinks a segment while it is mapped (the one that sizes a
+    // segment itself does so before attaching, and only ever grows it).
+    unsafe { SharedBuffer::create(name, nbytes, plan) }
+}
+
+/// [`SharedBuffer::attach`], for segments these tests never shrink.
+fn attach(name: &str) -> Result<SharedBuffer, SharedError> {
+    // SAFETY: as in `create`.
+    unsafe { SharedBuffer::attach(name) }
+}
+
 #[test]
 fn create_attach_share_bytes_and_unlink() {
     let name = unique("share");
-    let mut a = SharedBuffer::create(&name, 100, None).unwrap();
+    let mut a = create(&name, 100, None).unwrap();
     assert_eq!(a.len(), 100);
     assert_eq!(a.as_mut_ptr() as usize % 4096, 0, "data is page-aligned");
     a.as_bytes_mut()[99] = 42;
-    let b = SharedBuffer::attach(&name).unwrap();
+    let b = attach(&name).unwrap();
     assert_eq!(b.as_bytes()[99], 42);
     assert!(matches!(
-        SharedBuffer::create(&name, 1, None),
+        create(&name, 1, None),
         Err(SharedError::Exists { .. })
     ));
     SharedBuffer::unlink(&name).unwrap();
     assert_eq!(b.as_bytes()[99], 42, "mappings outlive the name");
-    assert!(matches!(
-        SharedBuffer::attach(&name),
-        Err(SharedError::Missing { .. })
-    ));
+    assert!(matches!(attach(&name), Err(SharedError::Missing { .. })));
     assert!(matches!(
         SharedBuffer::unlink(&name),
         Err(SharedError::Missing { .. })
@@ -39,7 +49,7 @@ fn create_attach_share_bytes_and_unlink() {
 #[test]
 fn names_are_checked() {
     for bad in ["", "a/b", "..", ".", "nul\0byte", &"x".repeat(255)] {
-        let err = SharedBuffer::create(bad, 8, None).err().unwrap();
+        let err = create(bad, 8, None).err().unwrap();
         assert!(matches!(err, SharedError::BadName { .. }), "{bad:?}");
         assert!(err.to_string().contains("not a usable shared-memory name"));
     }
@@ -57,7 +67,7 @@ fn segments_of_another_format_or_too_small_are_refused() {
     unsafe {
         assert_eq!(libc::ftruncate(fd, 100), 0);
     }
-    let err = SharedBuffer::attach(&name).err().unwrap();
+    let err = attach(&name).err().unwrap();
     assert!(
         matches!(err, SharedError::TooSmall { size: 100, .. }),
         "{err}"
@@ -67,7 +77,7 @@ fn segments_of_another_format_or_too_small_are_refused() {
         assert_eq!(libc::ftruncate(fd, 8192), 0);
         libc::close(fd);
     }
-    let err = SharedBuffer::attach(&name).err().unwrap();
+    let err = attach(&name).err().unwrap();
     assert!(matches!(err, SharedError::WrongFormat { .. }), "{err}");
     assert_eq!(
         err.to_string(),
@@ -88,8 +98,8 @@ fn the_plan_travels_in_the_header() {
         .field("B", DType::F32, &[3])
         .unwrap();
     plan.union().unwrap().field("D", DType::I32, &[6]).unwrap();
-    let _a = SharedBuffer::create(&name, plan.nbytes(), Some(&plan)).unwrap();
-    let b = SharedBuffer::attach(&name).unwrap();
+    let _a = create(&name, plan.nbytes(), Some(&plan)).unwrap();
+    let b = attach(&name).unwrap();
     let spec = b.plan().unwrap().unwrap();
     let again = spec.build().unwrap();
     assert_eq!(again.name(), "Work");
@@ -106,7 +116,7 @@ fn the_plan_travels_in_the_header() {
 #[test]
 fn the_lock_times_out_and_survives_a_dead_holder() {
     let name = unique("lock");
-    let a = SharedBuffer::create(&name, 8, None).unwrap();
+    let a = create(&name, 8, None).unwrap();
     let guard = a.lock(None).unwrap();
     assert!(!guard.owner_died());
     // Another thread (robust mutexes track the holding thread) waits in vain.
@@ -143,7 +153,7 @@ fn the_lock_times_out_and_survives_a_dead_holder() {
 #[test]
 fn relocking_in_one_thread_is_an_error_and_only_the_holder_unlocks() {
     let name = unique("relock");
-    let a = SharedBuffer::create(&name, 8, None).unwrap();
+    let a = create(&name, 8, None).unwrap();
     let guard = a.lock(None).unwrap();
     assert!(
         matches!(a.lock(None), Err(SharedError::AlreadyHeld)),
@@ -162,8 +172,8 @@ fn dropping_a_mapping_whose_lock_is_held_keeps_it_mapped() {
     // glibc links held robust mutexes through their own memory: unmapping one
     // and then locking another would fault. The held mapping is kept instead.
     let (first, second) = (unique("held-a"), unique("held-b"));
-    let a = SharedBuffer::create(&first, 8, None).unwrap();
-    let b = SharedBuffer::create(&second, 8, None).unwrap();
+    let a = create(&first, 8, None).unwrap();
+    let b = create(&second, 8, None).unwrap();
     assert!(!a.lock_raw(None).unwrap());
     drop(a);
     drop(b.lock(None).unwrap());

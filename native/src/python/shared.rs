@@ -40,7 +40,9 @@ pub(crate) fn to_py(err: SharedError) -> PyErr {
 
 /// Named shared memory that other processes attach to by name, with a
 /// process-shared lock. SharedBuffer.create(name, nbytes, plan=None) makes
-/// it (mode 0600); SharedBuffer.attach(name) opens it elsewhere.
+/// it (mode 0600); SharedBuffer.attach(name) opens it elsewhere. As with
+/// Buffer.map, no process may shrink the segment while it is mapped:
+/// touching the missing pages would crash the process (SIGBUS).
 #[pyclass(name = "SharedBuffer", module = "bytelens._native", frozen)]
 pub struct PySharedBuffer {
     shared: Arc<SharedBuffer>,
@@ -78,9 +80,12 @@ impl PySharedBuffer {
         plan: Option<&Bound<'_, PyPlan>>,
     ) -> PyResult<PySharedBuffer> {
         let shared = match plan {
-            None => SharedBuffer::create(name, nbytes, None),
+            // SAFETY: shrinking the segment under its mappings is the one thing no
+            // process may do; the class docstring says so (as Buffer.map's does).
+            None => unsafe { SharedBuffer::create(name, nbytes, None) },
             Some(plan) => plan.get().with_plan(py, |plan| {
-                Ok(SharedBuffer::create(name, nbytes, Some(plan)))
+                // SAFETY: as above.
+                Ok(unsafe { SharedBuffer::create(name, nbytes, Some(plan)) })
             })?,
         };
         PySharedBuffer::new(py, shared.map_err(to_py)?)
@@ -89,7 +94,9 @@ impl PySharedBuffer {
     /// Opens the segment another process created.
     #[classmethod]
     fn attach(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str) -> PyResult<PySharedBuffer> {
-        PySharedBuffer::new(py, SharedBuffer::attach(name).map_err(to_py)?)
+        // SAFETY: as in `create`: the class docstring forbids shrinking the segment.
+        let shared = unsafe { SharedBuffer::attach(name) };
+        PySharedBuffer::new(py, shared.map_err(to_py)?)
     }
 
     /// Removes the segment's name (attached processes keep their mappings).
