@@ -5,7 +5,9 @@
 use std::fs;
 use std::path::PathBuf;
 
-use bytelens_core::{DType, Descr, Element, Error, Layout, Scalar, View, ViewMut, bf16, f16};
+use bytelens_core::{
+    DType, Descr, Element, Error, Layout, Scalar, View, ViewArgs, ViewMut, bf16, f16,
+};
 use serde_json::Value;
 
 fn vectors_dir() -> PathBuf {
@@ -328,6 +330,7 @@ fn every_vector_passes() {
         .expect("tests/vectors")
         .map(|e| e.unwrap().path())
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
+        .filter(|p| !p.ends_with("args.json")) // a format of its own, below
         .collect();
     files.sort();
     let mut total = 0;
@@ -397,4 +400,58 @@ fn every_vector_passes() {
         failures.join("\n")
     );
     println!("{total} vectors passed");
+}
+
+/// `args.json`: every binding resolves a view's arguments with [`ViewArgs`];
+/// here the core itself must give each case's element offsets or error kind.
+#[test]
+fn every_argument_vector_resolves() {
+    let text = fs::read_to_string(vectors_dir().join("args.json")).unwrap();
+    let doc: Value = serde_json::from_str(&text).unwrap();
+    let cases = doc["cases"].as_array().unwrap();
+    assert!(cases.len() >= 30, "args.json has {} cases", cases.len());
+    let mut failures = vec![];
+    for case in cases {
+        let (args, expect) = (&case["args"], &case["expect"]);
+        let len = case["nbytes"].as_u64().unwrap() as usize;
+        let shape = args.get("shape").map(usizes);
+        let strides = args.get("strides").map(isizes);
+        let resolved = args["dtype"].as_str().unwrap().parse().and_then(|descr| {
+            let args = ViewArgs {
+                offset: args
+                    .get("offset")
+                    .map_or(0, |o| o.as_i64().unwrap() as isize),
+                shape: shape.as_deref(),
+                strides: strides.as_deref(),
+                ..ViewArgs::new(descr)
+            };
+            let layout = args.resolve(Some(len))?;
+            Ok((layout, layout.offsets(len)?.collect::<Vec<_>>()))
+        });
+        let name = &case["name"];
+        match (resolved, expect.get("error").and_then(Value::as_str)) {
+            (Err(err), Some(kind)) if err.kind() == kind => {}
+            (Err(err), kind) => {
+                failures.push(format!("{name}: got {err:?} ({err}), expected {kind:?}"))
+            }
+            (Ok((layout, _)), Some(kind)) => {
+                failures.push(format!("{name}: got {layout:?}, expected {kind}"))
+            }
+            (Ok((layout, offsets)), None) => {
+                let want = (
+                    usizes(&expect["shape"]),
+                    isizes(&expect["strides"]),
+                    usizes(&expect["offsets"]),
+                );
+                if (layout.shape(), layout.strides(), offsets.as_slice())
+                    != (&want.0[..], &want.1[..], &want.2[..])
+                {
+                    failures.push(format!(
+                        "{name}: got {layout:?} at {offsets:?}, expected {want:?}"
+                    ));
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

@@ -19,6 +19,7 @@ Case format (what every language's runner reads):
            {"op": "broadcast_to", "shape"}
   write    optional list of values written through the view in C order
   expect   {"error": kind} or {"shape", "strides", "offset", "values"[, "bytes"]}
+args.json has a format of its own, described above ARGS.
 Values: bool, int and float as JSON; 64-bit integers as decimal strings;
 "nan", "inf", "-inf" for non-finite floats.
 """
@@ -289,12 +290,84 @@ ERRORS = [
 ]
 
 
+# Argument resolution (args.json): what a binding's view(dtype, offset, shape,
+# strides) means over a buffer of nbytes bytes, before any operation. The rule
+# is bytelens's (core/src/args.rs): numpy has no "no shape" form with an
+# offset, so numpy checks only the element offsets of the cases that succeed.
+# Case format: {"name", "nbytes", "args": {"dtype"[, "offset", "shape",
+# "strides"]} (an absent key is an argument not given), "expect": {"error":
+# kind} or {"shape", "strides", "offsets"}}, offsets in bytes, in C order.
+def arg_case(name, nbytes, dtype, offset=None, shape=None, strides=None, error=None):
+    args = {"dtype": dtype}
+    for key, value in [("offset", offset), ("shape", shape), ("strides", strides)]:
+        if value is not None:
+            args[key] = value
+    if error is not None:
+        return {"name": name, "nbytes": nbytes, "args": args, "expect": {"error": error}}
+    dt = np_dtype(dtype)
+    start = offset or 0
+    if shape is None:
+        shape = [(nbytes - start) // dt.itemsize]
+    if strides is None:
+        strides, step = [], dt.itemsize
+        for n in reversed(shape):
+            strides.insert(0, step)
+            step *= max(n, 1)
+    offsets = [start + sum(i * s for i, s in zip(ix, strides)) for ix in np.ndindex(*shape)]
+    # numpy agrees on where every element is (an array of byte positions, viewed).
+    where = np.arange(max(nbytes, 1), dtype=np.int64)
+    if all(n > 0 for n in shape):
+        seen = np.lib.stride_tricks.as_strided(where[start:], shape=shape, strides=[s * 8 for s in strides])
+        assert [int(v) for v in seen.ravel()] == offsets, name
+    assert all(0 <= o and o + dt.itemsize <= nbytes for o in offsets), name
+    return {"name": name, "nbytes": nbytes, "args": args,
+            "expect": {"shape": list(shape), "strides": list(strides), "offsets": offsets}}
+
+
+ARGS = [
+    arg_case("dtype alone: the whole buffer", 16, "<i4"),
+    arg_case("no shape, from an offset to the end", 16, "<i4", offset=4),
+    arg_case("no shape, offset at the end: empty", 16, "<i4", offset=16),
+    arg_case("no shape, empty buffer", 0, "<f8"),
+    arg_case("no shape, bytes left that do not divide", 10, "<i4", error="ItemsizeMismatch"),
+    arg_case("no shape, an offset that leaves a partial element", 16, "<i4", offset=2, error="ItemsizeMismatch"),
+    arg_case("strides without a shape", 16, "<i4", strides=[4], error="MissingShape"),
+    arg_case("strides without a shape, offset too", 16, "<i2", offset=2, strides=[-2], error="MissingShape"),
+    arg_case("negative offset", 16, "<i4", offset=-4, error="OutOfBounds"),
+    arg_case("negative offset with a shape", 16, "|u1", offset=-1, shape=[1], error="OutOfBounds"),
+    arg_case("offset past the end", 16, "|u1", offset=17, error="OutOfBounds"),
+    arg_case("offset at the end, one element", 16, "<i4", offset=16, shape=[1], error="OutOfBounds"),
+    arg_case("offset at the end, no elements", 16, "<i4", offset=16, shape=[0]),
+    arg_case("0-d view at the last element", 16, "<i4", offset=12, shape=[]),
+    arg_case("shape alone: C order", 16, "<i4", shape=[2, 2]),
+    arg_case("shape alone from an offset", 16, "<u2", offset=6, shape=[5]),
+    arg_case("shape alone, too long", 16, "<u2", offset=6, shape=[6], error="OutOfBounds"),
+    arg_case("shape and strides: transposed", 16, "<i4", shape=[2, 2], strides=[4, 8]),
+    arg_case("negative stride from the last element", 16, "<i4", offset=12, shape=[4], strides=[-4]),
+    arg_case("negative stride reaching before the start", 16, "<i4", offset=8, shape=[4], strides=[-4], error="OutOfBounds"),
+    arg_case("zero stride repeats one element", 16, "<i4", offset=4, shape=[3], strides=[0]),
+    arg_case("more strides than axes", 16, "<i4", shape=[2], strides=[4, 4], error="LengthMismatch"),
+    arg_case("fewer strides than axes", 16, "<i4", shape=[2, 2], strides=[4], error="LengthMismatch"),
+    arg_case("misaligned offset with a shape", 16, "<i4", offset=2, shape=[1], error="Misaligned"),
+    arg_case("misaligned stride", 16, "<i4", shape=[2], strides=[6], error="Misaligned"),
+    arg_case("empty buffer, one element", 0, "|u1", shape=[1], error="OutOfBounds"),
+    arg_case("empty buffer, no elements, any stride", 0, "<i4", shape=[0], strides=[4]),
+    arg_case("zero-length axis with a huge stride", 8, "<i4", shape=[0, 2], strides=[1 << 40, 4]),
+    arg_case("big-endian from an offset", 8, ">u2", offset=2, shape=[2]),
+    arg_case("one-byte dtype at an odd offset", 8, "|i1", offset=3),
+    arg_case("bfloat16 by name", 8, "<bfloat16", offset=2, shape=[3]),
+    arg_case("unknown dtype", 8, "<i3", error="BadDType"),
+    arg_case("sizes past the address space", 8, "|u1", shape=[1 << 62, 8], error="Overflow"),
+]
+
+
 def main():
     for name, cases, about in [
         ("seeds", SEEDS, "the examples from shared/seeds, read and written the bytelens way"),
         ("dtypes", DTYPES, "every dtype in both byte orders, special float values"),
         ("strided", STRIDED, "strided, transposed, negative-stride, reshaped, broadcast and empty views"),
         ("errors", ERRORS, "what must fail, with the error kind every language reports"),
+        ("args", ARGS, "how a view's arguments (dtype, offset, shape?, strides?) resolve over a buffer"),
     ]:
         doc = {"about": about, "generator": "tests/vectors/generate.py (numpy " + np.__version__ + ")",
                "cases": cases}
