@@ -1,0 +1,185 @@
+//! [`GpuContext`]: the adapter, a device with the adapter's own limits, and
+//! the staging rings its uploads and downloads take turns on.
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use super::ring::{Ring, lock};
+use super::{GpuError, GpuOptions};
+
+/// A wgpu device and queue with reusable staging rings. Cheap to clone
+/// (shared); usable from several threads (uploads take turns on the ring).
+#[derive(Clone)]
+pub struct GpuContext {
+    pub(super) inner: Arc<Inner>,
+}
+
+/// What a context's clones share.
+pub(super) struct Inner {
+    adapter: wgpu::Adapter,
+    pub(super) device: wgpu::Device,
+    pub(super) queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    pub(super) chunk: u64,
+    pub(super) slots: usize,
+    pub(super) max_segment: u64,
+    pub(super) usage: wgpu::BufferUsages,
+    /// One upload ring per upload thread.
+    pub(super) upload: Vec<Mutex<Ring>>,
+    pub(super) readback: Mutex<Ring>,
+    /// The first error wgpu raised outside any error scope (in the user's
+    /// own wgpu calls on this device): kept instead of wgpu's default panic.
+    uncaptured: Arc<Mutex<Option<String>>>,
+}
+
+impl fmt::Debug for GpuContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GpuContext")
+            .field("adapter", &self.inner.info.name)
+            .field("backend", &self.inner.info.backend)
+            .field("staging_chunk", &self.inner.chunk)
+            .field("staging_slots", &self.inner.slots)
+            .field("max_segment", &self.inner.max_segment)
+            .finish()
+    }
+}
+
+/// Rounds `n` up to a multiple of `to` (a power of two).
+pub(super) fn round_up(n: u64, to: u64) -> u64 {
+    n.div_ceil(to) * to
+}
+
+/// Most staging slots or upload threads a context takes.
+const MAX_COUNT: usize = 64;
+
+/// Segments and chunks are multiples of this: every element size divides
+/// it, and it is wgpu's `MAP_ALIGNMENT` and binding-offset alignment.
+const GRANULE: u64 = 256;
+
+impl GpuContext {
+    /// A context on the best adapter of [`GpuOptions::default`].
+    pub fn new() -> Result<GpuContext, GpuError> {
+        GpuContext::with_options(GpuOptions::default())
+    }
+
+    /// A context with these options. The device gets the adapter's own
+    /// limits (wgpu's defaults cap buffers at 256 MiB) and `SHADER_F16` when
+    /// the adapter has it.
+    pub fn with_options(options: GpuOptions) -> Result<GpuContext, GpuError> {
+        let counts = [
+            ("staging_slots", options.staging_slots),
+            ("upload_threads", options.upload_threads),
+        ];
+        for (name, n) in counts {
+            if !(1..=MAX_COUNT).contains(&n) {
+                return Err(GpuError::BadOptions(format!(
+                    "{name} is {n}; it must be from 1 to {MAX_COUNT}"
+                )));
+            }
+        }
+        if options.staging_chunk == 0 {
+            return Err(GpuError::BadOptions("staging_chunk is 0".into()));
+        }
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor {
+            backends: options.backends,
+            ..wgpu::InstanceDescriptor::new_without_display_handle()
+        });
+        let adapter = pollster::block_on(instance.request_adapter(&wgpu::RequestAdapterOptions {
+            power_preference: options.power_preference,
+            ..Default::default()
+        }))
+        .map_err(|err| GpuError::NoAdapter {
+            backends: format!("{:?}", options.backends),
+            reason: err.to_string(),
+        })?;
+        let limits = adapter.limits();
+        let features = adapter.features() & wgpu::Features::SHADER_F16;
+        let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
+            label: Some("bytelens"),
+            required_features: features,
+            required_limits: limits.clone(),
+            ..Default::default()
+        }))
+        .map_err(|err| GpuError::Device(err.to_string()))?;
+        let uncaptured = Arc::new(Mutex::new(None));
+        let store = Arc::clone(&uncaptured);
+        device.on_uncaptured_error(Arc::new(move |err: wgpu::Error| {
+            let mut slot = store.lock().unwrap_or_else(|p| p.into_inner());
+            slot.get_or_insert_with(|| err.to_string());
+        }));
+        let cap = options
+            .max_buffer_size
+            .map_or(limits.max_buffer_size, |cap| {
+                cap.min(limits.max_buffer_size)
+            });
+        let max_segment = cap / GRANULE * GRANULE;
+        if max_segment == 0 {
+            return Err(GpuError::BadOptions(format!(
+                "max_buffer_size {cap} is smaller than {GRANULE} bytes"
+            )));
+        }
+        // Capped first, so rounding cannot overflow (max_segment is a multiple of GRANULE).
+        let chunk = round_up(options.staging_chunk.min(max_segment), GRANULE);
+        let info = adapter.get_info();
+        Ok(GpuContext {
+            inner: Arc::new(Inner {
+                adapter,
+                device,
+                queue,
+                info,
+                chunk,
+                slots: options.staging_slots,
+                max_segment,
+                usage: options.usage | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+                upload: (0..options.upload_threads)
+                    .map(|_| Mutex::new(Ring::default()))
+                    .collect(),
+                readback: Mutex::new(Ring::default()),
+                uncaptured,
+            }),
+        })
+    }
+
+    /// The adapter's name, vendor, driver and backend.
+    pub fn info(&self) -> &wgpu::AdapterInfo {
+        &self.inner.info
+    }
+
+    /// The device's limits (the adapter's own).
+    pub fn limits(&self) -> wgpu::Limits {
+        self.inner.device.limits()
+    }
+
+    /// The wgpu adapter, for what bytelens does not wrap.
+    pub fn adapter(&self) -> &wgpu::Adapter {
+        &self.inner.adapter
+    }
+
+    /// The wgpu device: create pipelines over uploaded buffers with it.
+    pub fn device(&self) -> &wgpu::Device {
+        &self.inner.device
+    }
+
+    /// The wgpu queue the uploads are submitted on.
+    pub fn queue(&self) -> &wgpu::Queue {
+        &self.inner.queue
+    }
+
+    /// Takes the first error wgpu raised outside any error scope since the
+    /// last call: from wgpu calls made directly on [`device`](Self::device)
+    /// (bytelens's own calls run inside scopes and return their errors).
+    /// wgpu's default would panic; this context keeps it here instead.
+    pub fn take_uncaptured_error(&self) -> Option<String> {
+        lock(&self.inner.uncaptured).take()
+    }
+
+    /// The largest single wgpu buffer an upload makes (bytes, a multiple of 256).
+    pub fn max_segment(&self) -> u64 {
+        self.inner.max_segment
+    }
+
+    /// Bytes per staging buffer.
+    pub fn staging_chunk(&self) -> u64 {
+        self.inner.chunk
+    }
+}

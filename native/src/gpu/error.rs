@@ -1,0 +1,121 @@
+//! [`GpuError`], and the wgpu error scopes that turn wgpu's errors into it
+//! instead of panics.
+
+use std::fmt;
+
+use crate::LayoutError;
+
+/// What went wrong on the GPU side, with wgpu's own message where there is one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum GpuError {
+    /// No adapter on the requested backends (no driver, or no device).
+    NoAdapter {
+        /// The backends searched, as wgpu names them.
+        backends: String,
+        /// wgpu's reason.
+        reason: String,
+    },
+    /// The adapter refused to create a device.
+    Device(String),
+    /// The view does not fit its bytes (the core's error).
+    Layout(LayoutError),
+    /// wgpu reported a validation, out-of-memory or internal error.
+    Wgpu {
+        /// What bytelens was doing.
+        during: &'static str,
+        /// wgpu's message.
+        message: String,
+    },
+    /// Mapping a staging buffer failed (device lost, or destroyed buffer).
+    Map {
+        /// What bytelens was doing.
+        during: &'static str,
+    },
+    /// A host view or slice whose size differs from the GPU buffer's
+    /// (`upload_into`, `download_into`).
+    SizeMismatch {
+        /// Bytes of data the GPU buffer holds.
+        gpu: usize,
+        /// Bytes the host side (the view uploaded, or the slice downloaded into) holds.
+        host: usize,
+    },
+    /// Host memory for a download could not be allocated.
+    Host(crate::Error),
+    /// Options that cannot work (a zero-sized ring, say).
+    BadOptions(String),
+}
+
+impl fmt::Display for GpuError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            GpuError::NoAdapter { backends, reason } => write!(
+                f,
+                "no GPU adapter on backends {backends}: {reason} \
+                 (on Linux without a GPU, install Mesa's lavapipe: mesa-vulkan-drivers libvulkan1)"
+            ),
+            GpuError::Device(message) => write!(f, "the adapter refused a device: {message}"),
+            GpuError::Layout(err) => err.fmt(f),
+            GpuError::Wgpu { during, message } => {
+                write!(f, "wgpu error during {during}: {message}")
+            }
+            GpuError::Map { during } => {
+                write!(f, "mapping a staging buffer failed during {during}")
+            }
+            GpuError::SizeMismatch { gpu, host } => write!(
+                f,
+                "the GPU buffer holds {gpu} bytes but the host side holds {host}"
+            ),
+            GpuError::Host(err) => err.fmt(f),
+            GpuError::BadOptions(message) => write!(f, "bad GPU options: {message}"),
+        }
+    }
+}
+
+impl std::error::Error for GpuError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            GpuError::Layout(err) => Some(err),
+            GpuError::Host(err) => Some(err),
+            _ => None,
+        }
+    }
+}
+
+impl From<LayoutError> for GpuError {
+    fn from(err: LayoutError) -> GpuError {
+        GpuError::Layout(err)
+    }
+}
+
+/// Validation, out-of-memory and internal error scopes, popped together.
+pub(super) struct Scopes {
+    guards: [wgpu::ErrorScopeGuard; 3],
+}
+
+impl Scopes {
+    pub(super) fn push(device: &wgpu::Device) -> Scopes {
+        Scopes {
+            guards: [
+                device.push_error_scope(wgpu::ErrorFilter::Internal),
+                device.push_error_scope(wgpu::ErrorFilter::OutOfMemory),
+                device.push_error_scope(wgpu::ErrorFilter::Validation),
+            ],
+        }
+    }
+
+    /// Pops the scopes (innermost first) and returns the first error in them.
+    pub(super) fn pop(self, during: &'static str) -> Result<(), GpuError> {
+        let [internal, oom, validation] = self.guards;
+        let mut first = None;
+        for guard in [validation, oom, internal] {
+            if let Some(err) = pollster::block_on(guard.pop()) {
+                first.get_or_insert_with(|| err.to_string());
+            }
+        }
+        match first {
+            Some(message) => Err(GpuError::Wgpu { during, message }),
+            None => Ok(()),
+        }
+    }
+}
