@@ -66,15 +66,15 @@ fn bench_command() -> Command {
     c
 }
 
-/// `cargo xtask bench gpu [--prepare-device]`.
-pub fn bench(args: &[String]) -> Result {
-    if args.first().map(String::as_str) == Some("--prepare-device") {
-        return prepare_device();
+/// `cargo xtask bench gpu [--prepare-device]`; `install` false skips lavapipe.
+pub fn bench(prepare_device: bool, install: bool) -> Result {
+    if prepare_device {
+        return prepare_device_dir();
     }
     // A machine with a real GPU but no apt (the device machine) has its
     // loader set up by scripts/gpu-bench-device.sh; only install lavapipe
     // where there is no loader at all.
-    if !has_loader() {
+    if install && !has_loader() {
         ensure_lavapipe()?;
     }
     run(bench_command())
@@ -84,7 +84,7 @@ pub fn bench(args: &[String]) -> Result {
 /// into `target/device/`, for a machine with a GPU but no compiler or
 /// registry access: carry that folder there and run
 /// `scripts/gpu-bench-device.sh`.
-fn prepare_device() -> Result {
+fn prepare_device_dir() -> Result {
     let dir = target_dir().join("device");
     let debs = dir.join("debs");
     fs::create_dir_all(&debs).map_err(|e| e.to_string())?;

@@ -1,32 +1,38 @@
 //! bytelens's task runner, the one entry point for people and CI:
 //!
-//! - `cargo xtask test`  installs what is missing (idempotently), then runs
-//!   fmt, clippy, every test suite, Miri, the no_std builds, the Python
-//!   package's tests with numpy 2.x and 1.26 in venvs of its own, the wasm
-//!   package's tests in Node and Chromium, and the web demo end to end;
+//! - `cargo xtask test [SUITE...]`  installs what the suites need
+//!   (idempotently), then runs them in order; with no suite, every suite of
+//!   the full run: fmt and clippy, every crate's tests and doctests, the GPU
+//!   tests on lavapipe, the no_std builds, Miri, the Python package's tests
+//!   with numpy 2.x and 1.26 in venvs of its own, the wasm package's tests
+//!   in Node and Chromium, and the web demo end to end. `core` is the quick
+//!   loop (bytelens-core's tests and its no_std builds); `--list` says what
+//!   each suite runs (see [`test::SUITES`]);
 //! - `cargo xtask demo`  builds the wasm package and serves the web demo on
 //!   http://127.0.0.1:8000;
 //! - `cargo xtask bench [python | gpu]` runs the benchmarks and prints ratios
 //!   to baselines measured in the same run (`bench gpu --prepare-device`
-//!   readies `target/device/` for a machine with a real GPU).
+//!   readies `target/device/` for a machine with a real GPU);
+//! - `cargo xtask build-python | build-wasm` builds one package.
+//!
+//! `--no-install` (or `BYTELENS_NO_INSTALL=1`) skips every install step, for
+//! a machine that has the tools already.
 #![forbid(unsafe_code)]
 
 use std::env;
+use std::ffi::OsString;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
-use std::time::Instant;
 
+use pico_args::Arguments;
 use serde_json::Value;
 
 mod gpu;
+mod test;
 mod web;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
-
-/// Targets the core must build for without std: a microcontroller and the browser.
-const NO_STD_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "wasm32-unknown-unknown"];
-const NIGHTLY: &str = "nightly";
 
 /// The Python environments the package is tested in (under `target/py/`):
 /// one per numpy line it supports, each with the test tools.
@@ -39,29 +45,161 @@ const PY_TOOLS: [&str; 5] = [
     "mypy>=1.10",
 ];
 
+const USAGE: &str = "\
+usage: cargo xtask [--no-install] <task>
+
+  test [SUITE...]         the named suites, in order; none: the full run (what CI runs)
+  test --list [SUITE...]  what each suite runs and needs
+  demo                    builds the wasm package and serves the web demo on http://127.0.0.1:8000
+  bench [FILTER...]       the layout benchmarks, FILTER passed on to criterion
+  bench python [ARG...]   the Python package against numpy
+  bench gpu [--prepare-device]
+                          256 MiB GPU uploads; --prepare-device readies target/device/
+  build-python            the wheel, installed into the venvs under target/py/
+  build-wasm              the release wasm package in web-demo/pkg/, size checked
+
+  --no-install            skip every install step (also BYTELENS_NO_INSTALL=1)";
+
+/// A task and its arguments, as read from the command line.
+enum Task {
+    Help,
+    Test {
+        list: bool,
+        suites: Vec<&'static test::Suite>,
+    },
+    Demo,
+    Bench(Vec<String>),
+    BenchPython(Vec<String>),
+    BenchGpu {
+        prepare_device: bool,
+    },
+    BuildPython,
+    BuildWasm,
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = env::args().skip(1).collect();
-    let task = args.first().map(String::as_str).unwrap_or("help");
+    let (task, install) = match parse(Arguments::from_env()) {
+        Ok(parsed) => parsed,
+        Err(err) => {
+            eprintln!("xtask: {err}\n\n{}", usage());
+            return ExitCode::from(2);
+        }
+    };
     let result = match task {
-        "test" => test(),
-        "demo" => demo(),
-        "bench" => bench(&args[1..]),
-        "build-python" => ensure_python_envs().and_then(|()| build_python_package()),
-        "build-wasm" => web::ensure_web_tools(false).and_then(|()| web::build_package()),
-        _ => {
-            eprintln!(
-                "usage: cargo xtask <test | demo | bench [python | gpu] | build-python | build-wasm>"
-            );
-            return ExitCode::from(if task == "help" { 0 } else { 2 });
+        Task::Help => {
+            println!("{}", usage());
+            return ExitCode::SUCCESS;
+        }
+        Task::Test { list: true, suites } => {
+            test::list(&suites);
+            return ExitCode::SUCCESS;
+        }
+        Task::Test {
+            list: false,
+            suites,
+        } => test::test(&suites, install),
+        Task::Demo => demo(install),
+        Task::Bench(filter) => bench(&filter),
+        Task::BenchPython(args) => bench_python(&args, install),
+        Task::BenchGpu { prepare_device } => gpu::bench(prepare_device, install),
+        Task::BuildPython => {
+            installing(install, ensure_python_envs).and_then(|()| build_python_package())
+        }
+        Task::BuildWasm => {
+            installing(install, || web::ensure_web_tools(false)).and_then(|()| web::build_package())
         }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("xtask {task}: {err}");
+            eprintln!("xtask: {err}");
             ExitCode::FAILURE
         }
     }
+}
+
+fn usage() -> String {
+    let names: Vec<&str> = test::SUITES.iter().map(|s| s.name).collect();
+    format!("{USAGE}\n\nsuites: {}", names.join(" "))
+}
+
+/// Reads the task and whether to install what it needs (no `--no-install`
+/// and no `BYTELENS_NO_INSTALL`); the error is a usage error.
+fn parse(mut args: Arguments) -> Result<(Task, bool)> {
+    let help = args.contains(["-h", "--help"]);
+    let no_install = args.contains("--no-install")
+        || env::var_os("BYTELENS_NO_INSTALL").is_some_and(|v| !v.is_empty() && v != "0");
+    let task = args.subcommand().map_err(|e| e.to_string())?;
+    if help {
+        return Ok((Task::Help, !no_install));
+    }
+    let task = match task.as_deref() {
+        None | Some("help") => {
+            no_more(args, "")?;
+            Task::Help
+        }
+        Some("test") => {
+            let list = args.contains("--list");
+            let mut suites: Vec<&test::Suite> = vec![];
+            for arg in rest(args)? {
+                if arg.starts_with('-') {
+                    return Err(format!("test: unknown flag '{arg}'"));
+                }
+                let suite = test::suite(&arg).ok_or(format!("test: no suite named '{arg}'"))?;
+                if !suites.iter().any(|s| s.name == suite.name) {
+                    suites.push(suite);
+                }
+            }
+            Task::Test { list, suites }
+        }
+        Some("bench") => match args.subcommand().map_err(|e| e.to_string())?.as_deref() {
+            Some("python") => Task::BenchPython(rest(args)?),
+            Some("gpu") => {
+                let prepare_device = args.contains("--prepare-device");
+                no_more(args, "bench gpu")?;
+                Task::BenchGpu { prepare_device }
+            }
+            first => {
+                let filter = first.map(str::to_owned).into_iter();
+                Task::Bench(filter.chain(rest(args)?).collect())
+            }
+        },
+        Some(name @ ("demo" | "build-python" | "build-wasm")) => {
+            no_more(args, name)?;
+            match name {
+                "demo" => Task::Demo,
+                "build-python" => Task::BuildPython,
+                _ => Task::BuildWasm,
+            }
+        }
+        Some(other) => return Err(format!("no task named '{other}'")),
+    };
+    Ok((task, !no_install))
+}
+
+/// The arguments left, as UTF-8.
+fn rest(args: Arguments) -> Result<Vec<String>> {
+    args.finish()
+        .into_iter()
+        .map(|a: OsString| {
+            a.into_string()
+                .map_err(|a| format!("argument {a:?} is not UTF-8"))
+        })
+        .collect()
+}
+
+/// Fails on any argument left over by `task`.
+fn no_more(args: Arguments, task: &str) -> Result {
+    match rest(args)?.first() {
+        None => Ok(()),
+        Some(arg) if task.is_empty() => Err(format!("unexpected '{arg}' before the task")),
+        Some(arg) => Err(format!("{task}: unexpected '{arg}'")),
+    }
+}
+
+/// Runs an install step unless `--no-install` said not to.
+fn installing(install: bool, step: impl FnOnce() -> Result) -> Result {
+    if install { step() } else { Ok(()) }
 }
 
 fn root() -> PathBuf {
@@ -164,207 +302,8 @@ fn build_python_package() -> Result {
     Ok(())
 }
 
-fn output(program: &str, args: &[&str]) -> Result<String> {
-    let out = cmd(program, args)
-        .output()
-        .map_err(|e| format!("could not start {program}: {e}"))?;
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Lines of `rustup <args>` output, first word of each.
-fn rustup_list(args: &[&str]) -> Result<Vec<String>> {
-    Ok(output("rustup", args)?
-        .lines()
-        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
-        .collect())
-}
-
-/// Installs the Rust pieces the tests need, skipping what is already there.
-fn ensure_rust_tools() -> Result {
-    let components = rustup_list(&["component", "list", "--installed"])?;
-    for component in ["rustfmt", "clippy"] {
-        if !components.iter().any(|c| c.starts_with(component)) {
-            run(cmd("rustup", &["component", "add", component]))?;
-        }
-    }
-    let targets = rustup_list(&["target", "list", "--installed"])?;
-    for target in NO_STD_TARGETS {
-        if !targets.iter().any(|t| t == target) {
-            run(cmd("rustup", &["target", "add", target]))?;
-        }
-    }
-    let toolchains = rustup_list(&["toolchain", "list"])?;
-    if !toolchains.iter().any(|t| t.starts_with(NIGHTLY)) {
-        run(cmd(
-            "rustup",
-            &[
-                "toolchain",
-                "install",
-                NIGHTLY,
-                "--profile",
-                "minimal",
-                "--component",
-                "miri,rust-src",
-                "--allow-downgrade",
-            ],
-        ))?;
-    }
-    let nightly = rustup_list(&["component", "list", "--installed", "--toolchain", NIGHTLY])?;
-    for component in ["miri", "rust-src"] {
-        if !nightly.iter().any(|c| c.starts_with(component)) {
-            run(cmd(
-                "rustup",
-                &["component", "add", component, "--toolchain", NIGHTLY],
-            ))?;
-        }
-    }
-    // Builds Miri's sysroot once; afterwards it only checks it.
-    run(cmd("rustup", &["run", NIGHTLY, "cargo", "miri", "setup"]))
-}
-
-/// Runs the named steps in order, timing each, and stops at the first failure.
-fn steps(list: Vec<(&str, Command)>) -> Result {
-    let mut times = vec![];
-    for (name, c) in list {
-        let start = Instant::now();
-        let result = run(c);
-        times.push((name, start.elapsed().as_secs_f64(), result.is_ok()));
-        if let Err(err) = result {
-            summary(&times);
-            return Err(format!("step '{name}' failed: {err}"));
-        }
-    }
-    summary(&times);
-    Ok(())
-}
-
-fn summary(times: &[(&str, f64, bool)]) {
-    println!("\nxtask summary:");
-    for (name, secs, ok) in times {
-        println!(
-            "  {:<6} {secs:>7.1}s  {name}",
-            if *ok { "ok" } else { "FAILED" }
-        );
-    }
-}
-
-fn test() -> Result {
-    let start = Instant::now();
-    ensure_rust_tools()?;
-    ensure_python_envs()?;
-    web::ensure_web_tools(true)?;
-    gpu::ensure_lavapipe()?;
-    println!("\ntools ready in {:.1}s", start.elapsed().as_secs_f64());
-    // Serves web-demo/ (on 127.0.0.1 only) until this process exits.
-    let demo_url = web::serve(0)?;
-    let mut list = vec![
-        ("rustfmt", cmd("cargo", &["fmt", "--all", "--check"])),
-        (
-            "clippy",
-            cmd(
-                "cargo",
-                &[
-                    "clippy",
-                    "--workspace",
-                    "--all-targets",
-                    "--all-features",
-                    "--",
-                    "-D",
-                    "warnings",
-                ],
-            ),
-        ),
-        ("tests and doctests", cmd("cargo", &["test", "--workspace"])),
-    ];
-    let mut gpu_tests = cmd("cargo", &["test", "-p", "bytelens", "--features", "gpu"]);
-    gpu::require_gpu(&mut gpu_tests);
-    list.push((
-        "gpu: round trips and a Plan in a shader, on Vulkan",
-        gpu_tests,
-    ));
-    for target in NO_STD_TARGETS {
-        list.push((
-            "no_std build",
-            cmd(
-                "cargo",
-                &["build", "-p", "bytelens-core", "--target", target],
-            ),
-        ));
-    }
-    // The vectors test reads tests/vectors from disk, which Miri's isolation forbids.
-    let mut miri = cmd(
-        "rustup",
-        &[
-            "run",
-            NIGHTLY,
-            "cargo",
-            "miri",
-            "test",
-            "-p",
-            "bytelens-core",
-        ],
-    );
-    miri.env("MIRIFLAGS", "-Zmiri-disable-isolation");
-    list.push(("miri: bytelens-core", miri));
-    let mut miri_native = cmd(
-        "rustup",
-        &[
-            "run", NIGHTLY, "cargo", "miri", "test", "-p", "bytelens", "--lib",
-        ],
-    );
-    miri_native.env("MIRIFLAGS", "-Zmiri-disable-isolation");
-    list.push(("miri: bytelens Buffer", miri_native));
-    list.push(("python: build the wheel", xtask_step("build-python")));
-    for (name, label) in PY_ENVS
-        .map(|(n, _)| n)
-        .into_iter()
-        .zip(["python: pytest, numpy 2.x", "python: pytest, numpy 1.26"])
-    {
-        let mut pytest = cmd(&venv_python(name), &["-m", "pytest", "tests/python", "-q"]);
-        pytest
-            .args(["-p", "no:cacheprovider"])
-            .env("HYPOTHESIS_PROFILE", "ci");
-        gpu::require_gpu(&mut pytest);
-        list.push((label, pytest));
-    }
-    let mut stubtest = cmd(
-        &venv_python(PY_ENVS[0].0),
-        &["-m", "mypy.stubtest", "bytelens._native"],
-    );
-    stubtest.env("MYPY_CACHE_DIR", py_dir().join("mypy-cache"));
-    list.push(("python: stubtest", stubtest));
-    list.push((
-        "wasm: tests in Node",
-        web::wasm_pack_test(&["--node"], "node"),
-    ));
-    list.push((
-        "wasm: tests in Chromium",
-        web::wasm_pack_test(&["--headless", "--chrome"], "browser"),
-    ));
-    list.push((
-        "wasm: release build, wasm-opt, size",
-        xtask_step("build-wasm"),
-    ));
-    list.push((
-        "web demo: unit tests",
-        cmd("node", &["--test", "web-demo/tests/numbers.test.mjs"]),
-    ));
-    list.push(("web demo: end to end in Chromium", web::e2e(&demo_url)));
-    steps(list)?;
-    println!(
-        "\nall checks passed in {:.1}s",
-        start.elapsed().as_secs_f64()
-    );
-    Ok(())
-}
-
-/// This task runner again, as a step of another task.
-fn xtask_step(task: &str) -> Command {
-    cmd("cargo", &["xtask", task])
-}
-
-fn demo() -> Result {
-    web::ensure_web_tools(false)?;
+fn demo(install: bool) -> Result {
+    installing(install, || web::ensure_web_tools(false))?;
     web::build_package()?;
     let url = web::serve(8000)?;
     println!("\nthe bytelens demo is at {url} (Ctrl-C stops it)");
@@ -373,22 +312,21 @@ fn demo() -> Result {
     }
 }
 
+/// The Python package's benchmark against numpy, `args` passed on to it.
+fn bench_python(args: &[String], install: bool) -> Result {
+    installing(install, ensure_python_envs)?;
+    build_python_package()?;
+    let mut c = cmd(
+        &venv_python(PY_ENVS[0].0),
+        &["native/benches/python_views.py"],
+    );
+    c.args(args);
+    run(c)
+}
+
 /// Runs the criterion benchmarks, then prints each median next to its
 /// group's baseline (the benchmark whose name starts with "baseline").
 fn bench(filter: &[String]) -> Result {
-    if filter.first().map(String::as_str) == Some("gpu") {
-        return gpu::bench(&filter[1..]);
-    }
-    if filter.first().map(String::as_str) == Some("python") {
-        ensure_python_envs()?;
-        build_python_package()?;
-        let mut c = cmd(
-            &venv_python(PY_ENVS[0].0),
-            &["native/benches/python_views.py"],
-        );
-        c.args(&filter[1..]);
-        return run(c);
-    }
     let mut c = cmd("cargo", &["bench", "-p", "bytelens", "--benches", "--"]);
     c.args(filter);
     run(c)?;

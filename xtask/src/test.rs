@@ -1,0 +1,446 @@
+//! `cargo xtask test`: the suites, what each needs installed, and the run.
+//!
+//! A suite is a list of steps (commands) and the installs they need. The
+//! full run, `cargo xtask test` with no suite, is every suite but `core`, in
+//! [`SUITES`]' order: `core` is the quick loop over bytelens-core, whose
+//! commands the full run already covers with `rust` and `no-std`.
+
+use std::process::Command;
+use std::time::Instant;
+
+use crate::{PY_ENVS, Result, cmd, ensure_python_envs, gpu, py_dir, run, venv_python, web};
+
+/// Targets the core must build for without std: a microcontroller and the browser.
+const NO_STD_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "wasm32-unknown-unknown"];
+const NIGHTLY: &str = "nightly";
+
+/// What a suite needs before its steps run.
+#[derive(Clone, Copy, PartialEq)]
+enum Need {
+    /// rustfmt and clippy.
+    Lints,
+    /// The [`NO_STD_TARGETS`].
+    NoStdTargets,
+    /// Nightly with Miri, rust-src and Miri's sysroot.
+    Miri,
+    /// The [`PY_ENVS`] venvs with their packages.
+    PythonEnvs,
+    /// wasm-pack, the wasm-bindgen CLI, the demo's npm packages, Chromium and chromedriver.
+    WebTools,
+    /// Mesa's lavapipe and the Vulkan loader.
+    Lavapipe,
+    /// The release wasm package in web-demo/pkg/: built first unless the
+    /// `wasm` suite (whose last step builds it) ran earlier in the same run.
+    WasmPackage,
+    /// web-demo/ served on 127.0.0.1 for as long as the run lasts.
+    DemoServer,
+}
+
+/// The installs, in the order they run; `--no-install` skips them all.
+const INSTALLS: [Need; 6] = [
+    Need::Lints,
+    Need::NoStdTargets,
+    Need::Miri,
+    Need::PythonEnvs,
+    Need::WebTools,
+    Need::Lavapipe,
+];
+
+impl Need {
+    fn describe(self) -> &'static str {
+        match self {
+            Need::Lints => "rustfmt, clippy",
+            Need::NoStdTargets => "the no_std targets",
+            Need::Miri => "nightly with Miri",
+            Need::PythonEnvs => "the venvs under target/py/",
+            Need::WebTools => "wasm-pack, wasm-bindgen, npm packages, Chromium",
+            Need::Lavapipe => "lavapipe (Vulkan on the CPU)",
+            Need::WasmPackage => "web-demo/pkg/ (built unless `wasm` ran before)",
+            Need::DemoServer => "the demo served on 127.0.0.1",
+        }
+    }
+
+    /// Installs what is missing, skipping whatever is there.
+    fn install(self) -> Result {
+        match self {
+            Need::Lints => ensure_lint_tools(),
+            Need::NoStdTargets => ensure_no_std_targets(),
+            Need::Miri => ensure_miri(),
+            Need::PythonEnvs => ensure_python_envs(),
+            Need::WebTools => web::ensure_web_tools(true),
+            Need::Lavapipe => gpu::ensure_lavapipe(),
+            Need::WasmPackage | Need::DemoServer => Ok(()),
+        }
+    }
+}
+
+/// One named command of a suite.
+type Step = (String, Command);
+
+/// What the steps of a run may depend on.
+struct Run {
+    /// Where web-demo/ is served.
+    demo_url: String,
+    install: bool,
+}
+
+/// A named group of steps, runnable on its own with `cargo xtask test NAME`.
+pub struct Suite {
+    pub name: &'static str,
+    about: &'static str,
+    /// Whether `cargo xtask test` with no suite runs it.
+    full_run: bool,
+    needs: &'static [Need],
+    steps: fn(&Run) -> Vec<Step>,
+}
+
+/// Every suite, in the order the full run runs them.
+pub const SUITES: [Suite; 9] = [
+    Suite {
+        name: "lint",
+        about: "rustfmt and clippy (-D warnings) on every crate, target and feature",
+        full_run: true,
+        needs: &[Need::Lints],
+        steps: lint,
+    },
+    Suite {
+        name: "core",
+        about: "the quick loop: bytelens-core's tests and doctests (all features), no_std builds",
+        full_run: false,
+        needs: &[Need::NoStdTargets],
+        steps: core,
+    },
+    Suite {
+        name: "rust",
+        about: "every crate's unit, integration and doctests, README's Rust examples included",
+        full_run: true,
+        needs: &[],
+        steps: rust,
+    },
+    Suite {
+        name: "gpu",
+        about: "the GPU tests of bytelens (feature gpu) on Vulkan; a missing adapter fails",
+        full_run: true,
+        needs: &[Need::Lavapipe],
+        steps: gpu,
+    },
+    Suite {
+        name: "no-std",
+        about: "bytelens-core built for a microcontroller and the browser without std",
+        full_run: true,
+        needs: &[Need::NoStdTargets],
+        steps: no_std,
+    },
+    Suite {
+        name: "miri",
+        about: "bytelens-core's tests and bytelens' unit tests under Miri (nightly)",
+        full_run: true,
+        needs: &[Need::Miri],
+        steps: miri,
+    },
+    Suite {
+        name: "python",
+        about: "the wheel, pytest with numpy 2.x and 1.26 (GPU tests on lavapipe), mypy.stubtest",
+        full_run: true,
+        needs: &[Need::PythonEnvs, Need::Lavapipe],
+        steps: python,
+    },
+    Suite {
+        name: "wasm",
+        about: "wasm-pack tests in Node and Chromium, then the release build, wasm-opt'd and size checked",
+        full_run: true,
+        needs: &[Need::WebTools],
+        steps: wasm,
+    },
+    Suite {
+        name: "demo",
+        about: "the web demo's unit tests in Node and its end-to-end test in Chromium",
+        full_run: true,
+        needs: &[Need::WebTools, Need::WasmPackage, Need::DemoServer],
+        steps: demo,
+    },
+];
+
+/// The suite called `name`.
+pub fn suite(name: &str) -> Option<&'static Suite> {
+    SUITES.iter().find(|s| s.name == name)
+}
+
+/// The suites `cargo xtask test` runs when given none.
+fn full_run() -> Vec<&'static Suite> {
+    SUITES.iter().filter(|s| s.full_run).collect()
+}
+
+/// `cargo xtask test --list [SUITE...]`: each suite, what it needs and its steps.
+pub fn list(suites: &[&Suite]) {
+    let all: Vec<&Suite> = SUITES.iter().collect();
+    let run = Run {
+        demo_url: "http://127.0.0.1:PORT/".to_owned(),
+        install: true,
+    };
+    println!(
+        "cargo xtask test [SUITE...] runs the named suites in order; with none, the full run\n\
+         (what CI runs): those marked *. `rust` and `no-std` cover `core` there.\n"
+    );
+    for suite in if suites.is_empty() { &all } else { suites } {
+        let mark = if suite.full_run { '*' } else { ' ' };
+        println!("{mark} {:<7} {}", suite.name, suite.about);
+        if !suite.needs.is_empty() {
+            let needs: Vec<&str> = suite.needs.iter().map(|n| n.describe()).collect();
+            println!("{:10}needs: {}", "", needs.join("; "));
+        }
+        for (label, _) in (suite.steps)(&run) {
+            println!("{:10}- {label}", "");
+        }
+    }
+}
+
+/// `cargo xtask test [SUITE...]`: installs what the suites need (unless
+/// `install` is false), then runs their steps in order, timing each, and
+/// stops at the first failure.
+pub fn test(suites: &[&'static Suite], install: bool) -> Result {
+    let start = Instant::now();
+    let whole = suites.is_empty();
+    let suites = if whole { full_run() } else { suites.to_vec() };
+    let needs = |need: Need| suites.iter().any(|s| s.needs.contains(&need));
+    if install {
+        for need in INSTALLS.into_iter().filter(|&n| needs(n)) {
+            need.install()?;
+        }
+        println!("\ntools ready in {:.1}s", start.elapsed().as_secs_f64());
+    } else {
+        println!("\ninstalls skipped (--no-install or BYTELENS_NO_INSTALL)");
+    }
+    // Serves web-demo/ (on 127.0.0.1 only) until this process exits.
+    let demo_url = if needs(Need::DemoServer) {
+        web::serve(0)?
+    } else {
+        String::new()
+    };
+    let run = Run { demo_url, install };
+    let mut list: Vec<(&str, String, Command)> = vec![];
+    for (i, suite) in suites.iter().enumerate() {
+        let wasm_before = suites[..i].iter().any(|s| s.name == "wasm");
+        if suite.needs.contains(&Need::WasmPackage) && !wasm_before {
+            let label = "release wasm package for the demo".to_owned();
+            list.push((suite.name, label, xtask_step("build-wasm", &run)));
+        }
+        for (label, c) in (suite.steps)(&run) {
+            list.push((suite.name, label, c));
+        }
+    }
+    steps(list)?;
+    let passed = if whole {
+        "all checks".to_owned()
+    } else {
+        let names: Vec<&str> = suites.iter().map(|s| s.name).collect();
+        names.join(", ")
+    };
+    println!("\n{passed} passed in {:.1}s", start.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// Runs the steps in order, timing each, and stops at the first failure.
+fn steps(list: Vec<(&str, String, Command)>) -> Result {
+    let mut times = vec![];
+    for (suite, label, c) in list {
+        let start = Instant::now();
+        let result = run(c);
+        times.push((suite, label, start.elapsed().as_secs_f64(), result.is_ok()));
+        if let Err(err) = result {
+            summary(&times);
+            let label = &times[times.len() - 1].1;
+            return Err(format!("{suite}: step '{label}' failed: {err}"));
+        }
+    }
+    summary(&times);
+    Ok(())
+}
+
+fn summary(times: &[(&str, String, f64, bool)]) {
+    println!("\nxtask summary:");
+    for (suite, label, secs, ok) in times {
+        println!(
+            "  {:<6} {secs:>7.1}s  {suite:<7} {label}",
+            if *ok { "ok" } else { "FAILED" }
+        );
+    }
+}
+
+/// This task runner again, as a step of another task, with the same `--no-install`.
+fn xtask_step(task: &str, run: &Run) -> Command {
+    let mut c = cmd("cargo", &["xtask", task]);
+    if !run.install {
+        c.env("BYTELENS_NO_INSTALL", "1");
+    }
+    c
+}
+
+fn lint(_: &Run) -> Vec<Step> {
+    let clippy = [
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ];
+    vec![
+        ("rustfmt".into(), cmd("cargo", &["fmt", "--all", "--check"])),
+        ("clippy".into(), cmd("cargo", &clippy)),
+    ]
+}
+
+fn core(run: &Run) -> Vec<Step> {
+    let test = ["test", "-p", "bytelens-core", "--all-features"];
+    let mut list = vec![("tests and doctests".into(), cmd("cargo", &test))];
+    list.extend(no_std(run));
+    list
+}
+
+fn rust(_: &Run) -> Vec<Step> {
+    let test = cmd("cargo", &["test", "--workspace"]);
+    vec![("tests and doctests".into(), test)]
+}
+
+fn gpu(_: &Run) -> Vec<Step> {
+    let mut test = cmd("cargo", &["test", "-p", "bytelens", "--features", "gpu"]);
+    gpu::require_gpu(&mut test);
+    vec![("round trips and a Plan in a shader, on Vulkan".into(), test)]
+}
+
+fn no_std(_: &Run) -> Vec<Step> {
+    NO_STD_TARGETS
+        .map(|target| {
+            let build = ["build", "-p", "bytelens-core", "--target", target];
+            (format!("no_std build, {target}"), cmd("cargo", &build))
+        })
+        .into()
+}
+
+fn miri(_: &Run) -> Vec<Step> {
+    let miri = |label: &str, args: &[&str]| {
+        let mut c = cmd("rustup", &["run", NIGHTLY, "cargo", "miri", "test"]);
+        // The vectors test reads tests/vectors from disk, which Miri's isolation forbids.
+        c.args(args).env("MIRIFLAGS", "-Zmiri-disable-isolation");
+        (label.to_owned(), c)
+    };
+    vec![
+        miri("bytelens-core", &["-p", "bytelens-core"]),
+        miri("bytelens Buffer", &["-p", "bytelens", "--lib"]),
+    ]
+}
+
+fn python(run: &Run) -> Vec<Step> {
+    let mut list = vec![("build the wheel".into(), xtask_step("build-python", run))];
+    for (name, label) in PY_ENVS
+        .map(|(n, _)| n)
+        .into_iter()
+        .zip(["pytest, numpy 2.x", "pytest, numpy 1.26"])
+    {
+        let mut pytest = cmd(&venv_python(name), &["-m", "pytest", "tests/python", "-q"]);
+        pytest
+            .args(["-p", "no:cacheprovider"])
+            .env("HYPOTHESIS_PROFILE", "ci");
+        gpu::require_gpu(&mut pytest);
+        list.push((label.into(), pytest));
+    }
+    let mut stubtest = cmd(
+        &venv_python(PY_ENVS[0].0),
+        &["-m", "mypy.stubtest", "bytelens._native"],
+    );
+    stubtest.env("MYPY_CACHE_DIR", py_dir().join("mypy-cache"));
+    list.push(("stubtest".into(), stubtest));
+    list
+}
+
+fn wasm(run: &Run) -> Vec<Step> {
+    vec![
+        (
+            "tests in Node".into(),
+            web::wasm_pack_test(&["--node"], "node"),
+        ),
+        (
+            "tests in Chromium".into(),
+            web::wasm_pack_test(&["--headless", "--chrome"], "browser"),
+        ),
+        (
+            "release build, wasm-opt, size".into(),
+            xtask_step("build-wasm", run),
+        ),
+    ]
+}
+
+fn demo(run: &Run) -> Vec<Step> {
+    let unit = cmd("node", &["--test", "web-demo/tests/numbers.test.mjs"]);
+    vec![
+        ("unit tests".into(), unit),
+        ("end to end in Chromium".into(), web::e2e(&run.demo_url)),
+    ]
+}
+
+fn output(program: &str, args: &[&str]) -> Result<String> {
+    let out = cmd(program, args)
+        .output()
+        .map_err(|e| format!("could not start {program}: {e}"))?;
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Lines of `rustup <args>` output, first word of each.
+fn rustup_list(args: &[&str]) -> Result<Vec<String>> {
+    Ok(output("rustup", args)?
+        .lines()
+        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
+        .collect())
+}
+
+fn ensure_lint_tools() -> Result {
+    let components = rustup_list(&["component", "list", "--installed"])?;
+    for component in ["rustfmt", "clippy"] {
+        if !components.iter().any(|c| c.starts_with(component)) {
+            run(cmd("rustup", &["component", "add", component]))?;
+        }
+    }
+    Ok(())
+}
+
+fn ensure_no_std_targets() -> Result {
+    let targets = rustup_list(&["target", "list", "--installed"])?;
+    for target in NO_STD_TARGETS {
+        if !targets.iter().any(|t| t == target) {
+            run(cmd("rustup", &["target", "add", target]))?;
+        }
+    }
+    Ok(())
+}
+
+fn ensure_miri() -> Result {
+    let toolchains = rustup_list(&["toolchain", "list"])?;
+    if !toolchains.iter().any(|t| t.starts_with(NIGHTLY)) {
+        run(cmd(
+            "rustup",
+            &[
+                "toolchain",
+                "install",
+                NIGHTLY,
+                "--profile",
+                "minimal",
+                "--component",
+                "miri,rust-src",
+                "--allow-downgrade",
+            ],
+        ))?;
+    }
+    let nightly = rustup_list(&["component", "list", "--installed", "--toolchain", NIGHTLY])?;
+    for component in ["miri", "rust-src"] {
+        if !nightly.iter().any(|c| c.starts_with(component)) {
+            run(cmd(
+                "rustup",
+                &["component", "add", component, "--toolchain", NIGHTLY],
+            ))?;
+        }
+    }
+    // Builds Miri's sysroot once; afterwards it only checks it.
+    run(cmd("rustup", &["run", NIGHTLY, "cargo", "miri", "setup"]))
+}
