@@ -2,24 +2,13 @@
 //! share without copying, and that is never freed while any of them can
 //! still reach it.
 //!
-//! The memory ([`Memory`]) is shared through an `Arc` by the `Buffer` object
-//! and by its one [`Export`]. Everything that can reach the memory holds a
-//! reference to that `Export`: it is the numpy base object of every view,
-//! the `obj` of every buffer-protocol export (so memoryviews, and numpy
-//! arrays made with `np.ndarray(buffer=buf)`, hold it too), and it is held
-//! by every DLPack capsule. So the memory outlives the `Buffer` object when
-//! it must, and the number of live exports is the `Export`'s reference
-//! count less the buffer's own. `close()` frees the memory only when that
-//! number is 0, and marks the memory closed so no new export can start.
-//!
-//! The counting relies on the GIL: nothing can take a reference while
-//! `close` runs. The module does not declare itself free-threading safe, so
-//! a free-threaded interpreter turns the GIL back on when importing it.
+//! The memory, who owns it and the [`Export`] that keeps it alive and
+//! counts its exports are in [`super::memory`]; this module is the Python
+//! class over them and its numpy, buffer-protocol, DLPack and pickle bridges.
 
 use std::ffi::c_int;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use numpy::npyffi::{self, NPY_ARRAY_WRITEABLE, NpyTypes, PY_ARRAY_API, npy_intp};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
@@ -32,89 +21,10 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyMemoryView, PyTuple, PyType};
 
 use super::dlpack;
 use super::dtype::{numpy_descr, to_descr};
+use super::error::{IntoPyErr, PyErrResult};
 use super::layout::{PyLayout, PyPlan, dims};
-use super::{core, layout_error, native_error};
+use super::memory::{Export, Memory, Storage, fill_buffer, span};
 use crate::{Layout, LayoutError, MAX_NDIM};
-
-/// Alignment reported for wrapped memory, at most a page.
-const MAX_REPORTED_ALIGN: usize = 4096;
-
-/// Who owns the memory a [`PyBuf`] points into.
-pub(crate) enum Storage {
-    /// Allocated by bytelens.
-    Owned(crate::Buffer),
-    /// A buffer-protocol export of another Python object (released on drop).
-    Wrapped(#[expect(dead_code, reason = "held only to be released on drop")] PyUntypedBuffer),
-    /// A DLPack tensor whose deleter runs on drop.
-    Tensor(#[expect(dead_code, reason = "held only to be deleted on drop")] dlpack::Imported),
-    /// A named shared-memory segment (unmapped on drop).
-    #[cfg(unix)]
-    Shared(
-        #[expect(dead_code, reason = "held only to be unmapped on drop")]
-        std::sync::Arc<crate::SharedBuffer>,
-    ),
-    /// A memory-mapped file (unmapped on drop).
-    #[cfg(unix)]
-    Mapped(#[expect(dead_code, reason = "held only to be unmapped on drop")] crate::MappedFile),
-}
-
-/// The memory's address, fixed for the object's life.
-struct Address(*mut u8);
-
-// SAFETY: `Address` is only a number; the memory it points to is owned by
-// `Memory::storage` (itself `Send + Sync`), and every dereference happens while
-// the buffer is open and a reference to its `Export` keeps it so.
-unsafe impl Send for Address {}
-// SAFETY: as for `Send`: shared access only reads the pointer value.
-unsafe impl Sync for Address {}
-
-/// The bytes and who owns them, shared by a [`PyBuf`] and its views' [`Export`].
-pub(crate) struct Memory {
-    address: Address,
-    len: usize,
-    readonly: bool,
-    align: usize,
-    /// Set once `close()` has freed the memory.
-    closed: AtomicBool,
-    /// `None` once closed.
-    storage: Mutex<Option<Storage>>,
-}
-
-impl Memory {
-    pub(crate) fn new(storage: Storage, address: *mut u8, len: usize, readonly: bool) -> Memory {
-        let align = match &storage {
-            Storage::Owned(buffer) => buffer.align(),
-            _ => address_align(address),
-        };
-        Memory {
-            address: Address(address),
-            len,
-            readonly,
-            align,
-            closed: AtomicBool::new(false),
-            storage: Mutex::new(Some(storage)),
-        }
-    }
-
-    pub(crate) fn owned(py: Python<'_>, nbytes: usize, align: usize) -> PyResult<Memory> {
-        let mut buffer =
-            crate::Buffer::with_align(nbytes, align).map_err(|e| native_error(py, e))?;
-        let address = buffer.as_mut_ptr();
-        Ok(Memory::new(Storage::Owned(buffer), address, nbytes, false))
-    }
-
-    /// An owned, aligned copy of `len` bytes at `src`.
-    ///
-    /// # Safety
-    /// `src..src + len` must be readable for the duration of the call.
-    unsafe fn copied(py: Python<'_>, src: *const u8, len: usize, align: usize) -> PyResult<Memory> {
-        let memory = Memory::owned(py, len, align)?;
-        // SAFETY: the caller guarantees `src` is readable for `len` bytes; the
-        // destination is a fresh allocation of `len` bytes, so they cannot overlap.
-        unsafe { ptr::copy_nonoverlapping(src, memory.address.0, len) };
-        Ok(memory)
-    }
-}
 
 /// Bytes that typed numpy views share without copying.
 ///
@@ -134,26 +44,21 @@ pub struct PyBuf {
 impl PyBuf {
     pub(crate) fn new(py: Python<'_>, memory: Memory) -> PyResult<PyBuf> {
         let mem = Arc::new(memory);
-        let views = Py::new(
-            py,
-            Export {
-                mem: Arc::clone(&mem),
-            },
-        )?;
+        let views = Py::new(py, Export::new(Arc::clone(&mem)))?;
         Ok(PyBuf { mem, views })
     }
 
     /// The memory's address (valid while an export is held).
     pub(crate) fn address(&self) -> *mut u8 {
-        self.mem.address.0
+        self.mem.address()
     }
 
     pub(crate) fn len(&self) -> usize {
-        self.mem.len
+        self.mem.len()
     }
 
     pub(crate) fn is_readonly(&self) -> bool {
-        self.mem.readonly
+        self.mem.is_readonly()
     }
 
     /// A new reference to the object that keeps the memory alive and counted.
@@ -163,10 +68,7 @@ impl PyBuf {
     }
 
     fn check_open(&self) -> PyResult<()> {
-        if self.mem.closed.load(Ordering::Acquire) {
-            return Err(closed());
-        }
-        Ok(())
+        self.mem.check_open()
     }
 
     /// A numpy array over `layout`, checked against this buffer, whose base
@@ -178,18 +80,16 @@ impl PyBuf {
         let py = slf.py();
         let this = slf.get();
         let descr = numpy_descr(py, layout.descr())?;
-        layout.check(this.len()).map_err(core(py))?;
+        layout.check(this.len()).py_err(py)?;
         let align = layout.dtype().align();
         if layout.requires_alignment() && layout.size() > 0 && this.address() as usize % align != 0
         {
-            return Err(layout_error(
-                py,
-                LayoutError::MisalignedBuffer {
-                    address: this.address() as usize,
-                    align,
-                    dtype: layout.dtype(),
-                },
-            ));
+            return Err(LayoutError::MisalignedBuffer {
+                address: this.address() as usize,
+                align,
+                dtype: layout.dtype(),
+            }
+            .into_py_err(py));
         }
         let writable = !this.is_readonly() && !layout.is_read_only();
         new_array(
@@ -232,9 +132,9 @@ impl PyBuf {
                 Layout::new(descr.dtype, offset, &dims(shape)?, &dims(strides)?)
             }
         }
-        .map_err(core(py))?;
+        .py_err(py)?;
         if strides.is_none() {
-            layout = layout.with_offset(offset).map_err(core(py))?;
+            layout = layout.with_offset(offset).py_err(py)?;
         }
         Ok(layout.with_byte_order(descr.order))
     }
@@ -293,40 +193,6 @@ fn new_array<'py>(
     }
 }
 
-/// What keeps a bytelens Buffer's memory alive: the base object of its numpy
-/// views and the owner of its memoryviews and DLPack capsules.
-// Its reference count, less the buffer's own, is the number of live exports.
-#[pyclass(name = "_Export", module = "bytelens._native", frozen)]
-pub(crate) struct Export {
-    mem: Arc<Memory>,
-}
-
-#[pymethods]
-impl Export {
-    /// The same bytes as the buffer's own export: consumers that export again
-    /// from a memoryview's `obj` (as `pickle.PickleBuffer` does) reach them here.
-    unsafe fn __getbuffer__(
-        slf: Bound<'_, Self>,
-        view: *mut ffi::Py_buffer,
-        flags: c_int,
-    ) -> PyResult<()> {
-        let mem = &slf.get().mem;
-        if mem.closed.load(Ordering::Acquire) {
-            return Err(closed());
-        }
-        // SAFETY: `view` is the interpreter's Py_buffer to fill, and `slf` is the
-        // `Export` of `mem`.
-        unsafe { fill_buffer(view, &slf, mem, flags) }
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "<bytelens export of {} bytes at {:#x}>",
-            self.mem.len, self.mem.address.0 as usize
-        )
-    }
-}
-
 #[pymethods]
 impl PyBuf {
     /// `Buffer(nbytes, align=64)`: `nbytes` zeroed bytes at an address that is
@@ -362,8 +228,7 @@ impl PyBuf {
         };
         // SAFETY: shrinking a mapped file under the mapping is the one thing the
         // caller must not do; the docstring says so (as numpy.memmap's does).
-        let mut file =
-            unsafe { crate::MappedFile::open(&path, how) }.map_err(super::shared::to_py)?;
+        let mut file = unsafe { crate::MappedFile::open(&path, how) }.py_err(py)?;
         let (address, len) = (file.as_ptr(), file.as_bytes().len());
         PyBuf::new(
             py,
@@ -404,7 +269,7 @@ impl PyBuf {
     /// Zero-copy from any DLPack producer (`__dlpack__`), which is kept alive.
     #[classmethod]
     fn from_dlpack(_cls: &Bound<'_, PyType>, obj: &Bound<'_, PyAny>) -> PyResult<PyBuf> {
-        dlpack::import(obj)
+        PyBuf::new(obj.py(), dlpack::import(obj)?)
     }
 
     /// Rebuilds a pickled Buffer: zero-copy over `data` when it is aligned
@@ -418,7 +283,7 @@ impl PyBuf {
     ) -> PyResult<PyBuf> {
         let py = data.py();
         if !align.is_power_of_two() {
-            return Err(native_error(py, crate::Error::BadAlign { align }));
+            return Err(crate::Error::BadAlign { align }.into_py_err(py));
         }
         let view = get_buffer(data)?;
         if !view.is_c_contiguous() {
@@ -428,16 +293,13 @@ impl PyBuf {
         }
         let address = view.buf_ptr() as usize;
         if (readonly || !view.readonly()) && address % align == 0 {
-            let mut memory = wrap(data, readonly)?;
             // The address is a multiple of `align`, which may exceed what `wrap` reports.
-            memory.align = memory.align.max(align);
+            let memory = wrap(data, readonly)?.aligned_to(align);
             return PyBuf::new(py, memory);
         }
         // SAFETY: the export `view` keeps its bytes alive and readable during the copy.
-        let mut copy =
-            unsafe { Memory::copied(py, view.buf_ptr().cast(), view.len_bytes(), align)? };
-        copy.readonly = readonly;
-        PyBuf::new(py, copy)
+        let copy = unsafe { Memory::copied(py, view.buf_ptr().cast(), view.len_bytes(), align)? };
+        PyBuf::new(py, copy.with_readonly(readonly))
     }
 
     /// Bytes in the buffer.
@@ -456,14 +318,14 @@ impl PyBuf {
     /// Whether views of this buffer are read-only.
     #[getter]
     fn readonly(&self) -> bool {
-        self.mem.readonly
+        self.mem.is_readonly()
     }
 
     /// The alignment of the first byte: as asked for owned buffers, the
     /// largest power of two dividing the address (at most 4096) for wrapped ones.
     #[getter]
     fn align(&self) -> usize {
-        self.mem.align
+        self.mem.align()
     }
 
     /// Live exports: numpy arrays over the buffer's memory, memoryviews and
@@ -476,7 +338,7 @@ impl PyBuf {
     /// Whether `close()` has freed the memory.
     #[getter]
     fn closed(&self) -> bool {
-        self.mem.closed.load(Ordering::Acquire)
+        self.mem.is_closed()
     }
 
     /// A numpy array sharing this buffer's memory, checked by the core.
@@ -517,7 +379,7 @@ impl PyBuf {
         let out = PyDict::new(py);
         plan.get().with_plan(py, |plan| {
             for field in plan.fields() {
-                let layout = field.layout().map_err(core(py))?;
+                let layout = field.layout().py_err(py)?;
                 out.set_item(field.name(), PyBuf::array(slf, &layout)?)?;
             }
             Ok(())
@@ -540,15 +402,7 @@ impl PyBuf {
         if live > 0 {
             return refuse(live);
         }
-        if !self.mem.closed.swap(true, Ordering::AcqRel) {
-            let storage = self
-                .mem
-                .storage
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take();
-            drop(storage);
-        }
+        self.mem.close();
         Ok(())
     }
 
@@ -569,7 +423,7 @@ impl PyBuf {
     fn __repr__(&self) -> String {
         let state = if self.closed() {
             ", closed"
-        } else if self.mem.readonly {
+        } else if self.mem.is_readonly() {
             ", readonly"
         } else {
             ""
@@ -577,7 +431,7 @@ impl PyBuf {
         format!(
             "Buffer(nbytes={}, align={}{state})",
             self.len(),
-            self.mem.align
+            self.mem.align()
         )
     }
 
@@ -650,11 +504,12 @@ impl PyBuf {
             let this = slf.get();
             this.check_open()?;
             // SAFETY: the buffer is open, and cannot close while this call holds the GIL.
-            let copied = unsafe { Memory::copied(py, this.address(), this.len(), this.mem.align) };
-            let copied = Bound::new(py, PyBuf::new(py, copied?)?)?;
-            return dlpack::export(&copied, versioned, true);
+            let copied =
+                unsafe { Memory::copied(py, this.address(), this.len(), this.mem.align()) };
+            let copied = PyBuf::new(py, copied?)?;
+            return dlpack::export(copied.export(py)?, versioned, true);
         }
-        dlpack::export(slf, versioned, false)
+        dlpack::export(slf.get().export(py)?, versioned, false)
     }
 
     fn __dlpack_device__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
@@ -687,42 +542,10 @@ impl PyBuf {
             });
             bytes?.into_any()
         };
-        let args = (data, this.mem.align, PyBool::new(py, this.is_readonly())).into_pyobject(py)?;
+        let args =
+            (data, this.mem.align(), PyBool::new(py, this.is_readonly())).into_pyobject(py)?;
         PyTuple::new(py, [rebuild, args.into_any()])
     }
-}
-
-/// Fills a buffer-protocol request for `mem`'s bytes, with `export` as the
-/// request's `obj`: the reference it takes keeps the memory alive and counted
-/// until `PyBuffer_Release` drops it.
-///
-/// # Safety
-/// `view` must be a Py_buffer to fill, and `export` the `Export` of `mem`,
-/// which must be open.
-unsafe fn fill_buffer(
-    view: *mut ffi::Py_buffer,
-    export: &Bound<'_, Export>,
-    mem: &Memory,
-    flags: c_int,
-) -> PyResult<()> {
-    // SAFETY: `PyBuffer_FillInfo` takes a new reference to `export`, raises
-    // BufferError for a writable request on read-only memory, and describes the
-    // `len` bytes at `address`, alive while `export` is referenced (the caller's
-    // contract).
-    let rc = unsafe {
-        ffi::PyBuffer_FillInfo(
-            view,
-            export.as_ptr(),
-            mem.address.0.cast(),
-            mem.len as ffi::Py_ssize_t,
-            c_int::from(mem.readonly),
-            flags,
-        )
-    };
-    if rc < 0 {
-        return Err(PyErr::fetch(export.py()));
-    }
-    Ok(())
 }
 
 /// A buffer-protocol export of `obj`, the whole of it described. Some
@@ -756,65 +579,15 @@ fn wrap(obj: &Bound<'_, PyAny>, readonly: bool) -> PyResult<Memory> {
     Ok(Memory::new(Storage::Wrapped(view), address, len, readonly))
 }
 
-/// The bytes an array touches, relative to its first element: `(start, len)`.
-pub(crate) fn span(
-    py: Python<'_>,
-    shape: &[usize],
-    strides: &[isize],
-    itemsize: usize,
-) -> PyResult<(isize, usize)> {
-    if shape.contains(&0) {
-        return Ok((0, 0));
-    }
-    let extent = || -> Option<(isize, usize)> {
-        let (mut low, mut high) = (0isize, 0isize);
-        for (&n, &stride) in shape.iter().zip(strides) {
-            let reach = isize::try_from(n - 1).ok()?.checked_mul(stride)?;
-            if reach < 0 {
-                low = low.checked_add(reach)?;
-            } else {
-                high = high.checked_add(reach)?;
-            }
-        }
-        let len = high
-            .checked_sub(low)?
-            .checked_add(isize::try_from(itemsize).ok()?)?;
-        Some((low, len as usize))
-    };
-    extent().ok_or_else(|| {
-        layout_error(
-            py,
-            LayoutError::Overflow {
-                what: "the array's extent",
-            },
-        )
-    })
-}
-
-/// The largest power of two dividing `address`, at most a page.
-fn address_align(address: *mut u8) -> usize {
-    let address = address as usize;
-    if address == 0 {
-        return MAX_REPORTED_ALIGN;
-    }
-    (1usize << address.trailing_zeros()).min(MAX_REPORTED_ALIGN)
-}
-
 /// A byte offset argument: an integer from 0 to `len`.
 fn offset_arg(py: Python<'_>, offset: isize, len: usize) -> PyResult<usize> {
     match usize::try_from(offset) {
         Ok(offset) if offset <= len => Ok(offset),
-        _ => Err(layout_error(
-            py,
-            LayoutError::OutOfBounds {
-                start: offset,
-                end: offset,
-                len,
-            },
-        )),
+        _ => Err(LayoutError::OutOfBounds {
+            start: offset,
+            end: offset,
+            len,
+        }
+        .into_py_err(py)),
     }
-}
-
-fn closed() -> PyErr {
-    PyValueError::new_err("operation on a closed Buffer")
 }

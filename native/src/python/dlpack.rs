@@ -14,7 +14,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-use super::buffer::{Export, Memory, PyBuf, Storage, span};
+use super::memory::{Export, Foreign, Memory, Storage, span};
 
 /// `kDLCPU`.
 pub(crate) const DEVICE_CPU: i32 = 1;
@@ -127,17 +127,21 @@ fn leak<M: Managed>(exported: Exported<M>) -> *mut c_void {
     raw.cast()
 }
 
-/// Exports `owner`'s memory as a DLPack capsule that counts as an export.
+/// Exports the memory of `export` (a buffer's, taken while it is open) as a
+/// DLPack capsule that holds `export`, and so counts as an export.
 pub(crate) fn export<'py>(
-    owner: &Bound<'py, PyBuf>,
+    export: Bound<'py, Export>,
     versioned: bool,
     copied: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let py = owner.py();
-    let buf = owner.get();
-    let export = buf.export(py)?.unbind();
+    let py = export.py();
+    let (address, len, readonly) = {
+        let mem = export.get().memory();
+        (mem.address(), mem.len(), mem.is_readonly())
+    };
+    let export = export.unbind();
     let tensor = Tensor {
-        data: buf.address().cast(),
+        data: address.cast(),
         device: Device {
             device_type: DEVICE_CPU,
             device_id: 0,
@@ -152,11 +156,11 @@ pub(crate) fn export<'py>(
         strides: ptr::null_mut(),
         byte_offset: 0,
     };
-    let (shape, strides) = ([buf.len() as i64], [1]);
+    let (shape, strides) = ([len as i64], [1]);
     let (pointer, name, destructor): (*mut c_void, &CStr, ffi::PyCapsule_Destructor) = if versioned
     {
         let mut flags = if copied { FLAG_IS_COPIED } else { 0 };
-        if buf.is_readonly() {
+        if readonly {
             flags |= FLAG_READ_ONLY;
         }
         let managed = ManagedVersioned {
@@ -254,45 +258,41 @@ unsafe extern "C" fn destroy_legacy_capsule(capsule: *mut ffi::PyObject) {
     }
 }
 
-/// A consumed DLPack tensor: its deleter runs when the Buffer frees it.
-pub(crate) struct Imported {
-    managed: *mut c_void,
-    versioned: bool,
-}
-
-// SAFETY: DLPack producers must accept the deleter being called from any thread;
-// `Imported` is only a handle for that one call.
-unsafe impl Send for Imported {}
-// SAFETY: shared references to `Imported` never touch the tensor.
-unsafe impl Sync for Imported {}
-
-impl Drop for Imported {
-    fn drop(&mut self) {
-        // Producers' deleters (numpy's among them) may touch Python objects.
-        Python::try_attach(|_py| {
-            // SAFETY: `managed` is the consumed tensor of `import`, deleted only here.
-            unsafe {
-                if self.versioned {
-                    let managed = self.managed.cast::<ManagedVersioned>();
-                    if let Some(deleter) = (*managed).deleter {
-                        deleter(managed);
-                    }
-                } else {
-                    let managed = self.managed.cast::<ManagedLegacy>();
-                    if let Some(deleter) = (*managed).deleter {
-                        deleter(managed);
-                    }
-                }
-            }
-        });
+/// Runs a consumed versioned tensor's deleter: the release function of its
+/// [`Foreign`].
+///
+/// # Safety
+/// `managed` must be a `ManagedVersioned` that `import` consumed, deleted
+/// only here (once).
+unsafe fn release_versioned(managed: *mut c_void) {
+    let managed = managed.cast::<ManagedVersioned>();
+    // SAFETY: the caller passes a live consumed tensor, once.
+    unsafe {
+        if let Some(deleter) = (*managed).deleter {
+            deleter(managed);
+        }
     }
 }
 
-/// `Buffer.from_dlpack(obj)`: wraps the bytes `obj`'s tensor spans, zero-copy.
+/// As [`release_versioned`], for a legacy tensor.
+///
+/// # Safety
+/// As for [`release_versioned`], with a `ManagedLegacy`.
+unsafe fn release_legacy(managed: *mut c_void) {
+    let managed = managed.cast::<ManagedLegacy>();
+    // SAFETY: as in `release_versioned`.
+    unsafe {
+        if let Some(deleter) = (*managed).deleter {
+            deleter(managed);
+        }
+    }
+}
+
+/// `Buffer.from_dlpack(obj)`: the bytes `obj`'s tensor spans, zero-copy.
 ///
 /// Legacy capsules cannot say whether the memory may be written, so like
 /// numpy 2 bytelens treats them as read-only.
-pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<PyBuf> {
+pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<Memory> {
     let py = obj.py();
     let kwargs = PyDict::new(py);
     kwargs.set_item("max_version", (1, 0))?;
@@ -304,7 +304,8 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<PyBuf> {
     let raw = capsule.as_ptr();
     // SAFETY: `raw` is a live object; the capsule checks never raise. A valid
     // capsule's pointer is a managed tensor that stays alive until its deleter
-    // runs, which after the rename below only `Imported::drop` does.
+    // runs, which after the rename below only the `Foreign`'s release does. DLPack
+    // producers must accept the deleter being called from any thread.
     unsafe {
         let (managed, versioned, tensor, readonly) =
             if ffi::PyCapsule_IsValid(raw, VERSIONED.as_ptr()) == 1 {
@@ -342,8 +343,13 @@ pub(crate) fn import(obj: &Bound<'_, PyAny>) -> PyResult<PyBuf> {
         if ffi::PyCapsule_SetName(raw, used.as_ptr()) < 0 {
             return Err(PyErr::fetch(py));
         }
-        let storage = Storage::Tensor(Imported { managed, versioned });
-        PyBuf::new(py, Memory::new(storage, address, len, readonly))
+        let release = if versioned {
+            release_versioned
+        } else {
+            release_legacy
+        };
+        let storage = Storage::Tensor(Foreign::new(managed, release));
+        Ok(Memory::new(storage, address, len, readonly))
     }
 }
 

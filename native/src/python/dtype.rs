@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyString;
 
-use super::layout_error;
+use super::error::IntoPyErr;
 use crate::{ByteOrder, DType, Descr, LayoutError, ShortStr};
 
 /// Every dtype in both byte orders: index `2 * dtype + (order == Big)`.
@@ -133,10 +133,8 @@ fn bad_dtype(obj: &Bound<'_, PyAny>) -> PyErr {
         .str()
         .map(|s| s.to_string())
         .unwrap_or_else(|_| String::from("?"));
-    layout_error(
-        obj.py(),
-        LayoutError::BadDType {
-            text: ShortStr::new(&text),
-        },
-    )
+    LayoutError::BadDType {
+        text: ShortStr::new(&text),
+    }
+    .into_py_err(obj.py())
 }

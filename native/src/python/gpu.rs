@@ -15,40 +15,23 @@
 use std::sync::OnceLock;
 
 use numpy::{PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::create_exception;
-use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyMemoryView, PyTuple};
 
-use super::buffer::{Memory, PyBuf, span};
+use super::buffer::PyBuf;
 use super::dtype::{numpy_descr, to_descr};
-use super::{LayoutError, layout_error};
+use super::error::{IntoPyErr, LayoutError, PyErrResult};
+use super::memory::{Memory, span};
 use crate::Layout;
-use crate::gpu::{GpuBuffer, GpuContext, GpuError as NativeGpuError};
-
-create_exception!(
-    bytelens,
-    GpuError,
-    PyRuntimeError,
-    "No GPU adapter, or an error wgpu reported, with wgpu's message."
-);
-
-/// The Python exception for a GPU error: layout errors keep their own
-/// classes (`BoundsError`, ...); the rest are `GpuError`.
-fn gpu_error(py: Python<'_>, err: NativeGpuError) -> PyErr {
-    match err {
-        NativeGpuError::Layout(err) => layout_error(py, err),
-        other => GpuError::new_err(other.to_string()),
-    }
-}
+use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 
 /// The interpreter's context, made once; a failure (no adapter) is kept
 /// and raised again on every call.
 fn context(py: Python<'_>) -> PyResult<&'static GpuContext> {
-    static CONTEXT: OnceLock<Result<GpuContext, NativeGpuError>> = OnceLock::new();
+    static CONTEXT: OnceLock<Result<GpuContext, GpuError>> = OnceLock::new();
     // Finding an adapter can take a while: let other threads run.
     let made = py.detach(|| CONTEXT.get_or_init(GpuContext::new));
-    made.as_ref().map_err(|err| gpu_error(py, err.clone()))
+    made.as_ref().map_err(|err| err.clone().into_py_err(py))
 }
 
 /// Data held on the GPU, in C order: what `bytelens.gpu.upload` returns.
@@ -109,7 +92,7 @@ impl PyGpuBuffer {
             unsafe { std::slice::from_raw_parts_mut(address, nbytes) }
         };
         let result = py.detach(|| self.inner.download_into(bytes));
-        result.map_err(|err| gpu_error(py, err))?;
+        result.py_err(py)?;
         PyBuf::array(&buffer, &self.inner.layout())
     }
 
@@ -169,14 +152,12 @@ pub(crate) fn gpu_upload(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<P
         unsafe { std::slice::from_raw_parts(data.wrapping_offset(start), len) }
     };
     let layout = Layout::new(descr.dtype, start.unsigned_abs(), array.shape(), strides)
-        .map_err(|err| layout_error(py, err))?
+        .py_err(py)?
         .with_byte_order(descr.order)
         // Only bytes are copied, so the host address need not be aligned.
         .unaligned();
     // `array` stays referenced until the upload returns (see the module docs).
-    let inner = py
-        .detach(|| gpu.upload_layout(bytes, &layout))
-        .map_err(|err| gpu_error(py, err))?;
+    let inner = py.detach(|| gpu.upload_layout(bytes, &layout)).py_err(py)?;
     drop(array);
     Ok(PyGpuBuffer { inner })
 }
@@ -206,8 +187,6 @@ pub(crate) fn gpu_adapter_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
-    m.add("GpuError", py.get_type::<GpuError>())?;
     m.add_class::<PyGpuBuffer>()?;
     m.add_function(wrap_pyfunction!(gpu_upload, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_adapter_info, m)?)?;

@@ -5,8 +5,8 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyTuple};
 
-use super::core;
 use super::dtype::to_descr;
+use super::error::PyErrResult;
 use std::ops::Deref;
 
 use crate::{FieldSpec, Layout, MAX_NDIM, Plan, PlanSpec};
@@ -110,7 +110,7 @@ pub struct PyLayout {
 impl PyLayout {
     fn wrap(py: Python<'_>, layout: Result<Layout, crate::LayoutError>) -> PyResult<PyLayout> {
         Ok(PyLayout {
-            inner: layout.map_err(core(py))?,
+            inner: layout.py_err(py)?,
         })
     }
 }
@@ -197,7 +197,7 @@ impl PyLayout {
 
     /// Raises unless the layout fits a buffer of `nbytes` bytes.
     fn check(&self, py: Python<'_>, nbytes: usize) -> PyResult<()> {
-        self.inner.check(nbytes).map_err(core(py))
+        self.inner.check(nbytes).py_err(py)
     }
 
     /// `a[..., start:stop:step, ...]` on `axis`.
@@ -280,7 +280,7 @@ pub struct PyPlan {
 impl PyPlan {
     /// A plan from `spec`, checked by building it.
     pub(crate) fn from_spec(py: Python<'_>, spec: PlanSpec) -> PyResult<PyPlan> {
-        spec.build().map_err(core(py))?;
+        spec.build().py_err(py)?;
         Ok(PyPlan { spec })
     }
 
@@ -290,7 +290,7 @@ impl PyPlan {
         py: Python<'_>,
         f: impl FnOnce(&Plan<'_>) -> PyResult<R>,
     ) -> PyResult<R> {
-        f(&self.spec.build().map_err(core(py))?)
+        f(&self.spec.build().py_err(py)?)
     }
 
     /// A new plan with `fields` appended to the last alternative (after
@@ -419,7 +419,7 @@ impl PyPlan {
 
     /// WGSL struct declarations for the plan, one struct per alternative.
     fn wgsl(&self, py: Python<'_>) -> PyResult<String> {
-        self.with_plan(py, |plan| Ok(plan.wgsl().map_err(core(py))?.to_string()))
+        self.with_plan(py, |plan| Ok(plan.wgsl().py_err(py)?.to_string()))
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

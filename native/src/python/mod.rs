@@ -7,83 +7,42 @@
 //! the memory itself, with the numpy, buffer-protocol, DLPack and pickle
 //! bridges; [`layout::PyLayout`] (`bytelens.Layout`), the core's checked
 //! layout arithmetic without memory; and [`layout::PyPlan`] (`bytelens.Plan`).
+//!
+//! The modules are layered: each uses only modules listed above it, so
+//! there is no import cycle (this file only declares them and registers
+//! their classes). Every Rust error becomes a Python exception through
+//! [`error::IntoPyErr`] (`result.py_err(py)?`), and nowhere else.
+//!
+//! ```text
+//! module  uses                               holds
+//! error   -                                  exception classes, IntoPyErr
+//! memory  error                              Memory, Storage, Export, span
+//! dtype   error                              dtype arguments <-> numpy dtypes
+//! dlpack  memory                             DLPack capsules, both directions
+//! layout  dtype error                        bytelens.Layout, bytelens.Plan
+//! buffer  memory dlpack layout dtype error   bytelens.Buffer
+//! shared  buffer memory layout error         bytelens.SharedBuffer (unix)
+//! gpu     buffer memory dtype error          bytelens.gpu (feature gpu)
+//! ```
 
 mod buffer;
 mod dlpack;
 mod dtype;
+mod error;
 #[cfg(feature = "gpu")]
 mod gpu;
 mod layout;
+mod memory;
 #[cfg(unix)]
 mod shared;
 
-use pyo3::create_exception;
-use pyo3::exceptions::{PyMemoryError, PyValueError};
 use pyo3::prelude::*;
-
-use crate::{Error, LayoutError as CoreError};
-
-create_exception!(
-    bytelens,
-    LayoutError,
-    PyValueError,
-    "A view that does not fit its buffer, or an invalid layout operation."
-);
-create_exception!(
-    bytelens,
-    AlignmentError,
-    LayoutError,
-    "An offset, stride or address that is not a multiple of the dtype's alignment."
-);
-create_exception!(
-    bytelens,
-    BoundsError,
-    LayoutError,
-    "A view that would touch bytes outside its buffer."
-);
-
-/// The Python exception for a core error: `AlignmentError`, `BoundsError`
-/// or `LayoutError`, with the core's message and its `kind` attribute
-/// (`"Misaligned"`, `"OutOfBounds"`, `"NeedsCopy"`, ...).
-pub(crate) fn layout_error(py: Python<'_>, err: CoreError) -> PyErr {
-    let message = err.to_string();
-    let py_err = if err.is_alignment() {
-        AlignmentError::new_err(message)
-    } else if err.is_bounds() {
-        BoundsError::new_err(message)
-    } else {
-        LayoutError::new_err(message)
-    };
-    // Setting an attribute on a fresh exception instance cannot fail in practice;
-    // if it did, the exception without `kind` is still the right one to raise.
-    let _ = py_err.value(py).setattr("kind", err.kind());
-    py_err
-}
-
-/// The Python exception for an error of the native crate.
-pub(crate) fn native_error(py: Python<'_>, err: Error) -> PyErr {
-    match err {
-        Error::Layout(err) => layout_error(py, err),
-        Error::Alloc { .. } => PyMemoryError::new_err(err.to_string()),
-        Error::BadAlign { .. } | Error::SizeMismatch { .. } => {
-            PyValueError::new_err(err.to_string())
-        }
-    }
-}
-
-/// Converts core results at the boundary: `result.map_err(core(py))?`.
-pub(crate) fn core(py: Python<'_>) -> impl Fn(CoreError) -> PyErr + '_ {
-    move |err| layout_error(py, err)
-}
 
 #[pymodule]
 #[pyo3(name = "_native")]
 fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add("LayoutError", py.get_type::<LayoutError>())?;
-    m.add("AlignmentError", py.get_type::<AlignmentError>())?;
-    m.add("BoundsError", py.get_type::<BoundsError>())?;
+    error::register(m)?;
     m.add_class::<buffer::PyBuf>()?;
     m.add_class::<layout::PyLayout>()?;
     m.add_class::<layout::PyPlan>()?;

@@ -8,35 +8,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use pyo3::exceptions::{
-    PyFileExistsError, PyFileNotFoundError, PyOSError, PyPermissionError, PyRuntimeError,
-    PyTimeoutError, PyValueError,
-};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
-use super::buffer::{Memory, PyBuf, Storage};
+use super::buffer::PyBuf;
+use super::error::{IntoPyErr, PyErrResult};
 use super::layout::PyPlan;
-use super::layout_error;
+use super::memory::{Memory, Storage};
 use crate::{SharedBuffer, SharedError};
-
-/// The Python exception for a shared-memory error.
-pub(crate) fn to_py(err: SharedError) -> PyErr {
-    let message = err.to_string();
-    match err {
-        SharedError::Missing { .. } => PyFileNotFoundError::new_err(message),
-        SharedError::Exists { .. } => PyFileExistsError::new_err(message),
-        SharedError::Timeout { .. } => PyTimeoutError::new_err(message),
-        SharedError::AlreadyHeld | SharedError::NotHeld => PyRuntimeError::new_err(message),
-        SharedError::Os { err, .. } => match err.kind() {
-            std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
-            std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
-            _ => PyOSError::new_err(message),
-        },
-        SharedError::BadPlan(err) => Python::attach(|py| layout_error(py, err)),
-        _ => PyValueError::new_err(message),
-    }
-}
 
 /// Named shared memory that other processes attach to by name, with a
 /// process-shared lock. SharedBuffer.create(name, nbytes, plan=None) makes
@@ -88,7 +68,7 @@ impl PySharedBuffer {
                 Ok(unsafe { SharedBuffer::create(name, nbytes, Some(plan)) })
             })?,
         };
-        PySharedBuffer::new(py, shared.map_err(to_py)?)
+        PySharedBuffer::new(py, shared.py_err(py)?)
     }
 
     /// Opens the segment another process created.
@@ -96,12 +76,12 @@ impl PySharedBuffer {
     fn attach(_cls: &Bound<'_, PyType>, py: Python<'_>, name: &str) -> PyResult<PySharedBuffer> {
         // SAFETY: as in `create`: the class docstring forbids shrinking the segment.
         let shared = unsafe { SharedBuffer::attach(name) };
-        PySharedBuffer::new(py, shared.map_err(to_py)?)
+        PySharedBuffer::new(py, shared.py_err(py)?)
     }
 
     /// Removes the segment's name (attached processes keep their mappings).
-    fn unlink(&self) -> PyResult<()> {
-        SharedBuffer::unlink(self.shared.name()).map_err(to_py)
+    fn unlink(&self, py: Python<'_>) -> PyResult<()> {
+        SharedBuffer::unlink(self.shared.name()).py_err(py)
     }
 
     #[getter]
@@ -123,7 +103,7 @@ impl PySharedBuffer {
     /// The Plan stored at creation, or None.
     #[getter]
     fn plan(&self, py: Python<'_>) -> PyResult<Option<PyPlan>> {
-        match self.shared.plan().map_err(to_py)? {
+        match self.shared.plan().py_err(py)? {
             Some(spec) => Ok(Some(PyPlan::from_spec(py, spec)?)),
             None => Ok(None),
         }
@@ -245,12 +225,13 @@ impl PyLock {
                 Err(SharedError::Timeout { .. }) => {
                     py.check_signals()?;
                     if deadline.is_some_and(|d| std::time::Instant::now() >= d) {
-                        return Err(to_py(SharedError::Timeout {
+                        return Err(SharedError::Timeout {
                             waited: self.timeout.unwrap_or_default(),
-                        }));
+                        }
+                        .into_py_err(py));
                     }
                 }
-                Err(err) => return Err(to_py(err)),
+                Err(err) => return Err(err.into_py_err(py)),
             }
         }
     }
@@ -275,17 +256,17 @@ impl PyLock {
             Err(SharedError::Timeout { .. }) if this.timeout != Some(Duration::ZERO) => {
                 this.wait(py)?
             }
-            Err(err) => return Err(to_py(err)),
+            Err(err) => return Err(err.into_py_err(py)),
         };
         this.owner_died.store(owner_died, Ordering::Relaxed);
         Ok(slf)
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
+    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> PyResult<bool> {
         // From another thread, or without __enter__: the error-checking mutex
         // refuses, and this says so.
-        self.shared.unlock_raw().map_err(to_py)?;
+        self.shared.unlock_raw().py_err(py)?;
         Ok(false)
     }
 

@@ -1,0 +1,144 @@
+//! Errors reach Python here and nowhere else: the exception classes, and
+//! [`IntoPyErr`], the one conversion from each error type of the crate to
+//! the Python exception it raises.
+//!
+//! Call sites read the same whatever the error: `result.py_err(py)?` for a
+//! `Result`, `err.into_py_err(py)` for an error in hand. (Not `From<_> for
+//! PyErr`, which `?` would use: the core's error is foreign to this crate,
+//! and the `kind` attribute needs the interpreter.)
+
+use pyo3::create_exception;
+#[cfg(unix)]
+use pyo3::exceptions::{
+    PyFileExistsError, PyFileNotFoundError, PyOSError, PyPermissionError, PyRuntimeError,
+    PyTimeoutError,
+};
+use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::prelude::*;
+
+use crate::{Error, LayoutError as CoreError};
+
+create_exception!(
+    bytelens,
+    LayoutError,
+    PyValueError,
+    "A view that does not fit its buffer, or an invalid layout operation."
+);
+create_exception!(
+    bytelens,
+    AlignmentError,
+    LayoutError,
+    "An offset, stride or address that is not a multiple of the dtype's alignment."
+);
+create_exception!(
+    bytelens,
+    BoundsError,
+    LayoutError,
+    "A view that would touch bytes outside its buffer."
+);
+#[cfg(feature = "gpu")]
+create_exception!(
+    bytelens,
+    GpuError,
+    pyo3::exceptions::PyRuntimeError,
+    "No GPU adapter, or an error wgpu reported, with wgpu's message."
+);
+
+/// Adds the exception classes to the extension module (`GpuError` only
+/// with the `gpu` feature).
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("LayoutError", py.get_type::<LayoutError>())?;
+    m.add("AlignmentError", py.get_type::<AlignmentError>())?;
+    m.add("BoundsError", py.get_type::<BoundsError>())?;
+    #[cfg(feature = "gpu")]
+    m.add("GpuError", py.get_type::<GpuError>())?;
+    Ok(())
+}
+
+/// An error of this crate (or of the core) as the Python exception it raises.
+pub(crate) trait IntoPyErr {
+    /// The exception, with the error's message.
+    fn into_py_err(self, py: Python<'_>) -> PyErr;
+}
+
+/// [`IntoPyErr`] for results: `result.py_err(py)?`.
+pub(crate) trait PyErrResult<T> {
+    /// The result, its error converted by [`IntoPyErr`].
+    fn py_err(self, py: Python<'_>) -> PyResult<T>;
+}
+
+impl<T, E: IntoPyErr> PyErrResult<T> for Result<T, E> {
+    #[inline]
+    fn py_err(self, py: Python<'_>) -> PyResult<T> {
+        self.map_err(|err| err.into_py_err(py))
+    }
+}
+
+/// `AlignmentError`, `BoundsError` or `LayoutError`, with the core's message
+/// and its `kind` attribute (`"Misaligned"`, `"OutOfBounds"`, `"NeedsCopy"`, ...).
+impl IntoPyErr for CoreError {
+    fn into_py_err(self, py: Python<'_>) -> PyErr {
+        let message = self.to_string();
+        let py_err = if self.is_alignment() {
+            AlignmentError::new_err(message)
+        } else if self.is_bounds() {
+            BoundsError::new_err(message)
+        } else {
+            LayoutError::new_err(message)
+        };
+        // Setting an attribute on a fresh exception instance cannot fail in practice;
+        // if it did, the exception without `kind` is still the right one to raise.
+        let _ = py_err.value(py).setattr("kind", self.kind());
+        py_err
+    }
+}
+
+/// Layout errors as the core's; `MemoryError` when allocation fails;
+/// `ValueError` for a bad alignment or size.
+impl IntoPyErr for Error {
+    fn into_py_err(self, py: Python<'_>) -> PyErr {
+        match self {
+            Error::Layout(err) => err.into_py_err(py),
+            Error::Alloc { .. } => PyMemoryError::new_err(self.to_string()),
+            Error::BadAlign { .. } | Error::SizeMismatch { .. } => {
+                PyValueError::new_err(self.to_string())
+            }
+        }
+    }
+}
+
+/// The built-in exception for each shared-memory error (`FileNotFoundError`,
+/// `FileExistsError`, `TimeoutError`, ...); a bad stored plan as the core's.
+#[cfg(unix)]
+impl IntoPyErr for crate::SharedError {
+    fn into_py_err(self, py: Python<'_>) -> PyErr {
+        use crate::SharedError;
+        let message = self.to_string();
+        match self {
+            SharedError::Missing { .. } => PyFileNotFoundError::new_err(message),
+            SharedError::Exists { .. } => PyFileExistsError::new_err(message),
+            SharedError::Timeout { .. } => PyTimeoutError::new_err(message),
+            SharedError::AlreadyHeld | SharedError::NotHeld => PyRuntimeError::new_err(message),
+            SharedError::Os { err, .. } => match err.kind() {
+                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+                _ => PyOSError::new_err(message),
+            },
+            SharedError::BadPlan(err) => err.into_py_err(py),
+            _ => PyValueError::new_err(message),
+        }
+    }
+}
+
+/// Layout errors keep their own classes (`BoundsError`, ...); the rest are
+/// `GpuError`.
+#[cfg(feature = "gpu")]
+impl IntoPyErr for crate::gpu::GpuError {
+    fn into_py_err(self, py: Python<'_>) -> PyErr {
+        match self {
+            crate::gpu::GpuError::Layout(err) => err.into_py_err(py),
+            other => GpuError::new_err(other.to_string()),
+        }
+    }
+}
