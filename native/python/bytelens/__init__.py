@@ -16,27 +16,32 @@ from ._native import (
     AlignmentError,
     BoundsError,
     Buffer,
-    GpuError,
     Layout,
     LayoutError,
     Plan,
     __version__,
 )
 
-try:  # POSIX shared memory: not on Windows
-    from ._native import SharedBuffer, SharedLock
-except ImportError:  # pragma: no cover
-    pass
-
 __all__ = [
     "AlignmentError",
     "BoundsError",
     "Buffer",
-    "GpuError",
     "Layout",
     "LayoutError",
     "Plan",
-    "SharedBuffer",
-    "SharedLock",
     "__version__",
 ]
+
+try:  # POSIX shared memory: not on Windows
+    from ._native import SharedBuffer, SharedLock
+except ImportError:  # pragma: no cover
+    pass
+else:
+    __all__ += ["SharedBuffer", "SharedLock"]
+
+try:  # only in a build with the `gpu` feature (every wheel has it)
+    from ._native import GpuError
+except ImportError:  # pragma: no cover
+    pass
+else:
+    __all__ += ["GpuError"]
