@@ -24,7 +24,7 @@ use super::dtype::{numpy_descr, to_descr};
 use super::error::{IntoPyErr, PyErrResult};
 use super::layout::{PyLayout, PyPlan, dims};
 use super::memory::{Export, Memory, Storage, fill_buffer, span};
-use crate::{Layout, LayoutError, MAX_NDIM};
+use crate::{Layout, LayoutError, MAX_NDIM, ViewArgs};
 
 /// Bytes that typed numpy views share without copying.
 ///
@@ -111,7 +111,8 @@ impl PyBuf {
         usize::try_from(refs).unwrap_or(1).saturating_sub(1)
     }
 
-    // Inlined into `view` so the 528-byte Layout is built where it is used, not copied.
+    /// The core's [`ViewArgs`] rule, the same as JS's: inlined into `view`
+    /// so that the 528-byte Layout is built where it is used, not copied.
     #[inline(always)]
     fn layout_from_args(
         &self,
@@ -122,21 +123,16 @@ impl PyBuf {
         strides: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Layout> {
         let descr = to_descr(dtype)?;
-        let offset = offset_arg(py, offset, self.len())?;
-        // Built in place: a Layout is 528 bytes, and copies show in a 150 ns call.
-        let mut layout = match (shape, strides) {
-            (None, None) => Layout::from_bytes(descr.dtype, self.len() - offset),
-            (None, Some(_)) => return Err(PyValueError::new_err("strides need a shape")),
-            (Some(shape), None) => Layout::contiguous(descr.dtype, &dims(shape)?),
-            (Some(shape), Some(strides)) => {
-                Layout::new(descr.dtype, offset, &dims(shape)?, &dims(strides)?)
-            }
+        let shape = shape.map(dims::<usize>).transpose()?;
+        let strides = strides.map(dims::<isize>).transpose()?;
+        ViewArgs {
+            offset,
+            shape: shape.as_deref(),
+            strides: strides.as_deref(),
+            ..ViewArgs::new(descr)
         }
-        .py_err(py)?;
-        if strides.is_none() {
-            layout = layout.with_offset(offset).py_err(py)?;
-        }
-        Ok(layout.with_byte_order(descr.order))
+        .resolve(Some(self.len()))
+        .py_err(py)
     }
 }
 
@@ -377,13 +373,10 @@ impl PyBuf {
     ) -> PyResult<Bound<'py, PyDict>> {
         let py = slf.py();
         let out = PyDict::new(py);
-        plan.get().with_plan(py, |plan| {
-            for field in plan.fields() {
-                let layout = field.layout().py_err(py)?;
-                out.set_item(field.name(), PyBuf::array(slf, &layout)?)?;
-            }
-            Ok(())
-        })?;
+        for field in plan.get().plan.fields() {
+            let layout = field.layout().py_err(py)?;
+            out.set_item(&field.name, PyBuf::array(slf, &layout)?)?;
+        }
         Ok(out)
     }
 
@@ -577,17 +570,4 @@ fn wrap(obj: &Bound<'_, PyAny>, readonly: bool) -> PyResult<Memory> {
     let address = view.buf_ptr().cast::<u8>().wrapping_offset(start);
     let readonly = readonly || view.readonly();
     Ok(Memory::new(Storage::Wrapped(view), address, len, readonly))
-}
-
-/// A byte offset argument: an integer from 0 to `len`.
-fn offset_arg(py: Python<'_>, offset: isize, len: usize) -> PyResult<usize> {
-    match usize::try_from(offset) {
-        Ok(offset) if offset <= len => Ok(offset),
-        _ => Err(LayoutError::OutOfBounds {
-            start: offset,
-            end: offset,
-            len,
-        }
-        .into_py_err(py)),
-    }
 }

@@ -104,22 +104,15 @@ fn from_numpy_descr(descr: &Bound<'_, PyArrayDescr>) -> Option<Descr> {
     if descr.has_fields() || descr.has_subarray() {
         return None;
     }
-    let dtype = match (descr.kind(), descr.itemsize()) {
-        (b'b', 1) => DType::Bool,
-        (b'i', 1) => DType::I8,
-        (b'i', 2) => DType::I16,
-        (b'i', 4) => DType::I32,
-        (b'i', 8) => DType::I64,
-        (b'u', 1) => DType::U8,
-        (b'u', 2) => DType::U16,
-        (b'u', 4) => DType::U32,
-        (b'u', 8) => DType::U64,
-        (b'f', 2) => DType::F16,
-        (b'f', 4) => DType::F32,
-        (b'f', 8) => DType::F64,
-        (b'V', 2) if descr.typeobj().name().ok()? == "bfloat16" => DType::BF16,
-        _ => return None,
-    };
+    // The core's dtype table: numpy's kind character and itemsize name one
+    // dtype, except that kind 'V' (raw) of size 2 is bfloat16 only for ml_dtypes'.
+    let (kind, itemsize) = (descr.kind(), descr.itemsize());
+    let dtype = DType::ALL
+        .into_iter()
+        .find(|d| d.kind() as u32 == u32::from(kind) && d.size() == itemsize)?;
+    if dtype == DType::BF16 && descr.typeobj().name().ok()? != "bfloat16" {
+        return None;
+    }
     let order = match descr.byteorder() {
         b'<' => ByteOrder::Little,
         b'>' => ByteOrder::Big,

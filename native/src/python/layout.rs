@@ -9,7 +9,7 @@ use super::dtype::to_descr;
 use super::error::PyErrResult;
 use std::ops::Deref;
 
-use crate::{FieldSpec, Layout, MAX_NDIM, Plan, PlanSpec};
+use crate::{FieldSpec, Layout, MAX_NDIM, OwnedPlan, PlanSpec, ViewArgs};
 
 /// An axis argument, negative ones counting from the end as in numpy; one out
 /// of range on either side becomes an axis the core refuses (`BadAxis`).
@@ -123,16 +123,17 @@ impl PyLayout {
         dtype: &Bound<'_, PyAny>,
         shape: &Bound<'_, PyAny>,
         strides: Option<&Bound<'_, PyAny>>,
-        offset: usize,
+        offset: isize,
     ) -> PyResult<PyLayout> {
-        let py = dtype.py();
-        let descr = to_descr(dtype)?;
-        let shape: Dims<usize> = dims(shape)?;
-        let layout = match strides {
-            None => Layout::contiguous(descr.dtype, &shape).and_then(|l| l.with_offset(offset)),
-            Some(strides) => Layout::new(descr.dtype, offset, &shape, &dims(strides)?),
+        let (shape, strides) = (dims::<usize>(shape)?, strides.map(dims).transpose()?);
+        let args = ViewArgs {
+            offset,
+            shape: Some(&shape),
+            strides: strides.as_deref(),
+            ..ViewArgs::new(to_descr(dtype)?)
         };
-        PyLayout::wrap(py, layout.map(|l| l.with_byte_order(descr.order)))
+        // No buffer yet: `buf.view(layout)` checks it against one.
+        PyLayout::wrap(dtype.py(), args.resolve(None))
     }
 
     /// The numpy type string, e.g. `"<i4"`.
@@ -274,23 +275,15 @@ impl PyLayout {
 /// and union alternatives; immutable (`struct` and `union` return new plans).
 #[pyclass(name = "Plan", module = "bytelens._native", frozen)]
 pub struct PyPlan {
-    spec: PlanSpec,
+    pub(crate) plan: OwnedPlan,
 }
 
 impl PyPlan {
-    /// A plan from `spec`, checked by building it.
+    /// A plan from `spec`, checked and placed by the core.
     pub(crate) fn from_spec(py: Python<'_>, spec: PlanSpec) -> PyResult<PyPlan> {
-        spec.build().py_err(py)?;
-        Ok(PyPlan { spec })
-    }
-
-    /// Runs `f` on the core's plan, built from the fields (and so checked by it).
-    pub(crate) fn with_plan<R>(
-        &self,
-        py: Python<'_>,
-        f: impl FnOnce(&Plan<'_>) -> PyResult<R>,
-    ) -> PyResult<R> {
-        f(&self.spec.build().py_err(py)?)
+        Ok(PyPlan {
+            plan: OwnedPlan::from_spec(spec).py_err(py)?,
+        })
     }
 
     /// A new plan with `fields` appended to the last alternative (after
@@ -301,10 +294,7 @@ impl PyPlan {
         fields: Option<&Bound<'_, PyDict>>,
         new_alternative: bool,
     ) -> PyResult<PyPlan> {
-        let mut spec = self.spec.clone();
-        if new_alternative {
-            spec.start_alternative();
-        }
+        let mut specs = Vec::new();
         for (name, field) in fields.into_iter().flatten() {
             let (dtype, shape) = match field.cast::<PyTuple>() {
                 Ok(pair) if pair.len() == 2 => (
@@ -313,13 +303,15 @@ impl PyPlan {
                 ),
                 _ => (field, Vec::new()),
             };
-            spec.push(FieldSpec {
+            specs.push(FieldSpec {
                 name: name.extract()?,
                 descr: to_descr(&dtype)?,
                 shape,
             });
         }
-        PyPlan::from_spec(py, spec)
+        Ok(PyPlan {
+            plan: self.plan.extended(specs, new_alternative).py_err(py)?,
+        })
     }
 }
 
@@ -346,103 +338,74 @@ impl PyPlan {
 
     #[getter]
     fn name(&self) -> &str {
-        &self.spec.name
+        self.plan.name()
     }
 
     /// Bytes a buffer needs: the largest alternative, rounded up to `align`.
     #[getter]
-    fn nbytes(&self, py: Python<'_>) -> PyResult<usize> {
-        self.with_plan(py, |plan| Ok(plan.nbytes()))
+    fn nbytes(&self) -> usize {
+        self.plan.nbytes()
     }
 
     /// The largest alignment of any field.
     #[getter]
-    fn align(&self, py: Python<'_>) -> PyResult<usize> {
-        self.with_plan(py, |plan| Ok(plan.align()))
+    fn align(&self) -> usize {
+        self.plan.align()
     }
 
     /// Number of alternatives.
     #[getter]
-    fn alternatives(&self, py: Python<'_>) -> PyResult<usize> {
-        self.with_plan(py, |plan| Ok(plan.alternatives()))
+    fn alternatives(&self) -> usize {
+        self.plan.alternatives()
     }
 
     /// `{name: byte offset}`.
     #[getter]
     fn offsets<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        self.with_plan(py, |plan| {
-            let out = PyDict::new(py);
-            for field in plan.fields() {
-                out.set_item(field.name(), field.offset())?;
-            }
-            Ok(out)
-        })
+        let out = PyDict::new(py);
+        for field in self.plan.fields() {
+            out.set_item(&field.name, field.offset)?;
+        }
+        Ok(out)
     }
 
     /// `[(name, dtype, shape, offset, alternative), ...]`, shape a tuple.
     #[getter]
     fn fields<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyTuple>>> {
-        self.with_plan(py, |plan| {
-            plan.fields()
-                .iter()
-                .map(|f| {
-                    let shape = PyTuple::new(py, f.shape())?;
-                    (
-                        f.name(),
-                        f.descr().to_string(),
-                        shape,
-                        f.offset(),
-                        f.alternative(),
-                    )
-                        .into_pyobject(py)
-                })
-                .collect()
-        })
+        self.plan
+            .fields()
+            .iter()
+            .map(|f| {
+                let shape = PyTuple::new(py, &f.shape)?;
+                (&f.name, f.descr.to_string(), shape, f.offset, f.alternative).into_pyobject(py)
+            })
+            .collect()
     }
 
     /// Byte ranges `(start, stop)` of `alternative` that no field covers.
     #[pyo3(signature = (alternative = 0))]
     fn padding(&self, py: Python<'_>, alternative: usize) -> PyResult<Vec<(usize, usize)>> {
-        self.with_plan(py, |plan| {
-            if alternative >= plan.alternatives() {
-                return Err(PyValueError::new_err(format!(
-                    "alternative {alternative} does not exist; the plan has {}",
-                    plan.alternatives()
-                )));
-            }
-            Ok(plan
-                .padding(alternative)
-                .map(|r| (r.start, r.end))
-                .collect())
-        })
+        let padding = self.plan.padding(alternative).py_err(py)?;
+        Ok(padding.iter().map(|r| (r.start, r.end)).collect())
     }
 
     /// WGSL struct declarations for the plan, one struct per alternative.
     fn wgsl(&self, py: Python<'_>) -> PyResult<String> {
-        self.with_plan(py, |plan| Ok(plan.wgsl().py_err(py)?.to_string()))
+        self.plan.wgsl().py_err(py)
     }
 
-    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        self.with_plan(py, |plan| {
-            let fields: Vec<String> = plan
-                .fields()
-                .iter()
-                .map(|f| {
-                    format!(
-                        "{}: {}{:?} @{} (alternative {})",
-                        f.name(),
-                        f.descr(),
-                        f.shape(),
-                        f.offset(),
-                        f.alternative()
-                    )
-                })
-                .collect();
-            Ok(format!(
-                "Plan({:?}, [{}])",
-                self.spec.name,
-                fields.join(", ")
-            ))
-        })
+    fn __repr__(&self) -> String {
+        let fields: Vec<String> = self
+            .plan
+            .fields()
+            .iter()
+            .map(|f| {
+                format!(
+                    "{}: {}{:?} @{} (alternative {})",
+                    f.name, f.descr, f.shape, f.offset, f.alternative
+                )
+            })
+            .collect();
+        format!("Plan({:?}, [{}])", self.plan.name(), fields.join(", "))
     }
 }

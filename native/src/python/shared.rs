@@ -63,10 +63,11 @@ impl PySharedBuffer {
             // SAFETY: shrinking the segment under its mappings is the one thing no
             // process may do; the class docstring says so (as Buffer.map's does).
             None => unsafe { SharedBuffer::create(name, nbytes, None) },
-            Some(plan) => plan.get().with_plan(py, |plan| {
+            Some(plan) => {
+                let plan = plan.get().plan.spec().build().py_err(py)?;
                 // SAFETY: as above.
-                Ok(unsafe { SharedBuffer::create(name, nbytes, Some(plan)) })
-            })?,
+                unsafe { SharedBuffer::create(name, nbytes, Some(&plan)) }
+            }
         };
         PySharedBuffer::new(py, shared.py_err(py)?)
     }
