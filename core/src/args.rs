@@ -1,31 +1,31 @@
 //! [`ViewArgs`]: the one rule by which every binding turns the arguments of
 //! a view (`dtype, offset, shape?, strides?`) into a checked [`Layout`].
 //!
-//! Python's `Buffer.view` and `bl.Layout`, JavaScript's `Buffer.read`,
-//! `write`, `offsets` and `new Layout`, and the GPU upload all resolve their
-//! arguments here, so a view means the same in every language. The rule:
-//!
-//! - `offset` (bytes, default 0) must lie in `0..=len`; a negative offset,
-//!   or one past the end, is `OffsetOutside` (an out-of-bounds error).
-//! - A `shape` with `strides` is taken as given (strides in bytes, negative
-//!   and zero allowed, one per axis).
-//! - A `shape` without `strides` is C-contiguous from `offset`.
-//! - No `shape`: one axis, of `count` elements when the caller knows how
-//!   many (JS `write` with its values), else of every element from `offset`
-//!   to the end of the buffer, whose byte length must divide by the
-//!   itemsize (numpy's `frombuffer` rule). Without a buffer length (a
-//!   `Layout` on its own) a shape is required: `MissingShape`.
-//! - `strides` without a `shape` are refused (`MissingShape`): which axis
-//!   lengths they go with would be a guess.
-//! - Then the layout is [`check`](Layout::check)ed against the buffer's
-//!   length (bounds, alignment) when there is one.
+//! The rule is on [`ViewArgs`].
 #![forbid(unsafe_code)]
 
 use crate::{Descr, Error, Layout};
 
 /// The arguments of a view, as a binding receives them, before any rule is
-/// applied. [`resolve`](ViewArgs::resolve) applies the rule (see the
-/// [module docs](self)).
+/// applied. Python's `Buffer.view` and `bl.Layout`, and JavaScript's
+/// `Buffer.read`, `write`, `offsets` and `new Layout` all resolve their
+/// arguments with [`resolve`](ViewArgs::resolve), so a view means the same
+/// in every language. The rule:
+///
+/// - `offset` (bytes, default 0) must lie in `0..=len`; a negative offset,
+///   or one past the end, is `OffsetOutside` (an out-of-bounds error).
+/// - A `shape` with `strides` is taken as given (strides in bytes, negative
+///   and zero allowed, one per axis).
+/// - A `shape` without `strides` is C-contiguous from `offset`.
+/// - No `shape`: one axis, of `count` elements when the caller knows how
+///   many (JS `write` with its values), else of every element from `offset`
+///   to the end of the buffer, whose byte length must divide by the
+///   itemsize (numpy's `frombuffer` rule). Without a buffer length (a
+///   `Layout` on its own) a shape is required: `MissingShape`.
+/// - `strides` without a `shape` are refused (`MissingShape`): which axis
+///   lengths they go with would be a guess.
+/// - Then the layout is [`check`](Layout::check)ed against the buffer's
+///   length (bounds, alignment) when there is one.
 ///
 /// # Examples
 /// ```
