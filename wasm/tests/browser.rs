@@ -3,25 +3,21 @@
 
 mod common;
 
+use wasm_bindgen::JsCast;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
-#[wasm_bindgen_test]
-fn every_vector_agrees_with_data_view() {
-    assert_eq!(common::vectors(), 64);
-}
+common::shared_tests!(layouts: 1000, args: 1000);
 
 #[wasm_bindgen_test]
-fn random_layouts_agree_with_data_view() {
-    let (ok, out_of_bounds, misaligned) = common::random_layouts(1000);
-    assert!(
-        ok > 150 && out_of_bounds > 100 && misaligned > 30,
-        "{ok} {out_of_bounds} {misaligned}"
+fn errors_are_range_errors_with_the_core_s_kind_and_message() {
+    let buf = bytelens_wasm::Buffer::new(3.0).unwrap();
+    let err = common::thrown(buf.read(&common::js("<i2"), None));
+    assert!(err.is_instance_of::<js_sys::RangeError>());
+    common::assert_thrown(
+        &err,
+        "ItemsizeMismatch",
+        "3 bytes is not a multiple of 2, the size of int16",
     );
-}
-
-#[wasm_bindgen_test]
-fn typed_views_detach_on_memory_growth_and_fresh_ones_do_not() {
-    common::memory_growth();
 }

@@ -2,7 +2,51 @@
 //! `DataView`: an independent reading of the same bytes at offsets computed
 //! here by brute force from the shape, strides and offset.
 
-use bytelens_wasm::{Buffer, ByteSource, JsLayout as Layout, LayoutOptions, LayoutSpec, Values};
+pub mod args;
+
+/// Declares the tests both runners run (Node and the browser): every
+/// vector, `$layouts` random layouts and `$args` random view arguments,
+/// and memory growth. Each random test asserts that each outcome came up
+/// often enough that the comparison could have failed in each way.
+macro_rules! shared_tests {
+    (layouts: $layouts:expr, args: $args:expr) => {
+        #[wasm_bindgen_test::wasm_bindgen_test]
+        fn every_vector_agrees_with_data_view() {
+            assert_eq!($crate::common::vectors(), 64);
+        }
+
+        #[wasm_bindgen_test::wasm_bindgen_test]
+        fn every_argument_vector_resolves_as_the_core_says() {
+            assert_eq!($crate::common::args::vectors(), 33);
+        }
+
+        #[wasm_bindgen_test::wasm_bindgen_test]
+        fn random_arguments_resolve_as_the_reference_model_says() {
+            let seen = $crate::common::args::random($args);
+            $crate::common::args::assert_every_outcome(&seen, $args / 64);
+        }
+
+        #[wasm_bindgen_test::wasm_bindgen_test]
+        fn random_layouts_agree_with_data_view() {
+            let cases = $layouts;
+            let (ok, out_of_bounds, misaligned) = $crate::common::random_layouts(cases);
+            assert!(
+                ok > cases / 6 && out_of_bounds > cases / 10 && misaligned > cases / 30,
+                "{ok} {out_of_bounds} {misaligned}"
+            );
+        }
+
+        #[wasm_bindgen_test::wasm_bindgen_test]
+        fn typed_views_detach_on_memory_growth_and_fresh_ones_do_not() {
+            $crate::common::memory_growth();
+        }
+    };
+}
+pub(crate) use shared_tests;
+
+use bytelens_wasm::{
+    BindingError, Buffer, ByteSource, JsLayout as Layout, LayoutOptions, LayoutSpec, Values,
+};
 use js_sys::{Array, DataView, JsString, Object, Reflect, Uint8Array};
 use serde_json::Value;
 use wasm_bindgen::{JsCast, JsValue};
@@ -75,13 +119,37 @@ fn hex(text: &str) -> Vec<u8> {
         .collect()
 }
 
-fn ints(value: &Value) -> Vec<i64> {
+pub fn ints(value: &Value) -> Vec<i64> {
     value
         .as_array()
         .unwrap()
         .iter()
         .map(|v| v.as_i64().unwrap())
         .collect()
+}
+
+/// What a call threw, as JS sees it; panics if it returned.
+pub fn thrown<T>(result: Result<T, BindingError>) -> JsValue {
+    match result {
+        Ok(_) => panic!("expected an error"),
+        Err(err) => err.into(),
+    }
+}
+
+/// The `message` property of a thrown error.
+pub fn message(err: &JsValue) -> String {
+    Reflect::get(err, &"message".into())
+        .unwrap()
+        .as_string()
+        .unwrap()
+}
+
+/// Asserts that `err` is a `RangeError` of `kind` saying `message`.
+pub fn assert_thrown(err: &JsValue, kind: &str, message: &str) {
+    assert_eq!(
+        (self::kind(err), self::message(err)),
+        (kind.to_owned(), message.to_owned())
+    );
 }
 
 /// The `kind` property of a thrown error (bytelens's RangeErrors carry one).
@@ -167,7 +235,7 @@ fn data_view_read(view: &DataView, at: usize, dtype: &Dtype) -> JsValue {
 }
 
 /// Byte offsets of every element in C order, by brute force.
-fn element_offsets(offset: i64, shape: &[i64], strides: &[i64]) -> Vec<usize> {
+pub fn element_offsets(offset: i64, shape: &[i64], strides: &[i64]) -> Vec<i64> {
     let mut out = vec![];
     let count: i64 = shape.iter().product();
     for flat in 0..count {
@@ -176,7 +244,7 @@ fn element_offsets(offset: i64, shape: &[i64], strides: &[i64]) -> Vec<usize> {
             at += (rest % shape[axis]) * strides[axis];
             rest /= shape[axis];
         }
-        out.push(at as usize);
+        out.push(at);
     }
     out
 }
@@ -212,7 +280,7 @@ fn expected_js(value: &Value, dtype: &Dtype) -> JsValue {
 
 /// Reads (and writes) one vector case through the JS API; returns the final
 /// layout and the values read.
-fn run(case: &Value, buf: &mut Buffer) -> Result<(Layout, Values), JsValue> {
+fn run(case: &Value, buf: &mut Buffer) -> Result<(Layout, Values), BindingError> {
     let spec = &case["layout"];
     let dtype_text = spec["dtype"].as_str().unwrap();
     let offset = spec.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;
@@ -281,13 +349,15 @@ pub fn vectors() -> usize {
             let result = run(case, &mut buf);
             count += 1;
             if let Some(kind_expected) = expect.get("error").and_then(Value::as_str) {
-                let err = result
+                let err: JsValue = result
                     .err()
-                    .unwrap_or_else(|| panic!("{name}: expected {kind_expected}"));
+                    .unwrap_or_else(|| panic!("{name}: expected {kind_expected}"))
+                    .into();
                 assert_eq!(kind(&err), kind_expected, "{name}");
                 continue;
             }
-            let (layout, values) = result.unwrap_or_else(|e| panic!("{name}: {e:?}"));
+            let (layout, values) =
+                result.unwrap_or_else(|e| panic!("{name}: {:?}", JsValue::from(e)));
             let (shape, strides) = (ints(&expect["shape"]), ints(&expect["strides"]));
             let offset = expect["offset"].as_i64().unwrap();
             let got_shape: Vec<i64> = Array::from(&layout.shape())
@@ -319,7 +389,7 @@ pub fn vectors() -> usize {
                     "{name}[{i}]: {got:?} vs {}",
                     expected[i]
                 );
-                let oracle = data_view_read(&view, at, &d);
+                let oracle = data_view_read(&view, at as usize, &d);
                 assert!(
                     same(&got, &oracle),
                     "{name}[{i}]: read {got:?}, DataView {oracle:?}"
@@ -334,17 +404,17 @@ pub fn vectors() -> usize {
 }
 
 /// A small xorshift generator: the same cases on every run.
-struct Rng(u64);
+pub struct Rng(pub u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub fn next(&mut self) -> u64 {
         self.0 ^= self.0 << 13;
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         self.0
     }
 
-    fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 }
@@ -410,7 +480,7 @@ pub fn random_layouts(cases: usize) -> (usize, usize, usize) {
         let (low, high) = offsets
             .iter()
             .fold((offset as i64, offset as i64), |(lo, hi), &at| {
-                (lo.min(at as i64), hi.max(at as i64 + size))
+                (lo.min(at), hi.max(at + size))
             });
         // numpy's rules: an empty view touches nothing but must start within the buffer.
         let in_bounds = if count == 0 {
@@ -434,7 +504,8 @@ pub fn random_layouts(cases: usize) -> (usize, usize, usize) {
                 let view = DataView::new(&Uint8Array::from(bytes.as_slice()).buffer(), 0, len);
                 let values = Array::from(&values);
                 for (i, at) in offsets.into_iter().enumerate() {
-                    let (got, oracle) = (values.get(i as u32), data_view_read(&view, at, &d));
+                    let (got, oracle) =
+                        (values.get(i as u32), data_view_read(&view, at as usize, &d));
                     assert!(
                         same(&got, &oracle),
                         "{label}[{i}]: {got:?} vs DataView {oracle:?}"
@@ -443,10 +514,11 @@ pub fn random_layouts(cases: usize) -> (usize, usize, usize) {
                 ok += 1;
             }
             Err(err) if !in_bounds => {
-                assert_eq!(kind(&err), "OutOfBounds", "{label}");
+                assert_eq!(kind(&err.into()), "OutOfBounds", "{label}");
                 out_of_bounds += 1;
             }
             Err(err) => {
+                let err = JsValue::from(err);
                 assert!(!aligned, "{label}: unexpected {err:?}");
                 assert_eq!(kind(&err), "Misaligned", "{label}");
                 misaligned += 1;

@@ -1,0 +1,320 @@
+//! `Buffer`: bytes in WebAssembly memory, read and written through layouts
+//! the core resolves and checks ([`ViewArgs::resolve`]).
+
+use core::cell::Cell;
+use std::sync::Mutex;
+
+use bytelens_core::{ByteOrder, DType, Descr, Error, Layout, Scalar, ViewArgs};
+use js_sys::{Array, JsString, Uint8Array};
+use wasm_bindgen::prelude::*;
+
+use crate::BindingError;
+use crate::convert::{ViewOptions, dtype_arg, items, numbers, offset, whole};
+use crate::types::{ByteSource, LayoutOptions, Numbers, TypedArray, Values};
+use crate::value::{from_js, to_js};
+
+/// Freed buffers whose memory a typed view handed out earlier may still
+/// reach, with the wasm memory size (in pages) when the last view was made.
+/// Growing the memory detaches every view made before, so each is freed
+/// once the memory has grown past its size; until then its bytes are not
+/// reused, and a stale view can only touch memory no one else owns.
+static QUARANTINE: Mutex<Vec<(Vec<u64>, usize)>> = Mutex::new(Vec::new());
+
+/// The wasm memory's size in 64 KiB pages (0 off wasm, where no views exist).
+fn memory_pages() -> usize {
+    #[cfg(target_arch = "wasm32")]
+    {
+        core::arch::wasm32::memory_size::<0>()
+    }
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        0
+    }
+}
+
+/// Frees the quarantined buffers that no view can reach any more.
+fn sweep_quarantine() {
+    let pages = memory_pages();
+    let mut quarantine = QUARANTINE.lock().unwrap_or_else(|e| e.into_inner());
+    quarantine.retain(|&(_, made_at)| made_at >= pages);
+}
+
+/// Largest buffer: every offset in it must fit wasm32's `isize`, as the
+/// core's layouts hold offsets.
+const MAX_NBYTES: usize = i32::MAX as usize;
+
+/// What `typed` takes.
+const TYPED: &str = "little-endian, and not float16 or bfloat16, which JS has no typed arrays \
+                     for (read() and write() take every dtype)";
+
+/// What `setBytes` takes for each byte.
+const BYTE: &str = "a whole number from 0 to 255";
+
+/// What a buffer's size must be (for a size wasm memory cannot find room
+/// for, too: a `RangeError`, as `new ArrayBuffer` throws).
+const NBYTES: &str = "a whole number from 0 to 2147483647 that memory has room for";
+
+/// Bytes in WebAssembly memory, zeroed and 8-byte aligned.
+#[wasm_bindgen]
+pub struct Buffer {
+    /// 8-byte words, so every dtype's typed array may start at offset 0.
+    words: Vec<u64>,
+    len: usize,
+    /// The memory size when `typed()` last made a view (0: never).
+    typed_at: Cell<usize>,
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        let typed_at = self.typed_at.get();
+        if typed_at > 0 {
+            let words = core::mem::take(&mut self.words);
+            QUARANTINE
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push((words, typed_at));
+        }
+        sweep_quarantine();
+    }
+}
+
+impl Buffer {
+    fn as_bytes(&self) -> &[u8] {
+        // u64 to u8 always casts; `try_` keeps the panic path (and its Debug
+        // formatting) out of the .wasm.
+        &bytemuck::try_cast_slice(&self.words).unwrap_or_default()[..self.len]
+    }
+
+    fn as_bytes_mut(&mut self) -> &mut [u8] {
+        let len = self.len;
+        let bytes: &mut [u8] = bytemuck::try_cast_slice_mut(&mut self.words).unwrap_or_default();
+        &mut bytes[..len]
+    }
+
+    /// The checked layout `dtype` and `options` describe over this buffer,
+    /// by the core's rule; `count` is the length of a shapeless view when
+    /// the caller knows it (`write`'s values).
+    fn resolve(
+        &self,
+        dtype: &JsString,
+        options: Option<LayoutOptions>,
+        count: Option<usize>,
+    ) -> Result<Layout, BindingError> {
+        let descr = dtype_arg(dtype)?;
+        let options = ViewOptions::read(&options.map(Into::into).unwrap_or(JsValue::UNDEFINED))?;
+        let args = ViewArgs {
+            count,
+            ..options.args(descr)
+        };
+        Ok(args.resolve(Some(self.len))?)
+    }
+
+    /// The `count` contiguous elements of `descr` from `offset`, checked.
+    #[inline(never)] // one copy for `typed` and `setBytes`: the .wasm has a budget
+    fn run(&self, descr: Descr, offset: f64, count: Option<usize>) -> Result<Layout, BindingError> {
+        let args = ViewArgs {
+            offset: self::offset(offset)?,
+            count,
+            ..ViewArgs::new(descr)
+        };
+        Ok(args.resolve(Some(self.len))?)
+    }
+}
+
+/// The start and end of a checked contiguous layout's bytes.
+fn byte_range(layout: &Layout) -> core::ops::Range<usize> {
+    // Checked against the buffer: the offset is in 0..=len.
+    let start = layout.offset() as usize;
+    start..start + layout.nbytes()
+}
+
+#[wasm_bindgen]
+impl Buffer {
+    /// `nbytes` zeroed bytes.
+    #[wasm_bindgen(constructor)]
+    pub fn new(nbytes: f64) -> Result<Buffer, BindingError> {
+        let too_big = || BindingError::bad_value("nbytes", NBYTES, nbytes);
+        let nbytes = whole(nbytes, "nbytes")?;
+        if nbytes > MAX_NBYTES {
+            return Err(too_big());
+        }
+        let mut words = Vec::new();
+        words
+            .try_reserve_exact(nbytes.div_ceil(8))
+            .map_err(|_| too_big())?;
+        words.resize(nbytes.div_ceil(8), 0);
+        // The allocation may have grown wasm memory, detaching old views.
+        sweep_quarantine();
+        Ok(Buffer {
+            words,
+            len: nbytes,
+            typed_at: Cell::new(0),
+        })
+    }
+
+    /// The buffer's length in bytes.
+    #[wasm_bindgen(getter)]
+    pub fn nbytes(&self) -> usize {
+        self.len
+    }
+
+    /// Copies `bytes` (a `Uint8Array`, or an array of integers 0 to 255) in at `offset`.
+    #[wasm_bindgen(js_name = setBytes)]
+    pub fn set_bytes(&mut self, offset: f64, bytes: ByteSource) -> Result<(), BindingError> {
+        let bytes: JsValue = bytes.into();
+        let bytes: Vec<u8> = match bytes.dyn_ref::<Uint8Array>() {
+            Some(array) => array.to_vec(),
+            None => items(&bytes, "bytes")?
+                .iter()
+                .map(|b| match b.as_f64() {
+                    Some(x) if (0.0..=255.0).contains(&x) && x.fract() == 0.0 => Ok(x as u8),
+                    Some(x) => Err(BindingError::bad_value("a byte", BYTE, x)),
+                    None => Err(BindingError::wrong_type("a byte", BYTE, b)),
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let layout = self.run(Descr::native(DType::U8), offset, Some(bytes.len()))?;
+        self.as_bytes_mut()[byte_range(&layout)].copy_from_slice(&bytes);
+        Ok(())
+    }
+
+    /// A copy of every byte, as a `Uint8Array`.
+    pub fn bytes(&self) -> Vec<u8> {
+        self.as_bytes().to_vec()
+    }
+
+    /// A typed array over the buffer's memory (no copy), from `offset`
+    /// (default 0) for `length` elements (default: all from there to the
+    /// end). Made anew on every call, and good until the next allocation:
+    /// growing wasm memory detaches it. After `free()` the buffer's bytes
+    /// are not reused until that growth, so a forgotten view never reaches
+    /// another buffer. Little-endian dtypes with a JS typed array only;
+    /// `read` handles the rest.
+    pub fn typed(
+        &self,
+        dtype: &JsString,
+        offset: Option<f64>,
+        length: Option<f64>,
+    ) -> Result<TypedArray, BindingError> {
+        let descr = dtype_arg(dtype)?;
+        let big = descr.dtype.size() > 1 && descr.order != ByteOrder::Little;
+        if big || matches!(descr.dtype, DType::F16 | DType::BF16) {
+            return Err(BindingError::Argument {
+                what: "a typed array's dtype",
+                expected: TYPED,
+                got: dtype.into(),
+                type_error: false,
+            });
+        }
+        let count = length.map(|n| whole(n, "length")).transpose()?;
+        let layout = self.run(descr, offset.unwrap_or(0.0), count)?;
+        let view = typed_view(self.as_bytes(), &layout)?;
+        self.typed_at.set(memory_pages());
+        Ok(view)
+    }
+
+    /// The elements of a view, in C order: numbers, bigints for 64-bit
+    /// integers, booleans for bool.
+    pub fn read(
+        &self,
+        dtype: &JsString,
+        layout: Option<LayoutOptions>,
+    ) -> Result<Values, BindingError> {
+        let layout = self.resolve(dtype, layout, None)?;
+        let (descr, size) = (layout.descr(), layout.dtype().size());
+        let bytes = self.as_bytes();
+        let out = Array::new();
+        for offset in layout.offsets(self.len)? {
+            out.push(&to_js(Scalar::read(descr, &bytes[offset..offset + size])?));
+        }
+        Ok(out.unchecked_into())
+    }
+
+    /// Writes `values` (in C order) through a view. Without a shape (and
+    /// without strides) the view is one axis of `values.length` elements
+    /// from the offset. Nothing is written unless every value fits its dtype.
+    pub fn write(
+        &mut self,
+        dtype: &JsString,
+        layout: Option<LayoutOptions>,
+        values: Values,
+    ) -> Result<(), BindingError> {
+        let values = items(&values, "values")?;
+        let layout = self.resolve(dtype, layout, Some(values.len()))?;
+        if layout.is_read_only() {
+            return Err(Error::ReadOnly.into());
+        }
+        if layout.size() != values.len() {
+            return Err(Error::CountMismatch {
+                expected: layout.size(),
+                got: values.len(),
+            }
+            .into());
+        }
+        let (descr, size) = (layout.descr(), layout.dtype().size());
+        let scalars = values
+            .iter()
+            .map(|v| from_js(v, descr.dtype))
+            .collect::<Result<Vec<Scalar>, BindingError>>()?;
+        let offsets = layout.offsets(self.len)?;
+        let bytes = self.as_bytes_mut();
+        for (offset, scalar) in offsets.zip(scalars) {
+            scalar.write(descr.order, &mut bytes[offset..offset + size])?;
+        }
+        Ok(())
+    }
+
+    /// The byte offset of each element of a view, in C order (the order of `read`).
+    pub fn offsets(
+        &self,
+        dtype: &JsString,
+        layout: Option<LayoutOptions>,
+    ) -> Result<Numbers, BindingError> {
+        let layout = self.resolve(dtype, layout, None)?;
+        let offsets = layout.offsets(self.len)?;
+        Ok(numbers(offsets.map(|offset| offset as f64)).unchecked_into())
+    }
+}
+
+/// A JS typed array over the bytes of `layout`, checked (so aligned and
+/// contiguous) over `buffer`; a little-endian dtype with a JS typed array.
+fn typed_view(buffer: &[u8], layout: &Layout) -> Result<TypedArray, BindingError> {
+    let (dtype, range) = (layout.dtype(), byte_range(layout));
+    let misaligned = Error::Misaligned {
+        offset: range.start,
+        align: dtype.align(),
+        dtype,
+    };
+    let bytes = &buffer[range];
+    macro_rules! view {
+        ($t:ty, $array:ident) => {{
+            let elements: &[$t] = bytemuck::try_cast_slice(bytes).map_err(|_| misaligned)?;
+            // SAFETY: the typed array views `elements` in wasm memory. It is
+            // handed straight to JS; wasm memory is never unmapped, and when it
+            // grows JS detaches the array rather than leaving it dangling. Until
+            // then it aliases the buffer as JS typed arrays alias an ArrayBuffer.
+            let array = unsafe { js_sys::$array::view(elements) };
+            array.unchecked_into::<TypedArray>()
+        }};
+    }
+    Ok(match dtype {
+        DType::Bool | DType::U8 => view!(u8, Uint8Array),
+        DType::I8 => view!(i8, Int8Array),
+        DType::U16 => view!(u16, Uint16Array),
+        DType::I16 => view!(i16, Int16Array),
+        DType::U32 => view!(u32, Uint32Array),
+        DType::I32 => view!(i32, Int32Array),
+        DType::U64 => view!(u64, BigUint64Array),
+        DType::I64 => view!(i64, BigInt64Array),
+        DType::F32 => view!(f32, Float32Array),
+        DType::F64 => view!(f64, Float64Array),
+        DType::F16 | DType::BF16 => {
+            return Err(BindingError::Argument {
+                what: "a typed array's dtype",
+                expected: TYPED,
+                got: dtype.name().into(),
+                type_error: false,
+            });
+        }
+    })
+}
