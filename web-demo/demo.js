@@ -4,7 +4,7 @@
 // through the wasm package; this file only draws and parses what is typed.
 
 import {
-  READINGS, typeString, dtypeName, formatValue, hexOf, asciiOf, parseInteger,
+  readingsOf, formatValue, hexOf, asciiOf, parseInteger,
   parseFloatText, parseByte, parseHexBytes, formatHexBytes, parseIntList, nestedRepr,
 } from "./numbers.js";
 
@@ -38,12 +38,12 @@ const $ = (id) => document.getElementById(id);
 /** Everything the page holds: the wasm module, the buffer, the drawn grid. */
 const state = {
   wasm: null,
+  readings: [], // the grid's rows: the wasm package's dtype table (readingsOf)
   buf: null,
   order: "little",
   rows: [], // per reading: { reading, count, cells: [{cell, input, sub}], values }
   byteCells: [], // per byte: { cell, input, sub }
   viewRows: [], // per grid line: the element holding the layout overlay
-  itemsizes: new Map(),
   plan: null,
   errorInput: null,
 };
@@ -76,7 +76,7 @@ function messageOf(err) {
 // ---------------------------------------------------------------- the grid
 
 function dtypeOf(reading) {
-  return typeString(reading, state.order);
+  return reading.typeStrings[state.order];
 }
 
 function hexAddress(n) {
@@ -88,13 +88,13 @@ function buildGrid() {
   const grid = $("grid");
   const n = state.buf.nbytes;
   grid.replaceChildren();
-  state.rows = READINGS.map((reading) => ({
+  state.rows = state.readings.map((reading) => ({
     reading, count: Math.floor(n / reading.size), cells: [], values: [],
   }));
   state.byteCells = [];
   state.viewRows = [];
   const lines = Math.max(1, Math.ceil(n / LINE));
-  const bytesRow = READINGS.length + 2;
+  const bytesRow = state.readings.length + 2;
   const viewRow = bytesRow + 1;
   for (let line = 0; line < lines; line++) {
     const base = line * LINE;
@@ -113,11 +113,11 @@ function buildGrid() {
         text: `+${c.toString(16).padStart(2, "0")}`,
       }));
     }
-    READINGS.forEach((reading, r) => {
+    state.readings.forEach((reading, r) => {
       const row = state.rows[r];
       const gridRow = r + 2;
       block.append(el("div", {
-        class: `label kind-${reading.kind}`, style: `grid-row:${gridRow};grid-column:1`,
+        class: `label kind-${reading.family}`, style: `grid-row:${gridRow};grid-column:1`,
         "data-reading": reading.name,
       }, el("span", { class: "name", text: reading.name }), " ", el("code", { class: "tstr", text: dtypeOf(reading) })));
       const first = Math.ceil(base / reading.size);
@@ -132,7 +132,7 @@ function buildGrid() {
         });
         const sub = el("span", { class: "sub", "data-testid": `hex-${reading.name}-${i}` });
         const cell = el("div", {
-          class: `cell r-${reading.name} kind-${reading.kind}`,
+          class: `cell r-${reading.name} kind-${reading.family}`,
           style: `grid-row:${gridRow};grid-column:${col} / span ${reading.size}`,
           "data-testid": `cell-${reading.name}-${i}`,
           "data-start": start, "data-end": start + reading.size,
@@ -206,7 +206,7 @@ function refresh() {
     input.removeAttribute("aria-invalid");
   }
   for (const label of document.querySelectorAll(".grid .label[data-reading] .tstr")) {
-    const reading = READINGS.find((r) => r.name === label.parentElement.dataset.reading);
+    const reading = state.readings.find((r) => r.name === label.parentElement.dataset.reading);
     label.textContent = dtypeOf(reading);
   }
   hideEditError();
@@ -274,7 +274,7 @@ function commit(input) {
       const i = Number(input.dataset.index);
       const { reading } = row;
       let value;
-      if (reading.kind === "int") {
+      if (reading.family === "int") {
         const big = parseInteger(input.value);
         value = reading.size === 8 ? big : Number(big);
       } else {
@@ -398,19 +398,6 @@ function wireToolbar() {
 
 // -------------------------------------------------------------- the layout
 
-/** The size in bytes of a dtype, asked of the core (a two-element view's offsets). */
-function itemsizeOf(dtype) {
-  if (!state.itemsizes.has(dtype)) {
-    const probe = new state.wasm.Buffer(16);
-    try {
-      state.itemsizes.set(dtype, Number(probe.offsets(dtype, { offset: 0, shape: [2] })[1]));
-    } finally {
-      probe.free();
-    }
-  }
-  return state.itemsizes.get(dtype);
-}
-
 function clearOverlay() {
   for (const line of state.viewRows) {
     for (const item of line.items) item.remove();
@@ -425,14 +412,13 @@ function readLayoutForm() {
   if (dtype === "") throw new Error("type a dtype, e.g. <i2, >f4, uint8");
   const offsetText = $("lay-offset").value.trim();
   const layout = {};
+  // Whether the offset, shape and strides make a view is the core's to say.
   if (offsetText !== "") {
-    const offset = Number(offsetText);
-    if (!Number.isSafeInteger(offset) || offset < 0) throw new Error("offset: a whole number of bytes, 0 or more");
-    layout.offset = offset;
+    layout.offset = Number(offsetText);
   } else if ($("lay-offset").validity.badInput) {
-    throw new Error("offset: a whole number of bytes, 0 or more");
+    throw new Error("offset: type a number of bytes");
   }
-  const shape = parseIntList($("lay-shape").value, "shape", { nonNegative: true });
+  const shape = parseIntList($("lay-shape").value, "shape");
   const strides = parseIntList($("lay-strides").value, "strides");
   if (shape !== undefined) layout.shape = shape;
   if (strides !== undefined) layout.strides = strides;
@@ -449,7 +435,7 @@ function updateLayout() {
   const summary = $("layout-summary");
   const walk = $("layout-walk");
   const valuesBox = $("layout-values");
-  let dtype, layout, values, offsets, size;
+  let dtype, layout, values, offsets, name, size;
   try {
     ({ dtype, layout } = readLayoutForm());
     const count = (layout.shape ?? []).reduce((n, k) => n * k, 1);
@@ -459,7 +445,7 @@ function updateLayout() {
     }
     values = state.buf.read(dtype, layout);
     offsets = Array.from(state.buf.offsets(dtype, layout), Number);
-    size = itemsizeOf(dtype);
+    ({ name, size } = state.wasm.describeDType(dtype));
   } catch (err) {
     errorBox.textContent = messageOf(err);
     errorBox.hidden = false;
@@ -472,7 +458,6 @@ function updateLayout() {
   errorBox.textContent = "";
   errorBox.hidden = true;
   $("layout").classList.remove("has-error");
-  const name = dtypeName(dtype) ?? dtype;
   const shape = layout.shape ?? [values.length];
   const texts = Array.from(values, (v) => formatValue(v, name));
 
@@ -523,6 +508,12 @@ function updateLayout() {
   valuesBox.textContent = total || shape.length === 0 ? nestedRepr(texts, shape) : "[]";
 }
 
+/** The layout panel's dtype suggestions: every type string of the table. */
+function fillDtypeList(table) {
+  const strings = new Set(table.flatMap((d) => [d.typeStrings.little, d.typeStrings.big]));
+  $("dtype-list").replaceChildren(...Array.from(strings, (value) => el("option", { value })));
+}
+
 function wireLayout() {
   const preset = $("lay-preset");
   LAYOUT_EXAMPLES.forEach((ex, i) => preset.append(el("option", { value: String(i), text: ex.label })));
@@ -561,56 +552,13 @@ function showInLayout(field) {
 
 const FIELD_HUES = [210, 28, 140, 330, 265, 95, 0, 185, 50, 300];
 
-/** Parses the plan text into alternatives of { name, dtype, shape, line }. */
-function parsePlanText(text) {
-  const alternatives = [[]];
-  text.split("\n").forEach((raw, i) => {
-    const line = raw.replace(/#.*/, "").trim();
-    if (line === "") return;
-    if (/^union$/i.test(line)) {
-      alternatives.push([]);
-      return;
-    }
-    const tokens = line.split(/[\s,]+/).filter((t) => t !== "");
-    const [name, dtype, ...dims] = tokens;
-    if (dtype === undefined) throw new Error(`line ${i + 1}: write "name dtype shape…", e.g. "A <f4 4"`);
-    const shape = parseIntList(dims.join(" ").replace(/[[\]()]/g, " "), `line ${i + 1}, shape`, { nonNegative: true }) ?? [];
-    alternatives[alternatives.length - 1].push({ name: name.replace(/:$/, ""), dtype, shape, line: i + 1 });
-  });
-  return alternatives;
-}
-
-function buildPlan(name, alternatives) {
-  const { Plan } = state.wasm;
-  let plan = new Plan(name);
-  const swap = (next) => {
-    if (next !== plan) plan.free?.();
-    plan = next;
-  };
-  try {
-    alternatives.forEach((fields, a) => {
-      if (a > 0 && fields.length === 0) swap(plan.union({}));
-      fields.forEach((f, j) => {
-        const spec = { [f.name]: [f.dtype, f.shape] };
-        try {
-          swap(a > 0 && j === 0 ? plan.union(spec) : plan.struct(spec));
-        } catch (err) {
-          throw new Error(`line ${f.line}: ${messageOf(err)}`);
-        }
-      });
-    });
-  } catch (err) {
-    plan.free?.();
-    throw err;
-  }
-  return plan;
-}
-
 function updatePlan() {
   const errorBox = $("plan-error");
   let plan;
   try {
-    plan = buildPlan($("plan-name").value.trim(), parsePlanText($("plan-text").value));
+    // The core's text form, read by the core: the plan's name on the first
+    // line, then `name dtype length…` per field and `union` between alternatives.
+    plan = state.wasm.Plan.fromText($("plan-text").value);
   } catch (err) {
     errorBox.textContent = messageOf(err);
     errorBox.hidden = false;
@@ -787,6 +735,9 @@ async function main() {
     return;
   }
   try {
+    const table = state.wasm.dtypes();
+    state.readings = readingsOf(table);
+    fillDtypeList(table);
     wireGrid();
     wireToolbar();
     wireLayout();

@@ -1,56 +1,24 @@
 // Parsing and formatting for the demo: what a person types into a cell and
 // how a value read through bytelens is shown. Pure functions, no DOM and no
-// wasm, so `node --test tests/` can check them without a browser.
-
-/** The typed readings drawn over the byte grid, top to bottom. */
-export const READINGS = [
-  { name: "int8", code: "i1", size: 1, kind: "int" },
-  { name: "uint8", code: "u1", size: 1, kind: "int" },
-  { name: "int16", code: "i2", size: 2, kind: "int" },
-  { name: "uint16", code: "u2", size: 2, kind: "int" },
-  { name: "int32", code: "i4", size: 4, kind: "int" },
-  { name: "uint32", code: "u4", size: 4, kind: "int" },
-  { name: "int64", code: "i8", size: 8, kind: "int" },
-  { name: "uint64", code: "u8", size: 8, kind: "int" },
-  { name: "float16", code: "f2", size: 2, kind: "float" },
-  { name: "bfloat16", code: "bfloat16", size: 2, kind: "float" },
-  { name: "float32", code: "f4", size: 4, kind: "float" },
-  { name: "float64", code: "f8", size: 8, kind: "float" },
-];
-
-/** The numpy type string of a reading in a byte order ("little" or "big"). */
-export function typeString(reading, order) {
-  if (reading.size === 1) return `|${reading.code}`;
-  return `${order === "big" ? ">" : "<"}${reading.code}`;
-}
-
-// The names and codes the core accepts (core/src/dtype.rs), mapped to the
-// canonical name, so the layout panel can format what it reads.
-const DTYPE_NAMES = new Map([
-  ["bool", "bool"], ["bool_", "bool"], ["?", "bool"], ["b1", "bool"],
-  ["uint8", "uint8"], ["ubyte", "uint8"], ["B", "uint8"], ["u1", "uint8"],
-  ["int8", "int8"], ["byte", "int8"], ["b", "int8"], ["i1", "int8"],
-  ["uint16", "uint16"], ["ushort", "uint16"], ["H", "uint16"], ["u2", "uint16"],
-  ["int16", "int16"], ["short", "int16"], ["h", "int16"], ["i2", "int16"],
-  ["uint32", "uint32"], ["uintc", "uint32"], ["I", "uint32"], ["u4", "uint32"],
-  ["int32", "int32"], ["intc", "int32"], ["i", "int32"], ["i4", "int32"],
-  ["uint64", "uint64"], ["ulonglong", "uint64"], ["uint", "uint64"], ["Q", "uint64"], ["u8", "uint64"],
-  ["int64", "int64"], ["longlong", "int64"], ["int", "int64"], ["q", "int64"], ["i8", "int64"],
-  ["float16", "float16"], ["half", "float16"], ["e", "float16"], ["f2", "float16"],
-  ["bfloat16", "bfloat16"], ["bf16", "bfloat16"],
-  ["float32", "float32"], ["single", "float32"], ["f", "float32"], ["f4", "float32"],
-  ["float64", "float64"], ["double", "float64"], ["float", "float64"], ["d", "float64"], ["f8", "float64"],
-]);
+// wasm: what they need of the dtype table (the wasm package's `dtypes()`) is
+// passed in, so `node --test tests/` checks them without a browser.
 
 /**
- * The canonical dtype name ("int16", "bfloat16", …) of a type string such as
- * "<i2" or ">bfloat16", or undefined when it is not one the demo knows (the
- * core then has the last word and its error is shown).
+ * The typed readings drawn over the byte grid, top to bottom, from the wasm
+ * package's dtype table (`dtypes()`): every dtype but bool, each signed type
+ * above its unsigned twin, floats last in the table's order. Each reading
+ * is its table row with `family`, "int" or "float", for the drawing.
  */
-export function dtypeName(typeStr) {
-  const text = String(typeStr).trim();
-  const body = /^[<>|=!]/.test(text) ? text.slice(1) : text;
-  return DTYPE_NAMES.get(body);
+export function readingsOf(table) {
+  const rank = (d) => (d.float ? [1, 0, 0] : [0, d.size, d.kind === "u" ? 1 : 0]);
+  const before = (a, b) => {
+    const [x, y] = [rank(a), rank(b)];
+    return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
+  };
+  return table
+    .filter((d) => d.kind !== "b")
+    .sort(before)
+    .map((d) => ({ ...d, family: d.float ? "float" : "int" }));
 }
 
 // Binary formats narrower than float64: mantissa bits and exponent range.
@@ -213,9 +181,10 @@ export function formatHexBytes(bytes) {
 /**
  * A list of whole numbers typed in a shape or strides box: "3, 4", "3 4",
  * "(3, 4)", "[3,4]", "3x4". Blank text gives undefined (the core's default);
- * "()" or "[]" gives [] (zero dimensions). `nonNegative` refuses "-1".
+ * "()" or "[]" gives [] (zero dimensions). Whether the numbers make a view
+ * is the core's to say.
  */
-export function parseIntList(text, what, { nonNegative = false } = {}) {
+export function parseIntList(text, what) {
   const s = String(text).trim();
   if (s === "") return undefined;
   const inner = s.replace(/^[([]\s*/, "").replace(/\s*[)\]]$/, "").trim();
@@ -228,9 +197,7 @@ export function parseIntList(text, what, { nonNegative = false } = {}) {
     if (!/^[+-]?\d+$/.test(p) || !Number.isSafeInteger(Number(p))) {
       throw new Error(`${what}: "${p}" is not a whole number`);
     }
-    const n = Number(p);
-    if (nonNegative && n < 0) throw new Error(`${what}: ${n} is negative`);
-    return n;
+    return Number(p);
   });
 }
 

@@ -149,9 +149,16 @@ const checks = [
     const error = page.getByTestId("layout-error");
     expectEqual(await error.textContent(), "offset 1 is not a multiple of 2, the alignment of int16", "the layout error");
     expect(await error.isVisible(), "the layout error is not visible");
+    await page.getByTestId("layout-offset").fill("28");
+    expectEqual(await error.textContent(), "the view reaches bytes 28..36 but the buffer holds 32 bytes", "the bounds error");
     await page.getByTestId("layout-offset").fill("40");
-    expect(/^the view reaches bytes 40\.\.48 but the buffer holds 32 bytes$/.test(await error.textContent()),
-      `the bounds error: got ${JSON.stringify(await error.textContent())}`);
+    expectEqual(await error.textContent(), "offset 40 is outside the buffer of 32 bytes (offsets go from 0 to 32)",
+      "the error for an offset past the end");
+    await page.getByTestId("layout-strides").fill("2");
+    await page.getByTestId("layout-shape").fill("");
+    await page.getByTestId("layout-offset").fill("0");
+    expectEqual(await error.textContent(), "strides were given without a shape: give the shape too",
+      "the error for strides without a shape");
     await page.getByTestId("layout-preset").selectOption("0"); // the transposed 3×4 int16
     expectEqual(await error.textContent(), "", "the layout error after choosing the transposed example");
     expectEqual(await text(page, "layout-walk"), "Byte offsets in index order: 0, 6, 12, 18, 2, 8, 14, 20, 4, 10, 16, 22",
@@ -170,6 +177,13 @@ const checks = [
     const wgsl = await text(page, "plan-wgsl");
     expect(wgsl.includes("struct Work0") && wgsl.includes("struct Work1"), `the WGSL lacks Work0/Work1:\n${wgsl}`);
     expectEqual(await text(page, "plan-error"), "", "the plan error");
+    // The text is the core's plan text, read by the core: its errors are the core's.
+    const shown = await page.getByTestId("plan-text").inputValue();
+    await page.getByTestId("plan-text").fill("Work\nA <f4 [4]");
+    expectEqual(await text(page, "plan-error"),
+      "the plan's line \"A <f4 [4]\" does not read as `name dtype length...` or `union`", "the plan error for brackets");
+    await page.getByTestId("plan-text").fill(shown);
+    expectEqual(await text(page, "plan-error"), "", "the plan error once the text is back");
   }],
 
   ["pasted hex replaces the buffer", async (page) => {
