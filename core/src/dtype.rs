@@ -335,10 +335,12 @@ impl FromStr for Descr {
         let bad = || Error::BadDType {
             text: ShortStr::new(s),
         };
+        // `get`, not `&s[1..]`: no panic path (it costs the wasm package ~7 KB).
+        let rest = s.get(1..).unwrap_or("");
         let (order, rest) = match s.as_bytes().first() {
-            Some(b'<') => (ByteOrder::Little, &s[1..]),
-            Some(b'>' | b'!') => (ByteOrder::Big, &s[1..]),
-            Some(b'=' | b'|') => (ByteOrder::NATIVE, &s[1..]),
+            Some(b'<') => (ByteOrder::Little, rest),
+            Some(b'>' | b'!') => (ByteOrder::Big, rest),
+            Some(b'=' | b'|') => (ByteOrder::NATIVE, rest),
             _ => (ByteOrder::NATIVE, s),
         };
         let dtype = rest.parse::<DType>().map_err(|_| bad())?;

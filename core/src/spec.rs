@@ -110,35 +110,43 @@ impl PlanSpec {
         text
     }
 
-    /// Reads what [`to_text`](PlanSpec::to_text) wrote; `BadPlanLine` names
-    /// the first line that is not `name dtype length…` or `union`. Whether
+    /// Reads what [`to_text`](PlanSpec::to_text) wrote, or what a person
+    /// typed in that form: blank lines, surrounding spaces and runs of
+    /// spaces between words are allowed. `BadPlanLine` names the first line
+    /// that is not `name dtype length…` or `union`. Whether
     /// the plan is valid is [`build`](PlanSpec::build)'s to say.
     pub fn from_text(text: &str) -> Result<PlanSpec, Error> {
-        let mut lines = text.split('\n');
+        // ASCII whitespace only: Unicode's tables would cost the wasm package.
+        let mut lines = text
+            .lines()
+            .map(|l| l.trim_ascii())
+            .filter(|l| !l.is_empty());
         let mut spec = PlanSpec::new(lines.next().unwrap_or("Plan"));
         for line in lines {
             if line == "union" {
                 spec.alternatives.push(Vec::new());
                 continue;
             }
-            let bad = || Error::BadPlanLine {
+            let field = FieldSpec::from_line(line).ok_or(Error::BadPlanLine {
                 line: ShortStr::new(line),
-            };
-            let mut words = line.split(' ');
-            let (Some(name), Some(dtype)) = (words.next(), words.next()) else {
-                return Err(bad());
-            };
-            let descr: Descr = dtype.parse().map_err(|_| bad())?;
-            let shape = words
-                .map(|w| w.parse::<usize>().map_err(|_| bad()))
-                .collect::<Result<Vec<usize>, Error>>()?;
-            spec.push(FieldSpec {
-                name: name.to_owned(),
-                descr,
-                shape,
-            });
+            })?;
+            spec.push(field);
         }
         Ok(spec)
+    }
+}
+
+impl FieldSpec {
+    /// A field from its line of plan text, `name dtype length…` (words
+    /// separated by any whitespace); `None` if it does not read so.
+    fn from_line(line: &str) -> Option<FieldSpec> {
+        let mut words = line.split_ascii_whitespace();
+        let (name, dtype) = (words.next()?, words.next()?);
+        Some(FieldSpec {
+            name: name.to_owned(),
+            descr: dtype.parse().ok()?,
+            shape: words.map(|w| w.parse().ok()).collect::<Option<_>>()?,
+        })
     }
 }
 
@@ -368,7 +376,7 @@ mod tests {
 
     #[test]
     fn bad_lines_are_named() {
-        for bad in ["P\na", "P\na  i4 2", "P\na <i4 x", "P\na <i9 2"] {
+        for bad in ["P\na", "P\na <i4 2.5", "P\na <i4 x", "P\na <i9 2"] {
             assert!(
                 matches!(PlanSpec::from_text(bad), Err(Error::BadPlanLine { .. })),
                 "{bad}"
@@ -380,5 +388,7 @@ mod tests {
             1,
             "empty alternatives fold, as Plan::union does"
         );
+        let typed = PlanSpec::from_text("\n  P \r\n\na   <i4  2 3\n\n union \nb f4\n").unwrap();
+        assert_eq!(typed.to_text(), "P\na <i4 2 3\nunion\nb <f4");
     }
 }
