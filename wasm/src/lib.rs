@@ -25,6 +25,12 @@
 //! Every error becomes a JS error in one place, [`BindingError`]'s
 //! conversion: a `RangeError` with the core's message and `kind`.
 
+/// talc instead of std's dlmalloc (see Cargo.toml); wasm32 without atomics
+/// is single-threaded, which its `TalcSyncCell` relies on.
+#[cfg(all(target_family = "wasm", not(target_feature = "atomics")))]
+#[global_allocator]
+static ALLOCATOR: talc::wasm::WasmDynamicTalc = talc::wasm::new_wasm_dynamic_allocator();
+
 mod buffer;
 mod convert;
 mod dtypes;

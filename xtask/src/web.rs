@@ -118,6 +118,9 @@ pub fn build_package() -> Result {
         ],
     );
     build.args(["--out-dir", &out, "wasm"]);
+    // Size over speed for the browser only (the native crate keeps -O3): the
+    // package is bound by its byte budget, and its loops are not hot.
+    build.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "z");
     run(build)?;
     let wasm = demo_dir().join("pkg/bytelens_wasm_bg.wasm");
     let size = |path: &Path| {
