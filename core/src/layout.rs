@@ -19,8 +19,8 @@ pub use offsets::Offsets;
 /// ```
 pub const MAX_NDIM: usize = 32;
 
-const READ_ONLY: u8 = 1;
-const UNALIGNED: u8 = 2;
+pub(crate) const READ_ONLY: u8 = 1;
+pub(crate) const UNALIGNED: u8 = 2;
 
 /// How an n-dimensional array of one dtype sits in a byte buffer: byte
 /// offset, shape and signed byte strides, as numpy's `ndarray` describes it.
@@ -103,7 +103,7 @@ impl Layout {
     // copy it through every `Result` (measured: a third of a Python view's cost).
     // Not on wasm32, where every inlined copy costs download size instead.
     #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
-    fn build(
+    pub(crate) fn build(
         dtype: DType,
         order: ByteOrder,
         flags: u8,
@@ -197,7 +197,7 @@ impl Layout {
 
     /// Like `build`, with C-order strides.
     #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
-    fn build_c(
+    pub(crate) fn build_c(
         dtype: DType,
         order: ByteOrder,
         flags: u8,
@@ -386,6 +386,7 @@ impl Layout {
     /// assert_eq!(Layout::contiguous(DType::U16, &[])?.size(), 1);
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
+    #[inline]
     pub fn size(&self) -> usize {
         // Cannot overflow (INVARIANT).
         self.shape().iter().product()

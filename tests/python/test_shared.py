@@ -360,7 +360,7 @@ def test_a_corrupted_plan_text_is_reported(name):
     sh = bl.SharedBuffer.create(name, plan.nbytes, plan)
     raw = shared_memory.SharedMemory(name=name)  # the header, as another program might damage it
     try:
-        raw.buf[256 + 4 : 256 + 5] = b" "  # "P\na <i4 2" becomes "P\na  i4 2"
+        raw.buf[256 + 4 : 256 + 5] = b"#"  # "P\na <i4 2" becomes "P\na #i4 2"
         with pytest.raises(ValueError, match="does not read as"):
             sh.plan
     finally:

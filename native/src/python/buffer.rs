@@ -77,10 +77,20 @@ impl PyBuf {
         slf: &Bound<'py, PyBuf>,
         layout: &Layout,
     ) -> PyResult<Bound<'py, PyAny>> {
+        layout.check(slf.get().len()).py_err(slf.py())?;
+        PyBuf::array_in_bounds(slf, layout)
+    }
+
+    /// [`array`](PyBuf::array) for a layout already checked against this
+    /// buffer's length (by [`ViewArgs::resolve`]).
+    #[inline(always)]
+    fn array_in_bounds<'py>(
+        slf: &Bound<'py, PyBuf>,
+        layout: &Layout,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         let this = slf.get();
         let descr = numpy_descr(py, layout.descr())?;
-        layout.check(this.len()).py_err(py)?;
         let align = layout.dtype().align();
         if layout.requires_alignment() && layout.size() > 0 && this.address() as usize % align != 0
         {
@@ -109,30 +119,6 @@ impl PyBuf {
         // reference count is allowed while attached to the interpreter (`_py`).
         let refs = unsafe { ffi::Py_REFCNT(self.views.as_ptr()) };
         usize::try_from(refs).unwrap_or(1).saturating_sub(1)
-    }
-
-    /// The core's [`ViewArgs`] rule, the same as JS's: inlined into `view`
-    /// so that the 528-byte Layout is built where it is used, not copied.
-    #[inline(always)]
-    fn layout_from_args(
-        &self,
-        py: Python<'_>,
-        dtype: &Bound<'_, PyAny>,
-        offset: isize,
-        shape: Option<&Bound<'_, PyAny>>,
-        strides: Option<&Bound<'_, PyAny>>,
-    ) -> PyResult<Layout> {
-        let descr = to_descr(dtype)?;
-        let shape = shape.map(dims::<usize>).transpose()?;
-        let strides = strides.map(dims::<isize>).transpose()?;
-        ViewArgs {
-            offset,
-            shape: shape.as_deref(),
-            strides: strides.as_deref(),
-            ..ViewArgs::new(descr)
-        }
-        .resolve(Some(self.len()))
-        .py_err(py)
     }
 }
 
@@ -360,10 +346,29 @@ impl PyBuf {
             }
             return PyBuf::array(slf, &layout.get().inner);
         }
-        let layout = slf
-            .get()
-            .layout_from_args(py, dtype, offset, shape, strides)?;
-        PyBuf::array(slf, &layout)
+        let descr = to_descr(dtype)?;
+        // Read into locals, not through `Option::map`/`transpose`, which
+        // copy the 264-byte `Dims` several times over.
+        let (shape_dims, strides_dims);
+        let mut args = ViewArgs {
+            offset,
+            ..ViewArgs::new(descr)
+        };
+        if let Some(shape) = shape {
+            shape_dims = dims::<usize>(shape)?;
+            args.shape = Some(&shape_dims);
+        }
+        if let Some(strides) = strides {
+            strides_dims = dims::<isize>(strides)?;
+            args.strides = Some(&strides_dims);
+        }
+        // The core's rule, as JS's. Used in place (a reference into the
+        // result, no `?`): moving the 528-byte Layout out costs a copy that
+        // shows in a ~200 ns call.
+        match &args.resolve(Some(slf.get().len())) {
+            Ok(layout) => PyBuf::array_in_bounds(slf, layout),
+            Err(err) => Err(err.into_py_err(py)),
+        }
     }
 
     /// One numpy view per field of `plan`: `{name: array}`.
