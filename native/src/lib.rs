@@ -6,7 +6,7 @@
 )]
 
 mod buffer;
-mod gather;
+mod copy;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 #[cfg(unix)]
@@ -21,7 +21,7 @@ use std::fmt;
 pub use buffer::Buffer;
 /// The core's layout error: what is wrong with a view, with the numbers.
 pub use bytelens_core::Error as LayoutError;
-pub use gather::gather_into;
+pub use copy::{can_cast, copy_into, gather_into};
 #[cfg(unix)]
 pub use mapped::{MapMode, MappedFile};
 #[cfg(unix)]
@@ -58,6 +58,14 @@ pub enum Error {
         /// The alignment given.
         align: usize,
     },
+    /// A conversion that numpy's `same_kind` casting refuses (a float to
+    /// an integer, an integer to bool, ...).
+    Cast {
+        /// The source element.
+        from: Descr,
+        /// The element asked for.
+        to: Descr,
+    },
     /// A destination slice of the wrong length.
     SizeMismatch {
         /// Bytes the view holds.
@@ -75,6 +83,11 @@ impl fmt::Display for Error {
                 write!(f, "could not allocate {nbytes} bytes aligned to {align}")
             }
             Error::BadAlign { align } => write!(f, "alignment {align} is not a power of two"),
+            Error::Cast { from, to } => write!(
+                f,
+                "cannot convert {from} to {to}: numpy's same_kind casting refuses {} to {}",
+                from.dtype, to.dtype
+            ),
             Error::SizeMismatch { expected, got } => {
                 write!(
                     f,

@@ -11,7 +11,7 @@ use super::context::Inner;
 use super::error::Scopes;
 use super::ring::{Ring, lock};
 use super::{GpuBuffer, GpuContext, GpuError};
-use crate::gather::for_each_piece;
+use crate::copy::for_each_piece;
 
 impl GpuContext {
     /// Uploads a checked view into a new GPU buffer, in C order (the bytes

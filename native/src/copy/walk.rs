@@ -16,8 +16,9 @@
 //! small enough to stay in cache, so the output is written sequentially,
 //! which is what write-combined GPU staging memory wants.
 
-use bytelens_core::{DType, Layout, MAX_NDIM, Offsets};
+use bytelens_core::{DType, Descr, Layout, MAX_NDIM, Offsets};
 
+use super::convert::Convert;
 use crate::Error;
 
 /// Bytes collected before a piece is handed on (rows and single elements).
@@ -30,43 +31,53 @@ const BLOCK: usize = 2 << 20;
 /// Most rows in a transposed block (64 rows: 8 tiles down).
 const BLOCK_ROWS: usize = 64;
 
-/// Copies the elements of the view `layout` over `bytes` into `out`, in C
-/// order (the last index varying fastest): the bytes of
-/// `np.ascontiguousarray(view)`.
-///
-/// The layout is checked against `bytes` first; `out` must be exactly
-/// `layout.nbytes()` long.
-///
-/// # Examples
-/// ```
-/// use bytelens::{DType, Layout, gather_into};
-/// // A 2×3 uint16 matrix, transposed: the 3×2 result reads down the columns.
-/// let bytes: Vec<u8> = [1u16, 2, 3, 4, 5, 6].iter().flat_map(|v| v.to_le_bytes()).collect();
-/// let t = Layout::contiguous(DType::U16, &[2, 3])?.transpose();
-/// let mut out = [0u8; 12];
-/// gather_into(&bytes, &t, &mut out)?;
-/// let values: Vec<u16> = out.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
-/// assert_eq!(values, [1, 4, 2, 5, 3, 6]);
-/// # Ok::<(), bytelens::Error>(())
-/// ```
-pub fn gather_into(bytes: &[u8], layout: &Layout, out: &mut [u8]) -> Result<(), Error> {
-    layout.check(bytes.len())?;
-    if out.len() != layout.nbytes() {
-        return Err(Error::SizeMismatch {
-            expected: layout.nbytes(),
-            got: out.len(),
-        });
+/// A checked view ready to be copied out in C order, converted to the
+/// destination's element.
+pub(crate) struct Copier<'a> {
+    bytes: &'a [u8],
+    layout: Layout,
+    convert: Convert,
+}
+
+impl<'a> Copier<'a> {
+    /// Checks `layout` against `bytes` and the conversion to `to`.
+    pub(crate) fn new(bytes: &'a [u8], layout: &Layout, to: Descr) -> Result<Copier<'a>, Error> {
+        layout.check(bytes.len())?;
+        let convert = Convert::new(layout.descr(), to)?;
+        Ok(Copier {
+            bytes,
+            layout: *layout,
+            convert,
+        })
     }
-    let mut at = 0;
-    let mut scratch = Vec::new();
-    for_each_piece::<core::convert::Infallible>(bytes, layout, &mut scratch, &mut |piece| {
-        out[at..at + piece.len()].copy_from_slice(piece);
-        at += piece.len();
-        Ok(())
-    })
-    .unwrap_or_else(|never| match never {});
-    debug_assert_eq!(at, out.len());
-    Ok(())
+
+    /// Bytes of the whole copy.
+    pub(crate) fn out_bytes(&self) -> usize {
+        self.layout.size() * self.convert.to().dtype.size()
+    }
+
+    /// Fills `out` with the C-order elements starting at element `first`.
+    pub(crate) fn fill(&self, first: usize, out: &mut [u8]) {
+        assert_eq!(first, 0, "TEMPORARY: ranges come with the new walk");
+        let (a, b) = (
+            self.convert.from().dtype.size(),
+            self.convert.to().dtype.size(),
+        );
+        let mut at = 0;
+        let mut scratch = Vec::new();
+        for_each_piece::<core::convert::Infallible>(
+            self.bytes,
+            &self.layout,
+            &mut scratch,
+            &mut |piece| {
+                let n = piece.len() / a * b;
+                self.convert.run(piece, &mut out[at..at + n]);
+                at += n;
+                Ok(())
+            },
+        )
+        .unwrap_or_else(|never| match never {});
+    }
 }
 
 /// One axis after merging: its length and its stride in bytes.
@@ -345,6 +356,7 @@ fn elements<const N: usize, E>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gather_into;
     use bytelens_core::DType;
 
     /// The plain walk: every element offset from the core, in C order.

@@ -1,0 +1,82 @@
+//! Copying any checked view out in C order: the one gather/convert kernel
+//! behind [`gather_into`], [`copy_into`], the GPU upload and Python's
+//! `bytelens.ascontiguous`.
+//!
+//! A copy has two stages that never touch memory twice:
+//!
+//! - the walk ([`walk`]) reads the view's elements in C order, whatever its
+//!   strides: contiguous rows as block copies, transposed axes in register
+//!   tiles, anything else element by element;
+//! - the conversion ([`convert`]) turns a run of elements into another byte
+//!   order or dtype (numpy's `same_kind` casting).
+//!
+//! When the copy converts, the walk fills a block small enough to stay in
+//! cache and the conversion writes it out; otherwise the walk writes the
+//! destination directly.
+
+mod convert;
+mod walk;
+
+use bytelens_core::{Descr, Layout};
+
+pub use convert::can_cast;
+pub(crate) use walk::{Copier, for_each_piece};
+
+use crate::Error;
+
+/// Copies the elements of the view `layout` over `bytes` into `out`, in C
+/// order (the last index varying fastest): the bytes of
+/// `np.ascontiguousarray(view)`.
+///
+/// The layout is checked against `bytes` first; `out` must be exactly
+/// `layout.nbytes()` long.
+///
+/// # Examples
+/// ```
+/// use bytelens::{DType, Layout, gather_into};
+/// // A 2×3 uint16 matrix, transposed: the 3×2 result reads down the columns.
+/// let bytes: Vec<u8> = [1u16, 2, 3, 4, 5, 6].iter().flat_map(|v| v.to_le_bytes()).collect();
+/// let t = Layout::contiguous(DType::U16, &[2, 3])?.transpose();
+/// let mut out = [0u8; 12];
+/// gather_into(&bytes, &t, &mut out)?;
+/// let values: Vec<u16> = out.chunks(2).map(|c| u16::from_le_bytes([c[0], c[1]])).collect();
+/// assert_eq!(values, [1, 4, 2, 5, 3, 6]);
+/// # Ok::<(), bytelens::Error>(())
+/// ```
+pub fn gather_into(bytes: &[u8], layout: &Layout, out: &mut [u8]) -> Result<(), Error> {
+    copy_into(bytes, layout, out, layout.descr())
+}
+
+/// Copies the view `layout` over `bytes` into `out` in C order, converted
+/// to `to` on the way: the bytes of
+/// `np.ascontiguousarray(view).astype(to)`. Byte order, float16, bfloat16,
+/// float32, float64 and the integer types convert as numpy's `same_kind`
+/// casting allows ([`can_cast`]); anything else is `Error::Cast`.
+///
+/// The layout is checked against `bytes` first; `out` must hold exactly
+/// `layout.size()` elements of `to`.
+///
+/// # Examples
+/// ```
+/// use bytelens::{Descr, DType, Layout, copy_into};
+/// // Big-endian float64 to native float32, transposed on the way.
+/// let bytes: Vec<u8> = [1.0f64, 2.0, 3.0, 4.0].iter().flat_map(|v| v.to_be_bytes()).collect();
+/// let t = Layout::contiguous(DType::F64, &[2, 2])?.with_byte_order(bytelens::ByteOrder::Big).transpose();
+/// let mut out = [0u8; 16];
+/// copy_into(&bytes, &t, &mut out, Descr::native(DType::F32))?;
+/// let values: Vec<f32> = out.chunks(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect();
+/// assert_eq!(values, [1.0, 3.0, 2.0, 4.0]);
+/// # Ok::<(), bytelens::Error>(())
+/// ```
+pub fn copy_into(bytes: &[u8], layout: &Layout, out: &mut [u8], to: Descr) -> Result<(), Error> {
+    let copier = Copier::new(bytes, layout, to)?;
+    let expected = copier.out_bytes();
+    if out.len() != expected {
+        return Err(Error::SizeMismatch {
+            expected,
+            got: out.len(),
+        });
+    }
+    copier.fill(0, out);
+    Ok(())
+}
