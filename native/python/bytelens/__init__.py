@@ -12,10 +12,12 @@ bounds or misaligned::
     ('0x3344', '0x1122')
 """
 
+from ._copy import ascontiguous
 from ._native import (
     AlignmentError,
     BoundsError,
     Buffer,
+    CastError,
     Layout,
     LayoutError,
     Plan,
@@ -26,10 +28,12 @@ __all__ = [
     "AlignmentError",
     "BoundsError",
     "Buffer",
+    "CastError",
     "Layout",
     "LayoutError",
     "Plan",
     "__version__",
+    "ascontiguous",
 ]
 
 try:  # POSIX shared memory: not on Windows

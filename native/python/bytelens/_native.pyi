@@ -18,10 +18,12 @@ __all__ = [
     "LayoutError",
     "AlignmentError",
     "BoundsError",
+    "CastError",
     "GpuError",
     "Buffer",
     "Layout",
     "Plan",
+    "ascontiguous",
 ]
 if sys.platform != "win32":
     __all__ += ["SharedBuffer", "SharedLock"]
@@ -39,6 +41,9 @@ class AlignmentError(LayoutError):
 
 class BoundsError(LayoutError):
     """A view that would touch bytes outside its buffer."""
+
+class CastError(TypeError):
+    """A dtype conversion that numpy's same_kind casting refuses (float to int, int to bool, signed to unsigned)."""
 
 @final
 class Buffer:
@@ -208,6 +213,10 @@ if sys.platform != "win32":
         def close(self) -> None: ...
         def __len__(self) -> int: ...
         def __reduce__(self) -> tuple[Any, ...]: ...
+
+def ascontiguous(
+    a: Any, dtype: npt.DTypeLike | None = None, out: npt.NDArray[Any] | None = None
+) -> npt.NDArray[Any]: ...
 
 # With the `gpu` feature (see __all__ above).
 class GpuError(RuntimeError):

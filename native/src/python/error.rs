@@ -13,7 +13,7 @@ use pyo3::exceptions::{
     PyFileExistsError, PyFileNotFoundError, PyOSError, PyPermissionError, PyRuntimeError,
     PyTimeoutError,
 };
-use pyo3::exceptions::{PyMemoryError, PyValueError};
+use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
 use crate::{Error, LayoutError as CoreError};
@@ -36,6 +36,12 @@ create_exception!(
     LayoutError,
     "A view that would touch bytes outside its buffer."
 );
+create_exception!(
+    bytelens,
+    CastError,
+    PyTypeError,
+    "A dtype conversion that numpy's same_kind casting refuses (float to int, int to bool, signed to unsigned)."
+);
 #[cfg(feature = "gpu")]
 create_exception!(
     bytelens,
@@ -51,6 +57,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("LayoutError", py.get_type::<LayoutError>())?;
     m.add("AlignmentError", py.get_type::<AlignmentError>())?;
     m.add("BoundsError", py.get_type::<BoundsError>())?;
+    m.add("CastError", py.get_type::<CastError>())?;
     #[cfg(feature = "gpu")]
     m.add("GpuError", py.get_type::<GpuError>())?;
     Ok(())
@@ -95,12 +102,14 @@ impl IntoPyErr for CoreError {
 }
 
 /// Layout errors as the core's; `MemoryError` when allocation fails;
+/// `CastError` (a `TypeError`) for a conversion `same_kind` refuses;
 /// `ValueError` for a bad alignment or size.
 impl IntoPyErr for Error {
     fn into_py_err(self, py: Python<'_>) -> PyErr {
         match self {
             Error::Layout(err) => err.into_py_err(py),
             Error::Alloc { .. } => PyMemoryError::new_err(self.to_string()),
+            Error::Cast { .. } => CastError::new_err(self.to_string()),
             Error::BadAlign { .. } | Error::SizeMismatch { .. } => {
                 PyValueError::new_err(self.to_string())
             }

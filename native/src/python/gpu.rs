@@ -14,15 +14,14 @@
 
 use std::sync::OnceLock;
 
-use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyMemoryView, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 
 use super::buffer::PyBuf;
-use super::dtype::{numpy_descr, to_descr};
-use super::error::{IntoPyErr, LayoutError, PyErrResult};
-use super::memory::{Memory, span};
-use crate::Layout;
+use super::dtype::numpy_descr;
+use super::error::{IntoPyErr, PyErrResult};
+use super::memory::Memory;
+use super::source::Source;
 use crate::gpu::{GpuBuffer, GpuContext, GpuError};
 
 /// The interpreter's context, made once; a failure (no adapter) is kept
@@ -115,50 +114,10 @@ impl PyGpuBuffer {
 #[pyfunction]
 pub(crate) fn gpu_upload(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyGpuBuffer> {
     let gpu = context(py)?;
-    let array = match array.cast::<PyUntypedArray>() {
-        Ok(array) => array.clone(),
-        Err(_) => {
-            // Bytes-like objects (bytes, bytearray, mmap, a Buffer) as their
-            // memoryview's format, so `bytes` is uint8 rather than numpy's "S3".
-            let source = match PyMemoryView::from(array) {
-                Ok(view) => view.into_any(),
-                Err(_) => array.clone(),
-            };
-            py.import("numpy")?
-                .call_method1("asarray", (source,))?
-                .cast_into::<PyUntypedArray>()?
-        }
-    };
-    let dtype = array.dtype();
-    let descr = to_descr(dtype.as_any()).map_err(|_| {
-        LayoutError::new_err(format!(
-            "cannot upload an array of dtype {}: bytelens moves bool, int8 to uint64, \
-             float16, float32, float64 and bfloat16 (either byte order)",
-            dtype.str().map_or_else(|_| "?".into(), |s| s.to_string())
-        ))
-    })?;
-    let strides = array.strides();
-    let (start, len) = span(py, array.shape(), strides, descr.dtype.size())?;
-    // SAFETY: reading the data pointer of a live array object we hold.
-    let data = unsafe { (*array.as_array_ptr()).fields.data }.cast::<u8>();
-    let bytes: &[u8] = if len == 0 {
-        &[]
-    } else {
-        // SAFETY: numpy keeps every element of the array, from `data + start`
-        // for `len` bytes (its span, computed from its own shape and
-        // strides), readable while the array lives; we hold the array until
-        // the upload returns, and an array pins its memory (its owner refuses
-        // to free or resize it while the array exists).
-        unsafe { std::slice::from_raw_parts(data.wrapping_offset(start), len) }
-    };
-    let layout = Layout::new(descr.dtype, start.unsigned_abs(), array.shape(), strides)
-        .py_err(py)?
-        .with_byte_order(descr.order)
-        // Only bytes are copied, so the host address need not be aligned.
-        .unaligned();
-    // `array` stays referenced until the upload returns (see the module docs).
-    let inner = py.detach(|| gpu.upload_layout(bytes, &layout)).py_err(py)?;
-    drop(array);
+    let source = Source::read(array, "upload")?;
+    let (bytes, layout) = (source.bytes(), source.layout());
+    // `source` holds the array until the upload returns (see the module docs).
+    let inner = py.detach(|| gpu.upload_layout(bytes, layout)).py_err(py)?;
     Ok(PyGpuBuffer { inner })
 }
 

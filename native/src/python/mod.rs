@@ -19,13 +19,16 @@
 //! memory  error                              Memory, Storage, Export, span
 //! dtype   error                              dtype arguments <-> numpy dtypes
 //! dlpack  memory                             DLPack capsules, both directions
+//! source  memory dtype error                 any array as bytes + a checked Layout
 //! layout  dtype error                        bytelens.Layout, bytelens.Plan
 //! buffer  memory dlpack layout dtype error   bytelens.Buffer
+//! copy    buffer source memory dtype error   bytelens.ascontiguous
 //! shared  buffer memory layout error         bytelens.SharedBuffer (unix)
-//! gpu     buffer memory dtype error          bytelens.gpu (feature gpu)
+//! gpu     buffer source memory dtype error   bytelens.gpu (feature gpu)
 //! ```
 
 mod buffer;
+mod copy;
 mod dlpack;
 mod dtype;
 mod error;
@@ -35,6 +38,7 @@ mod layout;
 mod memory;
 #[cfg(unix)]
 mod shared;
+mod source;
 
 use pyo3::prelude::*;
 
@@ -46,6 +50,7 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffer::PyBuf>()?;
     m.add_class::<layout::PyLayout>()?;
     m.add_class::<layout::PyPlan>()?;
+    m.add_function(wrap_pyfunction!(copy::ascontiguous, m)?)?;
     #[cfg(unix)]
     m.add_class::<shared::PySharedBuffer>()?;
     #[cfg(unix)]

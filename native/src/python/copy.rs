@@ -1,0 +1,144 @@
+//! `bytelens.ascontiguous`: any array copied out in C order, converted to
+//! another dtype or byte order on the way, into a new 64-byte aligned
+//! `Buffer` or into an array the caller gives.
+//!
+//! The copy is [`crate::copy_into`], run with the GIL released; the source
+//! array is held meanwhile (see [`super::source`]).
+
+use numpy::npyffi::NPY_ARRAY_WRITEABLE;
+use numpy::{PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+use super::buffer::PyBuf;
+use super::dtype::{numpy_descr, to_descr};
+use super::error::{IntoPyErr, PyErrResult};
+use super::memory::Memory;
+use super::source::Source;
+use crate::{Descr, Error, Layout, can_cast, copy_into};
+
+/// The copy `bytelens.ascontiguous` makes: see its docstring in
+/// `native/python/bytelens/_copy.py`.
+#[pyfunction]
+#[pyo3(signature = (a, dtype=None, out=None))]
+pub(crate) fn ascontiguous<'py>(
+    py: Python<'py>,
+    a: &Bound<'py, PyAny>,
+    dtype: Option<&Bound<'py, PyAny>>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let source = Source::read(a, "copy")?;
+    let from = source.layout().descr();
+    // No dtype: the same one, in the machine's byte order.
+    let to = match dtype {
+        Some(dtype) => to_descr(dtype)?,
+        None => Descr::native(from.dtype),
+    };
+    if !can_cast(from.dtype, to.dtype) {
+        return Err(Error::Cast { from, to }.into_py_err(py));
+    }
+    let result = Layout::contiguous(to.dtype, source.layout().shape())
+        .py_err(py)?
+        .with_byte_order(to.order);
+    match out {
+        None => into_new_buffer(py, &source, &result),
+        Some(out) => into_out(py, &source, &result, out),
+    }
+}
+
+/// Copies into a fresh buffer and returns a numpy array over it.
+fn into_new_buffer<'py>(
+    py: Python<'py>,
+    source: &Source<'py>,
+    result: &Layout,
+) -> PyResult<Bound<'py, PyAny>> {
+    let nbytes = result.nbytes();
+    let buffer = Bound::new(py, PyBuf::new(py, Memory::owned(py, nbytes, 64)?)?)?;
+    let dst: &mut [u8] = if nbytes == 0 {
+        &mut []
+    } else {
+        // SAFETY: `buffer` was allocated above with `nbytes` bytes at this
+        // address; nothing else has seen it yet (no view, no export), so this
+        // is the only reference to those bytes until the copy returns, and
+        // `buffer` outlives it.
+        unsafe { std::slice::from_raw_parts_mut(buffer.get().address(), nbytes) }
+    };
+    let (bytes, layout, to) = (source.bytes(), source.layout(), result.descr());
+    py.detach(|| copy_into(bytes, layout, dst, to)).py_err(py)?;
+    PyBuf::array(&buffer, result)
+}
+
+/// Copies into `out`, which must be C-contiguous, writable and of the
+/// result's shape and dtype, and returns it. A source that shares bytes
+/// with `out` is copied aside first, as numpy's assignment does.
+fn into_out<'py>(
+    py: Python<'py>,
+    source: &Source<'py>,
+    result: &Layout,
+    out: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Ok(array) = out.cast::<PyUntypedArray>() else {
+        return Err(PyTypeError::new_err(format!(
+            "out must be a numpy array, not {}",
+            out.get_type().name()?
+        )));
+    };
+    let descr = to_descr(array.dtype().as_any()).ok();
+    let want = result.descr();
+    let same_descr = descr
+        .is_some_and(|d| d.dtype == want.dtype && (d.order == want.order || d.dtype.size() == 1));
+    if !same_descr || array.shape() != result.shape() {
+        return Err(PyValueError::new_err(format!(
+            "out must have shape {} and dtype {} (the result's), but has shape {} and dtype {}",
+            shape_text(result.shape()),
+            numpy_descr(py, result.descr())?.str()?,
+            shape_text(array.shape()),
+            array.dtype().str()?,
+        )));
+    }
+    if !array.is_c_contiguous() {
+        return Err(PyValueError::new_err("out must be C-contiguous"));
+    }
+    // SAFETY: reading the flags of a live array object we hold.
+    if unsafe { (*array.as_array_ptr()).fields.flags } & NPY_ARRAY_WRITEABLE == 0 {
+        return Err(PyValueError::new_err("out is read-only"));
+    }
+    let nbytes = result.nbytes();
+    if nbytes == 0 {
+        return Ok(out.clone());
+    }
+    // SAFETY: reading the data pointer of a live array object we hold.
+    let data = unsafe { (*array.as_array_ptr()).fields.data }.cast::<u8>();
+    let (layout, to) = (source.layout(), result.descr());
+    let target = data as usize..data as usize + nbytes;
+    let sources = source.addresses();
+    // Shared bytes are read from a copy made before `out` is written (and
+    // before a mutable slice of them exists).
+    let aside = if sources.start < target.end && target.start < sources.end {
+        let bytes = source.bytes();
+        Some(py.detach(|| crate::Buffer::from_bytes(bytes)).py_err(py)?)
+    } else {
+        None
+    };
+    let bytes = aside.as_ref().map_or(source.bytes(), |a| a.as_bytes());
+    // SAFETY: `out` is a writable, C-contiguous array of the result's shape
+    // and dtype, so its `nbytes` bytes from `data` are its elements, which
+    // numpy keeps writable while the array lives; we hold it until the copy
+    // returns. `bytes` does not overlap them (a shared source was copied
+    // aside above). Another thread writing `out` meanwhile would race, as it
+    // would with any numpy operation (see the module docs of `source`).
+    let dst = unsafe { std::slice::from_raw_parts_mut(data, nbytes) };
+    py.detach(|| copy_into(bytes, layout, dst, to)).py_err(py)?;
+    Ok(out.clone())
+}
+
+/// A shape as Python prints a tuple: `(3,)`, `(2, 3)`, `()`.
+fn shape_text(shape: &[usize]) -> String {
+    match shape {
+        [n] => format!("({n},)"),
+        _ => {
+            let parts: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
+            format!("({})", parts.join(", "))
+        }
+    }
+}
