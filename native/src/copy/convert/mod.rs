@@ -1,0 +1,155 @@
+//! Converting contiguous runs of elements from one dtype and byte order to
+//! another, with numpy's `same_kind` casting rule.
+//!
+//! [`Convert::new`] checks the cast and picks the kernel once: a copy, a
+//! SIMD kernel on x86-64 when the CPU has what it needs (detected at run
+//! time, so a wheel built for any x86-64 uses AVX2 and F16C where they
+//! exist), or the scalar reference ([`scalar`]) for everything else, for
+//! the tail of a SIMD run, off x86-64 and under Miri. Every kernel gives
+//! the reference's bits: numpy's (ml_dtypes' for bfloat16), NaNs included.
+
+mod scalar;
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+mod x86;
+
+#[cfg(test)]
+mod tests;
+
+use bytelens_core::{DType, Descr};
+
+use crate::Error;
+
+/// Whether numpy's `same_kind` casting allows `from` → `to`
+/// (`np.can_cast(from, to, "same_kind")`).
+///
+/// Any dtype converts to itself and bool converts to anything; a signed
+/// integer converts to any signed integer, an unsigned one to any integer;
+/// every integer converts to every float; every float converts to every
+/// float (float64 → float16 included), and nothing converts back from a
+/// float to an integer or from an integer to bool.
+///
+/// bfloat16 counts as a float like float16. That is numpy's rule for
+/// ml_dtypes' bfloat16 in every cell but one: ml_dtypes registers
+/// bfloat16 → float16 as an `unsafe` cast only (neither holds the other's
+/// values), while float16 → bfloat16 is `same_kind`; here both are.
+///
+/// # Examples
+/// ```
+/// use bytelens::{DType, can_cast};
+/// assert!(can_cast(DType::F64, DType::F16));
+/// assert!(can_cast(DType::U8, DType::I8));
+/// assert!(!can_cast(DType::I8, DType::U64));
+/// assert!(!can_cast(DType::F32, DType::I32));
+/// ```
+pub fn can_cast(from: DType, to: DType) -> bool {
+    let kind = |d: DType| if d.is_float() { 'f' } else { d.kind() };
+    match (kind(from), kind(to)) {
+        ('b', _) | (_, 'f') => true,
+        // A signed integer never becomes an unsigned one; every other pair
+        // of integers converts (wrapping, as C does).
+        ('u', 'u' | 'i') | ('i', 'i') => true,
+        _ => from == to,
+    }
+}
+
+/// A conversion of runs of `from` elements into runs of `to` elements.
+/// Cheap to copy; [`run`](Convert::run) may be called from several threads
+/// at once.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Convert {
+    from: Descr,
+    to: Descr,
+    kernel: Kernel,
+}
+
+/// How [`Convert::run`] converts, chosen once by [`Convert::new`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kernel {
+    /// The bytes are copied unchanged.
+    Copy,
+    /// The scalar reference, element by element.
+    Scalar,
+    /// A SIMD kernel the CPU was found to support.
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    X86(x86::Kernel),
+}
+
+impl Convert {
+    /// The conversion `from` → `to`, or `Error::Cast` when `same_kind`
+    /// casting refuses it.
+    pub(crate) fn new(from: Descr, to: Descr) -> Result<Convert, Error> {
+        if !can_cast(from.dtype, to.dtype) {
+            return Err(Error::Cast { from, to });
+        }
+        let kernel = if is_copy(from, to) {
+            Kernel::Copy
+        } else {
+            Self::simd(from, to).unwrap_or(Kernel::Scalar)
+        };
+        Ok(Convert { from, to, kernel })
+    }
+
+    /// The scalar reference for the same conversion (for tests against the
+    /// SIMD kernels).
+    #[cfg(test)]
+    fn scalar(from: Descr, to: Descr) -> Convert {
+        let mut c = Convert::new(from, to).expect("a same_kind cast");
+        if c.kernel != Kernel::Copy {
+            c.kernel = Kernel::Scalar;
+        }
+        c
+    }
+
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    fn simd(from: Descr, to: Descr) -> Option<Kernel> {
+        x86::Kernel::detect(from, to).map(Kernel::X86)
+    }
+
+    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    fn simd(_: Descr, _: Descr) -> Option<Kernel> {
+        None
+    }
+
+    /// The source element.
+    pub(crate) fn from(&self) -> Descr {
+        self.from
+    }
+
+    /// The destination element.
+    pub(crate) fn to(&self) -> Descr {
+        self.to
+    }
+
+    /// Whether the bytes are copied unchanged.
+    pub(crate) fn is_identity(&self) -> bool {
+        self.kernel == Kernel::Copy
+    }
+
+    /// Converts the `n` elements of `src` (`n * from.size()` bytes) into
+    /// `dst` (`n * to.size()` bytes).
+    ///
+    /// # Panics
+    /// If `src` and `dst` do not hold the same whole number of elements.
+    pub(crate) fn run(&self, src: &[u8], dst: &mut [u8]) {
+        let (a, b) = (self.from.dtype.size(), self.to.dtype.size());
+        assert!(
+            src.len() % a == 0 && dst.len() % b == 0 && src.len() / a == dst.len() / b,
+            "{} bytes of {} do not convert into {} bytes of {}",
+            src.len(),
+            self.from,
+            dst.len(),
+            self.to
+        );
+        match self.kernel {
+            Kernel::Copy => dst.copy_from_slice(src),
+            Kernel::Scalar => scalar::run(self.from, self.to, src, dst),
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            Kernel::X86(k) => k.run(self.from, self.to, src, dst),
+        }
+    }
+}
+
+/// Whether `from` → `to` leaves the bytes as they are.
+fn is_copy(from: Descr, to: Descr) -> bool {
+    from.dtype == to.dtype && (from.order == to.order || from.dtype.size() == 1)
+}
