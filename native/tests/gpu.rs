@@ -7,7 +7,7 @@
 use std::sync::OnceLock;
 
 use bytelens::gpu::{GpuBuffer, GpuContext, GpuError, GpuOptions, wgpu};
-use bytelens::{Buffer, DType, Layout, Plan, gather_into};
+use bytelens::{Buffer, ByteOrder, DType, Descr, Error, Layout, Plan, copy_into, gather_into};
 
 /// The shared default context, or `None` (with a message) on a developer
 /// machine without Vulkan.
@@ -178,6 +178,49 @@ fn strided_transposed_and_reversed_views_round_trip() {
     let back = up.download().unwrap();
     let back = back.view_as::<f32>(up.layout()).unwrap();
     assert_eq!(back.get(&[5, 2]).unwrap(), (2 * 48 + 5) as f32);
+}
+
+#[test]
+fn converted_uploads_arrive_in_the_asked_element_in_one_pass() {
+    let Some(gpu) = gpu() else { return };
+    let values: Vec<f64> = (0..4000).map(|i| i as f64 * 0.37 - 700.0).collect();
+    let big: Vec<u8> = values.iter().flat_map(|v| v.to_be_bytes()).collect();
+    let layout = Layout::contiguous(DType::F64, &[50, 80])
+        .unwrap()
+        .with_byte_order(ByteOrder::Big);
+    let little_f32 = Descr::new(DType::F32, ByteOrder::Little);
+    // Big-endian float64, transposed, as little-endian float32; then the
+    // same bytes byteswapped only; through 1 KiB staging chunks and 3 threads.
+    let small = GpuContext::with_options(GpuOptions {
+        staging_chunk: 1024,
+        ..GpuOptions::default()
+    })
+    .unwrap();
+    for gpu in [gpu, &small] {
+        for (view, to) in [
+            (layout.transpose(), little_f32),
+            (layout, Descr::new(DType::F64, ByteOrder::Little)),
+            (layout.slice(1, None, None, -3).unwrap(), little_f32),
+        ] {
+            let up = gpu.upload_layout_as(&big, &view, to).unwrap();
+            let mut host = vec![0; view.size() * to.dtype.size()];
+            copy_into(&big, &view, &mut host, to).unwrap();
+            assert_eq!(up.download().unwrap().as_bytes(), host, "{view:?} as {to}");
+            assert_eq!(up.layout().descr(), to);
+            assert_eq!(up.layout().shape(), view.shape());
+        }
+        let t = layout.transpose();
+        let up = gpu.upload_layout_as(&big, &t, little_f32).unwrap();
+        let back = up.download().unwrap();
+        let back = back.view_as::<f32>(up.layout()).unwrap();
+        assert_eq!(back.get(&[3, 7]).unwrap(), values[7 * 80 + 3] as f32);
+    }
+    // A refused conversion is the host's error, before anything is uploaded.
+    let err = gpu
+        .upload_layout_as(&big, &layout, Descr::native(DType::I32))
+        .unwrap_err();
+    assert!(matches!(err, GpuError::Host(Error::Cast { .. })), "{err:?}");
+    assert!(err.to_string().contains("float64"), "{err}");
 }
 
 #[test]

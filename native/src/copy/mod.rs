@@ -15,12 +15,13 @@
 //! destination directly.
 
 mod convert;
+mod tile;
 mod walk;
 
 use bytelens_core::{Descr, Layout};
 
 pub use convert::can_cast;
-pub(crate) use walk::{Copier, for_each_piece};
+pub(crate) use walk::Copier;
 
 use crate::Error;
 

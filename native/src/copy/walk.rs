@@ -1,42 +1,54 @@
-//! Copying a checked view out in C order, in one pass over the source.
+//! The walk: a checked view's elements in C order, written into a
+//! destination (or into a block the conversion then writes out), for any
+//! range of elements, so that the GPU upload fills each staging chunk in
+//! place and several threads can fill parts of one destination.
 //!
-//! The GPU upload streams a view's elements into mapped staging memory; the
-//! same walk copies a view into any byte slice ([`gather_into`]). The walk
-//! first merges axes that are contiguous with each other (as numpy does
-//! before iterating), then takes the fastest of three paths:
+//! The walk first merges axes that are contiguous with each other (as numpy
+//! does before iterating) and drops axes of length 1, then copies output
+//! rows (the last merged axis) in one of three ways:
 //!
-//! - rows whose elements are adjacent: each row is one slice, handed on
-//!   without an intermediate copy when it is long;
-//! - a transposed view (the second-to-last merged axis has the element size
-//!   as its stride): blocks of rows are gathered together, so every source
-//!   cache line read fills several output rows (a blocked transpose);
-//! - anything else: element by element, specialised by element size.
-//!
-//! Pieces that are not handed on directly are collected in a scratch block
-//! small enough to stay in cache, so the output is written sequentially,
-//! which is what write-combined GPU staging memory wants.
+//! - rows whose elements are adjacent: each row is one block copy;
+//! - a transposed view (the second-to-last merged axis steps by one
+//!   element, forwards or backwards): blocks of rows are filled in square
+//!   tiles transposed in registers ([`tile`](super::tile)), in an order
+//!   that consumes every source cache line it loads and completes every
+//!   destination line before moving on;
+//! - anything else: element by element, specialised by element size, with
+//!   reversed runs read as one slice backwards and broadcast runs filled.
 
-use bytelens_core::{DType, Descr, Layout, MAX_NDIM, Offsets};
+use bytelens_core::{Descr, Layout, MAX_NDIM};
 
 use super::convert::Convert;
+use super::tile::Tile;
 use crate::Error;
 
-/// Bytes collected before a piece is handed on (rows and single elements).
-/// Small enough for L2, large enough to amortise the hand-off.
-const SCRATCH: usize = 256 * 1024;
-/// Rows shorter than this are collected in scratch rather than handed on alone.
-const DIRECT_ROW: usize = 4096;
-/// Bytes of a block of transposed rows (gathered together, then handed on).
-const BLOCK: usize = 2 << 20;
-/// Most rows in a transposed block (64 rows: 8 tiles down).
-const BLOCK_ROWS: usize = 64;
+/// Bytes of source elements gathered into a block before the conversion
+/// writes them out: small enough to stay in L2 with the source lines.
+const CONVERT_BLOCK: usize = 64 * 1024;
+/// Bytes of the source lines a tile group consumes whole.
+const LINE: usize = 64;
+/// Bytes along each side of a block of tiles (rows × columns of output):
+/// measured best for 8192² float32 on this machine among 128 to 1024.
+const BLOCK_BYTES: usize = 512;
+
+/// One axis after merging: its length and its stride in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Axis {
+    len: usize,
+    stride: isize,
+}
 
 /// A checked view ready to be copied out in C order, converted to the
 /// destination's element.
 pub(crate) struct Copier<'a> {
     bytes: &'a [u8],
-    layout: Layout,
+    base: usize,
+    axes: [Axis; MAX_NDIM],
+    ndim: usize,
+    elements: usize,
+    itemsize: usize,
     convert: Convert,
+    tile: Tile,
 }
 
 impl<'a> Copier<'a> {
@@ -44,47 +56,309 @@ impl<'a> Copier<'a> {
     pub(crate) fn new(bytes: &'a [u8], layout: &Layout, to: Descr) -> Result<Copier<'a>, Error> {
         layout.check(bytes.len())?;
         let convert = Convert::new(layout.descr(), to)?;
+        let (axes, ndim) = merged_axes(layout);
+        let itemsize = convert.from().dtype.size();
         Ok(Copier {
             bytes,
-            layout: *layout,
+            base: layout.offset() as usize,
+            axes,
+            ndim,
+            elements: layout.size(),
+            itemsize,
             convert,
+            tile: Tile::for_itemsize(itemsize),
         })
+    }
+
+    /// The same copy with the portable tile kernel (the reference the
+    /// SIMD kernels are tested against).
+    #[cfg(test)]
+    fn portable(mut self) -> Self {
+        self.tile = Tile::portable(self.itemsize);
+        self
+    }
+
+    /// Elements in each output row (the last merged axis; 1 for a single
+    /// element).
+    pub(crate) fn row_len(&self) -> usize {
+        self.ndim
+            .checked_sub(1)
+            .map_or(1, |last| self.axes[last].len)
+    }
+
+    /// Whether the copy is one unconverted run of adjacent elements: a
+    /// memcpy, which needs fewer threads to reach memory bandwidth.
+    pub(crate) fn is_block_copy(&self) -> bool {
+        self.contiguous(0, self.elements).is_some()
+    }
+
+    /// The source bytes of elements `first..first + count` when the copy
+    /// is a block copy (see [`is_block_copy`](Self::is_block_copy)).
+    pub(crate) fn contiguous(&self, first: usize, count: usize) -> Option<&'a [u8]> {
+        let one_run = match self.axes[..self.ndim] {
+            [] => true,
+            [Axis { stride, .. }] => stride == self.itemsize as isize,
+            _ => false,
+        };
+        if !(one_run && self.convert.is_identity()) || first + count > self.elements {
+            return None;
+        }
+        let at = self.base + first * self.itemsize;
+        Some(&self.bytes[at..at + count * self.itemsize])
+    }
+
+    /// Bytes of one destination element.
+    pub(crate) fn out_itemsize(&self) -> usize {
+        self.convert.to().dtype.size()
     }
 
     /// Bytes of the whole copy.
     pub(crate) fn out_bytes(&self) -> usize {
-        self.layout.size() * self.convert.to().dtype.size()
+        self.elements * self.out_itemsize()
     }
 
-    /// Fills `out` with the C-order elements starting at element `first`.
+    /// Fills `out` with the converted C-order elements `first..`, as many as
+    /// `out` holds.
+    ///
+    /// # Panics
+    /// When `out` does not hold a whole number of elements, or more than
+    /// the view has from `first` on.
     pub(crate) fn fill(&self, first: usize, out: &mut [u8]) {
-        assert_eq!(first, 0, "TEMPORARY: ranges come with the new walk");
-        let (a, b) = (
-            self.convert.from().dtype.size(),
-            self.convert.to().dtype.size(),
-        );
-        let mut at = 0;
-        let mut scratch = Vec::new();
-        for_each_piece::<core::convert::Infallible>(
-            self.bytes,
-            &self.layout,
-            &mut scratch,
-            &mut |piece| {
-                let n = piece.len() / a * b;
-                self.convert.run(piece, &mut out[at..at + n]);
-                at += n;
-                Ok(())
-            },
-        )
-        .unwrap_or_else(|never| match never {});
+        let size = self.out_itemsize();
+        let count = out.len() / size;
+        assert!(out.len() == count * size && first + count <= self.elements);
+        if count == 0 {
+            return;
+        }
+        if self.convert.is_identity() {
+            return self.gather(first, count, out);
+        }
+        let n = self.itemsize;
+        // A view that is one contiguous run converts straight from its bytes.
+        if let [Axis { len: _, stride }] = self.axes[..self.ndim]
+            && stride == n as isize
+        {
+            let at = self.base + first * n;
+            return self.convert.run(&self.bytes[at..at + count * n], out);
+        }
+        // Whole rows per block where they fit, so that tiles stay whole.
+        let row = self.row_len();
+        let per_block = (CONVERT_BLOCK / n).max(1);
+        let per_block = if row <= per_block {
+            per_block / row * row
+        } else {
+            per_block
+        };
+        let mut block = vec![0u8; per_block.min(count) * n];
+        let mut done = 0;
+        while done < count {
+            let k = per_block.min(count - done);
+            let src = &mut block[..k * n];
+            self.gather(first + done, k, src);
+            self.convert
+                .run(src, &mut out[done * size..(done + k) * size]);
+            done += k;
+        }
+    }
+
+    /// Copies the `count` C-order elements from `first` on, unconverted,
+    /// into `out` (`count` source elements).
+    fn gather(&self, first: usize, count: usize, out: &mut [u8]) {
+        let n = self.itemsize;
+        let Some((last, outer)) = self.axes[..self.ndim].split_last() else {
+            out.copy_from_slice(&self.bytes[self.base..self.base + n]);
+            return;
+        };
+        let len = last.len;
+        let mut rows = Rows::at(self.base, outer, first / len);
+        let mut done = 0;
+        let head = first % len;
+        if head != 0 {
+            let k = (len - head).min(count);
+            self.run(rows.at, *last, head, &mut out[..k * n]);
+            done += k;
+            rows.advance(1);
+        }
+        let whole = (count - done) / len;
+        if whole > 0 {
+            self.rows(
+                &mut rows,
+                *last,
+                whole,
+                &mut out[done * n..(done + whole * len) * n],
+            );
+            done += whole * len;
+        }
+        if done < count {
+            self.run(rows.at, *last, 0, &mut out[done * n..count * n]);
+        }
+    }
+
+    /// `count` whole rows from `rows` on (advancing it), into `out`.
+    fn rows(&self, rows: &mut Rows, last: Axis, count: usize, out: &mut [u8]) {
+        let n = self.itemsize;
+        let row_bytes = last.len * n;
+        let across = rows.axes.last().copied();
+        let transposed = last.stride != n as isize
+            && last.len > 1
+            && across.is_some_and(|across| across.stride.unsigned_abs() == n);
+        let mut done = 0;
+        while done < count {
+            if let (true, Some(across)) = (transposed, across) {
+                // A run of rows within one index of the outer axes.
+                let r = rows.index_of_last();
+                let k = (across.len - r).min(count - done);
+                let dst = &mut out[done * row_bytes..(done + k) * row_bytes];
+                self.transposed(rows.at, across.stride, last, k, dst);
+                rows.advance(k);
+                done += k;
+            } else {
+                self.run(
+                    rows.at,
+                    last,
+                    0,
+                    &mut out[done * row_bytes..(done + 1) * row_bytes],
+                );
+                rows.advance(1);
+                done += 1;
+            }
+        }
+    }
+
+    /// Elements `from..` of the row starting at byte `at` along `last`, as
+    /// many as `out` holds.
+    fn run(&self, at: isize, last: Axis, from: usize, out: &mut [u8]) {
+        match self.itemsize {
+            1 => run::<1>(self.bytes, at, last.stride, from, out),
+            2 => run::<2>(self.bytes, at, last.stride, from, out),
+            4 => run::<4>(self.bytes, at, last.stride, from, out),
+            _ => run::<8>(self.bytes, at, last.stride, from, out),
+        }
+    }
+
+    /// `rows` output rows of `last.len` elements: row `r` starts at byte
+    /// `at + r * across` (`across` is plus or minus the itemsize) and
+    /// steps by `last.stride`. Filled in blocks of tiles, each tile group
+    /// reading whole source lines and writing whole destination lines.
+    fn transposed(&self, at: isize, across: isize, last: Axis, rows: usize, out: &mut [u8]) {
+        let n = self.itemsize as isize;
+        let cols = last.len;
+        let pitch = (cols * self.itemsize) as isize;
+        let side = self.tile.side;
+        // Tiles down a group: as many as fill one source cache line.
+        let group = (LINE / self.itemsize).max(side) / side * side;
+        let block = (BLOCK_BYTES / self.itemsize).max(group) / group * group;
+        // Source byte of (row r, column j); a tile starting at (r, j) reads
+        // its runs from the lowest address of each run.
+        let src = |r: usize, j: usize| at + across * r as isize + last.stride * j as isize;
+        let reversed = across < 0;
+        let tiled_rows = rows / side * side;
+        let tiled_cols = cols / side * side;
+        for r0 in (0..tiled_rows).step_by(block) {
+            let r1 = (r0 + block).min(tiled_rows);
+            for j0 in (0..tiled_cols).step_by(block) {
+                let j1 = (j0 + block).min(tiled_cols);
+                for rg in (r0..r1).step_by(group) {
+                    let rg1 = (rg + group).min(r1);
+                    for j in (j0..j1).step_by(side) {
+                        for r in (rg..rg1).step_by(side) {
+                            // Tile rows r..r+side: run k is column j+k; its
+                            // lowest element is row r (or r+side-1 backwards),
+                            // and so is the first destination run.
+                            let first_row = if reversed { r + side - 1 } else { r };
+                            let dst_pitch = if reversed { -pitch } else { pitch };
+                            self.tile.move_tile(
+                                self.itemsize,
+                                self.bytes,
+                                src(first_row, j),
+                                last.stride,
+                                out,
+                                first_row as isize * pitch + j as isize * n,
+                                dst_pitch,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        // The ragged edges: columns past the last whole tile in the tiled
+        // rows, then the rows past the last whole tile.
+        for r in 0..rows {
+            let from = if r < tiled_rows { tiled_cols } else { 0 };
+            if from < cols {
+                let row = &mut out[r * pitch as usize..(r + 1) * pitch as usize];
+                self.run(src(r, 0), last, from, &mut row[from * self.itemsize..]);
+            }
+        }
     }
 }
 
-/// One axis after merging: its length and its stride in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Axis {
-    len: usize,
-    stride: isize,
+/// Elements `from..` of a row starting at byte `at` with stride `stride`,
+/// `N` bytes each, as many as `out` holds.
+fn run<const N: usize>(bytes: &[u8], at: isize, stride: isize, from: usize, out: &mut [u8]) {
+    let count = out.len() / N;
+    let first = at + stride * from as isize;
+    if stride == N as isize {
+        let first = first as usize;
+        out.copy_from_slice(&bytes[first..first + count * N]);
+    } else if stride == -(N as isize) {
+        let lowest = (first - (count as isize - 1) * N as isize) as usize;
+        let src = bytes[lowest..lowest + count * N].chunks_exact(N).rev();
+        for (cell, element) in out.chunks_exact_mut(N).zip(src) {
+            cell.copy_from_slice(element);
+        }
+    } else if stride == 0 {
+        let first = first as usize;
+        let element: [u8; N] = bytes[first..first + N].try_into().expect("N bytes");
+        for cell in out.chunks_exact_mut(N) {
+            cell.copy_from_slice(&element);
+        }
+    } else {
+        for (k, cell) in out.chunks_exact_mut(N).enumerate() {
+            let at = (first + stride * k as isize) as usize;
+            cell.copy_from_slice(&bytes[at..at + N]);
+        }
+    }
+}
+
+/// An odometer over the outer axes: the byte where each output row starts.
+struct Rows<'a> {
+    axes: &'a [Axis],
+    index: [usize; MAX_NDIM],
+    at: isize,
+}
+
+impl<'a> Rows<'a> {
+    /// Positioned at row `row` (C order over `axes`) of a view starting at `base`.
+    fn at(base: usize, axes: &'a [Axis], mut row: usize) -> Rows<'a> {
+        let mut index = [0; MAX_NDIM];
+        let mut at = base as isize;
+        for (k, axis) in axes.iter().enumerate().rev() {
+            index[k] = row % axis.len;
+            row /= axis.len;
+            at += index[k] as isize * axis.stride;
+        }
+        Rows { axes, index, at }
+    }
+
+    /// The index along the innermost outer axis (0 with no outer axes).
+    fn index_of_last(&self) -> usize {
+        self.axes.len().checked_sub(1).map_or(0, |k| self.index[k])
+    }
+
+    /// Moves `k` rows on (possibly past the last row, which is never read).
+    fn advance(&mut self, mut k: usize) {
+        for (axis, index) in self.axes.iter().zip(&mut self.index).rev() {
+            if k == 0 {
+                return;
+            }
+            let total = *index + k;
+            let wrapped = total % axis.len;
+            self.at += (wrapped as isize - *index as isize) * axis.stride;
+            *index = wrapped;
+            k = total / axis.len;
+        }
+    }
 }
 
 /// The view's axes with length-1 axes dropped and neighbours that step
@@ -111,248 +385,6 @@ fn merged_axes(layout: &Layout) -> ([Axis; MAX_NDIM], usize) {
     (axes, n)
 }
 
-/// Hands the view's bytes, in C order, to `emit` in pieces (each non-empty,
-/// together exactly `layout.nbytes()` bytes). `layout` must have been checked
-/// against `bytes`; `scratch` is reused between calls.
-pub(crate) fn for_each_piece<E>(
-    bytes: &[u8],
-    layout: &Layout,
-    scratch: &mut Vec<u8>,
-    emit: &mut dyn FnMut(&[u8]) -> Result<(), E>,
-) -> Result<(), E> {
-    if layout.size() == 0 {
-        return Ok(());
-    }
-    let itemsize = layout.dtype().size();
-    let base = layout.offset() as usize;
-    let (axes, n) = merged_axes(layout);
-    let axes = &axes[..n];
-    let Some((last, outer)) = axes.split_last() else {
-        return emit(&bytes[base..base + itemsize]);
-    };
-    if last.stride == itemsize as isize {
-        return rows(bytes, base, outer, last.len * itemsize, scratch, emit);
-    }
-    if let Some((across, outer)) = outer.split_last()
-        && across.stride.unsigned_abs() == itemsize
-    {
-        return match itemsize {
-            1 => blocks::<1, E>(bytes, base, outer, *across, *last, scratch, emit),
-            2 => blocks::<2, E>(bytes, base, outer, *across, *last, scratch, emit),
-            4 => blocks::<4, E>(bytes, base, outer, *across, *last, scratch, emit),
-            _ => blocks::<8, E>(bytes, base, outer, *across, *last, scratch, emit),
-        };
-    }
-    match itemsize {
-        1 => elements::<1, E>(bytes, base, axes, scratch, emit),
-        2 => elements::<2, E>(bytes, base, axes, scratch, emit),
-        4 => elements::<4, E>(bytes, base, axes, scratch, emit),
-        _ => elements::<8, E>(bytes, base, axes, scratch, emit),
-    }
-}
-
-/// The byte offset of every index of `axes` from `base`, in C order (just
-/// `base` when there are no axes): the core's own walk, over the axes as
-/// bytes. The axes are those of a view checked against `bytes`.
-fn starts(bytes: &[u8], base: usize, axes: &[Axis]) -> Offsets {
-    let mut shape = [0; MAX_NDIM];
-    let mut strides = [0; MAX_NDIM];
-    for (k, axis) in axes.iter().enumerate() {
-        shape[k] = axis.len;
-        strides[k] = axis.stride;
-    }
-    let n = axes.len();
-    Layout::new(DType::U8, base, &shape[..n], &strides[..n])
-        .and_then(|layout| layout.offsets(bytes.len()))
-        .expect("the axes of a checked view stay within its bytes")
-}
-
-/// Contiguous rows of `row_bytes`, one per index of `outer`.
-fn rows<E>(
-    bytes: &[u8],
-    base: usize,
-    outer: &[Axis],
-    row_bytes: usize,
-    scratch: &mut Vec<u8>,
-    emit: &mut dyn FnMut(&[u8]) -> Result<(), E>,
-) -> Result<(), E> {
-    if row_bytes >= DIRECT_ROW {
-        for at in starts(bytes, base, outer) {
-            emit(&bytes[at..at + row_bytes])?;
-        }
-        return Ok(());
-    }
-    scratch.clear();
-    for at in starts(bytes, base, outer) {
-        if scratch.len() + row_bytes > SCRATCH {
-            emit(scratch)?;
-            scratch.clear();
-        }
-        scratch.extend_from_slice(&bytes[at..at + row_bytes]);
-    }
-    emit(scratch)
-}
-
-/// A transposed view: for every index of `outer`, `across.len` output rows
-/// of `last.len` elements each, where consecutive rows start `N` bytes apart
-/// (or `-N`). A block of output rows is filled in 8×8 tiles: eight source
-/// runs of eight adjacent elements are read, and written out as the
-/// eight rows' next eight elements. The transpose is bound by memory
-/// latency, not arithmetic, so what matters is touching each source and
-/// scratch line as few times as possible.
-fn blocks<const N: usize, E>(
-    bytes: &[u8],
-    base: usize,
-    outer: &[Axis],
-    across: Axis,
-    last: Axis,
-    scratch: &mut Vec<u8>,
-    emit: &mut dyn FnMut(&[u8]) -> Result<(), E>,
-) -> Result<(), E> {
-    let row_bytes = last.len * N;
-    let block_rows = (BLOCK / row_bytes).clamp(1, BLOCK_ROWS).min(across.len);
-    // Long rows are kept a cache line more than a multiple of 64 bytes apart
-    // in scratch: rows a power of two apart would all fall into the same
-    // cache sets, and writing to all of them at once would thrash L1 and
-    // L2. Such rows are handed on one by one; short rows as a block.
-    let pitch = if row_bytes >= DIRECT_ROW {
-        row_bytes.next_multiple_of(64) + 64
-    } else {
-        row_bytes
-    };
-    scratch.clear();
-    scratch.resize(block_rows * pitch, 0);
-    for start in starts(bytes, base, outer) {
-        let mut row = 0;
-        while row < across.len {
-            let rows_here = block_rows.min(across.len - row);
-            let block = &mut scratch[..rows_here * pitch];
-            // Source offset of (row r of the block, element j).
-            let first = start as isize + across.stride * row as isize;
-            let at = |r: usize, j: usize| {
-                (first + across.stride * r as isize + last.stride * j as isize) as usize
-            };
-            for j0 in (0..last.len).step_by(8) {
-                let cols = 8.min(last.len - j0);
-                for r0 in (0..rows_here).step_by(8) {
-                    if cols == 8 && rows_here - r0 >= 8 {
-                        tile::<N>(
-                            bytes,
-                            at(r0, j0),
-                            across.stride,
-                            last.stride,
-                            block,
-                            r0 * pitch + j0 * N,
-                            pitch,
-                        );
-                    } else {
-                        for r in r0..rows_here.min(r0 + 8) {
-                            for j in j0..j0 + cols {
-                                let from = at(r, j);
-                                block[r * pitch + j * N..][..N]
-                                    .copy_from_slice(&bytes[from..from + N]);
-                            }
-                        }
-                    }
-                }
-            }
-            if pitch == row_bytes {
-                emit(block)?;
-            } else {
-                for r in 0..rows_here {
-                    emit(&block[r * pitch..r * pitch + row_bytes])?;
-                }
-            }
-            row += rows_here;
-        }
-    }
-    Ok(())
-}
-
-/// One 8×8 tile: output row `r` (at `out + r * pitch`) gets the eight
-/// elements at `from + r * across + j * step`, j = 0..8, where `across` is
-/// `N` or `-N`, so each column j of the tile is one contiguous 8-element run.
-#[inline(always)]
-fn tile<const N: usize>(
-    bytes: &[u8],
-    from: usize,
-    across: isize,
-    step: isize,
-    block: &mut [u8],
-    out: usize,
-    pitch: usize,
-) {
-    let mut m = [[[0u8; N]; 8]; 8];
-    for (j, column) in m.iter_mut().enumerate() {
-        let start = from as isize + step * j as isize;
-        let lowest = if across > 0 {
-            start
-        } else {
-            start - 7 * N as isize
-        } as usize;
-        let run = &bytes[lowest..lowest + 8 * N];
-        for (k, cell) in column.iter_mut().enumerate() {
-            let k = if across > 0 { k } else { 7 - k };
-            cell.copy_from_slice(&run[k * N..k * N + N]);
-        }
-    }
-    for r in 0..8 {
-        let dst = &mut block[out + r * pitch..out + r * pitch + 8 * N];
-        for (j, cell) in dst.chunks_exact_mut(N).enumerate() {
-            cell.copy_from_slice(&m[j][r]);
-        }
-    }
-}
-
-/// Any other view, one `N`-byte element at a time, into a scratch block
-/// that is handed on when full. A reversed run (stride `-N`) is read as one
-/// contiguous slice backwards.
-fn elements<const N: usize, E>(
-    bytes: &[u8],
-    base: usize,
-    axes: &[Axis],
-    scratch: &mut Vec<u8>,
-    emit: &mut dyn FnMut(&[u8]) -> Result<(), E>,
-) -> Result<(), E> {
-    let (last, outer) = axes.split_last().expect("a view with at least one axis");
-    // Small views need only their own size of scratch.
-    let elements = axes.iter().map(|axis| axis.len).product::<usize>();
-    let capacity = (SCRATCH / N).min(elements);
-    scratch.clear();
-    scratch.resize(capacity * N, 0);
-    let mut filled = 0;
-    for start in starts(bytes, base, outer) {
-        let mut j = 0;
-        while j < last.len {
-            if filled == capacity {
-                emit(scratch)?;
-                filled = 0;
-            }
-            let count = (last.len - j).min(capacity - filled);
-            let dst = scratch[filled * N..(filled + count) * N].chunks_exact_mut(N);
-            let first = start as isize + last.stride * j as isize;
-            if last.stride == -(N as isize) {
-                let lowest = (first - (count as isize - 1) * N as isize) as usize;
-                let run = bytes[lowest..lowest + count * N].chunks_exact(N).rev();
-                for (cell, element) in dst.zip(run) {
-                    cell.copy_from_slice(element);
-                }
-            } else {
-                for (k, cell) in dst.enumerate() {
-                    let at = (first + last.stride * k as isize) as usize;
-                    cell.copy_from_slice(&bytes[at..at + N]);
-                }
-            }
-            filled += count;
-            j += count;
-        }
-    }
-    if filled > 0 {
-        emit(&scratch[..filled * N])?;
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -369,10 +401,35 @@ mod tests {
         out
     }
 
+    /// The whole copy, every kernel, and ranges of it starting and ending
+    /// anywhere (inside rows, on row and tile boundaries) match the plain walk.
     fn check(bytes: &[u8], layout: &Layout) {
+        let expected = reference(bytes, layout);
         let mut out = vec![0xAA; layout.nbytes()];
         gather_into(bytes, layout, &mut out).unwrap();
-        assert_eq!(out, reference(bytes, layout), "{layout:?}");
+        assert_eq!(out, expected, "{layout:?}");
+        let n = layout.dtype().size();
+        let size = layout.size();
+        let to = layout.descr();
+        for copier in [
+            Copier::new(bytes, layout, to).unwrap(),
+            Copier::new(bytes, layout, to).unwrap().portable(),
+        ] {
+            let mut cuts = vec![0, size];
+            let mut seed = size as u64 * 2654435761 + n as u64;
+            for _ in 0..if cfg!(miri) { 2 } else { 6 } {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                cuts.push((seed >> 33) as usize % (size + 1));
+            }
+            cuts.sort_unstable();
+            let mut out = vec![0xAA; layout.nbytes()];
+            for pair in cuts.windows(2) {
+                copier.fill(pair[0], &mut out[pair[0] * n..pair[1] * n]);
+            }
+            assert_eq!(out, expected, "{layout:?} in pieces {cuts:?}");
+        }
     }
 
     fn pattern(n: usize) -> Vec<u8> {
@@ -473,6 +530,53 @@ mod tests {
         check(&bytes, &r);
         let s = Layout::new(DType::U16, 0, &[bytes.len() / 4], &[4]).unwrap();
         check(&bytes, &s);
+    }
+
+    /// Random views (permuted, sliced with any step, reversed, broadcast)
+    /// of every itemsize: every kernel and every range matches the walk.
+    #[test]
+    fn random_views_match_the_plain_walk() {
+        let bytes = pattern(1 << 14);
+        let mut seed = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = |bound: usize| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as usize % bound.max(1)
+        };
+        for case in 0..if cfg!(miri) { 12 } else { 1500 } {
+            let dtype = [DType::U8, DType::I16, DType::F32, DType::F64][case % 4];
+            let ndim = 1 + next(4);
+            let most = if cfg!(miri) {
+                9
+            } else {
+                [40, 40, 14, 9][ndim - 1]
+            };
+            let shape: Vec<usize> = (0..ndim).map(|_| 1 + next(most)).collect();
+            let Ok(mut l) = Layout::contiguous(dtype, &shape) else {
+                continue;
+            };
+            if l.nbytes() > bytes.len() {
+                continue;
+            }
+            let mut axes: Vec<usize> = (0..ndim).collect();
+            for k in (1..ndim).rev() {
+                axes.swap(k, next(k + 1));
+            }
+            l = l.permute(&axes).unwrap();
+            for axis in 0..ndim {
+                let len = l.shape()[axis] as isize;
+                let step = [1, 1, -1, 2, -3][next(5)];
+                let start = next(len as usize) as isize;
+                l = l.slice(axis, Some(start), None, step).unwrap_or(l);
+            }
+            if next(6) == 0 {
+                let mut wide = vec![1 + next(3)];
+                wide.extend_from_slice(l.shape());
+                l = l.broadcast_to(&wide).unwrap();
+            }
+            check(&bytes, &l);
+        }
     }
 
     #[test]

@@ -7,7 +7,6 @@ use bytelens_core::Layout;
 
 use super::GpuContext;
 use super::context::round_up;
-use crate::LayoutError;
 
 /// A buffer on the GPU holding an uploaded view, in C order.
 pub struct GpuBuffer {
@@ -75,9 +74,4 @@ impl GpuBuffer {
         let len = chunk.min(segment_size - offset).min(end - at);
         (&self.segments[(at / segment_size) as usize], offset, len)
     }
-}
-
-/// The C-contiguous layout with `layout`'s dtype, byte order and shape.
-pub(super) fn contiguous_like(layout: &Layout) -> Result<Layout, LayoutError> {
-    Ok(Layout::contiguous(layout.dtype(), layout.shape())?.with_byte_order(layout.byte_order()))
 }

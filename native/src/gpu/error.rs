@@ -40,7 +40,9 @@ pub enum GpuError {
         /// Bytes the host side (the view uploaded, or the slice downloaded into) holds.
         host: usize,
     },
-    /// Host memory for a download could not be allocated.
+    /// The host side refused: memory for a download could not be
+    /// allocated, or a conversion that numpy's `same_kind` casting refuses
+    /// (`Error::Cast`).
     Host(crate::Error),
     /// Options that cannot work (a zero-sized ring, say).
     BadOptions(String),
@@ -85,6 +87,17 @@ impl std::error::Error for GpuError {
 impl From<LayoutError> for GpuError {
     fn from(err: LayoutError) -> GpuError {
         GpuError::Layout(err)
+    }
+}
+
+/// The host side's errors: a layout error stays `Layout`, the rest (a
+/// refused conversion, memory) are `Host`.
+impl From<crate::Error> for GpuError {
+    fn from(err: crate::Error) -> GpuError {
+        match err {
+            crate::Error::Layout(err) => GpuError::Layout(err),
+            err => GpuError::Host(err),
+        }
     }
 }
 

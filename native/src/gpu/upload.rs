@@ -1,17 +1,18 @@
-//! Uploads: a checked view streamed in C order through the upload rings
-//! into a new or existing [`GpuBuffer`], large views cut into parts that
-//! several threads stream at once.
+//! Uploads: a checked view copied in C order (converted on the way when
+//! asked) straight into the mapped staging slots of the upload rings, and
+//! from there into a new or existing [`GpuBuffer`]; large views are cut
+//! into parts that several threads fill at once.
 
 use std::sync::MutexGuard;
 
-use bytelens_core::{Element, Layout, View};
+use bytelens_core::{Descr, Element, Layout, View};
 
-use super::buffer::{contiguous_like, padded_len};
+use super::buffer::padded_len;
 use super::context::Inner;
 use super::error::Scopes;
 use super::ring::{Ring, lock};
 use super::{GpuBuffer, GpuContext, GpuError};
-use crate::copy::for_each_piece;
+use crate::copy::Copier;
 
 impl GpuContext {
     /// Uploads a checked view into a new GPU buffer, in C order (the bytes
@@ -24,9 +25,33 @@ impl GpuContext {
     /// [`upload`](Self::upload) for an untyped view: `layout` over `bytes`,
     /// checked here.
     pub fn upload_layout(&self, bytes: &[u8], layout: &Layout) -> Result<GpuBuffer, GpuError> {
-        layout.check(bytes.len())?;
-        let dst = self.alloc(layout)?;
-        self.upload_into_unchecked(bytes, layout, &dst)?;
+        self.upload_layout_as(bytes, layout, layout.descr())
+    }
+
+    /// Uploads a view converted to `to` on the way (another byte order, or
+    /// another dtype that numpy's `same_kind` casting allows): a big-endian
+    /// or float64 array arrives as little-endian float32 in one pass through
+    /// staging, with no converted copy on the host.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use bytelens::{ByteOrder, DType, Descr, Layout, gpu::GpuContext};
+    /// let gpu = GpuContext::new()?;
+    /// let bytes: Vec<u8> = [1.5f64, -2.0].iter().flat_map(|v| v.to_be_bytes()).collect();
+    /// let layout = Layout::contiguous(DType::F64, &[2])?.with_byte_order(ByteOrder::Big);
+    /// let on_gpu = gpu.upload_layout_as(&bytes, &layout, Descr::new(DType::F32, ByteOrder::Little))?;
+    /// assert_eq!(on_gpu.nbytes(), 8);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn upload_layout_as(
+        &self,
+        bytes: &[u8],
+        layout: &Layout,
+        to: Descr,
+    ) -> Result<GpuBuffer, GpuError> {
+        let copier = Copier::new(bytes, layout, to)?;
+        let dst = self.alloc(&converted(layout, to)?)?;
+        self.upload_into_unchecked(&copier, &dst)?;
         Ok(dst)
     }
 
@@ -48,19 +73,31 @@ impl GpuContext {
         layout: &Layout,
         dst: &mut GpuBuffer,
     ) -> Result<(), GpuError> {
-        layout.check(bytes.len())?;
-        if layout.nbytes() != dst.nbytes() {
+        self.upload_layout_into_as(bytes, layout, layout.descr(), dst)
+    }
+
+    /// [`upload_layout_as`](Self::upload_layout_as) into an existing GPU
+    /// buffer of the converted view's byte size.
+    pub fn upload_layout_into_as(
+        &self,
+        bytes: &[u8],
+        layout: &Layout,
+        to: Descr,
+        dst: &mut GpuBuffer,
+    ) -> Result<(), GpuError> {
+        let copier = Copier::new(bytes, layout, to)?;
+        if copier.out_bytes() != dst.nbytes() {
             return Err(GpuError::SizeMismatch {
                 gpu: dst.nbytes(),
-                host: layout.nbytes(),
+                host: copier.out_bytes(),
             });
         }
-        self.upload_into_unchecked(bytes, layout, dst)?;
-        dst.layout = contiguous_like(layout)?;
+        self.upload_into_unchecked(&copier, dst)?;
+        dst.layout = converted(layout, to)?;
         Ok(())
     }
 
-    /// A zeroed GPU buffer (split into segments) for the view `layout`.
+    /// A zeroed GPU buffer (split into segments) for the C-contiguous `layout`.
     fn alloc(&self, layout: &Layout) -> Result<GpuBuffer, GpuError> {
         let padded = padded_len(layout.nbytes());
         let inner = &self.inner;
@@ -81,50 +118,37 @@ impl GpuContext {
         Ok(GpuBuffer {
             ctx: self.clone(),
             segments,
-            layout: contiguous_like(layout)?,
+            layout: *layout,
         })
     }
 
-    /// Fills `dst` with the view: large views are cut into consecutive
-    /// parts, each streamed by its own thread through its own ring.
-    fn upload_into_unchecked(
-        &self,
-        bytes: &[u8],
-        layout: &Layout,
-        dst: &GpuBuffer,
-    ) -> Result<(), GpuError> {
+    /// Fills `dst` with the copy: large copies are cut into consecutive
+    /// parts, each filled by its own thread through its own ring.
+    fn upload_into_unchecked(&self, copier: &Copier<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
         let inner = &self.inner;
         // Rings are always locked in index order, so concurrent uploads wait
         // for each other instead of deadlocking.
         let mut rings: Vec<MutexGuard<'_, Ring>> = inner.upload.iter().map(lock).collect();
-        // A copy of contiguous bytes needs fewer threads to reach memory
-        // bandwidth than a transposing gather: on 2 lavapipe CPUs, two
-        // threads took a transposed upload from 253 ms to 183 ms but a
-        // contiguous one from 52 ms to 62 ms (they compete with the driver's
-        // own copy).
-        let threads = if layout.is_c_contiguous() {
+        // A block copy needs fewer threads to reach memory bandwidth than a
+        // transposing or converting one: on 2 lavapipe CPUs, a second
+        // thread slowed a contiguous upload (52 ms to 62 ms: it competes
+        // with the driver's own copy).
+        let threads = if copier.is_block_copy() {
             (rings.len() / 2).max(1)
         } else {
             rings.len()
         };
-        let parts = split(layout, threads, PARALLEL_MIN);
-        if parts.len() == 1 {
-            return self.upload_part(&mut rings[0], bytes, layout, dst, 0..dst.padded_size());
+        let cuts = cuts(copier, threads, PARALLEL_MIN, dst.padded_size());
+        if cuts.len() == 2 {
+            return self.upload_part(&mut rings[0], copier, dst, cuts[0]..cuts[1]);
         }
-        let ends: Vec<u64> = parts
-            .iter()
-            .skip(1)
-            .map(|(_, start)| *start as u64)
-            .chain([dst.padded_size()])
-            .collect();
         std::thread::scope(|scope| {
-            let workers: Vec<_> = parts
-                .iter()
-                .zip(&ends)
+            let workers: Vec<_> = cuts
+                .windows(2)
                 .zip(rings.iter_mut().map(|guard| &mut **guard))
-                .map(|(((part, start), &end), ring)| {
-                    let range = *start as u64..end;
-                    scope.spawn(move || self.upload_part(ring, bytes, part, dst, range))
+                .map(|(range, ring)| {
+                    let range = range[0]..range[1];
+                    scope.spawn(move || self.upload_part(ring, copier, dst, range))
                 })
                 .collect();
             workers.into_iter().try_for_each(|worker| {
@@ -135,14 +159,12 @@ impl GpuContext {
         })
     }
 
-    /// Streams the view `layout` into bytes `range` of `dst` (the last part
-    /// also writes the zero padding) through one ring, inside this thread's
-    /// error scopes.
+    /// Fills bytes `range` of `dst` (the last part also writes the zero
+    /// padding) through one ring, inside this thread's error scopes.
     fn upload_part(
         &self,
         ring: &mut Ring,
-        bytes: &[u8],
-        layout: &Layout,
+        copier: &Copier<'_>,
         dst: &GpuBuffer,
         range: std::ops::Range<u64>,
     ) -> Result<(), GpuError> {
@@ -153,7 +175,6 @@ impl GpuContext {
             inner.chunk,
             wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
         );
-        let pad = range.end - range.start - layout.nbytes() as u64;
         let scopes = Scopes::push(&inner.device);
         let mut sink = UploadSink {
             ctx: inner,
@@ -161,13 +182,8 @@ impl GpuContext {
             dst,
             written: range.start,
             end: range.end,
-            open: None,
         };
-        let mut scratch = Vec::new();
-        let zeros = [0u8; 4];
-        let result = for_each_piece(bytes, layout, &mut scratch, &mut |piece| sink.write(piece))
-            .and_then(|()| sink.write(&zeros[..pad as usize]));
-        drop(sink);
+        let result = sink.fill(copier);
         // Pop the scopes whatever happened: they are a stack on this thread.
         let scoped = scopes.pop("upload");
         // wgpu's own error, when there is one, is the cause of any later one.
@@ -175,43 +191,38 @@ impl GpuContext {
     }
 }
 
-/// Views smaller than this are uploaded by one thread.
+/// The C-contiguous layout of `layout` converted to `to`.
+fn converted(layout: &Layout, to: Descr) -> Result<Layout, GpuError> {
+    Ok(Layout::contiguous(to.dtype, layout.shape())?.with_byte_order(to.order))
+}
+
+/// Bytes the walk fills in cache before they are copied into a staging slot.
+const STAGE_BLOCK: usize = 256 << 10;
+
+/// Copies smaller than this are uploaded by one thread.
 const PARALLEL_MIN: usize = 8 << 20;
 
-/// Cuts a view into at most `parts` consecutive pieces of its C-order byte
-/// stream, each a view of its own with its starting byte, by slicing the
-/// first axis longer than 1. Cuts fall on multiples of 4 bytes (a copy's
-/// alignment). Small views, and views that cannot be cut so, stay whole.
-fn split(layout: &Layout, parts: usize, min_bytes: usize) -> Vec<(Layout, usize)> {
-    let whole = vec![(*layout, 0)];
-    if parts < 2 || layout.nbytes() < min_bytes {
-        return whole;
+/// Where `parts` threads' byte ranges of the destination start, and where
+/// the last ends (`padded`): cuts fall on whole elements, on multiples of
+/// 4 bytes (a GPU copy's alignment) and, where rows are short enough, on
+/// whole rows (so transposed tiles stay whole). Small copies stay whole.
+fn cuts(copier: &Copier<'_>, parts: usize, min_bytes: usize, padded: u64) -> Vec<u64> {
+    let total = copier.out_bytes();
+    let size = copier.out_itemsize();
+    let mut unit = size * 4 / gcd(size, 4);
+    let row = copier.row_len() * size;
+    if row > 0 && row * parts * 4 <= total {
+        unit = unit * row / gcd(unit, row);
     }
-    let Some(axis) = layout.shape().iter().position(|&n| n > 1) else {
-        return whole;
+    let units = total / unit;
+    let parts = if total < min_bytes {
+        1
+    } else {
+        parts.min(units).max(1)
     };
-    let len = layout.shape()[axis];
-    // Bytes per index of `axis`, and how many indices make a multiple of 4.
-    let step = layout.nbytes() / len;
-    let group = 4 / gcd(step, 4);
-    let groups = len / group;
-    let parts = parts.min(groups);
-    if parts < 2 {
-        return whole;
-    }
     (0..parts)
-        .map(|k| {
-            let start = groups * k / parts * group;
-            let stop = if k + 1 == parts {
-                len
-            } else {
-                groups * (k + 1) / parts * group
-            };
-            let part = layout
-                .slice(axis, Some(start as isize), Some(stop as isize), 1)
-                .expect("a slice within the axis");
-            (part, start * step)
-        })
+        .map(|k| (units * k / parts * unit) as u64)
+        .chain([padded])
         .collect()
 }
 
@@ -219,8 +230,8 @@ fn gcd(a: usize, b: usize) -> usize {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
-/// Writes the element stream into mapped upload slots, copying each full
-/// chunk into the destination and moving on to the next slot.
+/// Fills mapped upload slots straight from the copy, copying each into
+/// the destination and moving on to the next slot.
 struct UploadSink<'a> {
     ctx: &'a Inner,
     ring: &'a mut Ring,
@@ -229,43 +240,54 @@ struct UploadSink<'a> {
     written: u64,
     /// Where this sink's part of the destination ends.
     end: u64,
-    /// The slot being filled: its index, mapping, length and fill.
-    open: Option<(usize, wgpu::BufferViewMut, u64, u64)>,
 }
 
 impl UploadSink<'_> {
-    fn write(&mut self, mut piece: &[u8]) -> Result<(), GpuError> {
-        while !piece.is_empty() {
-            let (i, mut view, len, filled) = match self.open.take() {
-                Some(open) => open,
-                None => self.open_slot()?,
-            };
-            let n = (piece.len() as u64).min(len - filled);
-            view.slice(filled as usize..(filled + n) as usize)
-                .copy_from_slice(&piece[..n as usize]);
-            piece = &piece[n as usize..];
-            if filled + n == len {
-                drop(view);
-                self.flush(i, len);
+    /// Fills the sink's part, slot after slot: the copy's elements, then
+    /// zeros past its end (the padding to 4 bytes).
+    ///
+    /// Mapped memory may be write-combined (slow to read, slow to write
+    /// other than in whole sequential lines), so it is only ever written
+    /// with sequential block copies: straight from the source for a block
+    /// copy, else from a block the walk fills in cache (whole rows where
+    /// they fit, so that transposed tiles stay whole).
+    fn fill(&mut self, copier: &Copier<'_>) -> Result<(), GpuError> {
+        let size = copier.out_itemsize() as u64;
+        let data_end = copier.out_bytes() as u64;
+        let row = copier.row_len() as u64 * size;
+        let step = (STAGE_BLOCK as u64).max(16 * row).min(self.ctx.chunk) / size * size;
+        let mut block = Vec::new();
+        while self.written < self.end {
+            let i = self.ring.next_for_write(&self.ctx.device)?;
+            let (_, _, len) = self.dst.chunk_at(self.written, self.end, self.ctx.chunk);
+            let mut view = self.ring.slots[i]
+                .buffer
+                .get_mapped_range_mut(..len)
+                .map_err(|err| GpuError::Wgpu {
+                    during: "upload",
+                    message: err.to_string(),
+                })?;
+            let data = data_end.saturating_sub(self.written).min(len);
+            let first = self.written / size;
+            if let Some(src) = copier.contiguous(first as usize, (data / size) as usize) {
+                view.slice(..data as usize).copy_from_slice(src);
             } else {
-                self.open = Some((i, view, len, filled + n));
+                block.resize(step.min(data) as usize, 0);
+                let mut at = 0;
+                while at < data {
+                    let k = step.min(data - at);
+                    let piece = &mut block[..k as usize];
+                    copier.fill((first + at / size) as usize, piece);
+                    view.slice(at as usize..(at + k) as usize)
+                        .copy_from_slice(piece);
+                    at += k;
+                }
             }
+            view.slice(data as usize..).fill(0);
+            drop(view);
+            self.flush(i, len);
         }
         Ok(())
-    }
-
-    /// Takes the next slot, waiting for its last copy to finish.
-    fn open_slot(&mut self) -> Result<(usize, wgpu::BufferViewMut, u64, u64), GpuError> {
-        let i = self.ring.next_for_write(&self.ctx.device)?;
-        let (_, _, len) = self.dst.chunk_at(self.written, self.end, self.ctx.chunk);
-        let view = self.ring.slots[i]
-            .buffer
-            .get_mapped_range_mut(..len)
-            .map_err(|err| GpuError::Wgpu {
-                during: "upload",
-                message: err.to_string(),
-            })?;
-        Ok((i, view, len, 0))
     }
 
     /// Copies a full slot into the destination and asks for it back mapped.
@@ -293,31 +315,25 @@ mod tests {
     use bytelens_core::DType;
 
     #[test]
-    fn splits_fall_on_multiples_of_four_bytes_and_cover_the_view() {
+    fn cuts_fall_on_rows_and_multiples_of_four_bytes_and_cover_the_copy() {
+        let bytes = vec![0u8; 300 * 200 * 4];
         let t = Layout::contiguous(DType::F32, &[300, 200])
             .unwrap()
             .transpose();
-        let parts = split(&t, 3, 0);
-        let starts: Vec<usize> = parts.iter().map(|(_, start)| *start).collect();
-        assert_eq!(starts, [0, 66 * 1200, 133 * 1200]);
-        let sizes: usize = parts.iter().map(|(part, _)| part.nbytes()).sum();
-        assert_eq!(sizes, t.nbytes());
-        // A uint8 view with 3-byte rows: cuts every 4 rows (12 bytes).
-        let bytes = Layout::contiguous(DType::U8, &[1, 10, 3]).unwrap();
-        let parts = split(&bytes, 2, 0);
+        let copier = Copier::new(&bytes, &t, t.descr()).unwrap();
+        let padded = t.nbytes() as u64;
+        // Rows of 300 float32 (1200 bytes): cuts on whole rows.
         assert_eq!(
-            parts
-                .iter()
-                .map(|(p, s)| (p.shape()[1], *s))
-                .collect::<Vec<_>>(),
-            [(4, 0), (6, 12)]
+            cuts(&copier, 3, 0, padded),
+            [0, 66 * 1200, 133 * 1200, padded]
         );
-        // Too small, too short or one part: whole.
-        assert_eq!(split(&t, 4, t.nbytes() + 1).len(), 1);
-        assert_eq!(
-            split(&Layout::contiguous(DType::U8, &[3, 1]).unwrap(), 4, 0).len(),
-            1
-        );
-        assert_eq!(split(&t, 1, 0).len(), 1);
+        // A uint8 view with 3-byte rows: cuts on multiples of 12 bytes.
+        let small = Layout::contiguous(DType::U8, &[10, 3]).unwrap();
+        let copier = Copier::new(&bytes, &small, small.descr()).unwrap();
+        assert_eq!(cuts(&copier, 2, 0, 32), [0, 12, 32]);
+        // Too small, or one part: whole.
+        let copier = Copier::new(&bytes, &t, t.descr()).unwrap();
+        assert_eq!(cuts(&copier, 4, t.nbytes() + 1, padded), [0, padded]);
+        assert_eq!(cuts(&copier, 1, 0, padded), [0, padded]);
     }
 }

@@ -1,0 +1,323 @@
+//! Square tiles transposed in registers: the inner step of copying a
+//! transposed view into C order.
+//!
+//! A tile of `T`×`T` elements of `N` bytes is read as `T` runs of `T`
+//! adjacent elements (run `k` at `src + k * src_pitch`) and written as `T`
+//! runs (run `m` at `dst + m * dst_pitch`) where written run `m` holds the
+//! `m`-th element of every read run. Pitches may be negative, which is how
+//! a view whose rows run backwards is transposed.
+//!
+//! The SIMD kernels are chosen once per copy ([`Tile::for_itemsize`]), at
+//! run time, from what the CPU has; the portable kernel is the reference
+//! they are tested against, and the only one Miri runs.
+
+/// A tile kernel: `T`, and the function that moves one tile.
+#[derive(Clone, Copy)]
+pub(super) struct Tile {
+    /// Elements along each side.
+    pub(super) side: usize,
+    kernel: Kernel,
+}
+
+#[derive(Clone, Copy)]
+enum Kernel {
+    Portable(usize),
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    X86(unsafe fn(*const u8, isize, *mut u8, isize)),
+}
+
+impl Tile {
+    /// The fastest kernel this CPU has for `itemsize`-byte elements.
+    pub(super) fn for_itemsize(itemsize: usize) -> Tile {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        if let Some((side, kernel)) = x86::kernel(itemsize) {
+            return Tile {
+                side,
+                kernel: Kernel::X86(kernel),
+            };
+        }
+        Tile::portable(itemsize)
+    }
+
+    /// The reference kernel: 8×8 tiles, element by element.
+    pub(super) fn portable(itemsize: usize) -> Tile {
+        Tile {
+            side: 8,
+            kernel: Kernel::Portable(itemsize),
+        }
+    }
+
+    /// Moves one tile from `src` (run `k` starting at byte
+    /// `src_at + k * src_pitch`) into `dst` (run `m` at `dst_at + m * dst_pitch`).
+    ///
+    /// # Panics
+    /// When a run falls outside `src` or `dst`.
+    #[inline(always)]
+    #[allow(clippy::too_many_arguments)] // two (slice, start, pitch) triples
+    pub(super) fn move_tile(
+        &self,
+        itemsize: usize,
+        src: &[u8],
+        src_at: isize,
+        src_pitch: isize,
+        dst: &mut [u8],
+        dst_at: isize,
+        dst_pitch: isize,
+    ) {
+        let t = self.side as isize;
+        let run = self.side * itemsize;
+        // Every run lies in its slice: the first and the last one do, and the
+        // others lie between them.
+        let within = |len: usize, at: isize, pitch: isize| {
+            let last = at + (t - 1) * pitch;
+            at >= 0 && last >= 0 && (at.max(last) as usize) + run <= len
+        };
+        assert!(within(src.len(), src_at, src_pitch) && within(dst.len(), dst_at, dst_pitch));
+        match self.kernel {
+            Kernel::Portable(n) => {
+                portable(n, self.side, src, src_at, src_pitch, dst, dst_at, dst_pitch)
+            }
+            #[cfg(all(target_arch = "x86_64", not(miri)))]
+            // SAFETY: the assertion above proved that every run the kernel
+            // reads (T runs of T * itemsize bytes from src_at by src_pitch)
+            // lies in `src` and every run it writes lies in `dst`; `dst` is
+            // borrowed mutably, so nothing else sees the writes; the kernel
+            // was chosen by `x86::kernel` only when the CPU has its features.
+            Kernel::X86(kernel) => unsafe {
+                kernel(
+                    src.as_ptr().offset(src_at),
+                    src_pitch,
+                    dst.as_mut_ptr().offset(dst_at),
+                    dst_pitch,
+                )
+            },
+        }
+    }
+}
+
+/// The reference: one element at a time.
+#[allow(clippy::too_many_arguments)]
+fn portable(
+    n: usize,
+    side: usize,
+    src: &[u8],
+    src_at: isize,
+    src_pitch: isize,
+    dst: &mut [u8],
+    dst_at: isize,
+    dst_pitch: isize,
+) {
+    for k in 0..side {
+        let from = (src_at + k as isize * src_pitch) as usize;
+        for m in 0..side {
+            let to = (dst_at + m as isize * dst_pitch) as usize + k * n;
+            dst[to..to + n].copy_from_slice(&src[from + m * n..from + m * n + n]);
+        }
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+mod x86 {
+    use core::arch::x86_64::*;
+
+    type Kernel = unsafe fn(*const u8, isize, *mut u8, isize);
+
+    /// The side and kernel for `itemsize`, when this CPU has one.
+    pub(super) fn kernel(itemsize: usize) -> Option<(usize, Kernel)> {
+        match itemsize {
+            // SSE2 is part of x86-64 itself.
+            1 => Some((8, t8x8_u8 as Kernel)),
+            2 => Some((8, t8x8_u16 as Kernel)),
+            4 if is_x86_feature_detected!("avx") => Some((8, t8x8_u32 as Kernel)),
+            4 => Some((4, t4x4_u32 as Kernel)),
+            8 if is_x86_feature_detected!("avx") => Some((4, t4x4_u64 as Kernel)),
+            8 => Some((2, t2x2_u64 as Kernel)),
+            _ => None,
+        }
+    }
+
+    // The kernels' contract (module docs): run k of the source is T
+    // elements at `src + k * sp`, run m of the destination is T elements at
+    // `dst + m * dp`; the caller proved every run in bounds.
+
+    /// 8×8 bytes: 8-byte loads, three rounds of interleaving.
+    ///
+    /// # Safety
+    /// The kernels' contract.
+    unsafe fn t8x8_u8(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
+        // SAFETY: each load and store touches one run, in bounds by the
+        // contract; the unaligned forms are used throughout.
+        unsafe {
+            let r = |k: isize| _mm_loadl_epi64(src.offset(k * sp) as *const __m128i);
+            // a_k: bytes of runs 2k, 2k+1 interleaved.
+            let a0 = _mm_unpacklo_epi8(r(0), r(1));
+            let a1 = _mm_unpacklo_epi8(r(2), r(3));
+            let a2 = _mm_unpacklo_epi8(r(4), r(5));
+            let a3 = _mm_unpacklo_epi8(r(6), r(7));
+            let b0 = _mm_unpacklo_epi16(a0, a1);
+            let b1 = _mm_unpackhi_epi16(a0, a1);
+            let b2 = _mm_unpacklo_epi16(a2, a3);
+            let b3 = _mm_unpackhi_epi16(a2, a3);
+            let c = [
+                _mm_unpacklo_epi32(b0, b2),
+                _mm_unpackhi_epi32(b0, b2),
+                _mm_unpacklo_epi32(b1, b3),
+                _mm_unpackhi_epi32(b1, b3),
+            ];
+            for (q, v) in c.into_iter().enumerate() {
+                let m = 2 * q as isize;
+                _mm_storel_epi64(dst.offset(m * dp) as *mut __m128i, v);
+                _mm_storel_epi64(
+                    dst.offset((m + 1) * dp) as *mut __m128i,
+                    _mm_unpackhi_epi64(v, v),
+                );
+            }
+        }
+    }
+
+    /// 8×8 two-byte elements in SSE2 registers.
+    ///
+    /// # Safety
+    /// The kernels' contract.
+    unsafe fn t8x8_u16(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
+        // SAFETY: as for `t8x8_u8`.
+        unsafe {
+            let r = |k: isize| _mm_loadu_si128(src.offset(k * sp) as *const __m128i);
+            let a0 = _mm_unpacklo_epi16(r(0), r(1));
+            let a1 = _mm_unpackhi_epi16(r(0), r(1));
+            let a2 = _mm_unpacklo_epi16(r(2), r(3));
+            let a3 = _mm_unpackhi_epi16(r(2), r(3));
+            let a4 = _mm_unpacklo_epi16(r(4), r(5));
+            let a5 = _mm_unpackhi_epi16(r(4), r(5));
+            let a6 = _mm_unpacklo_epi16(r(6), r(7));
+            let a7 = _mm_unpackhi_epi16(r(6), r(7));
+            let b0 = _mm_unpacklo_epi32(a0, a2);
+            let b1 = _mm_unpackhi_epi32(a0, a2);
+            let b2 = _mm_unpacklo_epi32(a1, a3);
+            let b3 = _mm_unpackhi_epi32(a1, a3);
+            let b4 = _mm_unpacklo_epi32(a4, a6);
+            let b5 = _mm_unpackhi_epi32(a4, a6);
+            let b6 = _mm_unpacklo_epi32(a5, a7);
+            let b7 = _mm_unpackhi_epi32(a5, a7);
+            let out = [
+                _mm_unpacklo_epi64(b0, b4),
+                _mm_unpackhi_epi64(b0, b4),
+                _mm_unpacklo_epi64(b1, b5),
+                _mm_unpackhi_epi64(b1, b5),
+                _mm_unpacklo_epi64(b2, b6),
+                _mm_unpackhi_epi64(b2, b6),
+                _mm_unpacklo_epi64(b3, b7),
+                _mm_unpackhi_epi64(b3, b7),
+            ];
+            for (m, v) in out.into_iter().enumerate() {
+                _mm_storeu_si128(dst.offset(m as isize * dp) as *mut __m128i, v);
+            }
+        }
+    }
+
+    /// 8×8 four-byte elements in AVX registers.
+    ///
+    /// # Safety
+    /// The kernels' contract, and the CPU has AVX.
+    #[target_feature(enable = "avx")]
+    unsafe fn t8x8_u32(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
+        // SAFETY: as for `t8x8_u8`.
+        unsafe {
+            let r = |k: isize| _mm256_loadu_ps(src.offset(k * sp) as *const f32);
+            let (r0, r1, r2, r3) = (r(0), r(1), r(2), r(3));
+            let (r4, r5, r6, r7) = (r(4), r(5), r(6), r(7));
+            let t0 = _mm256_unpacklo_ps(r0, r1);
+            let t1 = _mm256_unpackhi_ps(r0, r1);
+            let t2 = _mm256_unpacklo_ps(r2, r3);
+            let t3 = _mm256_unpackhi_ps(r2, r3);
+            let t4 = _mm256_unpacklo_ps(r4, r5);
+            let t5 = _mm256_unpackhi_ps(r4, r5);
+            let t6 = _mm256_unpacklo_ps(r6, r7);
+            let t7 = _mm256_unpackhi_ps(r6, r7);
+            let u0 = _mm256_shuffle_ps::<0x44>(t0, t2);
+            let u1 = _mm256_shuffle_ps::<0xEE>(t0, t2);
+            let u2 = _mm256_shuffle_ps::<0x44>(t1, t3);
+            let u3 = _mm256_shuffle_ps::<0xEE>(t1, t3);
+            let u4 = _mm256_shuffle_ps::<0x44>(t4, t6);
+            let u5 = _mm256_shuffle_ps::<0xEE>(t4, t6);
+            let u6 = _mm256_shuffle_ps::<0x44>(t5, t7);
+            let u7 = _mm256_shuffle_ps::<0xEE>(t5, t7);
+            let out = [
+                _mm256_permute2f128_ps::<0x20>(u0, u4),
+                _mm256_permute2f128_ps::<0x20>(u1, u5),
+                _mm256_permute2f128_ps::<0x20>(u2, u6),
+                _mm256_permute2f128_ps::<0x20>(u3, u7),
+                _mm256_permute2f128_ps::<0x31>(u0, u4),
+                _mm256_permute2f128_ps::<0x31>(u1, u5),
+                _mm256_permute2f128_ps::<0x31>(u2, u6),
+                _mm256_permute2f128_ps::<0x31>(u3, u7),
+            ];
+            for (m, v) in out.into_iter().enumerate() {
+                _mm256_storeu_ps(dst.offset(m as isize * dp) as *mut f32, v);
+            }
+        }
+    }
+
+    /// 4×4 four-byte elements in SSE registers (CPUs without AVX).
+    ///
+    /// # Safety
+    /// The kernels' contract.
+    unsafe fn t4x4_u32(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
+        // SAFETY: as for `t8x8_u8`.
+        unsafe {
+            let r = |k: isize| _mm_loadu_ps(src.offset(k * sp) as *const f32);
+            let t0 = _mm_unpacklo_ps(r(0), r(1));
+            let t1 = _mm_unpacklo_ps(r(2), r(3));
+            let t2 = _mm_unpackhi_ps(r(0), r(1));
+            let t3 = _mm_unpackhi_ps(r(2), r(3));
+            let out = [
+                _mm_movelh_ps(t0, t1),
+                _mm_movehl_ps(t1, t0),
+                _mm_movelh_ps(t2, t3),
+                _mm_movehl_ps(t3, t2),
+            ];
+            for (m, v) in out.into_iter().enumerate() {
+                _mm_storeu_ps(dst.offset(m as isize * dp) as *mut f32, v);
+            }
+        }
+    }
+
+    /// 4×4 eight-byte elements in AVX registers.
+    ///
+    /// # Safety
+    /// The kernels' contract, and the CPU has AVX.
+    #[target_feature(enable = "avx")]
+    unsafe fn t4x4_u64(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
+        // SAFETY: as for `t8x8_u8`.
+        unsafe {
+            let r = |k: isize| _mm256_loadu_pd(src.offset(k * sp) as *const f64);
+            let t0 = _mm256_unpacklo_pd(r(0), r(1));
+            let t1 = _mm256_unpackhi_pd(r(0), r(1));
+            let t2 = _mm256_unpacklo_pd(r(2), r(3));
+            let t3 = _mm256_unpackhi_pd(r(2), r(3));
+            let out = [
+                _mm256_permute2f128_pd::<0x20>(t0, t2),
+                _mm256_permute2f128_pd::<0x20>(t1, t3),
+                _mm256_permute2f128_pd::<0x31>(t0, t2),
+                _mm256_permute2f128_pd::<0x31>(t1, t3),
+            ];
+            for (m, v) in out.into_iter().enumerate() {
+                _mm256_storeu_pd(dst.offset(m as isize * dp) as *mut f64, v);
+            }
+        }
+    }
+
+    /// 2×2 eight-byte elements in SSE2 registers (CPUs without AVX).
+    ///
+    /// # Safety
+    /// The kernels' contract.
+    unsafe fn t2x2_u64(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
+        // SAFETY: as for `t8x8_u8`.
+        unsafe {
+            let a = _mm_loadu_pd(src as *const f64);
+            let b = _mm_loadu_pd(src.offset(sp) as *const f64);
+            _mm_storeu_pd(dst as *mut f64, _mm_unpacklo_pd(a, b));
+            _mm_storeu_pd(dst.offset(dp) as *mut f64, _mm_unpackhi_pd(a, b));
+        }
+    }
+}
