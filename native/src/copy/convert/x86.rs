@@ -1,21 +1,558 @@
-//! SIMD kernels for x86-64, chosen at run time (none yet: every conversion
-//! takes the scalar reference).
+//! SIMD kernels for x86-64, chosen at run time: AVX2 for byte swaps,
+//! float32 ↔ float64, float32 → bfloat16 and bfloat16 → float32; AVX2 with
+//! F16C for float16 ↔ float32 and float16 ↔ float64. Each byte order on
+//! either side is a byte shuffle in registers before or after converting.
+//!
+//! Every kernel gives the scalar reference's bits. Where the hardware's
+//! answer can differ from numpy's (a NaN converted by F16C keeps less of
+//! its payload, and F16C quiets signaling NaNs) a vector holding a NaN is
+//! converted again by the reference. float64 → float16 goes through
+//! float32 rounded to odd (truncated, then the lowest bit set when
+//! inexact), so the one rounding to float16 is as if straight from
+//! float64, as numpy's is.
+//!
+//! The kernels convert whole vectors; the reference converts what is left
+//! (fewer elements than a vector). Loads and stores go through `bytemuck`
+//! on byte slices, so any alignment is fine and the kernels need no
+//! `unsafe` of their own: only calling them does, after detection.
 
-use bytelens_core::Descr;
+use core::arch::x86_64::*;
+
+use bytelens_core::{ByteOrder, DType, Descr};
+
+use super::scalar;
 
 /// A SIMD kernel the CPU supports.
+// INVARIANT: only `detect` builds one, after finding on this CPU the
+// target features its function enables (`Op::features`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Kernel {}
+pub(super) struct Kernel(Op);
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    /// Reverse the bytes of each 2-, 4- or 8-byte element.
+    Swap2,
+    Swap4,
+    Swap8,
+    F32ToF16,
+    F16ToF32,
+    F64ToF16,
+    F16ToF64,
+    F32ToBf16,
+    Bf16ToF32,
+    F64ToF32,
+    F32ToF64,
+}
 
 impl Kernel {
-    /// The kernel for `from` → `to`, if there is one and the CPU has what
-    /// it needs.
-    pub(super) fn detect(_: Descr, _: Descr) -> Option<Kernel> {
-        None
+    /// The kernel for `from` → `to` (which must not be a plain copy), if
+    /// there is one and the CPU has what it needs.
+    pub(super) fn detect(from: Descr, to: Descr) -> Option<Kernel> {
+        use DType::*;
+        let op = match (from.dtype, to.dtype) {
+            (a, b) if a == b => match a.size() {
+                2 => Op::Swap2,
+                4 => Op::Swap4,
+                8 => Op::Swap8,
+                _ => return None,
+            },
+            (F32, F16) => Op::F32ToF16,
+            (F16, F32) => Op::F16ToF32,
+            (F64, F16) => Op::F64ToF16,
+            (F16, F64) => Op::F16ToF64,
+            (F32, BF16) => Op::F32ToBf16,
+            (BF16, F32) => Op::Bf16ToF32,
+            (F64, F32) => Op::F64ToF32,
+            (F32, F64) => Op::F32ToF64,
+            _ => return None,
+        };
+        let half = matches!(
+            op,
+            Op::F32ToF16 | Op::F16ToF32 | Op::F64ToF16 | Op::F16ToF64
+        );
+        let found = std::arch::is_x86_feature_detected!("avx2")
+            && (!half || std::arch::is_x86_feature_detected!("f16c"));
+        found.then_some(Kernel(op))
     }
 
     /// Converts `src` into `dst` (as `Convert::run`).
-    pub(super) fn run(self, _: Descr, _: Descr, _: &[u8], _: &mut [u8]) {
-        match self {}
+    pub(super) fn run(self, from: Descr, to: Descr, src: &[u8], dst: &mut [u8]) {
+        let k = Kernels { from, to };
+        // SAFETY: `self` was built by `detect` (its invariant), which found
+        // AVX2 on this CPU, and F16C for the float16 kernels: the features
+        // the called function enables.
+        let done = unsafe {
+            match self.0 {
+                Op::Swap2 => k.swap(2, src, dst),
+                Op::Swap4 => k.swap(4, src, dst),
+                Op::Swap8 => k.swap(8, src, dst),
+                Op::F32ToF16 => k.f32_to_f16(src, dst),
+                Op::F16ToF32 => k.f16_to_f32(src, dst),
+                Op::F64ToF16 => k.f64_to_f16(src, dst),
+                Op::F16ToF64 => k.f16_to_f64(src, dst),
+                Op::F32ToBf16 => k.f32_to_bf16(src, dst),
+                Op::Bf16ToF32 => k.bf16_to_f32(src, dst),
+                Op::F64ToF32 => k.f64_to_f32(src, dst),
+                Op::F32ToF64 => k.f32_to_f64(src, dst),
+            }
+        };
+        let (a, b) = (from.dtype.size(), to.dtype.size());
+        scalar::run(from, to, &src[done * a..], &mut dst[done * b..]);
+    }
+}
+
+/// The byte shuffle that reverses each `size`-byte element of a vector
+/// (`pshufb` indexes within each 16-byte lane).
+const fn swap_mask<const N: usize>(size: usize) -> [u8; N] {
+    let mut m = [0; N];
+    let mut i = 0;
+    while i < N {
+        let at = i % 16;
+        m[i] = (at / size * size + size - 1 - at % size) as u8;
+        i += 1;
+    }
+    m
+}
+
+const SWAP2: [u8; 32] = swap_mask(2);
+const SWAP4: [u8; 32] = swap_mask(4);
+const SWAP8: [u8; 32] = swap_mask(8);
+const SWAP2_128: [u8; 16] = swap_mask(2);
+const SWAP4_128: [u8; 16] = swap_mask(4);
+
+#[inline(always)]
+fn load(bytes: &[u8]) -> __m256i {
+    bytemuck::pod_read_unaligned(&bytes[..32])
+}
+
+#[inline(always)]
+fn load128(bytes: &[u8]) -> __m128i {
+    bytemuck::pod_read_unaligned(&bytes[..16])
+}
+
+#[inline(always)]
+fn store(bytes: &mut [u8], v: __m256i) {
+    bytes[..32].copy_from_slice(bytemuck::bytes_of(&v));
+}
+
+#[inline(always)]
+fn store128(bytes: &mut [u8], v: __m128i) {
+    bytes[..16].copy_from_slice(bytemuck::bytes_of(&v));
+}
+
+/// The kernels of one conversion. Each converts whole blocks of `A` source
+/// bytes into `B` destination bytes and returns how many elements it
+/// converted; the caller converts the rest.
+struct Kernels {
+    from: Descr,
+    to: Descr,
+}
+
+impl Kernels {
+    fn swap_in(&self) -> bool {
+        self.from.order == ByteOrder::Big
+    }
+
+    fn swap_out(&self) -> bool {
+        self.to.order == ByteOrder::Big
+    }
+
+    /// Runs `f` on each block; a block for which `f` says the hardware's
+    /// answer may differ from the reference (a NaN) is converted again by
+    /// the reference.
+    #[inline(always)]
+    fn blocks<const A: usize, const B: usize>(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        mut f: impl FnMut(&[u8], &mut [u8]) -> bool,
+    ) -> usize {
+        for (s, d) in src.chunks_exact(A).zip(dst.chunks_exact_mut(B)) {
+            if f(s, d) {
+                scalar::run(self.from, self.to, s, d);
+            }
+        }
+        src.len() / A * (A / self.from.dtype.size())
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn swap(&self, size: usize, src: &[u8], dst: &mut [u8]) -> usize {
+        let mask: __m256i = bytemuck::cast(match size {
+            2 => SWAP2,
+            4 => SWAP4,
+            _ => SWAP8,
+        });
+        let done = src.len() / 64 * 64;
+        for (s, d) in src.chunks_exact(64).zip(dst.chunks_exact_mut(64)) {
+            let (lo, hi) = (load(s), load(&s[32..]));
+            store(d, _mm256_shuffle_epi8(lo, mask));
+            store(&mut d[32..], _mm256_shuffle_epi8(hi, mask));
+        }
+        done / size
+    }
+
+    #[target_feature(enable = "avx2,f16c")]
+    fn f32_to_f16(&self, src: &[u8], dst: &mut [u8]) -> usize {
+        let (si, so) = (self.swap_in(), self.swap_out());
+        let (m4, m2): (__m256i, __m128i) = (bytemuck::cast(SWAP4), bytemuck::cast(SWAP2_128));
+        self.blocks::<32, 16>(src, dst, |s, d| {
+            let mut v = load(s);
+            if si {
+                v = _mm256_shuffle_epi8(v, m4);
+            }
+            let x = _mm256_castsi256_ps(v);
+            let mut h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(x);
+            if so {
+                h = _mm_shuffle_epi8(h, m2);
+            }
+            store128(d, h);
+            _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_UNORD_Q>(x, x)) != 0
+        })
+    }
+
+    #[target_feature(enable = "avx2,f16c")]
+    fn f16_to_f32(&self, src: &[u8], dst: &mut [u8]) -> usize {
+        let (si, so) = (self.swap_in(), self.swap_out());
+        let (m4, m2): (__m256i, __m128i) = (bytemuck::cast(SWAP4), bytemuck::cast(SWAP2_128));
+        self.blocks::<16, 32>(src, dst, |s, d| {
+            let mut h = load128(s);
+            if si {
+                h = _mm_shuffle_epi8(h, m2);
+            }
+            let mut v = _mm256_castps_si256(_mm256_cvtph_ps(h));
+            if so {
+                v = _mm256_shuffle_epi8(v, m4);
+            }
+            store(d, v);
+            has_half_nan(h)
+        })
+    }
+
+    #[target_feature(enable = "avx2,f16c")]
+    fn f64_to_f16(&self, src: &[u8], dst: &mut [u8]) -> usize {
+        let (si, so) = (self.swap_in(), self.swap_out());
+        let (m8, m2): (__m256i, __m128i) = (bytemuck::cast(SWAP8), bytemuck::cast(SWAP2_128));
+        self.blocks::<64, 16>(src, dst, |s, d| {
+            let (mut lo, mut hi) = (load(s), load(&s[32..]));
+            if si {
+                lo = _mm256_shuffle_epi8(lo, m8);
+                hi = _mm256_shuffle_epi8(hi, m8);
+            }
+            let (lo, hi) = (_mm256_castsi256_pd(lo), _mm256_castsi256_pd(hi));
+            let x = _mm256_set_m128i(f32_round_to_odd(hi), f32_round_to_odd(lo));
+            let mut h = _mm256_cvtps_ph::<_MM_FROUND_TO_NEAREST_INT>(_mm256_castsi256_ps(x));
+            if so {
+                h = _mm_shuffle_epi8(h, m2);
+            }
+            store128(d, h);
+            let nan = _mm256_or_pd(
+                _mm256_cmp_pd::<_CMP_UNORD_Q>(lo, lo),
+                _mm256_cmp_pd::<_CMP_UNORD_Q>(hi, hi),
+            );
+            _mm256_movemask_pd(nan) != 0
+        })
+    }
+
+    #[target_feature(enable = "avx2,f16c")]
+    fn f16_to_f64(&self, src: &[u8], dst: &mut [u8]) -> usize {
+        let (si, so) = (self.swap_in(), self.swap_out());
+        let (m8, m2): (__m256i, __m128i) = (bytemuck::cast(SWAP8), bytemuck::cast(SWAP2_128));
+        self.blocks::<16, 64>(src, dst, |s, d| {
+            let mut h = load128(s);
+            if si {
+                h = _mm_shuffle_epi8(h, m2);
+            }
+            let x = _mm256_cvtph_ps(h);
+            let mut lo = _mm256_castpd_si256(_mm256_cvtps_pd(_mm256_castps256_ps128(x)));
+            let mut hi = _mm256_castpd_si256(_mm256_cvtps_pd(_mm256_extractf128_ps::<1>(x)));
+            if so {
+                lo = _mm256_shuffle_epi8(lo, m8);
+                hi = _mm256_shuffle_epi8(hi, m8);
+            }
+            store(d, lo);
+            store(&mut d[32..], hi);
+            has_half_nan(h)
+        })
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn f32_to_bf16(&self, src: &[u8], dst: &mut [u8]) -> usize {
+        let (si, so) = (self.swap_in(), self.swap_out());
+        let (m4, m2): (__m256i, __m256i) = (bytemuck::cast(SWAP4), bytemuck::cast(SWAP2));
+        self.blocks::<64, 32>(src, dst, |s, d| {
+            let (mut lo, mut hi) = (load(s), load(&s[32..]));
+            if si {
+                lo = _mm256_shuffle_epi8(lo, m4);
+                hi = _mm256_shuffle_epi8(hi, m4);
+            }
+            // packus works within 128-bit lanes: restore the order after.
+            let packed = _mm256_packus_epi32(bf16_lanes(lo), bf16_lanes(hi));
+            let mut b = _mm256_permute4x64_epi64::<0b11_01_10_00>(packed);
+            if so {
+                b = _mm256_shuffle_epi8(b, m2);
+            }
+            store(d, b);
+            false
+        })
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn bf16_to_f32(&self, src: &[u8], dst: &mut [u8]) -> usize {
+        let (si, so) = (self.swap_in(), self.swap_out());
+        let (m4, m2): (__m256i, __m128i) = (bytemuck::cast(SWAP4), bytemuck::cast(SWAP2_128));
+        self.blocks::<16, 32>(src, dst, |s, d| {
+            let mut h = load128(s);
+            if si {
+                h = _mm_shuffle_epi8(h, m2);
+            }
+            let mut v = _mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(h));
+            if so {
+                v = _mm256_shuffle_epi8(v, m4);
+            }
+            store(d, v);
+            false
+        })
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn f64_to_f32(&self, src: &[u8], dst: &mut [u8]) -> usize {
+        let (si, so) = (self.swap_in(), self.swap_out());
+        let (m8, m4): (__m256i, __m128i) = (bytemuck::cast(SWAP8), bytemuck::cast(SWAP4_128));
+        self.blocks::<32, 16>(src, dst, |s, d| {
+            let mut v = load(s);
+            if si {
+                v = _mm256_shuffle_epi8(v, m8);
+            }
+            // The hardware's rounding (to nearest even) and NaNs (quieted,
+            // payload truncated) are the C cast's, which numpy uses.
+            let mut x = _mm_castps_si128(_mm256_cvtpd_ps(_mm256_castsi256_pd(v)));
+            if so {
+                x = _mm_shuffle_epi8(x, m4);
+            }
+            store128(d, x);
+            false
+        })
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn f32_to_f64(&self, src: &[u8], dst: &mut [u8]) -> usize {
+        let (si, so) = (self.swap_in(), self.swap_out());
+        let (m8, m4): (__m256i, __m128i) = (bytemuck::cast(SWAP8), bytemuck::cast(SWAP4_128));
+        self.blocks::<16, 32>(src, dst, |s, d| {
+            let mut x = load128(s);
+            if si {
+                x = _mm_shuffle_epi8(x, m4);
+            }
+            let mut v = _mm256_castpd_si256(_mm256_cvtps_pd(_mm_castsi128_ps(x)));
+            if so {
+                v = _mm256_shuffle_epi8(v, m8);
+            }
+            store(d, v);
+            false
+        })
+    }
+}
+
+/// Whether any of the eight float16 lanes of `h` is a NaN.
+#[target_feature(enable = "avx2")]
+fn has_half_nan(h: __m128i) -> bool {
+    let magnitude = _mm_and_si128(h, _mm_set1_epi16(0x7fff));
+    _mm_movemask_epi8(_mm_cmpgt_epi16(magnitude, _mm_set1_epi16(0x7c00))) != 0
+}
+
+/// bfloat16 bits of eight float32 lanes, in the low half of each 32-bit
+/// lane: rounded to nearest even, a NaN as the quiet NaN with its sign.
+#[target_feature(enable = "avx2")]
+fn bf16_lanes(v: __m256i) -> __m256i {
+    let odd = _mm256_and_si256(_mm256_srli_epi32::<16>(v), _mm256_set1_epi32(1));
+    let biased = _mm256_add_epi32(_mm256_add_epi32(v, _mm256_set1_epi32(0x7fff)), odd);
+    let rounded = _mm256_srli_epi32::<16>(biased);
+    let sign = _mm256_and_si256(_mm256_srli_epi32::<16>(v), _mm256_set1_epi32(0x8000));
+    let nan = _mm256_or_si256(sign, _mm256_set1_epi32(0x7fc0));
+    let x = _mm256_castsi256_ps(v);
+    let is_nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(x, x));
+    _mm256_blendv_epi8(rounded, nan, is_nan)
+}
+
+/// Four float64 lanes as float32 bits rounded to odd: toward zero, then
+/// the lowest bit set if that was inexact. Rounding that to float16 (which
+/// keeps 13 bits fewer) gives what rounding the float64 directly would.
+/// NaN lanes are left to the caller.
+#[target_feature(enable = "avx2")]
+fn f32_round_to_odd(x: __m256d) -> __m128i {
+    let y = _mm256_cvtpd_ps(x);
+    let back = _mm256_cvtps_pd(y);
+    let sign = _mm256_set1_pd(-0.0);
+    let inexact = _mm256_cmp_pd::<_CMP_NEQ_UQ>(back, x);
+    // Rounded away from zero: step the bits back toward zero by one.
+    let away = _mm256_cmp_pd::<_CMP_GT_OQ>(_mm256_andnot_pd(sign, back), _mm256_andnot_pd(sign, x));
+    let low = _mm256_setr_epi32(0, 2, 4, 6, 0, 2, 4, 6);
+    let narrow = |m: __m256d| {
+        _mm256_castsi256_si128(_mm256_permutevar8x32_epi32(_mm256_castpd_si256(m), low))
+    };
+    let bits = _mm_add_epi32(_mm_castps_si128(y), narrow(away)); // adds -1 where away
+    _mm_or_si128(bits, _mm_and_si128(narrow(inexact), _mm_set1_epi32(1)))
+}
+
+#[cfg(test)]
+mod tests {
+    use bytelens_core::{ByteOrder, DType, Descr};
+
+    use super::{Kernel, scalar};
+
+    /// splitmix64: a seeded source of test bits.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+            z ^ (z >> 31)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A random element of `dtype` as bits, every class of float equally
+    /// likely: anything, zero or subnormal, infinity or NaN (quiet,
+    /// signaling, any payload), an exponent near float16's and bfloat16's
+    /// limits, and a tie for float16, bfloat16 or float32.
+    fn element(rng: &mut Rng, dtype: DType) -> u64 {
+        let (exp, man) = match dtype {
+            DType::F16 => (5, 10),
+            DType::BF16 => (8, 7),
+            DType::F32 => (8, 23),
+            DType::F64 => (11, 52),
+            _ => return rng.next(),
+        };
+        let bias = (1i64 << (exp - 1)) - 1;
+        let max = (1u64 << exp) - 1;
+        let mut m = rng.next() & ((1 << man) - 1);
+        let sign = rng.below(2) << (exp + man);
+        let e = match rng.below(6) {
+            0 => return rng.next() & (u64::MAX >> (63 - exp - man)),
+            1 => {
+                if rng.below(4) == 0 {
+                    m = 0;
+                }
+                0
+            }
+            2 => {
+                m = match rng.below(4) {
+                    0 => 0,
+                    1 => 1 << (man - 1),
+                    _ => m,
+                };
+                max
+            }
+            3 => (bias + rng.below(48) as i64 - 30).clamp(0, max as i64) as u64,
+            _ => {
+                let drop = [3, 13, 16, 29, 42, 45][rng.below(6) as usize];
+                if drop < man {
+                    m = m >> drop << drop | 1 << (drop - 1);
+                    if rng.below(2) == 0 {
+                        m ^= 1 + rng.below(2) * ((1u64 << (drop - 1)) - 1);
+                    }
+                }
+                (bias + rng.below(60) as i64 - 40).clamp(1, max as i64 - 1) as u64
+            }
+        };
+        sign | e << man | m
+    }
+
+    fn put(bits: u64, d: Descr, out: &mut [u8]) {
+        let n = d.dtype.size();
+        let le = bits.to_le_bytes();
+        out.copy_from_slice(&le[..n]);
+        if d.order == ByteOrder::Big {
+            out.reverse();
+        }
+    }
+
+    /// Every SIMD kernel, both byte orders on both sides, against the
+    /// scalar reference: random bits of every class, lengths around and
+    /// between vector widths, any misalignment of source and destination.
+    #[test]
+    fn kernels_match_the_reference() {
+        use DType::*;
+        let pairs = [
+            (U16, U16),
+            (F32, F32),
+            (F64, F64),
+            (F32, F16),
+            (F16, F32),
+            (F64, F16),
+            (F16, F64),
+            (F32, BF16),
+            (BF16, F32),
+            (F64, F32),
+            (F32, F64),
+        ];
+        let orders = [ByteOrder::Little, ByteOrder::Big];
+        let mut rng = Rng(0x6279_7465_6c65_6e73);
+        let mut checked = 0;
+        for (from, to) in pairs {
+            for a in orders {
+                for b in orders {
+                    let (f, t) = (Descr::new(from, a), Descr::new(to, b));
+                    if from == to && a == b {
+                        continue;
+                    }
+                    let Some(kernel) = Kernel::detect(f, t) else {
+                        println!("skipped {f} → {t}: this CPU lacks AVX2 or F16C");
+                        continue;
+                    };
+                    for trial in 0..400 {
+                        let n = if trial % 8 == 0 {
+                            rng.below(1000)
+                        } else {
+                            rng.below(100)
+                        } as usize;
+                        let (os, od) = (rng.below(32) as usize, rng.below(32) as usize);
+                        let (sa, sb) = (from.size(), to.size());
+                        let mut src = vec![0u8; os + n * sa];
+                        for e in src[os..].chunks_exact_mut(sa) {
+                            put(element(&mut rng, from), f, e);
+                        }
+                        let mut want = vec![0xa5u8; od + n * sb + 8];
+                        let mut got = want.clone();
+                        scalar::run(f, t, &src[os..], &mut want[od..od + n * sb]);
+                        kernel.run(f, t, &src[os..], &mut got[od..od + n * sb]);
+                        if got != want {
+                            let k = (0..n)
+                                .find(|&k| got[od + k * sb..][..sb] != want[od + k * sb..][..sb])
+                                .unwrap_or(n);
+                            let e = &src[os + k * sa..][..sa.min(src.len() - os - k * sa)];
+                            panic!(
+                                "{f} → {t} ({kernel:?}), {n} elements, element {k}: {e:02x?} gave {:02x?}, reference {:02x?}",
+                                &got[od + k * sb..][..sb],
+                                &want[od + k * sb..][..sb]
+                            );
+                        }
+                        checked += n;
+                    }
+                }
+            }
+        }
+        println!("{checked} elements checked");
+    }
+
+    #[test]
+    fn every_kernel_is_found_on_an_avx2_f16c_machine() {
+        if !(std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("f16c"))
+        {
+            println!("skipped: this CPU lacks AVX2 or F16C");
+            return;
+        }
+        let le = |d| Descr::new(d, ByteOrder::Little);
+        let be = |d| Descr::new(d, ByteOrder::Big);
+        assert!(Kernel::detect(le(DType::F32), be(DType::F32)).is_some());
+        assert!(Kernel::detect(be(DType::F64), le(DType::F16)).is_some());
+        assert!(Kernel::detect(le(DType::I32), le(DType::F32)).is_none());
     }
 }
