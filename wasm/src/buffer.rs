@@ -4,14 +4,14 @@
 use core::cell::Cell;
 use std::sync::Mutex;
 
-use bytelens_core::{ByteOrder, DType, Descr, Error, Layout, Scalar, ViewArgs};
-use js_sys::{Array, JsString, Uint8Array};
+use bytelens_core::{ByteOrder, DType, Descr, Error, Layout, ViewArgs};
+use js_sys::{JsString, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::BindingError;
 use crate::convert::{ViewOptions, dtype_arg, items, numbers, offset, whole};
+use crate::transfer::{self, Source, byte_range};
 use crate::types::{ByteSource, LayoutOptions, Numbers, TypedArray, Values};
-use crate::value::{from_js, to_js};
 
 /// Freed buffers whose memory a typed view handed out earlier may still
 /// reach, with the wasm memory size (in pages) when the last view was made.
@@ -96,11 +96,10 @@ impl Buffer {
     /// the caller knows it (`write`'s values).
     fn resolve(
         &self,
-        dtype: &JsString,
+        descr: Descr,
         options: Option<LayoutOptions>,
         count: Option<usize>,
     ) -> Result<Layout, BindingError> {
-        let descr = dtype_arg(dtype)?;
         let options = ViewOptions::read(&options.map(Into::into).unwrap_or(JsValue::UNDEFINED))?;
         let args = ViewArgs {
             count,
@@ -119,13 +118,6 @@ impl Buffer {
         };
         Ok(args.resolve(Some(self.len))?)
     }
-}
-
-/// The start and end of a checked contiguous layout's bytes.
-fn byte_range(layout: &Layout) -> core::ops::Range<usize> {
-    // Checked against the buffer: the offset is in 0..=len.
-    let start = layout.offset() as usize;
-    start..start + layout.nbytes()
 }
 
 #[wasm_bindgen]
@@ -213,24 +205,22 @@ impl Buffer {
         Ok(view)
     }
 
-    /// The elements of a view, in C order: numbers, bigints for 64-bit
-    /// integers, booleans for bool.
+    /// The elements of a view, in C order, copied into a new typed array
+    /// of the dtype's class: `Float32Array` for float32, `BigInt64Array`
+    /// for int64, …; `Uint8Array` of 0 and 1 for bool; `Float32Array` for
+    /// float16 and bfloat16, which it holds exactly.
     pub fn read(
         &self,
         dtype: &JsString,
         layout: Option<LayoutOptions>,
-    ) -> Result<Values, BindingError> {
-        let layout = self.resolve(dtype, layout, None)?;
-        let (descr, size) = (layout.descr(), layout.dtype().size());
-        let bytes = self.as_bytes();
-        let out = Array::new();
-        for offset in layout.offsets(self.len)? {
-            out.push(&to_js(Scalar::read(descr, &bytes[offset..offset + size])?));
-        }
-        Ok(out.unchecked_into())
+    ) -> Result<TypedArray, BindingError> {
+        let layout = self.resolve(dtype_arg(dtype)?, layout, None)?;
+        Ok(transfer::read(self.as_bytes(), &layout)?.unchecked_into())
     }
 
-    /// Writes `values` (in C order) through a view. Without a shape (and
+    /// Writes `values` (in C order) through a view: a typed array of any
+    /// class whose values are elements of the dtype, or a plain array of
+    /// numbers, bigints or (for bool) booleans. Without a shape (and
     /// without strides) the view is one axis of `values.length` elements
     /// from the offset. Nothing is written unless every value fits its dtype.
     pub fn write(
@@ -239,29 +229,20 @@ impl Buffer {
         layout: Option<LayoutOptions>,
         values: Values,
     ) -> Result<(), BindingError> {
-        let values = items(&values, "values")?;
-        let layout = self.resolve(dtype, layout, Some(values.len()))?;
+        let descr = dtype_arg(dtype)?;
+        let source = Source::read(&values, descr.dtype)?;
+        let layout = self.resolve(descr, layout, Some(source.len()))?;
         if layout.is_read_only() {
             return Err(Error::ReadOnly.into());
         }
-        if layout.size() != values.len() {
+        if layout.size() != source.len() {
             return Err(Error::CountMismatch {
                 expected: layout.size(),
-                got: values.len(),
+                got: source.len(),
             }
             .into());
         }
-        let (descr, size) = (layout.descr(), layout.dtype().size());
-        let scalars = values
-            .iter()
-            .map(|v| from_js(v, descr.dtype))
-            .collect::<Result<Vec<Scalar>, BindingError>>()?;
-        let offsets = layout.offsets(self.len)?;
-        let bytes = self.as_bytes_mut();
-        for (offset, scalar) in offsets.zip(scalars) {
-            scalar.write(descr.order, &mut bytes[offset..offset + size])?;
-        }
-        Ok(())
+        transfer::write(self.as_bytes_mut(), &layout, source)
     }
 
     /// The byte offset of each element of a view, in C order (the order of `read`).
@@ -270,7 +251,7 @@ impl Buffer {
         dtype: &JsString,
         layout: Option<LayoutOptions>,
     ) -> Result<Numbers, BindingError> {
-        let layout = self.resolve(dtype, layout, None)?;
+        let layout = self.resolve(dtype_arg(dtype)?, layout, None)?;
         let offsets = layout.offsets(self.len)?;
         Ok(numbers(offsets.map(|offset| offset as f64)).unchecked_into())
     }

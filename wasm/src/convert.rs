@@ -7,41 +7,20 @@
 #![forbid(unsafe_code)]
 
 use bytelens_core::{Descr, ViewArgs};
-use js_sys::{Array, BigInt, JsString, Number, Object, Reflect};
-use wasm_bindgen::{JsCast, JsValue};
+use js_sys::{Array, JsString, Object, Reflect};
+use wasm_bindgen::JsValue;
 
 use crate::BindingError;
 
-/// A JS value as a person would write it, for error messages. Numbers are
-/// printed by JS, which keeps Rust's float formatting out of the .wasm.
+/// A JS value as a person would write it, for error messages: at most
+/// about 60 characters of it, with the type and length of a longer string,
+/// array or typed array (`js/arrays.js`, where JS prints its numbers, which
+/// keeps Rust's float formatting out of the .wasm).
 pub(crate) fn describe(value: &JsValue) -> String {
-    if value.is_undefined() {
-        return "undefined".to_owned();
-    }
-    if let Some(text) = value.as_string() {
-        return format!("\"{text}\"");
-    }
-    if let Some(x) = value.as_f64() {
-        return Number::from(x)
-            .to_string_with_radix(10)
-            .map(String::from)
-            .unwrap_or_else(|_| "a number".to_owned());
-    }
-    if value.is_bigint() {
-        let text = BigInt::unchecked_from_js_ref(value)
-            .to_string(10)
-            .map(String::from);
-        return text
-            .map(|t| format!("{t}n"))
-            .unwrap_or_else(|_| "a bigint".to_owned());
-    }
-    match js_sys::JSON::stringify(value) {
-        Ok(text) => String::from(text),
-        Err(_) => format!(
-            "a value of type {}",
-            value.js_typeof().as_string().unwrap_or_default()
-        ),
-    }
+    crate::transfer::describe(value).unwrap_or_else(|_| {
+        let kind = value.js_typeof().as_string().unwrap_or_default();
+        format!("a value of type {kind}")
+    })
 }
 
 /// A dtype argument: a string such as `"<i4"`, parsed by the core.

@@ -37,6 +37,7 @@ mod dtypes;
 mod error;
 mod layout;
 mod plan;
+mod transfer;
 mod types;
 mod value;
 

@@ -347,7 +347,10 @@ fn arguments_of_the_wrong_kind_are_type_errors() {
     let mut buf = Buffer::new(8.0).unwrap();
     let err = thrown(buf.write(&js("|u1"), None, JsValue::from_f64(3.0).unchecked_into()));
     assert!(err.is_instance_of::<js_sys::TypeError>());
-    assert_eq!(message(&err), "values must be an array, not 3");
+    assert_eq!(
+        message(&err),
+        "values must be an array or a typed array, not 3"
+    );
     for (layout, expected) in [
         (
             options(&[("offset", "2".into())]),
@@ -422,4 +425,192 @@ fn float16_and_bfloat16_writes_round_once() {
             .as_f64();
         assert_eq!(read, Some(expected), "{dtype} {value}");
     }
+}
+
+/// A JS value made by an expression.
+fn eval(expression: &str) -> JsValue {
+    js_sys::Function::new_no_args(&format!("return {expression}"))
+        .call0(&JsValue::NULL)
+        .unwrap()
+}
+
+#[wasm_bindgen_test]
+fn a_bad_value_in_any_source_writes_nothing_and_is_named() {
+    let cases: [(&str, &str, &str, bool); 9] = [
+        (
+            "<i2",
+            "new Float64Array([1, 1.5])",
+            "1.5 is not a value of int16",
+            false,
+        ),
+        (
+            "<i2",
+            "new Int32Array([1, 70000])",
+            "70000 is not a value of int16",
+            false,
+        ),
+        (
+            ">u1",
+            "new Int8Array([1, -1])",
+            "-1 is not a value of uint8",
+            false,
+        ),
+        (
+            "|b1",
+            "new Uint8Array([0, 2])",
+            "2 is not a value of bool",
+            false,
+        ),
+        (
+            "<f4",
+            "new BigInt64Array([1n, 2n])",
+            "1n is not a value of float32",
+            true,
+        ),
+        (
+            "<u8",
+            "new BigInt64Array([1n, -1n])",
+            "-1n is not a value of uint64",
+            false,
+        ),
+        (
+            "<i4",
+            "new BigUint64Array([1n, 2n ** 63n])",
+            "9223372036854775808n is not a value of int32",
+            false,
+        ),
+        ("<f4", "[1, 'x']", "\"x\" is not a value of float32", true),
+        (
+            "<i8",
+            "[1n, 2n ** 64n]",
+            "18446744073709551616n is not a value of int64",
+            false,
+        ),
+    ];
+    for (dtype, values, expected, type_error) in cases {
+        for layout in [
+            None,
+            Some(options(&[
+                ("shape", list(&[2.0])),
+                ("strides", list(&[8.0])),
+            ])),
+        ] {
+            let mut buf = Buffer::new(16.0).unwrap();
+            let err = thrown(buf.write(&js(dtype), layout, eval(values).unchecked_into()));
+            assert_eq!(message(&err), expected, "{dtype} {values}");
+            assert_eq!(
+                err.is_instance_of::<js_sys::TypeError>(),
+                type_error,
+                "{values}"
+            );
+            assert_eq!(
+                buf.bytes(),
+                vec![0; 16],
+                "{dtype} {values}: nothing written"
+            );
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+fn typed_arrays_of_other_classes_convert_when_their_values_fit() {
+    let mut buf = Buffer::new(16.0).unwrap();
+    buf.write(
+        &js(">i2"),
+        None,
+        eval("new Uint8ClampedArray([1, 255])").unchecked_into(),
+    )
+    .unwrap();
+    buf.write(
+        &js("<f8"),
+        Some(options(&[("offset", 8.0.into())])),
+        eval("new Int32Array([-3])").unchecked_into(),
+    )
+    .unwrap();
+    assert_eq!(&buf.bytes()[..4], [0, 1, 0, 255]);
+    let read = Array::from(
+        &buf.read(&js("<f8"), Some(options(&[("offset", 8.0.into())])))
+            .unwrap()
+            .into(),
+    );
+    assert_eq!(read.get(0).as_f64(), Some(-3.0));
+    buf.write(&js("<i8"), None, eval("[-1, 2n ** 62n]").unchecked_into())
+        .unwrap();
+    let read = buf.read(&js("<i8"), None).unwrap();
+    assert_eq!(
+        common::transfer::class_name(&read),
+        "BigInt64Array"
+    );
+    let read = Array::from(&read.into());
+    assert!(read.get(0).loose_eq(&eval("-1n")) && read.get(1).loose_eq(&eval("2n ** 62n")));
+}
+
+#[wasm_bindgen_test]
+fn a_typed_view_of_the_same_buffer_is_copied_as_memmove_copies() {
+    let mut buf = Buffer::new(16.0).unwrap();
+    buf.write(&js("<i4"), None, values(&[1.0, 2.0, 3.0, 4.0]))
+        .unwrap();
+    let front = buf.typed(&js("<i4"), Some(0.0), Some(3.0)).unwrap();
+    buf.write(
+        &js("<i4"),
+        Some(options(&[("offset", 4.0.into())])),
+        front.unchecked_into(),
+    )
+    .unwrap();
+    let read = Array::from(&buf.read(&js("<i4"), None).unwrap().into());
+    let read: Vec<f64> = read.iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(read, [1.0, 1.0, 2.0, 3.0]);
+}
+
+#[wasm_bindgen_test]
+fn messages_show_an_excerpt_of_a_huge_argument_never_all_of_it() {
+    let mut buf = Buffer::new(16.0).unwrap();
+    let huge = [
+        (
+            "new Float32Array(1 << 20)",
+            "Float32Array(1048576) [0, 0, 0, ",
+        ),
+        ("new Array(1 << 20).fill(7)", "Array(1048576) [7, 7, 7, "),
+        (
+            "'x'.repeat(1 << 20)",
+            "a string of 1048576 characters, \"xxx",
+        ),
+        ("({ big: new Array(1 << 20).fill(1) })", "{\"big\":[1,1,1,"),
+    ];
+    for (expression, start) in huge {
+        let value = eval(expression);
+        let errors = [
+            thrown(buf.read(&value.clone().unchecked_into(), None)),
+            thrown(buf.read(&js("<f4"), Some(options(&[("offset", value.clone())])))),
+        ];
+        for (i, err) in errors.into_iter().enumerate() {
+            let text = message(&err);
+            // A string as a dtype is the core's BadDType, with its own excerpt.
+            let named = i == 1 || !expression.starts_with('\'');
+            assert!(!named || text.contains(start), "{expression}: {text}");
+            assert!(
+                text.chars().count() < 160,
+                "{expression}: {} characters",
+                text.len()
+            );
+        }
+    }
+    let view = eval("new DataView(new ArrayBuffer(1 << 22))");
+    let err = thrown(buf.write(&js("<f4"), None, view.unchecked_into()));
+    assert!(err.is_instance_of::<js_sys::TypeError>());
+    assert_eq!(
+        message(&err),
+        "values must be an array or a typed array, not DataView(4194304 bytes)"
+    );
+    let mut bad = vec![1.0; 1 << 20];
+    bad[1 << 19] = f64::NAN;
+    let err = thrown(buf.write(
+        &js("<i2"),
+        Some(options(&[("shape", list(&[0.0]))])),
+        values(&bad),
+    ));
+    assert_eq!(
+        message(&err),
+        "the view holds 0 elements but 1048576 values were given"
+    );
 }

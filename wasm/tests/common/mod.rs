@@ -3,6 +3,7 @@
 //! here by brute force from the shape, strides and offset.
 
 pub mod args;
+pub mod transfer;
 
 /// Declares the tests both runners run (Node and the browser): every
 /// vector, `$layouts` random layouts and `$args` random view arguments,
@@ -37,6 +38,19 @@ macro_rules! shared_tests {
         }
 
         #[wasm_bindgen_test::wasm_bindgen_test]
+        fn reads_are_the_dtype_s_typed_array_with_the_element_path_s_values() {
+            assert_eq!(
+                $crate::common::transfer::read_agrees_with_the_element_path(),
+                26 * 9
+            );
+        }
+
+        #[wasm_bindgen_test::wasm_bindgen_test]
+        fn writes_from_typed_arrays_and_arrays_read_back() {
+            assert!($crate::common::transfer::writes_from_every_source_round_trip() > 26 * 8 * 2);
+        }
+
+        #[wasm_bindgen_test::wasm_bindgen_test]
         fn typed_views_detach_on_memory_growth_and_fresh_ones_do_not() {
             $crate::common::memory_growth();
         }
@@ -45,7 +59,7 @@ macro_rules! shared_tests {
 pub(crate) use shared_tests;
 
 use bytelens_wasm::{
-    BindingError, Buffer, ByteSource, JsLayout as Layout, LayoutOptions, LayoutSpec, Values,
+    BindingError, Buffer, ByteSource, JsLayout as Layout, LayoutOptions, LayoutSpec, TypedArray,
 };
 use js_sys::{Array, DataView, JsString, Object, Reflect, Uint8Array};
 use serde_json::Value;
@@ -249,14 +263,17 @@ pub fn element_offsets(offset: i64, shape: &[i64], strides: &[i64]) -> Vec<i64> 
     out
 }
 
-/// Same element values: bit-equal numbers (NaN equals NaN), equal bigints and booleans.
-fn same(a: &JsValue, b: &JsValue) -> bool {
-    match (a.as_f64(), b.as_f64()) {
+/// A number, or a boolean as 0 or 1 (as `read` gives bool elements).
+fn as_number(value: &JsValue) -> Option<f64> {
+    value.as_f64().or_else(|| value.as_bool().map(f64::from))
+}
+
+/// Same element values: bit-equal numbers (NaN equals NaN; a boolean is 0
+/// or 1), equal bigints.
+pub fn same(a: &JsValue, b: &JsValue) -> bool {
+    match (as_number(a), as_number(b)) {
         (Some(x), Some(y)) => x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()),
-        _ => {
-            a.is_bigint() && b.is_bigint() && a.loose_eq(b)
-                || a.as_bool().is_some() && a.as_bool() == b.as_bool()
-        }
+        _ => a.is_bigint() && b.is_bigint() && a.loose_eq(b),
     }
 }
 
@@ -280,7 +297,7 @@ fn expected_js(value: &Value, dtype: &Dtype) -> JsValue {
 
 /// Reads (and writes) one vector case through the JS API; returns the final
 /// layout and the values read.
-fn run(case: &Value, buf: &mut Buffer) -> Result<(Layout, Values), BindingError> {
+fn run(case: &Value, buf: &mut Buffer) -> Result<(Layout, TypedArray), BindingError> {
     let spec = &case["layout"];
     let dtype_text = spec["dtype"].as_str().unwrap();
     let offset = spec.get("offset").and_then(Value::as_u64).unwrap_or(0) as usize;

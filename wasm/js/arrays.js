@@ -1,0 +1,134 @@
+// The JavaScript half of bytelens-wasm's reads and writes (src/transfer.rs):
+// each function here handles a whole array inside the engine, so no call
+// crosses between JavaScript and wasm once per element.
+
+/** Typed array classes by kind, the numbering src/transfer.rs uses. */
+const CLASSES = [
+  Uint8Array, Int8Array, Uint16Array, Int16Array, Uint32Array, Int32Array,
+  BigUint64Array, BigInt64Array, Float32Array, Float64Array,
+];
+
+/** The most characters of a value an error message shows. */
+const EXCERPT = 60;
+
+/**
+ * A typed array's kind: its class's index in CLASSES; CLASSES.length for
+ * another typed array of numbers (Uint8ClampedArray, Float16Array); -1 for
+ * anything else, DataView included.
+ */
+export function typedKind(value) {
+  if (!ArrayBuffer.isView(value) || value instanceof DataView) return -1;
+  for (let kind = 0; kind < CLASSES.length; kind++) {
+    if (value instanceof CLASSES[kind]) return kind;
+  }
+  return CLASSES.length;
+}
+
+/** A new typed array of `kind` holding a copy of `bytes`, a view over wasm memory. */
+export function typedCopy(kind, bytes) {
+  return new CLASSES[kind](bytes.slice().buffer);
+}
+
+/** A typed array's bytes: a Uint8Array over the same memory. */
+export function bytesOf(array) {
+  return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
+}
+
+/** A typed array of numbers as a new Float64Array (exact for every such class). */
+export function toFloat64(array) {
+  return new Float64Array(array);
+}
+
+/**
+ * Fills `out`, bytes in wasm memory, with a plain array's elements as typed
+ * array `numbers` (Float32Array or Float64Array) holds them when every
+ * element is a number (or a boolean, when `booleans`), or as typed array
+ * `bigints` (BigInt64Array or BigUint64Array; 0 for none) when every
+ * element is a bigint it holds exactly: one loop that checks and converts,
+ * little-endian, through a DataView (which needs no alignment). Returns the
+ * kind it filled, or -1 for any other array, whose values the
+ * element-by-element path checks (and whose error names the value).
+ */
+export function fillFrom(out, array, numbers, booleans, bigints) {
+  const n = array.length;
+  const view = new DataView(out.buffer, out.byteOffset, out.length);
+  if (bigints > 0 && n > 0 && typeof array[0] === "bigint") {
+    const signed = bigints === 7;
+    for (let i = 0; i < n; i++) {
+      const v = array[i];
+      if (typeof v !== "bigint") return -1;
+      if (signed ? BigInt.asIntN(64, v) !== v : BigInt.asUintN(64, v) !== v) return -1;
+      view.setBigUint64(8 * i, BigInt.asUintN(64, v), true);
+    }
+    return bigints;
+  }
+  // One loop per class, each element read once: checked, then stored.
+  if (numbers === 8) {
+    for (let i = 0; i < n; i++) {
+      const v = array[i];
+      if (typeof v !== "number") return -1;
+      view.setFloat32(4 * i, v, true);
+    }
+    return numbers;
+  }
+  for (let i = 0; i < n; i++) {
+    const v = array[i];
+    if (typeof v !== "number" && !(booleans && typeof v === "boolean")) return -1;
+    view.setFloat64(8 * i, Number(v), true);
+  }
+  return numbers;
+}
+
+/**
+ * A value as a person would write it, for an error message: numbers,
+ * bigints, short strings and small objects in full; longer strings, arrays
+ * and typed arrays as their type, their length and an excerpt of at most
+ * about EXCERPT characters.
+ */
+export function describe(value) {
+  switch (typeof value) {
+    case "string":
+      if (value.length <= EXCERPT) return `"${value}"`;
+      return `a string of ${value.length} characters, "${value.slice(0, EXCERPT - 20)}…"`;
+    case "bigint":
+      return `${value}n`;
+    case "function":
+      return "a function";
+    case "object":
+      break;
+    default:
+      return String(value);
+  }
+  if (value === null) return "null";
+  if (Array.isArray(value) || typedKind(value) >= 0) {
+    const name = Array.isArray(value) ? "Array" : value.constructor.name;
+    const items = [];
+    let shown = 0;
+    for (let i = 0; i < value.length; i++) {
+      if (shown > EXCERPT - 20) {
+        items.push("…");
+        break;
+      }
+      const text = describe(value[i]);
+      items.push(text);
+      shown += text.length + 2;
+    }
+    return `${name}(${value.length}) [${items.join(", ")}]`;
+  }
+  if (ArrayBuffer.isView(value) || value instanceof ArrayBuffer) {
+    return `${value.constructor.name}(${value.byteLength} bytes)`;
+  }
+  const text = JSON.stringify(value) ?? String(value);
+  return text.length <= EXCERPT ? text : `${text.slice(0, EXCERPT - 20)}… (an object)`;
+}
+
+/**
+ * Copies a typed array's bytes into `out`, a view over wasm memory, when
+ * they are as many; false when not (a view detached since it was measured).
+ */
+export function copyInto(out, array) {
+  const bytes = bytesOf(array);
+  if (bytes.length !== out.length) return false;
+  out.set(bytes);
+  return true;
+}

@@ -1,0 +1,381 @@
+//! Elements between the buffer and JavaScript in bulk: `read` gathers a
+//! view's elements into one typed array, `write` takes a typed array or a
+//! plain array in one engine call (`js/arrays.js`), so no call crosses the
+//! JS/wasm boundary per element.
+//!
+//! Between the two sides elements travel *packed*: back to back in C order,
+//! little-endian (wasm's order, and JS typed arrays'). [`gather`] packs a
+//! checked layout's elements, swapping bytes for big-endian dtypes;
+//! [`scatter`] does the reverse. A contiguous little-endian view needs
+//! neither: its bytes are copied to or from JS as they are.
+//!
+//! What JS gets from `read`, one typed array class per dtype: the natural
+//! one for each integer and for float32/float64 (`BigInt64Array` and
+//! `BigUint64Array` for 64-bit integers), `Uint8Array` of 0 and 1 for bool,
+//! and `Float32Array` for float16 and bfloat16, which hold every such value
+//! exactly (`Float16Array` is not in every engine yet).
+#![forbid(unsafe_code)]
+
+use bytelens_core::{ByteOrder, DType, Descr, Error, Layout, Scalar};
+use js_sys::{Array, BigInt};
+use wasm_bindgen::prelude::*;
+
+use crate::BindingError;
+use crate::convert::items;
+use crate::value::{from_js, from_number, from_wide};
+
+#[wasm_bindgen(module = "/js/arrays.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = typedKind)]
+    fn typed_kind(value: &JsValue) -> i32;
+    #[wasm_bindgen(js_name = typedCopy)]
+    fn typed_copy(kind: u32, bytes: &[u8]) -> JsValue;
+    #[wasm_bindgen(js_name = copyInto)]
+    fn copy_into(out: &mut [u8], array: &JsValue) -> bool;
+    #[wasm_bindgen(js_name = toFloat64)]
+    fn to_float64(array: &JsValue) -> JsValue;
+    #[wasm_bindgen(js_name = fillFrom, catch)]
+    fn fill_from(
+        out: &mut [u8],
+        array: &JsValue,
+        numbers: u32,
+        booleans: bool,
+        bigints: u32,
+    ) -> Result<i32, JsValue>;
+    /// `value` for an error message, at most about 60 characters of it.
+    #[wasm_bindgen(catch)]
+    pub(crate) fn describe(value: &JsValue) -> Result<String, JsValue>;
+}
+
+/// Kinds of typed array, as `js/arrays.js` numbers its classes.
+const U8: u32 = 0;
+const U64: u32 = 6;
+const I64: u32 = 7;
+const F32: u32 = 8;
+const F64: u32 = 9;
+
+/// The typed array class `read` returns for `dtype`, by kind.
+fn kind_of(dtype: DType) -> u32 {
+    match dtype {
+        DType::Bool | DType::U8 => U8,
+        DType::I8 => 1,
+        DType::U16 => 2,
+        DType::I16 => 3,
+        DType::U32 => 4,
+        DType::I32 => 5,
+        DType::U64 => U64,
+        DType::I64 => I64,
+        DType::F16 | DType::BF16 | DType::F32 => F32,
+        DType::F64 => F64,
+    }
+}
+
+/// Whether `layout`'s bytes are its elements as JS typed arrays hold them:
+/// packed in C order, little-endian, and read as they are (not bool,
+/// float16 or bfloat16, which `read` converts and `write` checks).
+fn as_is(layout: &Layout) -> bool {
+    let dtype = layout.dtype();
+    (layout.byte_order() == ByteOrder::Little || dtype.size() == 1)
+        && unchecked(dtype)
+        && layout.is_c_contiguous()
+}
+
+/// The start and end of a checked contiguous layout's bytes.
+pub(crate) fn byte_range(layout: &Layout) -> core::ops::Range<usize> {
+    // Checked against the buffer: the offset is in 0..=len.
+    let start = layout.offset() as usize;
+    start..start + layout.nbytes()
+}
+
+/// Calls `run(start, stride, count)` for each run of the innermost axis of
+/// `layout`, checked against `len` bytes, in C order.
+fn runs(
+    layout: &Layout,
+    len: usize,
+    run: &mut dyn FnMut(usize, isize, usize),
+) -> Result<(), Error> {
+    layout.check(len)?;
+    let Some(last) = layout.ndim().checked_sub(1) else {
+        run(layout.offset() as usize, 0, 1);
+        return Ok(());
+    };
+    let (count, stride) = (layout.shape()[last], layout.strides()[last]);
+    if layout.size() == 0 {
+        return Ok(());
+    }
+    for start in layout.index(last, 0)?.offsets(len)? {
+        run(start, stride, count);
+    }
+    Ok(())
+}
+
+/// Packs the `N`-byte elements of one run (`stride` apart from `start`)
+/// into `out`. Fixed-size copies, which compile to a load and a store.
+fn take<const N: usize>(buffer: &[u8], out: &mut [u8], start: usize, stride: isize) {
+    if stride == N as isize {
+        out.copy_from_slice(&buffer[start..start + out.len()]);
+        return;
+    }
+    let mut at = start as isize;
+    for element in out.chunks_exact_mut(N) {
+        // Checked layouts keep `at` inside the buffer.
+        let from = buffer.get(at as usize..).and_then(<[u8]>::first_chunk::<N>);
+        if let (Some(element), Some(from)) = (element.first_chunk_mut::<N>(), from) {
+            *element = *from;
+        }
+        at += stride;
+    }
+}
+
+/// Puts the packed `N`-byte elements of `run` in their places, `stride`
+/// apart from `start`.
+fn put<const N: usize>(buffer: &mut [u8], run: &[u8], start: usize, stride: isize) {
+    if stride == N as isize {
+        buffer[start..start + run.len()].copy_from_slice(run);
+        return;
+    }
+    let mut at = start as isize;
+    for element in run.chunks_exact(N) {
+        let place = buffer
+            .get_mut(at as usize..)
+            .and_then(<[u8]>::first_chunk_mut::<N>);
+        if let (Some(place), Some(element)) = (place, element.first_chunk::<N>()) {
+            *place = *element;
+        }
+        at += stride;
+    }
+}
+
+/// Turns packed elements of `size` bytes between little-endian and big-endian.
+fn swap(packed: &mut [u8], size: usize) {
+    if size > 1 {
+        packed.chunks_exact_mut(size).for_each(<[u8]>::reverse);
+    }
+}
+
+/// The elements `layout` places in `buffer`, packed little-endian; fails
+/// unless `layout` fits `buffer`.
+fn gather(buffer: &[u8], layout: &Layout) -> Result<Vec<u8>, Error> {
+    let size = layout.dtype().size();
+    let mut packed = vec![0; layout.size() * size];
+    let mut done = 0;
+    runs(layout, buffer.len(), &mut |start, stride, count| {
+        let out = &mut packed[done..done + count * size];
+        done += count * size;
+        match size {
+            1 => take::<1>(buffer, out, start, stride),
+            2 => take::<2>(buffer, out, start, stride),
+            4 => take::<4>(buffer, out, start, stride),
+            _ => take::<8>(buffer, out, start, stride),
+        }
+    })?;
+    if layout.byte_order() != ByteOrder::Little {
+        swap(&mut packed, size);
+    }
+    Ok(packed)
+}
+
+/// Puts `packed` elements (little-endian, C order) where `layout` places
+/// them in `buffer`; fails, writing nothing, unless `layout` fits `buffer`.
+fn scatter(buffer: &mut [u8], layout: &Layout, packed: &mut [u8]) -> Result<(), Error> {
+    let size = layout.dtype().size();
+    if layout.byte_order() != ByteOrder::Little {
+        swap(packed, size);
+    }
+    let mut done = 0;
+    runs(layout, buffer.len(), &mut |start, stride, count| {
+        let run = &packed[done..done + count * size];
+        done += count * size;
+        match size {
+            1 => put::<1>(buffer, run, start, stride),
+            2 => put::<2>(buffer, run, start, stride),
+            4 => put::<4>(buffer, run, start, stride),
+            _ => put::<8>(buffer, run, start, stride),
+        }
+    })
+}
+
+/// `read`'s result: a new typed array (see the [module docs](self)) of the
+/// elements `layout` places in `buffer`, in C order, copied out once.
+pub(crate) fn read(buffer: &[u8], layout: &Layout) -> Result<JsValue, BindingError> {
+    let dtype = layout.dtype();
+    if as_is(layout) {
+        layout.check(buffer.len())?;
+        return Ok(typed_copy(kind_of(dtype), &buffer[byte_range(layout)]));
+    }
+    let mut packed = gather(buffer, layout)?;
+    match dtype {
+        DType::Bool => packed.iter_mut().for_each(|b| *b = u8::from(*b != 0)),
+        DType::F16 | DType::BF16 => {
+            let little = Descr::new(dtype, ByteOrder::Little);
+            let mut wide = vec![0; 2 * packed.len()];
+            for (element, out) in packed.chunks_exact(2).zip(wide.chunks_exact_mut(4)) {
+                let x = Scalar::read(little, element).map_or(0.0, Scalar::to_f64) as f32;
+                out.copy_from_slice(&x.to_le_bytes());
+            }
+            packed = wide;
+        }
+        _ => {}
+    }
+    Ok(typed_copy(kind_of(dtype), &packed))
+}
+
+/// What `write` takes, read once.
+pub(crate) enum Source {
+    /// A typed array of `len` elements, of `kind` (see `js/arrays.js`).
+    Typed {
+        array: JsValue,
+        kind: u32,
+        len: usize,
+    },
+    /// A plain array's `len` elements, converted by the engine to typed
+    /// array `kind` in `raw` (little-endian, back to back).
+    Filled { raw: Vec<u8>, kind: u32, len: usize },
+    /// A plain array's elements, each to be converted by [`from_js`]: one
+    /// of mixed or wrong JS types, whose error names the value.
+    Items(Vec<JsValue>),
+}
+
+/// Whether elements of `dtype` are written from typed array class
+/// `kind_of(dtype)` as they are, unchecked (not bool, float16, bfloat16).
+fn unchecked(dtype: DType) -> bool {
+    !matches!(dtype, DType::Bool | DType::F16 | DType::BF16)
+}
+
+impl Source {
+    /// `values` to be written as elements of `dtype`.
+    pub(crate) fn read(values: &JsValue, dtype: DType) -> Result<Source, BindingError> {
+        let kind = typed_kind(values);
+        if kind >= 0 {
+            let len = js_sys::Reflect::get(values, &"length".into())?;
+            return Ok(Source::Typed {
+                array: values.clone(),
+                kind: kind as u32,
+                len: len.as_f64().unwrap_or(0.0) as usize,
+            });
+        }
+        if !Array::is_array(values) {
+            return Err(BindingError::wrong_type(
+                "values",
+                "an array or a typed array",
+                values,
+            ));
+        }
+        let len = values.unchecked_ref::<Array>().length() as usize;
+        let (numbers, bigints) = match dtype {
+            DType::F32 => (F32, 0),
+            _ if dtype.is_float() || dtype == DType::Bool => (F64, 0),
+            _ if dtype.kind() == 'i' => (F64, I64),
+            _ => (F64, U64),
+        };
+        let width = if numbers == F32 { 4 } else { 8 };
+        let mut raw = vec![0; width * len];
+        let kind = fill_from(&mut raw, values, numbers, dtype == DType::Bool, bigints)?;
+        if kind < 0 {
+            return Ok(Source::Items(items(values, "values")?));
+        }
+        Ok(Source::Filled {
+            raw,
+            kind: kind as u32,
+            len,
+        })
+    }
+
+    /// How many values there are.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Source::Typed { len, .. } | Source::Filled { len, .. } => *len,
+            Source::Items(values) => values.len(),
+        }
+    }
+
+    /// The values as packed little-endian elements of `dtype`, every one
+    /// checked first; the error names the first that is not one.
+    fn pack(self, dtype: DType) -> Result<Vec<u8>, BindingError> {
+        let size = dtype.size();
+        let (mut raw, kind, len) = match self {
+            Source::Items(values) => {
+                let mut packed = vec![0; values.len() * size];
+                for (value, out) in values.iter().zip(packed.chunks_exact_mut(size)) {
+                    from_js(value, dtype)?.write(ByteOrder::Little, out)?;
+                }
+                return Ok(packed);
+            }
+            Source::Filled { raw, kind, len } => (raw, kind, len),
+            Source::Typed { array, kind, len } => {
+                let as_is = kind == kind_of(dtype) && unchecked(dtype);
+                let (array, kind) = if as_is || kind == U64 || kind == I64 || kind == F64 {
+                    (array, kind)
+                } else {
+                    // Every other typed array's numbers convert exactly.
+                    (to_float64(&array), F64)
+                };
+                let mut raw = vec![0; len * if as_is { size } else { 8 }];
+                copy(&mut raw, &array)?;
+                (raw, kind, len)
+            }
+        };
+        if kind == kind_of(dtype) && unchecked(dtype) {
+            raw.truncate(len * size);
+            return Ok(raw);
+        }
+        // Numbers (float64) or bigints (64-bit integers), checked one by one.
+        let bigints = kind != F64;
+        let mut packed = vec![0; len * size];
+        let out = packed.chunks_exact_mut(size);
+        for (element, out) in raw.chunks_exact(8).zip(out) {
+            let bits = element.first_chunk().map_or(0, |b| u64::from_le_bytes(*b));
+            let (scalar, got) = if !bigints {
+                let x = f64::from_bits(bits);
+                (from_number(x, dtype), JsValue::from_f64(x))
+            } else if kind == I64 {
+                let v = bits as i64;
+                (from_wide(v.into(), dtype), BigInt::from(v).into())
+            } else {
+                (from_wide(bits.into(), dtype), BigInt::from(bits).into())
+            };
+            let scalar = scalar.ok_or_else(|| BindingError::Element {
+                dtype,
+                got,
+                // Numbers are values of every dtype's JS type; bigints of integers only.
+                type_error: bigints && (dtype.is_float() || dtype == DType::Bool),
+            })?;
+            scalar.write(ByteOrder::Little, out)?;
+        }
+        Ok(packed)
+    }
+}
+
+/// Copies the bytes of `array`, a typed array, into `out` in one call.
+fn copy(out: &mut [u8], array: &JsValue) -> Result<(), BindingError> {
+    if copy_into(out, array) {
+        return Ok(());
+    }
+    // Its length changed since it was read: a view over wasm memory that
+    // an allocation since has detached.
+    Err(BindingError::wrong_type(
+        "values",
+        "a typed array whose memory is still attached (growing wasm memory detaches views over it)",
+        array,
+    ))
+}
+
+/// Writes `source` through `layout`, checked over `buffer` and holding as
+/// many elements as `source`: nothing unless every value is an element of
+/// its dtype. A typed array of the dtype's class goes straight into a
+/// contiguous little-endian view.
+pub(crate) fn write(
+    buffer: &mut [u8],
+    layout: &Layout,
+    source: Source,
+) -> Result<(), BindingError> {
+    let dtype = layout.dtype();
+    if let Source::Typed { array, kind, .. } = &source {
+        if *kind == kind_of(dtype) && as_is(layout) {
+            layout.check(buffer.len())?;
+            return copy(&mut buffer[byte_range(layout)], array);
+        }
+    }
+    let mut packed = source.pack(dtype)?;
+    Ok(scatter(buffer, layout, &mut packed)?)
+}
