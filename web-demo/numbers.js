@@ -69,9 +69,13 @@ export function formatFloat(v, name) {
   return String(v);
 }
 
-/** Text for one value read through bytelens, by the canonical dtype name. */
+/**
+ * Text for one value read through bytelens, by the canonical dtype name.
+ * `read` gives bool elements as 0 and 1 (a Uint8Array); they show as false
+ * and true.
+ */
 export function formatValue(v, name) {
-  if (typeof v === "boolean") return v ? "true" : "false";
+  if (typeof v === "boolean" || name === "bool") return v ? "true" : "false";
   if (typeof v === "bigint") return v.toString();
   if (typeof v === "number" && (name === "float64" || FLOAT_FORMATS[name])) {
     return formatFloat(v, name === "float64" ? "float64" : name);

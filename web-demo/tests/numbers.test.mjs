@@ -70,6 +70,7 @@ test("floats print as the shortest text that reads back the same", () => {
   assert.equal(formatFloat(Math.PI, "float64"), String(Math.PI));
   assert.equal(formatValue(-1n, "int64"), "-1");
   assert.equal(formatValue(true, "bool"), "true");
+  assert.equal(formatValue(0, "bool"), "false");
   assert.equal(formatValue(NaN, "float32"), "NaN");
 });
 
@@ -136,4 +137,24 @@ test("the plan panel's text is the core's plan text", () => {
   assert.deepEqual(plan.fields().map((f) => f.name), ["A", "B", "C", "D", "E"]);
   assert.equal(plan.toText(), shown);
   assert.throws(() => wasm.Plan.fromText("Work\nA <f4 [4]"), (err) => err.kind === "BadPlanLine");
+});
+
+test("the package reads into the typed array the demo formats: one class per dtype", () => {
+  const buf = new wasm.Buffer(8);
+  buf.write("<f2", {}, [1.5, -2, 65504, 2 ** -24]);
+  const halves = buf.read("<f2");
+  assert.ok(halves instanceof Float32Array);
+  assert.deepEqual(Array.from(halves), [1.5, -2, 65504, 2 ** -24], "float16 values, exactly");
+  assert.deepEqual(Array.from(halves, (v) => formatValue(v, "float16")), ["1.5", "-2", "65500", "6e-8"]);
+  buf.write(">f4", { shape: [2] }, new Float32Array([1.1, -0]));
+  assert.deepEqual(Array.from(buf.read(">f4"), (v) => formatValue(v, "float32")), ["1.1", "-0"]);
+  buf.write("<i8", {}, [-1n]);
+  const wide = buf.read("<i8");
+  assert.ok(wide instanceof BigInt64Array);
+  assert.equal(formatValue(wide[0], "int64"), "-1");
+  buf.setBytes(0, [0, 7]);
+  const flags = buf.read("|b1", { shape: [2] });
+  assert.ok(flags instanceof Uint8Array);
+  assert.deepEqual(Array.from(flags, (v) => formatValue(v, "bool")), ["false", "true"]);
+  buf.free();
 });
