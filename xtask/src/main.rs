@@ -10,9 +10,9 @@
 //!   each suite runs (see [`test::SUITES`]);
 //! - `cargo xtask demo`  builds the wasm package and serves the web demo on
 //!   http://127.0.0.1:8000;
-//! - `cargo xtask bench [python | gpu]` runs the benchmarks and prints ratios
-//!   to baselines measured in the same run (`bench gpu --prepare-device`
-//!   readies `target/device/` for a machine with a real GPU);
+//! - `cargo xtask bench [python | gpu | wasm]` runs the benchmarks and prints
+//!   ratios to baselines measured in the same run (`bench gpu
+//!   --prepare-device` readies `target/device/` for a machine with a real GPU);
 //! - `cargo xtask build-python | build-wasm` builds one package.
 //!
 //! `--no-install` (or `BYTELENS_NO_INSTALL=1`) skips every install step, for
@@ -55,6 +55,7 @@ usage: cargo xtask [--no-install] <task>
   bench python [ARG...]   the Python package against numpy
   bench gpu [--prepare-device]
                           256 MiB GPU uploads; --prepare-device readies target/device/
+  bench wasm              the wasm package's read and write under Node against DataView loops
   build-python            the wheel, installed into the venvs under target/py/
   build-wasm              the release wasm package in web-demo/pkg/, size checked
 
@@ -73,6 +74,7 @@ enum Task {
     BenchGpu {
         prepare_device: bool,
     },
+    BenchWasm,
     BuildPython,
     BuildWasm,
 }
@@ -102,6 +104,7 @@ fn main() -> ExitCode {
         Task::Bench(filter) => bench(&filter),
         Task::BenchPython(args) => bench_python(&args, install),
         Task::BenchGpu { prepare_device } => gpu::bench(prepare_device, install),
+        Task::BenchWasm => web::bench(install),
         Task::BuildPython => {
             installing(install, ensure_python_envs).and_then(|()| build_python_package())
         }
@@ -158,6 +161,10 @@ fn parse(mut args: Arguments) -> Result<(Task, bool)> {
                 let prepare_device = args.contains("--prepare-device");
                 no_more(args, "bench gpu")?;
                 Task::BenchGpu { prepare_device }
+            }
+            Some("wasm") => {
+                no_more(args, "bench wasm")?;
+                Task::BenchWasm
             }
             first => {
                 let filter = first.map(str::to_owned).into_iter();

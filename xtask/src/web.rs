@@ -151,6 +151,18 @@ pub fn build_package() -> Result {
     Ok(())
 }
 
+/// `cargo xtask bench wasm`: the release package, built and size checked
+/// as the wasm suite builds it, then its read and write under Node against
+/// DataView loops (wasm/benches/node_read_write.mjs prints the table).
+pub fn bench(install: bool) -> Result {
+    if install {
+        ensure_web_tools(false)?;
+    }
+    build_package()?;
+    let pkg = demo_dir().join("pkg").display().to_string();
+    run(cmd("node", &["wasm/benches/node_read_write.mjs", &pkg]))
+}
+
 /// The browser end-to-end test of the demo at `url`; the screenshot goes under target/.
 pub fn e2e(url: &str) -> Command {
     let mut c = cmd("node", &["web-demo/tests/e2e.mjs"]);
