@@ -7,7 +7,8 @@
 //! await init();
 //! const buf = new Buffer(16);
 //! buf.write("<i4", {}, [0x11223344]);
-//! buf.read("<i2", { shape: [2] });          // [0x3344, 0x1122]
+//! buf.read("<i2", { shape: [2] });          // Int16Array [0x3344, 0x1122]
+//! buf.write("<f4", {}, new Float32Array([1.5, 2, 3, 4]));  // or a plain array
 //! buf.typed("<i4");                         // Int32Array over wasm memory, fresh on every call
 //! dtypes().map((d) => d.name);              // ["bool", "uint8", "int8", ...]
 //! Plan.fromText("Work\nA <f4 4\nunion\nD <i4 6").nbytes;  // 24
@@ -15,10 +16,12 @@
 //!
 //! Typed arrays over wasm memory are detached (length 0) when the memory
 //! grows, so `typed()` makes a new one on every call and the package keeps
-//! none; `read`, `write`, `bytes` and `offsets` copy.
+//! none; `read`, `write`, `bytes` and `offsets` copy, `read` and `write`
+//! in bulk (see `transfer`).
 //!
 //! The modules: `convert` reads JS arguments (numbers, lists, options
-//! objects) and `value` converts element values; `buffer`, `layout`, `plan`
+//! objects) and `value` converts element values; `transfer` moves a view's
+//! elements to and from JS typed arrays in one copy (with `js/arrays.js`); `buffer`, `layout`, `plan`
 //! and `dtypes` are the API, thin over the core: a view's arguments resolve
 //! by [`ViewArgs`](bytelens_core::ViewArgs), plans are the core's
 //! [`OwnedPlan`](bytelens_core::OwnedPlan), the dtype table is the core's.

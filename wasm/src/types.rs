@@ -23,7 +23,7 @@ export interface LayoutOptions {
   /** Allow offsets and strides that are not multiples of the alignment. */
   unaligned?: boolean;
 }
-/** An element value: bigint for int64/uint64, boolean for bool, else number. */
+/** An element value `write` takes: bigint or number for integers, boolean or 0/1 for bool, number for floats. */
 export type Value = number | bigint | boolean;
 /** A plan field: a dtype (a single element) or [dtype, shape]. */
 export type FieldSpec = string | [string, number | number[]];
@@ -70,8 +70,10 @@ extern "C" {
     /// `LayoutOptions`, where one is required.
     #[wasm_bindgen(typescript_type = "LayoutOptions")]
     pub type LayoutSpec;
-    /// `Value[]`.
-    #[wasm_bindgen(typescript_type = "Value[]")]
+    /// What `write` takes: a plain array of values or a typed array of any class.
+    #[wasm_bindgen(
+        typescript_type = "Value[] | Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array | BigInt64Array | BigUint64Array | Float32Array | Float64Array"
+    )]
     pub type Values;
     /// `Record<string, FieldSpec>`.
     #[wasm_bindgen(typescript_type = "Record<string, FieldSpec>")]
