@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
 use bytelens::gpu::{GpuBuffer, GpuContext, wgpu};
-use bytelens::{Buffer, DType, Layout, gather_into};
+use bytelens::{Buffer, ByteOrder, DType, Descr, Layout, gather_into};
 
 struct Row {
     name: &'static str,
@@ -137,6 +137,38 @@ fn main() {
         &reversed,
         &mut dst,
     ));
+    let other = match ByteOrder::NATIVE {
+        ByteOrder::Little => ByteOrder::Big,
+        ByteOrder::Big => ByteOrder::Little,
+    };
+    let big_endian = flat.with_byte_order(other);
+    table.push(Row {
+        name: "byteswapped",
+        what: "bytelens, the other byte order swapped while staging",
+        median: median(reps, || {
+            gpu.upload_layout_into_as(
+                src.as_bytes(),
+                &big_endian,
+                Descr::native(DType::F32),
+                &mut dst,
+            )
+            .unwrap();
+            wait(&gpu);
+        }),
+    });
+    let f64s = flat.reinterpret(DType::F64).unwrap();
+    let mut half = gpu
+        .upload_layout_as(src.as_bytes(), &f64s, Descr::native(DType::F32))
+        .unwrap();
+    table.push(Row {
+        name: "f64_to_f32",
+        what: "bytelens, float64 converted to float32 while staging (GB/s of float64 read)",
+        median: median(reps, || {
+            gpu.upload_layout_into_as(src.as_bytes(), &f64s, Descr::native(DType::F32), &mut half)
+                .unwrap();
+            wait(&gpu);
+        }),
+    });
     table.push(Row {
         name: "transpose_host",
         what: "host only: the transposed view copied into memory (gather_into)",
