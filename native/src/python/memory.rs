@@ -36,6 +36,9 @@ const MAX_REPORTED_ALIGN: usize = 4096;
 pub(crate) enum Storage {
     /// Allocated by bytelens.
     Owned(crate::Buffer),
+    /// Allocated by bytelens through calloc, for results about to be
+    /// overwritten (freed on drop).
+    Calloc(#[expect(dead_code, reason = "held only to be freed on drop")] Calloc),
     /// A buffer-protocol export of another Python object (released on drop).
     Wrapped(#[expect(dead_code, reason = "held only to be released on drop")] PyUntypedBuffer),
     /// A DLPack tensor whose deleter runs on drop.
@@ -85,6 +88,75 @@ impl Drop for Foreign {
     }
 }
 
+/// Zeroed memory from the C allocator's `calloc`, `ALIGN_SLACK` bytes more
+/// than asked so that an address aligned to 64 lies inside.
+///
+/// `crate::Buffer` asks for its alignment (64) from the allocator, which
+/// then zeroes the block with a full write pass; `calloc` of a large block
+/// maps fresh pages from the OS, zero already, so a result about to be
+/// overwritten by a copy is written once, not twice.
+pub(crate) struct Calloc {
+    // INVARIANT: allocated by `alloc_zeroed` with `layout`, freed once on drop.
+    ptr: ptr::NonNull<u8>,
+    layout: std::alloc::Layout,
+}
+
+/// What [`Calloc`] adds to the size to align the address inside.
+const ALIGN_SLACK: usize = 64;
+
+impl Calloc {
+    /// `nbytes` zeroed bytes, and the first address in them aligned to 64.
+    fn new(nbytes: usize) -> Result<(Calloc, *mut u8), crate::Error> {
+        let failed = crate::Error::Alloc {
+            nbytes,
+            align: ALIGN_SLACK,
+        };
+        let layout = nbytes
+            .checked_add(ALIGN_SLACK)
+            .and_then(|size| std::alloc::Layout::from_size_align(size, 16).ok())
+            .ok_or_else(|| failed.clone())?;
+        // SAFETY: `layout` has a non-zero size (at least ALIGN_SLACK). An
+        // alignment of 16 (malloc's own) lets the allocator use calloc.
+        let raw = unsafe { std::alloc::alloc_zeroed(layout) };
+        let ptr = ptr::NonNull::new(raw).ok_or(failed)?;
+        // At most ALIGN_SLACK - 1 bytes in, so `nbytes` bytes follow it inside the block.
+        let aligned = raw.wrapping_add(raw.align_offset(ALIGN_SLACK));
+        huge_pages(raw, layout.size());
+        Ok((Calloc { ptr, layout }, aligned))
+    }
+}
+
+/// Asks Linux to back the whole pages of `len` bytes at `start` with huge
+/// pages where it can, as numpy does for its large arrays: one page fault per
+/// 2 MiB instead of per 4 KiB when the memory is first written. Only a hint.
+#[cfg(target_os = "linux")]
+fn huge_pages(start: *mut u8, len: usize) {
+    const PAGE: usize = 4096;
+    let first = start.wrapping_add(start.align_offset(PAGE));
+    let whole = (start as usize + len).saturating_sub(first as usize) / PAGE * PAGE;
+    if whole > 0 {
+        // SAFETY: the range lies inside a block this process owns (from
+        // `start` for `len` bytes, rounded inward to whole pages); the
+        // advice changes no contents, and a failure is harmless.
+        unsafe { libc::madvise(first.cast(), whole, libc::MADV_HUGEPAGE) };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn huge_pages(_start: *mut u8, _len: usize) {}
+
+impl Drop for Calloc {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout, and freed only here.
+        unsafe { std::alloc::dealloc(self.ptr.as_ptr(), self.layout) }
+    }
+}
+
+// SAFETY: `Calloc` owns its block alone; the pointer is used only to free it.
+unsafe impl Send for Calloc {}
+// SAFETY: shared references to `Calloc` never touch the memory.
+unsafe impl Sync for Calloc {}
+
 /// The memory's address, fixed for the object's life.
 struct Address(*mut u8);
 
@@ -127,6 +199,18 @@ impl Memory {
         let mut buffer = crate::Buffer::with_align(nbytes, align).py_err(py)?;
         let address = buffer.as_mut_ptr();
         Ok(Memory::new(Storage::Owned(buffer), address, nbytes, false))
+    }
+
+    /// `nbytes` owned, zeroed bytes at a 64-byte aligned address, for a
+    /// result that is about to be written over: large blocks come zero
+    /// from the OS instead of being zeroed here (see [`Calloc`]).
+    pub(crate) fn for_result(py: Python<'_>, nbytes: usize) -> PyResult<Memory> {
+        const LARGE: usize = 1 << 20;
+        if nbytes < LARGE {
+            return Memory::owned(py, nbytes, ALIGN_SLACK);
+        }
+        let (block, address) = Calloc::new(nbytes).py_err(py)?;
+        Ok(Memory::new(Storage::Calloc(block), address, nbytes, false).aligned_to(ALIGN_SLACK))
     }
 
     /// An owned, aligned copy of `len` bytes at `src`.
