@@ -319,16 +319,30 @@ fn demo(install: bool) -> Result {
     }
 }
 
-/// The Python package's benchmark against numpy, `args` passed on to it.
+/// The Python package's benchmarks against numpy: the views
+/// (native/benches/python_views.py), then the copies
+/// (native/benches/python_copy.py). `views ARG...` or `copy ARG...` runs
+/// one of them with its own arguments.
 fn bench_python(args: &[String], install: bool) -> Result {
+    let scripts: Vec<(&str, &[String])> = match args.split_first() {
+        None => vec![("views", &[]), ("copy", &[])],
+        Some((name, rest)) if name == "views" || name == "copy" => vec![(name.as_str(), rest)],
+        Some((first, _)) => {
+            return Err(format!(
+                "bench python: {first:?} is not views or copy; arguments go to one \
+                 script: `bench python views ARG...` or `bench python copy ARG...`"
+            ));
+        }
+    };
     installing(install, ensure_python_envs)?;
     build_python_package()?;
-    let mut c = cmd(
-        &venv_python(PY_ENVS[0].0),
-        &["native/benches/python_views.py"],
-    );
-    c.args(args);
-    run(c)
+    for (name, rest) in scripts {
+        let script = format!("native/benches/python_{name}.py");
+        let mut c = cmd(&venv_python(PY_ENVS[0].0), &[script.as_str()]);
+        c.args(rest);
+        run(c)?;
+    }
+    Ok(())
 }
 
 /// Runs the criterion benchmarks, then prints each median next to its
