@@ -48,6 +48,10 @@ fn convert(c: &mut Criterion) {
         ("f16 -> f32", le(DType::F16), le(DType::F32)),
         ("f32 -> bf16", le(DType::F32), le(DType::BF16)),
         ("f64 -> f32", le(DType::F64), le(DType::F32)),
+        // Scalar loops left to the compiler's vectoriser.
+        ("i64 -> i32", le(DType::I64), le(DType::I32)),
+        ("i32 -> f32", le(DType::I32), le(DType::F32)),
+        ("f64 -> f16", le(DType::F64), le(DType::F16)),
     ];
     for (name, from, to) in cases {
         let n = SOURCE_BYTES / from.dtype.size();
