@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::time::{Duration, Instant};
 
-use bytelens::gpu::{GpuBuffer, GpuContext, wgpu};
+use bytelens::gpu::{GpuBuffer, GpuContext, GpuOptions, wgpu};
 use bytelens::{Buffer, ByteOrder, DType, Descr, Layout, gather_into};
 
 struct Row {
@@ -59,9 +59,25 @@ fn main() {
     };
     let info = gpu.info();
     println!(
-        "adapter: {} ({:?}, driver {} {}), {} MiB, median of {reps}",
-        info.name, info.backend, info.driver, info.driver_info, mib
+        "adapter: {} ({:?}, driver {} {}), {} MiB, median of {reps}, uploads {}",
+        info.name,
+        info.backend,
+        info.driver,
+        info.driver_info,
+        mib,
+        if gpu.uploads_directly() {
+            "written in place (unified memory)"
+        } else {
+            "staged"
+        }
     );
+    // The same uploads through staging buffers, where the default context
+    // writes in place (on a discrete GPU both rows measure staging).
+    let staged = GpuContext::with_options(GpuOptions {
+        direct_upload: false,
+        ..GpuOptions::default()
+    })
+    .expect("a staged context on the same adapter");
 
     // The source: float32 values in a 64-byte aligned buffer, seen as a
     // square-ish matrix (rows × cols) for the transposed upload.
@@ -78,6 +94,7 @@ fn main() {
         .transpose();
     let mut host = vec![0u8; nbytes];
     let mut dst: GpuBuffer = gpu.upload_layout(src.as_bytes(), &flat).expect("upload");
+    let mut staged_dst: GpuBuffer = staged.upload_layout(src.as_bytes(), &flat).expect("upload");
     let raw = gpu.device().create_buffer(&wgpu::BufferDescriptor {
         label: Some("write_buffer target"),
         size: nbytes as u64,
@@ -109,6 +126,15 @@ fn main() {
         &flat,
         &mut dst,
     ));
+    table.push(upload_row(
+        &staged,
+        reps,
+        "staged_into",
+        "bytelens, contiguous, repeated, through staging buffers",
+        &src,
+        &flat,
+        &mut staged_dst,
+    ));
     table.push(Row {
         name: "upload",
         what: "bytelens, contiguous, a new GPU buffer each time",
@@ -126,6 +152,15 @@ fn main() {
         &src,
         &transposed,
         &mut dst,
+    ));
+    table.push(upload_row(
+        &staged,
+        reps,
+        "staged_strided",
+        "bytelens, transposed, through staging buffers",
+        &src,
+        &transposed,
+        &mut staged_dst,
     ));
     let reversed = flat.slice(0, None, None, -1).unwrap();
     table.push(upload_row(
@@ -281,6 +316,16 @@ fn report(table: &[Row], nbytes: usize, out_dir: &str, info: &wgpu::AdapterInfo)
             0.8,
         ),
         (
+            "(staged) repeated contiguous upload >= 0.5x memcpy",
+            get("staged_into") / memcpy,
+            0.5,
+        ),
+        (
+            "(staged) strided upload >= 0.8x contiguous",
+            get("staged_strided") / get("staged_into"),
+            0.8,
+        ),
+        (
             "(context) strided upload vs the host transpose alone",
             get("strided") / get("transpose_host"),
             0.0,
@@ -317,7 +362,18 @@ fn svg(table: &[Row], nbytes: usize, info: &wgpu::AdapterInfo) -> String {
         let rate = gbps(nbytes, row.median);
         let y = top + i as f64 * (bar + gap);
         let w = (rate / max * width).max(1.0);
-        let fill = if ["upload", "upload_into", "strided", "reversed"].contains(&row.name) {
+        let fill = if [
+            "upload",
+            "upload_into",
+            "staged_into",
+            "strided",
+            "staged_strided",
+            "reversed",
+            "byteswapped",
+            "f64_to_f32",
+        ]
+        .contains(&row.name)
+        {
             "#2b6cb0"
         } else {
             "#a0aec0"

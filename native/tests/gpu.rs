@@ -69,6 +69,11 @@ fn adapter_has_its_real_limits() {
     // wgpu's default limit is 256 MiB; lavapipe and real GPUs offer more.
     assert!(gpu.limits().max_buffer_size > 256 << 20);
     assert_eq!(gpu.max_segment(), gpu.limits().max_buffer_size / 256 * 256);
+    // lavapipe's memory is the host's: uploads write the buffers in place
+    // (so CI exercises that path; the staged one has contexts of its own).
+    if info.device_type == wgpu::DeviceType::Cpu {
+        assert!(gpu.uploads_directly());
+    }
 }
 
 #[test]
@@ -191,12 +196,13 @@ fn converted_uploads_arrive_in_the_asked_element_in_one_pass() {
     let little_f32 = Descr::new(DType::F32, ByteOrder::Little);
     // Big-endian float64, transposed, as little-endian float32; then the
     // same bytes byteswapped only; through 1 KiB staging chunks and 3 threads.
-    let small = GpuContext::with_options(GpuOptions {
+    let staged = GpuContext::with_options(GpuOptions {
         staging_chunk: 1024,
+        direct_upload: false,
         ..GpuOptions::default()
     })
     .unwrap();
-    for gpu in [gpu, &small] {
+    for gpu in [gpu, &staged] {
         for (view, to) in [
             (layout.transpose(), little_f32),
             (layout, Descr::new(DType::F64, ByteOrder::Little)),
@@ -228,17 +234,25 @@ fn uploads_larger_than_the_ring_and_the_buffer_limit_are_chunked() {
     let Some(_) = gpu() else { return };
     // Two 256-byte staging buffers and 1 KiB wgpu buffers: a 10,001-byte
     // view takes 40 chunks and 10 buffers.
-    let small = GpuContext::with_options(GpuOptions {
-        staging_chunk: 256,
-        staging_slots: 2,
-        max_buffer_size: Some(1024),
-        ..GpuOptions::default()
-    })
-    .unwrap();
+    // Staged, and written straight into the buffers where memory is unified.
+    for direct_upload in [false, true] {
+        let small = GpuContext::with_options(GpuOptions {
+            staging_chunk: 256,
+            staging_slots: 2,
+            max_buffer_size: Some(1024),
+            direct_upload,
+            ..GpuOptions::default()
+        })
+        .unwrap();
+        chunked_round_trips(&small);
+    }
+}
+
+fn chunked_round_trips(small: &GpuContext) {
     assert_eq!((small.staging_chunk(), small.max_segment()), (256, 1024));
     let bytes = pattern(10_001, 11);
     let contiguous = Layout::contiguous(DType::U8, &[10_001]).unwrap();
-    let up = round_trip(&small, &bytes, &contiguous);
+    let up = round_trip(small, &bytes, &contiguous);
     assert_eq!(up.buffers().len(), 10);
     assert!(up.buffer().is_none());
     assert!(up.buffers()[..9].iter().all(|b| b.size() == 1024));
@@ -247,17 +261,17 @@ fn uploads_larger_than_the_ring_and_the_buffer_limit_are_chunked() {
     let t = Layout::contiguous(DType::I16, &[50, 100])
         .unwrap()
         .transpose();
-    round_trip(&small, &bytes, &t);
+    round_trip(small, &bytes, &t);
     let r = Layout::contiguous(DType::F64, &[1250])
         .unwrap()
         .slice(0, None, None, -3)
         .unwrap();
-    round_trip(&small, &bytes, &r);
+    round_trip(small, &bytes, &r);
     // Uploads reuse the same staging buffers, over and over.
     for seed in 0..20 {
         let bytes = pattern(3000, seed);
         round_trip(
-            &small,
+            small,
             &bytes,
             &Layout::contiguous(DType::U32, &[750]).unwrap(),
         );
@@ -267,25 +281,32 @@ fn uploads_larger_than_the_ring_and_the_buffer_limit_are_chunked() {
 #[test]
 fn large_uploads_are_filled_by_several_threads() {
     let Some(_) = gpu() else { return };
-    let three = GpuContext::with_options(GpuOptions {
-        upload_threads: 3,
-        staging_chunk: 1 << 20,
-        max_buffer_size: Some(3 << 20),
-        ..GpuOptions::default()
-    })
-    .unwrap();
+    for direct_upload in [false, true] {
+        let three = GpuContext::with_options(GpuOptions {
+            upload_threads: 3,
+            staging_chunk: 1 << 20,
+            max_buffer_size: Some(3 << 20),
+            direct_upload,
+            ..GpuOptions::default()
+        })
+        .unwrap();
+        threaded_round_trips(&three);
+    }
+}
+
+fn threaded_round_trips(three: &GpuContext) {
     // 9 MiB and more: cut into three parts, each through its own ring,
     // across 1 MiB chunks and 3 MiB buffers; reversed and odd-sized too.
     let bytes = pattern((9 << 20) + 4096, 9);
     let t = Layout::contiguous(DType::U16, &[1024, (9 << 20) / 2048])
         .unwrap()
         .transpose();
-    round_trip(&three, &bytes, &t);
+    round_trip(three, &bytes, &t);
     let odd = Layout::contiguous(DType::U8, &[(9 << 20) + 4093]).unwrap();
-    let up = round_trip(&three, &bytes, &odd.slice(0, None, None, -1).unwrap());
+    let up = round_trip(three, &bytes, &odd.slice(0, None, None, -1).unwrap());
     assert_eq!(up.buffers().len(), 4);
     round_trip(
-        &three,
+        three,
         &bytes,
         &Layout::contiguous(DType::U8, &[3, (3 << 20) + 1]).unwrap(),
     );
@@ -302,9 +323,11 @@ fn errors_come_back_as_values_not_panics() {
         matches!(err, GpuError::Layout(ref e) if e.is_bounds()),
         "{err}"
     );
-    // wgpu refuses MAP_READ with STORAGE: a validation error, reported.
+    // wgpu refuses MAP_READ with STORAGE (without MAPPABLE_PRIMARY_BUFFERS,
+    // which direct uploads ask for): a validation error, reported.
     let bad = GpuContext::with_options(GpuOptions {
         usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::STORAGE,
+        direct_upload: false,
         ..GpuOptions::default()
     })
     .unwrap();
@@ -374,36 +397,48 @@ fn errors_come_back_as_values_not_panics() {
 #[test]
 fn failures_report_their_cause_and_leave_the_context_usable() {
     let Some(_) = gpu() else { return };
+    let bytes = pattern(2000, 4);
+    let l = Layout::contiguous(DType::U8, &[2000]).unwrap();
+    // Staged and (where the adapter has unified memory) direct uploads.
+    for direct_upload in [false, true] {
+        let small = GpuContext::with_options(GpuOptions {
+            staging_chunk: 256,
+            staging_slots: 1,
+            max_buffer_size: Some(512),
+            direct_upload,
+            ..GpuOptions::default()
+        })
+        .unwrap();
+        let mut dst = small.upload_layout(&bytes, &l).unwrap();
+        dst.buffers()[1].destroy();
+        for err in [
+            small.upload_layout_into(&bytes, &l, &mut dst).unwrap_err(),
+            dst.download().unwrap_err(),
+        ] {
+            match &err {
+                GpuError::Wgpu { message, .. } => {
+                    assert!(message.contains("destroyed"), "{message}")
+                }
+                other => panic!("expected wgpu's error, got {other:?}"),
+            }
+        }
+        // The ring recovers: later uploads and downloads are right.
+        for seed in 0..10 {
+            round_trip(
+                &small,
+                &pattern(1500, seed),
+                &Layout::contiguous(DType::U8, &[1500]).unwrap(),
+            );
+        }
+    }
     let small = GpuContext::with_options(GpuOptions {
         staging_chunk: 256,
         staging_slots: 1,
         max_buffer_size: Some(512),
+        direct_upload: false,
         ..GpuOptions::default()
     })
     .unwrap();
-    let bytes = pattern(2000, 4);
-    let l = Layout::contiguous(DType::U8, &[2000]).unwrap();
-    let mut dst = small.upload_layout(&bytes, &l).unwrap();
-    dst.buffers()[1].destroy();
-    for err in [
-        small.upload_layout_into(&bytes, &l, &mut dst).unwrap_err(),
-        dst.download().unwrap_err(),
-    ] {
-        match &err {
-            GpuError::Wgpu { message, .. } => {
-                assert!(message.contains("destroyed"), "{message}")
-            }
-            other => panic!("expected wgpu's error, got {other:?}"),
-        }
-    }
-    // The ring recovers: later uploads and downloads are right.
-    for seed in 0..10 {
-        round_trip(
-            &small,
-            &pattern(1500, seed),
-            &Layout::contiguous(DType::U8, &[1500]).unwrap(),
-        );
-    }
     // An error in the user's own wgpu call is kept for them, not blamed
     // on the next upload, and does not panic.
     let _invalid = small.device().create_buffer(&wgpu::BufferDescriptor {

@@ -24,6 +24,9 @@ pub(super) struct Inner {
     pub(super) slots: usize,
     pub(super) max_segment: u64,
     pub(super) usage: wgpu::BufferUsages,
+    /// Uploads write the destination's mapped memory (unified memory and
+    /// `GpuOptions::direct_upload`); else they stage.
+    pub(super) direct: bool,
     /// One upload ring per upload thread.
     pub(super) upload: Vec<Mutex<Ring>>,
     pub(super) readback: Mutex<Ring>,
@@ -40,6 +43,7 @@ impl fmt::Debug for GpuContext {
             .field("staging_chunk", &self.inner.chunk)
             .field("staging_slots", &self.inner.slots)
             .field("max_segment", &self.inner.max_segment)
+            .field("direct_upload", &self.inner.direct)
             .finish()
     }
 }
@@ -93,7 +97,22 @@ impl GpuContext {
             reason: err.to_string(),
         })?;
         let limits = adapter.limits();
-        let features = adapter.features() & wgpu::Features::SHADER_F16;
+        let info = adapter.get_info();
+        let unified = matches!(
+            info.device_type,
+            wgpu::DeviceType::Cpu | wgpu::DeviceType::IntegratedGpu
+        );
+        let direct = options.direct_upload
+            && unified
+            && adapter
+                .features()
+                .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
+        let mut features = adapter.features() & wgpu::Features::SHADER_F16;
+        let mut usage = options.usage | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
+        if direct {
+            features |= wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
+            usage |= wgpu::BufferUsages::MAP_WRITE;
+        }
         let (device, queue) = pollster::block_on(adapter.request_device(&wgpu::DeviceDescriptor {
             label: Some("bytelens"),
             required_features: features,
@@ -120,7 +139,6 @@ impl GpuContext {
         }
         // Capped first, so rounding cannot overflow (max_segment is a multiple of GRANULE).
         let chunk = round_up(options.staging_chunk.min(max_segment), GRANULE);
-        let info = adapter.get_info();
         Ok(GpuContext {
             inner: Arc::new(Inner {
                 adapter,
@@ -130,7 +148,8 @@ impl GpuContext {
                 chunk,
                 slots: options.staging_slots,
                 max_segment,
-                usage: options.usage | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC,
+                usage,
+                direct,
                 upload: (0..options.upload_threads)
                     .map(|_| Mutex::new(Ring::default()))
                     .collect(),
@@ -143,6 +162,13 @@ impl GpuContext {
     /// The adapter's name, vendor, driver and backend.
     pub fn info(&self) -> &wgpu::AdapterInfo {
         &self.inner.info
+    }
+
+    /// Whether uploads write straight into the destination buffer's memory
+    /// (see [`GpuOptions::direct_upload`](super::GpuOptions::direct_upload))
+    /// rather than through staging buffers.
+    pub fn uploads_directly(&self) -> bool {
+        self.inner.direct
     }
 
     /// The device's limits (the adapter's own).

@@ -27,6 +27,13 @@ pub struct GpuOptions {
     /// as many (default: the number of CPUs, at most 4). A single thread's
     /// copy or transpose cannot saturate memory or PCIe bandwidth.
     pub upload_threads: usize,
+    /// On an adapter whose memory is the host's (an integrated GPU, or a
+    /// CPU adapter such as lavapipe) that offers
+    /// `MAPPABLE_PRIMARY_BUFFERS`, uploads write straight into the
+    /// destination buffer's memory, with no staging copy (default `true`).
+    /// Uploaded buffers then also have the `MAP_WRITE` usage. Discrete
+    /// GPUs always stage.
+    pub direct_upload: bool,
 }
 
 impl Default for GpuOptions {
@@ -39,6 +46,7 @@ impl Default for GpuOptions {
             max_buffer_size: None,
             usage: wgpu::BufferUsages::STORAGE,
             upload_threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
+            direct_upload: true,
         }
     }
 }

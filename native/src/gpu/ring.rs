@@ -8,9 +8,9 @@ use super::GpuError;
 
 // A slot's mapping state.
 pub(super) const UNMAPPED: u8 = 0;
-const PENDING: u8 = 1;
-const MAPPED: u8 = 2;
-const FAILED: u8 = 3;
+pub(super) const PENDING: u8 = 1;
+pub(super) const MAPPED: u8 = 2;
+pub(super) const FAILED: u8 = 3;
 
 /// One staging buffer and its mapping state (set by wgpu's callbacks).
 pub(super) struct Slot {

@@ -3,14 +3,18 @@
 //! from there into a new or existing [`GpuBuffer`]; large views are cut
 //! into parts that several threads fill at once.
 
-use std::sync::MutexGuard;
+use std::ops::Range;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Arc, MutexGuard};
+
+use wgpu::WriteOnly;
 
 use bytelens_core::{Descr, Element, Layout, View};
 
 use super::buffer::padded_len;
 use super::context::Inner;
 use super::error::Scopes;
-use super::ring::{Ring, lock};
+use super::ring::{FAILED, MAPPED, PENDING, Ring, lock};
 use super::{GpuBuffer, GpuContext, GpuError};
 use crate::copy::Copier;
 
@@ -126,6 +130,11 @@ impl GpuContext {
     /// parts, each filled by its own thread through its own ring.
     fn upload_into_unchecked(&self, copier: &Copier<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
         let inner = &self.inner;
+        if inner.direct {
+            let scopes = Scopes::push(&inner.device);
+            let result = self.upload_direct(copier, dst);
+            return scopes.pop("upload").and(result);
+        }
         // Rings are always locked in index order, so concurrent uploads wait
         // for each other instead of deadlocking.
         let mut rings: Vec<MutexGuard<'_, Ring>> = inner.upload.iter().map(lock).collect();
@@ -138,7 +147,7 @@ impl GpuContext {
         } else {
             rings.len()
         };
-        let cuts = cuts(copier, threads, PARALLEL_MIN, dst.padded_size());
+        let cuts = cuts(copier, threads, PARALLEL_MIN, 0..dst.padded_size());
         if cuts.len() == 2 {
             return self.upload_part(&mut rings[0], copier, dst, cuts[0]..cuts[1]);
         }
@@ -189,6 +198,118 @@ impl GpuContext {
         // wgpu's own error, when there is one, is the cause of any later one.
         scoped.and(result)
     }
+
+    /// Unified memory: maps each segment of `dst` for writing (waiting for
+    /// the GPU's work on it) and fills it in place, cut between the upload
+    /// threads; no staging buffer, no GPU-side copy.
+    fn upload_direct(&self, copier: &Copier<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
+        let inner = &self.inner;
+        let threads = inner.upload.len();
+        let mut start = 0;
+        for segment in &dst.segments {
+            let end = start + segment.size();
+            let mapped = Arc::new(AtomicU8::new(PENDING));
+            let answer = Arc::clone(&mapped);
+            segment.map_async(wgpu::MapMode::Write, .., move |result| {
+                answer.store(
+                    if result.is_ok() { MAPPED } else { FAILED },
+                    Ordering::Release,
+                );
+            });
+            while mapped.load(Ordering::Acquire) == PENDING {
+                inner
+                    .device
+                    .poll(wgpu::PollType::wait_indefinitely())
+                    .map_err(|err| GpuError::Wgpu {
+                        during: "upload",
+                        message: err.to_string(),
+                    })?;
+            }
+            if mapped.load(Ordering::Acquire) == FAILED {
+                return Err(GpuError::Map { during: "upload" });
+            }
+            let cuts = cuts(copier, threads, PARALLEL_MIN, start..end);
+            let step = stage_step(copier, inner.chunk);
+            // Each thread takes its own range of the mapping (ranges that
+            // do not overlap may be held at once).
+            let fill = |range: &[u64]| {
+                let (a, b) = (range[0] - start, range[1] - start);
+                let mut view =
+                    segment
+                        .get_mapped_range_mut(a..b)
+                        .map_err(|err| GpuError::Wgpu {
+                            during: "upload",
+                            message: err.to_string(),
+                        })?;
+                write_mapped(copier, view.slice(..), range[0], step, &mut Vec::new());
+                Ok::<(), GpuError>(())
+            };
+            let filled = if cuts.len() == 2 {
+                fill(&cuts)
+            } else {
+                std::thread::scope(|scope| {
+                    let workers: Vec<_> = cuts
+                        .windows(2)
+                        .map(|range| scope.spawn(move || fill(range)))
+                        .collect();
+                    workers.into_iter().try_for_each(|worker| {
+                        worker
+                            .join()
+                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                    })
+                })
+            };
+            segment.unmap();
+            filled?;
+            start = end;
+        }
+        Ok(())
+    }
+}
+
+/// How many bytes the walk fills in cache at a time before they are
+/// copied into mapped memory: whole rows where they fit, so that
+/// transposed tiles stay whole.
+fn stage_step(copier: &Copier<'_>, chunk: u64) -> u64 {
+    let size = copier.out_itemsize() as u64;
+    let row = copier.row_len() as u64 * size;
+    (STAGE_BLOCK as u64).max(16 * row).min(chunk).max(size) / size * size
+}
+
+/// Writes bytes `at..at + mapped.len()` of the copy into mapped memory:
+/// the copy's elements, then zeros past its end (the padding to 4 bytes).
+///
+/// Mapped memory may be write-combined (slow to read, slow to write other
+/// than in whole sequential lines), so it is only ever written with
+/// sequential block copies: straight from the source for a block copy,
+/// else from a block of `step` bytes the walk fills in cache.
+fn write_mapped(
+    copier: &Copier<'_>,
+    mut mapped: WriteOnly<'_, [u8]>,
+    at: u64,
+    step: u64,
+    block: &mut Vec<u8>,
+) {
+    let size = copier.out_itemsize() as u64;
+    let len = mapped.len() as u64;
+    let data = (copier.out_bytes() as u64).saturating_sub(at).min(len);
+    let first = at / size;
+    if let Some(src) = copier.contiguous(first as usize, (data / size) as usize) {
+        mapped.slice(..data as usize).copy_from_slice(src);
+    } else {
+        block.resize(step.min(data) as usize, 0);
+        let mut done = 0;
+        while done < data {
+            let k = step.min(data - done);
+            let piece = &mut block[..k as usize];
+            copier.fill((first + done / size) as usize, piece);
+            mapped
+                .slice(done as usize..(done + k) as usize)
+                .copy_from_slice(piece);
+            done += k;
+        }
+    }
+    mapped.slice(data as usize..).fill(0);
 }
 
 /// The C-contiguous layout of `layout` converted to `to`.
@@ -202,31 +323,37 @@ const STAGE_BLOCK: usize = 256 << 10;
 /// Copies smaller than this are uploaded by one thread.
 const PARALLEL_MIN: usize = 8 << 20;
 
-/// Where `parts` threads' byte ranges of the destination start, and where
-/// the last ends (`padded`): cuts fall on whole elements, on multiples of
-/// 4 bytes (a GPU copy's alignment) and, where rows are short enough, on
-/// whole rows (so transposed tiles stay whole). Small copies stay whole.
-fn cuts(copier: &Copier<'_>, parts: usize, min_bytes: usize, padded: u64) -> Vec<u64> {
-    let total = copier.out_bytes();
-    let size = copier.out_itemsize();
-    let mut unit = size * 4 / gcd(size, 4);
-    let row = copier.row_len() * size;
-    if row > 0 && row * parts * 4 <= total {
+/// Where `parts` threads' byte ranges of `range` of the destination
+/// start, and where the last ends: cuts fall on whole elements, on
+/// multiples of 8 bytes (a GPU copy's and a mapped range's alignment) and,
+/// where rows are short
+/// enough, on whole rows (so transposed tiles stay whole). Ranges with less
+/// than `min_bytes` of the copy stay whole.
+fn cuts(copier: &Copier<'_>, parts: usize, min_bytes: usize, range: Range<u64>) -> Vec<u64> {
+    let total = copier.out_bytes() as u64;
+    let size = copier.out_itemsize() as u64;
+    let mut unit = size * 8 / gcd(size, 8);
+    let row = copier.row_len() as u64 * size;
+    if row > 0 && row * parts as u64 * 4 <= total {
         unit = unit * row / gcd(unit, row);
     }
-    let units = total / unit;
-    let parts = if total < min_bytes {
+    let data = total.min(range.end).saturating_sub(range.start);
+    // Cuts at multiples of `unit` from the start of the copy.
+    let first = range.start.div_ceil(unit);
+    let last = (range.start + data) / unit;
+    let units = last.saturating_sub(first);
+    let parts = if (data as usize) < min_bytes {
         1
     } else {
-        parts.min(units).max(1)
+        (parts as u64).min(units).max(1)
     };
-    (0..parts)
-        .map(|k| (units * k / parts * unit) as u64)
-        .chain([padded])
-        .collect()
+    let mut cuts = vec![range.start];
+    cuts.extend((1..parts).map(|k| (first + units * k / parts) * unit));
+    cuts.push(range.end);
+    cuts
 }
 
-fn gcd(a: usize, b: usize) -> usize {
+fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
@@ -243,19 +370,9 @@ struct UploadSink<'a> {
 }
 
 impl UploadSink<'_> {
-    /// Fills the sink's part, slot after slot: the copy's elements, then
-    /// zeros past its end (the padding to 4 bytes).
-    ///
-    /// Mapped memory may be write-combined (slow to read, slow to write
-    /// other than in whole sequential lines), so it is only ever written
-    /// with sequential block copies: straight from the source for a block
-    /// copy, else from a block the walk fills in cache (whole rows where
-    /// they fit, so that transposed tiles stay whole).
+    /// Fills the sink's part, slot after slot.
     fn fill(&mut self, copier: &Copier<'_>) -> Result<(), GpuError> {
-        let size = copier.out_itemsize() as u64;
-        let data_end = copier.out_bytes() as u64;
-        let row = copier.row_len() as u64 * size;
-        let step = (STAGE_BLOCK as u64).max(16 * row).min(self.ctx.chunk) / size * size;
+        let step = stage_step(copier, self.ctx.chunk);
         let mut block = Vec::new();
         while self.written < self.end {
             let i = self.ring.next_for_write(&self.ctx.device)?;
@@ -267,23 +384,7 @@ impl UploadSink<'_> {
                     during: "upload",
                     message: err.to_string(),
                 })?;
-            let data = data_end.saturating_sub(self.written).min(len);
-            let first = self.written / size;
-            if let Some(src) = copier.contiguous(first as usize, (data / size) as usize) {
-                view.slice(..data as usize).copy_from_slice(src);
-            } else {
-                block.resize(step.min(data) as usize, 0);
-                let mut at = 0;
-                while at < data {
-                    let k = step.min(data - at);
-                    let piece = &mut block[..k as usize];
-                    copier.fill((first + at / size) as usize, piece);
-                    view.slice(at as usize..(at + k) as usize)
-                        .copy_from_slice(piece);
-                    at += k;
-                }
-            }
-            view.slice(data as usize..).fill(0);
+            write_mapped(copier, view.slice(..), self.written, step, &mut block);
             drop(view);
             self.flush(i, len);
         }
@@ -315,7 +416,7 @@ mod tests {
     use bytelens_core::DType;
 
     #[test]
-    fn cuts_fall_on_rows_and_multiples_of_four_bytes_and_cover_the_copy() {
+    fn cuts_fall_on_rows_and_multiples_of_eight_bytes_and_cover_the_copy() {
         let bytes = vec![0u8; 300 * 200 * 4];
         let t = Layout::contiguous(DType::F32, &[300, 200])
             .unwrap()
@@ -324,16 +425,18 @@ mod tests {
         let padded = t.nbytes() as u64;
         // Rows of 300 float32 (1200 bytes): cuts on whole rows.
         assert_eq!(
-            cuts(&copier, 3, 0, padded),
+            cuts(&copier, 3, 0, 0..padded),
             [0, 66 * 1200, 133 * 1200, padded]
         );
-        // A uint8 view with 3-byte rows: cuts on multiples of 12 bytes.
-        let small = Layout::contiguous(DType::U8, &[10, 3]).unwrap();
+        // Within a segment that starts mid-row: cuts still on whole rows.
+        assert_eq!(cuts(&copier, 2, 0, 1000..50_000), [1000, 21 * 1200, 50_000]);
+        // A uint8 view with 3-byte rows: cuts on multiples of 24 bytes.
+        let small = Layout::contiguous(DType::U8, &[20, 3]).unwrap();
         let copier = Copier::new(&bytes, &small, small.descr()).unwrap();
-        assert_eq!(cuts(&copier, 2, 0, 32), [0, 12, 32]);
+        assert_eq!(cuts(&copier, 2, 0, 0..60), [0, 24, 60]);
         // Too small, or one part: whole.
         let copier = Copier::new(&bytes, &t, t.descr()).unwrap();
-        assert_eq!(cuts(&copier, 4, t.nbytes() + 1, padded), [0, padded]);
-        assert_eq!(cuts(&copier, 1, 0, padded), [0, padded]);
+        assert_eq!(cuts(&copier, 4, t.nbytes() + 1, 0..padded), [0, padded]);
+        assert_eq!(cuts(&copier, 1, 0, 0..padded), [0, padded]);
     }
 }
