@@ -62,7 +62,18 @@ export function fillFrom(out, array, numbers, booleans, bigints) {
     }
     return bigints;
   }
-  // One loop per class, each element read once: checked, then stored.
+  // One loop per class, each element read once: checked, then stored;
+  // through a typed array where `out` is aligned for one (faster), else
+  // through the DataView.
+  if (numbers === 8 && out.byteOffset % 4 === 0) {
+    const floats = new Float32Array(out.buffer, out.byteOffset, n);
+    for (let i = 0; i < n; i++) {
+      const v = array[i];
+      if (typeof v !== "number") return -1;
+      floats[i] = v;
+    }
+    return numbers;
+  }
   if (numbers === 8) {
     for (let i = 0; i < n; i++) {
       const v = array[i];

@@ -325,18 +325,24 @@ impl Source {
         let out = packed.chunks_exact_mut(size);
         for (element, out) in raw.chunks_exact(8).zip(out) {
             let bits = element.first_chunk().map_or(0, |b| u64::from_le_bytes(*b));
-            let (scalar, got) = if !bigints {
-                let x = f64::from_bits(bits);
-                (from_number(x, dtype), JsValue::from_f64(x))
-            } else if kind == I64 {
-                let v = bits as i64;
-                (from_wide(v.into(), dtype), BigInt::from(v).into())
+            let wide = if kind == I64 {
+                i128::from(bits as i64)
             } else {
-                (from_wide(bits.into(), dtype), BigInt::from(bits).into())
+                i128::from(bits)
             };
+            let scalar = if bigints {
+                from_wide(wide, dtype)
+            } else {
+                from_number(f64::from_bits(bits), dtype)
+            };
+            // The JS value, made only for the error: no call per element.
             let scalar = scalar.ok_or_else(|| BindingError::Element {
                 dtype,
-                got,
+                got: match (bigints, kind == I64) {
+                    (false, _) => f64::from_bits(bits).into(),
+                    (true, true) => BigInt::from(bits as i64).into(),
+                    (true, false) => BigInt::from(bits).into(),
+                },
                 // Numbers are values of every dtype's JS type; bigints of integers only.
                 type_error: bigints && (dtype.is_float() || dtype == DType::Bool),
             })?;
