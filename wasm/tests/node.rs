@@ -537,10 +537,7 @@ fn typed_arrays_of_other_classes_convert_when_their_values_fit() {
     buf.write(&js("<i8"), None, eval("[-1, 2n ** 62n]").unchecked_into())
         .unwrap();
     let read = buf.read(&js("<i8"), None).unwrap();
-    assert_eq!(
-        common::transfer::class_name(&read),
-        "BigInt64Array"
-    );
+    assert_eq!(common::transfer::class_name(&read), "BigInt64Array");
     let read = Array::from(&read.into());
     assert!(read.get(0).loose_eq(&eval("-1n")) && read.get(1).loose_eq(&eval("2n ** 62n")));
 }
