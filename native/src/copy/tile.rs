@@ -7,11 +7,40 @@
 //! `m`-th element of every read run. Pitches may be negative, which is how
 //! a view whose rows run backwards is transposed.
 //!
-//! The SIMD kernels are chosen once per copy ([`Tile::for_itemsize`]), at
-//! run time, from what the CPU has; the portable kernel is the reference
-//! they are tested against, and the only one Miri runs.
+//! Tiles move a grid at a time ([`Tile::move_tiles`]): the bounds of the
+//! whole grid are checked once, and the loops over its tiles are compiled
+//! together with the tile so the kernel inlines. The SIMD kernels are
+//! chosen once per copy ([`Tile::for_itemsize`]), at run time, from what
+//! the CPU has; the portable kernel is the reference they are tested
+//! against, and the only one Miri runs.
 
-/// A tile kernel: `T`, and the function that moves one tile.
+/// Where the tiles of a grid lie in a slice: tile `(r, j)` has its run `k`
+/// at byte `at + r * r_step + j * j_step + k * pitch`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Grid {
+    pub(super) at: isize,
+    pub(super) pitch: isize,
+    pub(super) r_step: isize,
+    pub(super) j_step: isize,
+}
+
+impl Grid {
+    /// Whether every run of `rows × cols` tiles of `side` runs, `run`
+    /// bytes each, lies in `0..len`. Addresses are affine in the tile and
+    /// run indices, so the extremes are at the corners.
+    fn within(&self, len: usize, rows: usize, cols: usize, side: usize, run: usize) -> bool {
+        let mut lo = self.at;
+        let mut hi = self.at;
+        for (step, count) in [(self.r_step, rows), (self.j_step, cols), (self.pitch, side)] {
+            let reach = step * (count as isize - 1);
+            lo += reach.min(0);
+            hi += reach.max(0);
+        }
+        lo >= 0 && (hi as usize).checked_add(run).is_some_and(|end| end <= len)
+    }
+}
+
+/// A tile kernel: `T`, and the function that moves a grid of tiles.
 #[derive(Clone, Copy)]
 pub(super) struct Tile {
     /// Elements along each side.
@@ -19,11 +48,15 @@ pub(super) struct Tile {
     kernel: Kernel,
 }
 
+/// Moves `rows × cols` tiles, column of tiles by column of tiles (all `r`
+/// for one `j`, then the next `j`).
+type Grids = unsafe fn(*const u8, Grid, *mut u8, Grid, usize, usize);
+
 #[derive(Clone, Copy)]
 enum Kernel {
     Portable(usize),
     #[cfg(all(target_arch = "x86_64", not(miri)))]
-    X86(unsafe fn(*const u8, isize, *mut u8, isize)),
+    X86(Grids),
 }
 
 impl Tile {
@@ -47,55 +80,56 @@ impl Tile {
         }
     }
 
-    /// Moves one tile from `src` (run `k` starting at byte
-    /// `src_at + k * src_pitch`) into `dst` (run `m` at `dst_at + m * dst_pitch`).
+    /// Moves a grid of `rows × cols` tiles from `src` to `dst`: tile
+    /// `(r, j)` reads its runs where `from` places them and writes run `m`
+    /// of the transposed tile where `to` places run `m`. The tiles go
+    /// column by column (every `r` for one `j`).
     ///
     /// # Panics
     /// When a run falls outside `src` or `dst`.
-    #[inline(always)]
-    #[allow(clippy::too_many_arguments)] // two (slice, start, pitch) triples
-    pub(super) fn move_tile(
+    #[allow(clippy::too_many_arguments)] // two (slice, grid) pairs and the grid's size
+    pub(super) fn move_tiles(
         &self,
         itemsize: usize,
         src: &[u8],
-        src_at: isize,
-        src_pitch: isize,
+        from: Grid,
         dst: &mut [u8],
-        dst_at: isize,
-        dst_pitch: isize,
+        to: Grid,
+        rows: usize,
+        cols: usize,
     ) {
-        let t = self.side as isize;
+        if rows == 0 || cols == 0 {
+            return;
+        }
         let run = self.side * itemsize;
-        // Every run lies in its slice: the first and the last one do, and the
-        // others lie between them.
-        let within = |len: usize, at: isize, pitch: isize| {
-            let last = at + (t - 1) * pitch;
-            at >= 0 && last >= 0 && (at.max(last) as usize) + run <= len
-        };
-        assert!(within(src.len(), src_at, src_pitch) && within(dst.len(), dst_at, dst_pitch));
+        assert!(
+            from.within(src.len(), rows, cols, self.side, run)
+                && to.within(dst.len(), rows, cols, self.side, run)
+        );
         match self.kernel {
             Kernel::Portable(n) => {
-                portable(n, self.side, src, src_at, src_pitch, dst, dst_at, dst_pitch)
+                for j in 0..cols as isize {
+                    for r in 0..rows as isize {
+                        let s = from.at + r * from.r_step + j * from.j_step;
+                        let d = to.at + r * to.r_step + j * to.j_step;
+                        portable(n, self.side, src, s, from.pitch, dst, d, to.pitch);
+                    }
+                }
             }
             #[cfg(all(target_arch = "x86_64", not(miri)))]
-            // SAFETY: the assertion above proved that every run the kernel
-            // reads (T runs of T * itemsize bytes from src_at by src_pitch)
-            // lies in `src` and every run it writes lies in `dst`; `dst` is
-            // borrowed mutably, so nothing else sees the writes; the kernel
-            // was chosen by `x86::kernel` only when the CPU has its features.
+            // SAFETY: the assertion above proved that every run of every
+            // tile of the grid (T runs of T * itemsize bytes) lies in `src`
+            // for reading and in `dst` for writing; `dst` is borrowed
+            // mutably, so nothing else sees the writes; the kernel was
+            // chosen by `x86::kernel` only when the CPU has its features.
             Kernel::X86(kernel) => unsafe {
-                kernel(
-                    src.as_ptr().offset(src_at),
-                    src_pitch,
-                    dst.as_mut_ptr().offset(dst_at),
-                    dst_pitch,
-                )
+                kernel(src.as_ptr(), from, dst.as_mut_ptr(), to, rows, cols)
             },
         }
     }
 }
 
-/// The reference: one element at a time.
+/// The reference: one tile, one element at a time.
 #[allow(clippy::too_many_arguments)]
 fn portable(
     n: usize,
@@ -120,21 +154,55 @@ fn portable(
 mod x86 {
     use core::arch::x86_64::*;
 
-    type Kernel = unsafe fn(*const u8, isize, *mut u8, isize);
+    use super::{Grid, Grids};
 
-    /// The side and kernel for `itemsize`, when this CPU has one.
-    pub(super) fn kernel(itemsize: usize) -> Option<(usize, Kernel)> {
+    /// The side and grid kernel for `itemsize`, when this CPU has one.
+    pub(super) fn kernel(itemsize: usize) -> Option<(usize, Grids)> {
         match itemsize {
             // SSE2 is part of x86-64 itself.
-            1 => Some((8, t8x8_u8 as Kernel)),
-            2 => Some((8, t8x8_u16 as Kernel)),
-            4 if is_x86_feature_detected!("avx") => Some((8, t8x8_u32 as Kernel)),
-            4 => Some((4, t4x4_u32 as Kernel)),
-            8 if is_x86_feature_detected!("avx") => Some((4, t4x4_u64 as Kernel)),
-            8 => Some((2, t2x2_u64 as Kernel)),
+            1 => Some((8, grid_u8 as Grids)),
+            2 => Some((8, grid_u16 as Grids)),
+            4 if is_x86_feature_detected!("avx") => Some((8, grid_u32_avx as Grids)),
+            4 => Some((4, grid_u32 as Grids)),
+            8 if is_x86_feature_detected!("avx") => Some((4, grid_u64_avx as Grids)),
+            8 => Some((2, grid_u64 as Grids)),
             _ => None,
         }
     }
+
+    /// A grid kernel around a tile kernel: the loops compiled with the
+    /// tile inlined, under the tile's target features.
+    macro_rules! grid {
+        ($(#[$feature:meta])* $name:ident => $tile:ident) => {
+            /// Moves a grid of tiles with [`
+            #[doc = stringify!($tile)]
+            /// `].
+            ///
+            /// # Safety
+            /// Every run of every tile of the grid lies in memory readable
+            /// from `src` and writable from `dst`; the CPU has the tile's
+            /// features.
+            $(#[$feature])*
+            unsafe fn $name(src: *const u8, from: Grid, dst: *mut u8, to: Grid, rows: usize, cols: usize) {
+                for j in 0..cols as isize {
+                    for r in 0..rows as isize {
+                        let s = from.at + r * from.r_step + j * from.j_step;
+                        let d = to.at + r * to.r_step + j * to.j_step;
+                        // SAFETY: the runs of tile (r, j) are among the
+                        // grid's, in bounds by this function's contract.
+                        unsafe { $tile(src.offset(s), from.pitch, dst.offset(d), to.pitch) }
+                    }
+                }
+            }
+        };
+    }
+
+    grid!(grid_u8 => t8x8_u8);
+    grid!(grid_u16 => t8x8_u16);
+    grid!(#[target_feature(enable = "avx")] grid_u32_avx => t8x8_u32);
+    grid!(grid_u32 => t4x4_u32);
+    grid!(#[target_feature(enable = "avx")] grid_u64_avx => t4x4_u64);
+    grid!(grid_u64 => t2x2_u64);
 
     // The kernels' contract (module docs): run k of the source is T
     // elements at `src + k * sp`, run m of the destination is T elements at
@@ -144,6 +212,7 @@ mod x86 {
     ///
     /// # Safety
     /// The kernels' contract.
+    #[inline]
     unsafe fn t8x8_u8(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
         // SAFETY: each load and store touches one run, in bounds by the
         // contract; the unaligned forms are used throughout.
@@ -179,6 +248,7 @@ mod x86 {
     ///
     /// # Safety
     /// The kernels' contract.
+    #[inline]
     unsafe fn t8x8_u16(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
         // SAFETY: as for `t8x8_u8`.
         unsafe {
@@ -219,6 +289,7 @@ mod x86 {
     ///
     /// # Safety
     /// The kernels' contract, and the CPU has AVX.
+    #[inline]
     #[target_feature(enable = "avx")]
     unsafe fn t8x8_u32(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
         // SAFETY: as for `t8x8_u8`.
@@ -262,6 +333,7 @@ mod x86 {
     ///
     /// # Safety
     /// The kernels' contract.
+    #[inline]
     unsafe fn t4x4_u32(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
         // SAFETY: as for `t8x8_u8`.
         unsafe {
@@ -286,6 +358,7 @@ mod x86 {
     ///
     /// # Safety
     /// The kernels' contract, and the CPU has AVX.
+    #[inline]
     #[target_feature(enable = "avx")]
     unsafe fn t4x4_u64(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
         // SAFETY: as for `t8x8_u8`.
@@ -311,6 +384,7 @@ mod x86 {
     ///
     /// # Safety
     /// The kernels' contract.
+    #[inline]
     unsafe fn t2x2_u64(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
         // SAFETY: as for `t8x8_u8`.
         unsafe {

@@ -19,7 +19,7 @@
 use bytelens_core::{Descr, Layout, MAX_NDIM};
 
 use super::convert::Convert;
-use super::tile::Tile;
+use super::tile::{Grid, Tile};
 use crate::Error;
 
 /// Bytes of source elements gathered into a block before the conversion
@@ -89,6 +89,7 @@ impl<'a> Copier<'a> {
 
     /// Whether the copy is one unconverted run of adjacent elements: a
     /// memcpy, which needs fewer threads to reach memory bandwidth.
+    #[cfg_attr(not(feature = "gpu"), allow(dead_code))]
     pub(crate) fn is_block_copy(&self) -> bool {
         self.contiguous(0, self.elements).is_some()
     }
@@ -96,12 +97,21 @@ impl<'a> Copier<'a> {
     /// The source bytes of elements `first..first + count` when the copy
     /// is a block copy (see [`is_block_copy`](Self::is_block_copy)).
     pub(crate) fn contiguous(&self, first: usize, count: usize) -> Option<&'a [u8]> {
+        self.convert
+            .is_identity()
+            .then(|| self.one_run(first, count))
+            .flatten()
+    }
+
+    /// The source bytes of elements `first..first + count` when the view
+    /// is one run of adjacent elements (converted or not).
+    fn one_run(&self, first: usize, count: usize) -> Option<&'a [u8]> {
         let one_run = match self.axes[..self.ndim] {
             [] => true,
             [Axis { stride, .. }] => stride == self.itemsize as isize,
             _ => false,
         };
-        if !(one_run && self.convert.is_identity()) || first + count > self.elements {
+        if !one_run || first + count > self.elements {
             return None;
         }
         let at = self.base + first * self.itemsize;
@@ -136,11 +146,8 @@ impl<'a> Copier<'a> {
         }
         let n = self.itemsize;
         // A view that is one contiguous run converts straight from its bytes.
-        if let [Axis { len: _, stride }] = self.axes[..self.ndim]
-            && stride == n as isize
-        {
-            let at = self.base + first * n;
-            return self.convert.run(&self.bytes[at..at + count * n], out);
+        if let Some(src) = self.one_run(first, count) {
+            return self.convert.run(src, out);
         }
         // Whole rows per block where they fit, so that tiles stay whole.
         let row = self.row_len();
@@ -269,24 +276,33 @@ impl<'a> Copier<'a> {
                 let j1 = (j0 + block).min(tiled_cols);
                 for rg in (r0..r1).step_by(group) {
                     let rg1 = (rg + group).min(r1);
-                    for j in (j0..j1).step_by(side) {
-                        for r in (rg..rg1).step_by(side) {
-                            // Tile rows r..r+side: run k is column j+k; its
-                            // lowest element is row r (or r+side-1 backwards),
-                            // and so is the first destination run.
-                            let first_row = if reversed { r + side - 1 } else { r };
-                            let dst_pitch = if reversed { -pitch } else { pitch };
-                            self.tile.move_tile(
-                                self.itemsize,
-                                self.bytes,
-                                src(first_row, j),
-                                last.stride,
-                                out,
-                                first_row as isize * pitch + j as isize * n,
-                                dst_pitch,
-                            );
-                        }
-                    }
+                    // Tile rows r..r+side: run k is column j+k; its lowest
+                    // element is row r (or r+side-1 backwards), and so is
+                    // the first destination run.
+                    let first_row = if reversed { rg + side - 1 } else { rg };
+                    let step = side as isize;
+                    let from = Grid {
+                        at: src(first_row, j0),
+                        pitch: last.stride,
+                        r_step: across * step,
+                        j_step: last.stride * step,
+                    };
+                    let to = Grid {
+                        at: first_row as isize * pitch + j0 as isize * n,
+                        pitch: if reversed { -pitch } else { pitch },
+                        r_step: pitch * step,
+                        j_step: n * step,
+                    };
+                    let (tile_rows, tile_cols) = ((rg1 - rg) / side, (j1 - j0) / side);
+                    self.tile.move_tiles(
+                        self.itemsize,
+                        self.bytes,
+                        from,
+                        out,
+                        to,
+                        tile_rows,
+                        tile_cols,
+                    );
                 }
             }
         }
