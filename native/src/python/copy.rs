@@ -53,7 +53,13 @@ fn into_new_buffer<'py>(
     result: &Layout,
 ) -> PyResult<Bound<'py, PyAny>> {
     let nbytes = result.nbytes();
-    let buffer = Bound::new(py, PyBuf::new(py, Memory::for_result(py, nbytes)?)?)?;
+    let buffer = Bound::new(
+        py,
+        PyBuf::new(
+            py,
+            Memory::for_result(py, nbytes, source.addresses().start)?,
+        )?,
+    )?;
     let dst: &mut [u8] = if nbytes == 0 {
         &mut []
     } else {
