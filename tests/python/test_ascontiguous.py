@@ -292,6 +292,23 @@ def test_the_result_owns_a_new_aligned_buffer():
     assert empty.shape == (3, 0) and empty.dtype == np.float32
 
 
+@pytest.mark.parametrize("offset", [0, 4, 8, 60, 64, 4032, 4088])
+def test_large_results_are_aligned_whatever_the_source_address(offset):
+    # Results of 1 MiB or more come from another allocator, placed by the
+    # source's address: still 64-byte aligned, still right, and freed.
+    store = np.zeros((1 << 20) + 8192, np.uint8)
+    start = (-address_of(store)) % 4096 + offset
+    a = np.frombuffer(store.data, np.float64, count=(1 << 17) + 7, offset=start)
+    a[:] = np.arange(a.size)
+    for dtype in [None, np.float32, ">f8"]:
+        got = bl.ascontiguous(a, dtype=dtype)
+        assert address_of(got) % 64 == 0
+        assert got.nbytes >= 1 << 19 and (got == a).all()
+        del got
+    got = bl.ascontiguous(a[::-1])
+    assert address_of(got) % 64 == 0 and (got == a[::-1]).all()
+
+
 def test_zero_dimensional_arrays_keep_their_shape():
     # Unlike np.ascontiguousarray, which makes them 1-d.
     got = bl.ascontiguous(np.array(3.5, dtype=">f8"), dtype=np.float16)
