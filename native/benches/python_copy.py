@@ -57,6 +57,7 @@ def main():
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--side", type=int, default=8192, help="the transposed square's side")
     parser.add_argument("--mib", type=int, default=256, help="MiB of the byteswap and conversion sources")
+    parser.add_argument("--markdown", action="store_true", help="also print the table in Markdown")
     args = parser.parse_args()
     rows = []  # (group, name, seconds, source bytes)
     rng = np.random.default_rng(2)
@@ -144,6 +145,15 @@ def report(rows, args):
         vs_numpy = "-" if base is None or name.startswith(("numpy", "ml_dtypes", "memcpy")) else f"{base / s:.2f}x"
         vs_memcpy = f"{times[(group, 'memcpy')] / s:.2f}x"
         print(f"{group:<38} {name:<44} {s * 1e3:>8.2f} {nbytes / s / 1e9:>7.2f} {vs_numpy:>9} {vs_memcpy:>10}")
+
+    if args.markdown:
+        print("\n| group | operation | ms | GB/s | vs numpy | vs memcpy |\n|---|---|---:|---:|---:|---:|")
+        for group, name, s, nbytes in rows:
+            base = next(t for (g, n), t in times.items() if g == group and n.split()[0] in ("numpy", "ml_dtypes"))
+            vs_numpy = "-" if name.startswith(("numpy", "ml_dtypes", "memcpy")) else f"{base / s:.2f}×"
+            op = name if name == "memcpy" else f"`{name}`"
+            print(f"| {group} | {op} | {s * 1e3:.1f} | {nbytes / s / 1e9:.2f} | {vs_numpy} "
+                  f"| {times[(group, 'memcpy')] / s:.2f}× |")
 
     def speed(group, name, baseline):
         return times[(group, baseline)] / times[(group, name)]
