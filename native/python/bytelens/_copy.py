@@ -34,6 +34,8 @@ def ascontiguous(
     ``dtype=None`` keeps ``a``'s dtype in the machine's byte order (unlike
     ``np.ascontiguousarray``, which keeps the byte order); a dtype that
     names a byte order (``">f4"``, ``np.dtype("<i2")``) gets that order.
+    The result has ``a``'s shape, 0-d included (``np.ascontiguousarray``
+    makes a 0-d array 1-d).
     Conversions follow numpy's ``same_kind`` casting: a float to an
     integer, an integer to bool or a signed integer to an unsigned one
     raises ``CastError`` (a ``TypeError``) naming both dtypes.

@@ -53,13 +53,8 @@ fn into_new_buffer<'py>(
     result: &Layout,
 ) -> PyResult<Bound<'py, PyAny>> {
     let nbytes = result.nbytes();
-    let buffer = Bound::new(
-        py,
-        PyBuf::new(
-            py,
-            Memory::for_result(py, nbytes, source.addresses().start)?,
-        )?,
-    )?;
+    let memory = Memory::for_result(py, nbytes, source.addresses().start)?;
+    let buffer = Bound::new(py, PyBuf::new(py, memory)?)?;
     let dst: &mut [u8] = if nbytes == 0 {
         &mut []
     } else {
