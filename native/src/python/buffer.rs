@@ -92,7 +92,9 @@ impl PyBuf {
         let this = slf.get();
         let descr = numpy_descr(py, layout.descr())?;
         let align = layout.dtype().align();
-        if layout.requires_alignment() && layout.size() > 0 && this.address() as usize % align != 0
+        if layout.requires_alignment()
+            && layout.size() > 0
+            && !(this.address() as usize).is_multiple_of(align)
         {
             return Err(LayoutError::MisalignedBuffer {
                 address: this.address() as usize,
@@ -274,7 +276,7 @@ impl PyBuf {
             ));
         }
         let address = view.buf_ptr() as usize;
-        if (readonly || !view.readonly()) && address % align == 0 {
+        if (readonly || !view.readonly()) && address.is_multiple_of(align) {
             // The address is a multiple of `align`, which may exceed what `wrap` reports.
             let memory = wrap(data, readonly)?.aligned_to(align);
             return PyBuf::new(py, memory);

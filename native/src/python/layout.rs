@@ -35,7 +35,7 @@ fn reshape_arg(layout: &Layout, shape: &[isize]) -> PyResult<Vec<usize>> {
         [] => Ok(out),
         [i] => {
             let product: usize = known.map(|&n| n as usize).product();
-            if product == 0 || layout.size() % product != 0 {
+            if product == 0 || !layout.size().is_multiple_of(product) {
                 return Err(PyValueError::new_err(format!(
                     "cannot reshape {} elements into shape {shape:?}",
                     layout.size()
