@@ -139,7 +139,7 @@ impl<'a> ViewArgs<'a> {
                 (None, Some(len)) => {
                     // `0 <= offset <= len` was checked above.
                     let nbytes = len - offset as usize;
-                    if nbytes % dtype.size() != 0 {
+                    if !nbytes.is_multiple_of(dtype.size()) {
                         return Err(Error::ItemsizeMismatch {
                             nbytes,
                             itemsize: dtype.size(),

@@ -185,7 +185,7 @@ impl Layout {
     #[cfg_attr(not(target_arch = "wasm32"), inline(always))]
     pub fn from_bytes(dtype: DType, len: usize) -> Result<Layout, Error> {
         let itemsize = dtype.size();
-        if len % itemsize != 0 {
+        if !len.is_multiple_of(itemsize) {
             return Err(Error::ItemsizeMismatch {
                 nbytes: len,
                 itemsize,
@@ -462,7 +462,7 @@ impl Layout {
         }
         let align = self.dtype.align();
         // `span.start >= 0` and `self.offset >= span.start` here.
-        if self.offset as usize % align != 0 {
+        if !(self.offset as usize).is_multiple_of(align) {
             return Err(Error::Misaligned {
                 offset: self.offset as usize,
                 align,
@@ -471,7 +471,7 @@ impl Layout {
         }
         for axis in 0..self.ndim() {
             let stride = self.strides[axis];
-            if self.shape[axis] > 1 && stride.unsigned_abs() % align != 0 {
+            if self.shape[axis] > 1 && !stride.unsigned_abs().is_multiple_of(align) {
                 return Err(Error::MisalignedStride {
                     axis,
                     stride,

@@ -54,7 +54,7 @@ fn check_view<T: Element>(bytes: &[u8], layout: &Layout) -> Result<(), Error> {
     layout.check(bytes.len())?;
     let align = T::DTYPE.align();
     let address = bytes.as_ptr() as usize;
-    if layout.requires_alignment() && layout.size() > 0 && address % align != 0 {
+    if layout.requires_alignment() && layout.size() > 0 && !address.is_multiple_of(align) {
         return Err(Error::MisalignedBuffer {
             address,
             align,

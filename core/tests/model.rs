@@ -164,7 +164,7 @@ fn prime_factors(mut n: usize) -> Vec<usize> {
     let mut factors = vec![];
     let mut p = 2;
     while n > 1 {
-        while n % p == 0 {
+        while n.is_multiple_of(p) {
             factors.push(p);
             n /= p;
         }

@@ -15,7 +15,7 @@ fn main() -> Result<(), Error> {
     let i32s: Vec<i32> = buf.view::<i32>()?.iter().collect();
     let f32s: Vec<f32> = buf.view::<f32>()?.iter().collect();
 
-    let aligned = buf.as_ptr() as usize % buf.align() == 0;
+    let aligned = (buf.as_ptr() as usize).is_multiple_of(buf.align());
     println!(
         "{} bytes, {}-byte aligned: {aligned}. Four values were written; each row is the same 4 bytes read four ways.\n",
         buf.len(),

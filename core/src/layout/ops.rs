@@ -47,7 +47,7 @@ impl Layout {
         }
         // `n * old` cannot overflow: it is at most the array's byte size (INVARIANT).
         let axis_bytes = n * old;
-        if axis_bytes % new != 0 {
+        if !axis_bytes.is_multiple_of(new) {
             return Err(Error::ItemsizeMismatch {
                 nbytes: axis_bytes,
                 itemsize: new,

@@ -133,7 +133,9 @@ impl Convert {
     pub(crate) fn run(&self, src: &[u8], dst: &mut [u8]) {
         let (a, b) = (self.from.dtype.size(), self.to.dtype.size());
         assert!(
-            src.len() % a == 0 && dst.len() % b == 0 && src.len() / a == dst.len() / b,
+            src.len().is_multiple_of(a)
+                && dst.len().is_multiple_of(b)
+                && src.len() / a == dst.len() / b,
             "{} bytes of {} do not convert into {} bytes of {}",
             src.len(),
             self.from,
