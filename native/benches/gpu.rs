@@ -48,7 +48,9 @@ fn main() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(7);
-    let out_dir = std::env::var("BYTELENS_BENCH_DIR").unwrap_or_else(|_| "target/bench".into());
+    // The workspace's target/bench, whatever directory cargo runs this in.
+    let out_dir = std::env::var("BYTELENS_BENCH_DIR")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/../target/bench").into());
     let nbytes = mib << 20;
     let gpu = match GpuContext::new() {
         Ok(gpu) => gpu,
