@@ -184,3 +184,38 @@ def test_other_threads_run_during_an_upload():
 def test_dtypes_the_gpu_cannot_take_are_refused(array):
     with pytest.raises(bl.LayoutError, match="cannot upload an array of dtype"):
         gpu.upload(array)
+
+
+@pytest.mark.parametrize("src,dst", [
+    (">f8", "<f4"), ("<f4", "<f2"), ("<f2", "<f4"), (">f4", "<f4"), ("<f4", ">f4"),
+    ("<i8", "<i4"), ("u1", "<f4"), ("?", "<i2"), ("<f4", "bfloat16"),
+])
+def test_conversions_on_the_way_match_astype(src, dst):
+    # Transposed and reversed views, converted while they are copied into
+    # the GPU's memory: the bits ascontiguous (bit for bit numpy's astype) gives.
+    a = random_array(src, (37, 45), seed=11)
+    if np.dtype(src).kind == "f":
+        a = np.where(np.isfinite(a), a, 0).astype(src)
+    for view in [a.T, a[::-1, ::2], a]:
+        up = gpu.upload(view, dtype=dst)
+        want = bl.ascontiguous(view, dtype=dst)
+        back = up.download()
+        assert back.dtype == want.dtype and back.shape == view.shape
+        assert back.tobytes() == want.tobytes()
+        assert up.nbytes == want.nbytes
+
+
+def test_refused_conversions_raise_cast_error_before_uploading():
+    with pytest.raises(bl.CastError, match="float32 to int32"):
+        gpu.upload(np.zeros(4, np.float32), dtype=np.int32)
+    with pytest.raises(bl.CastError, match="int8 to uint8"):
+        gpu.upload(np.zeros(4, np.int8), dtype="u1")
+
+
+def test_module_docstring_runs():
+    import doctest
+
+    import bytelens.gpu
+
+    failures, tried = doctest.testmod(bytelens.gpu)
+    assert tried >= 5 and failures == 0

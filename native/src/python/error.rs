@@ -140,13 +140,14 @@ impl IntoPyErr for crate::SharedError {
     }
 }
 
-/// Layout errors keep their own classes (`BoundsError`, ...); the rest are
-/// `GpuError`.
+/// Layout errors keep their own classes (`BoundsError`, ...) and a refused
+/// conversion is `CastError`; the rest are `GpuError`.
 #[cfg(feature = "gpu")]
 impl IntoPyErr for crate::gpu::GpuError {
     fn into_py_err(self, py: Python<'_>) -> PyErr {
         match self {
             crate::gpu::GpuError::Layout(err) => err.into_py_err(py),
+            crate::gpu::GpuError::Host(err @ Error::Cast { .. }) => err.into_py_err(py),
             other => GpuError::new_err(other.to_string()),
         }
     }

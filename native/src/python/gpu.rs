@@ -18,7 +18,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use super::buffer::PyBuf;
-use super::dtype::numpy_descr;
+use super::dtype::{numpy_descr, to_descr};
 use super::error::{IntoPyErr, PyErrResult};
 use super::memory::Memory;
 use super::source::Source;
@@ -108,16 +108,28 @@ impl PyGpuBuffer {
 }
 
 /// Uploads an array (or anything numpy.asarray accepts without copying:
-/// a bytelens view, a Buffer, a memoryview) to the GPU, in C order.
-/// Strided, transposed and reversed arrays are gathered straight into
-/// the staging memory: one copy on the host.
+/// a bytelens view, a Buffer, a memoryview) to the GPU, in C order,
+/// converted to `dtype` on the way when one is given. Strided,
+/// transposed, reversed and converted arrays are copied straight into
+/// the GPU's mapped memory: one pass on the host.
 #[pyfunction]
-pub(crate) fn gpu_upload(py: Python<'_>, array: &Bound<'_, PyAny>) -> PyResult<PyGpuBuffer> {
+#[pyo3(signature = (array, dtype=None))]
+pub(crate) fn gpu_upload(
+    py: Python<'_>,
+    array: &Bound<'_, PyAny>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<PyGpuBuffer> {
     let gpu = context(py)?;
     let source = Source::read(array, "upload")?;
     let (bytes, layout) = (source.bytes(), source.layout());
+    let to = match dtype {
+        Some(dtype) => to_descr(dtype)?,
+        None => layout.descr(),
+    };
     // `source` holds the array until the upload returns (see the module docs).
-    let inner = py.detach(|| gpu.upload_layout(bytes, layout)).py_err(py)?;
+    let inner = py
+        .detach(|| gpu.upload_layout_as(bytes, layout, to))
+        .py_err(py)?;
     Ok(PyGpuBuffer { inner })
 }
 
