@@ -51,8 +51,9 @@ usage: cargo xtask [--no-install] <task>
   test [SUITE...]         the named suites, in order; none: the full run (what CI runs)
   test --list [SUITE...]  what each suite runs and needs
   demo                    builds the wasm package and serves the web demo on http://127.0.0.1:8000
-  bench [FILTER...]       the layout benchmarks, FILTER passed on to criterion
-  bench python [ARG...]   the Python package against numpy
+  bench [FILTER...]       the layout, copy and convert benchmarks against memcpy, FILTER passed on to criterion
+  bench python [views ARG... | copy ARG...]
+                          the Python package's views and copies against numpy (both scripts, or one)
   bench gpu [--prepare-device]
                           256 MiB GPU uploads; --prepare-device readies target/device/
   bench wasm              the wasm package's read and write under Node against DataView loops
