@@ -99,19 +99,27 @@ def main():
     f16 = f32.astype(np.float16)
     swapped = f32.dtype.newbyteorder()
     same = np.empty_like(f32)
+    into_swapped = np.empty(count, dtype=swapped)
     group = f"byteswap {args.mib} MiB float32"
     measure(group, f32.nbytes, {
         "memcpy": lambda: np.copyto(same, f32),
         "numpy a.byteswap()": lambda: f32.byteswap(),
         "bl.ascontiguous(a, a.dtype.newbyteorder())": lambda: bl.ascontiguous(f32, dtype=swapped),
+        "numpy np.copyto(b, a), b of the other order": lambda: np.copyto(into_swapped, f32),
+        "bl.ascontiguous(a, a.dtype.newbyteorder(), out=b)": lambda: bl.ascontiguous(f32, dtype=swapped, out=into_swapped),
     })
+    del into_swapped
 
     group = f"float32 -> float16, {args.mib} MiB"
+    into_f16 = np.empty(count, dtype=np.float16)
     measure(group, f32.nbytes, {
         "memcpy": lambda: np.copyto(same, f32),
         "numpy a.astype(float16)": lambda: f32.astype(np.float16),
         "bl.ascontiguous(a, float16)": lambda: bl.ascontiguous(f32, dtype=np.float16),
+        "numpy np.copyto(h, a), h float16": lambda: np.copyto(into_f16, f32, casting="same_kind"),
+        "bl.ascontiguous(a, float16, out=h)": lambda: bl.ascontiguous(f32, dtype=np.float16, out=into_f16),
     })
+    del into_f16
 
     group = f"float16 -> float32, {args.mib // 2} MiB"
     half = np.empty_like(f16)
@@ -167,6 +175,8 @@ def report(rows, args):
                   speed(g, "bl.ascontiguous(p, out=b)", "memcpy"), 0.5))
     for prefix, name, baseline, goal in [
         ("byteswap", "bl.ascontiguous(a, a.dtype.newbyteorder())", "numpy a.byteswap()", 2.0),
+        ("byteswap", "bl.ascontiguous(a, a.dtype.newbyteorder(), out=b)",
+         "numpy np.copyto(b, a), b of the other order", 2.0),
         ("float32 -> float16", "bl.ascontiguous(a, float16)", "numpy a.astype(float16)", 4.0),
         ("float16 -> float32", "bl.ascontiguous(a, float32)", "numpy a.astype(float32)", 4.0),
         ("float32 -> bfloat16", "bl.ascontiguous(a, bfloat16)", "ml_dtypes a.astype(bfloat16)", 1.5),

@@ -149,6 +149,30 @@ fn huge_pages(start: *mut u8, len: usize) {
 #[cfg(not(target_os = "linux"))]
 fn huge_pages(_start: *mut u8, _len: usize) {}
 
+/// Has Linux map (and zero) the pages of a fresh [`Calloc`] result ahead of
+/// a copy into it, from another thread: a 256 MiB result takes ~20 ms of
+/// page faults, which the copying thread then no longer pays. Pages the
+/// copy has already written are left as they are (populating only maps
+/// what is missing), so the two never write the same bytes. Only a hint:
+/// kernels before 5.14 refuse it, and the copy faults the pages itself.
+#[cfg(target_os = "linux")]
+pub(crate) fn populate(start: usize, len: usize) {
+    let first = start.next_multiple_of(PAGE);
+    let whole = (start + len).saturating_sub(first) / PAGE * PAGE;
+    if whole > 0 {
+        // SAFETY: MADV_POPULATE_WRITE only faults pages in as a write would,
+        // without writing: a missing anonymous page is mapped zeroed (what
+        // reading it would have given), a present page is left as it is. No
+        // byte the program can see changes, so it races with no write of
+        // the copy, whatever the range; over memory that is not mapped it
+        // fails (ENOMEM), and any failure is harmless.
+        unsafe { libc::madvise(first as *mut libc::c_void, whole, libc::MADV_POPULATE_WRITE) };
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(crate) fn populate(_start: usize, _len: usize) {}
+
 impl Drop for Calloc {
     fn drop(&mut self) {
         // SAFETY: allocated in `new` with this layout, and freed only here.
