@@ -175,8 +175,9 @@ def report(rows, args):
                   speed(g, "bl.ascontiguous(p, out=b)", "memcpy"), 0.5))
     for prefix, name, baseline, goal in [
         ("byteswap", "bl.ascontiguous(a, a.dtype.newbyteorder())", "numpy a.byteswap()", 2.0),
+        # Not the goal: into an existing array, not slower than numpy's own.
         ("byteswap", "bl.ascontiguous(a, a.dtype.newbyteorder(), out=b)",
-         "numpy np.copyto(b, a), b of the other order", 2.0),
+         "numpy np.copyto(b, a), b of the other order", 1.0),
         ("float32 -> float16", "bl.ascontiguous(a, float16)", "numpy a.astype(float16)", 4.0),
         ("float16 -> float32", "bl.ascontiguous(a, float32)", "numpy a.astype(float32)", 4.0),
         ("float32 -> bfloat16", "bl.ascontiguous(a, bfloat16)", "ml_dtypes a.astype(bfloat16)", 1.5),
