@@ -57,10 +57,12 @@ pub fn gather_into(bytes: &[u8], layout: &Layout, out: &mut [u8]) -> Result<(), 
 /// The layout is checked against `bytes` first; `out` must hold exactly
 /// `layout.size()` elements of `to`.
 ///
-/// The copy runs on the calling thread: splitting a transposed 8192²
-/// float32 copy on whole rows between two threads measured no faster on
-/// the 2-core machine this was tuned on (5.7 against 5.4 GB/s, 3.8 against
-/// 3.9), since one thread already waits on memory.
+/// A transposing copy of 8 MiB or more is split on whole rows between up
+/// to four threads (as many as there are CPUs): on the 2-core machine this
+/// was tuned on, a transposed 8192² float32 copy went from 3.5–4.7 GB/s on
+/// one thread to 5.1–6.5 on two, float64 from 3.1 to 5.1. Block copies,
+/// byte swaps, conversions and reversed runs already run at memory speed
+/// on one thread (two measured no faster) and stay on the calling thread.
 ///
 /// # Examples
 /// ```
@@ -83,6 +85,35 @@ pub fn copy_into(bytes: &[u8], layout: &Layout, out: &mut [u8], to: Descr) -> Re
             got: out.len(),
         });
     }
-    copier.fill(0, out);
+    let threads = threads_for(&copier);
+    if threads < 2 {
+        copier.fill(0, out);
+        return Ok(());
+    }
+    let (size, row) = (copier.out_itemsize(), copier.row_len());
+    let rows = copier.elements() / row;
+    std::thread::scope(|scope| {
+        let (mut rest, mut first) = (out, 0);
+        for k in 1..=threads {
+            let end = rows * k / threads * row;
+            let (part, after) = rest.split_at_mut((end - first) * size);
+            let copier = &copier;
+            scope.spawn(move || copier.fill(first, part));
+            (rest, first) = (after, end);
+        }
+    });
     Ok(())
+}
+
+/// Copies this large whose walk transposes are split between threads.
+const PARALLEL_MIN: usize = 8 << 20;
+/// The most threads one copy takes.
+const MOST_THREADS: usize = 4;
+
+/// How many threads fill a copy: see [`copy_into`].
+fn threads_for(copier: &Copier<'_>) -> usize {
+    if copier.out_bytes() < PARALLEL_MIN || !copier.is_transposed() {
+        return 1;
+    }
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(MOST_THREADS))
 }

@@ -118,6 +118,23 @@ impl<'a> Copier<'a> {
         Some(&self.bytes[at..at + count * self.itemsize])
     }
 
+    /// Elements in the view.
+    pub(crate) fn elements(&self) -> usize {
+        self.elements
+    }
+
+    /// Whether the walk moves register tiles: the last two merged axes are
+    /// transposed (see [`transposed`](Self::transposed)).
+    pub(crate) fn is_transposed(&self) -> bool {
+        let n = self.itemsize as isize;
+        match self.axes[..self.ndim] {
+            [.., across, last] => {
+                last.stride != n && last.len > 1 && across.stride.unsigned_abs() == self.itemsize
+            }
+            _ => false,
+        }
+    }
+
     /// Bytes of one destination element.
     pub(crate) fn out_itemsize(&self) -> usize {
         self.convert.to().dtype.size()
@@ -207,9 +224,7 @@ impl<'a> Copier<'a> {
         let n = self.itemsize;
         let row_bytes = last.len * n;
         let across = rows.axes.last().copied();
-        let transposed = last.stride != n as isize
-            && last.len > 1
-            && across.is_some_and(|across| across.stride.unsigned_abs() == n);
+        let transposed = self.is_transposed();
         let mut done = 0;
         while done < count {
             if let (true, Some(across)) = (transposed, across) {
@@ -601,6 +616,34 @@ mod tests {
                 l = l.broadcast_to(&wide).unwrap();
             }
             check(&bytes, &l);
+        }
+    }
+
+    /// Transposing copies of 8 MiB or more are split between threads on
+    /// whole rows: the parts meet exactly (reversed rows and a row count
+    /// that does not divide evenly included).
+    #[test]
+    #[cfg_attr(miri, ignore = "8 MiB is too much for Miri; the walk is the same")]
+    fn large_transposes_split_between_threads_match_the_plain_walk() {
+        let bytes = pattern(9 << 20);
+        for layout in [
+            Layout::contiguous(DType::F32, &[1031, 2203])
+                .unwrap()
+                .transpose(),
+            Layout::contiguous(DType::I16, &[2203, 2053])
+                .unwrap()
+                .slice(0, None, None, -1)
+                .unwrap()
+                .transpose(),
+        ] {
+            assert!(
+                Copier::new(&bytes, &layout, layout.descr())
+                    .unwrap()
+                    .is_transposed()
+            );
+            let mut out = vec![0xAA; layout.nbytes()];
+            gather_into(&bytes, &layout, &mut out).unwrap();
+            assert!(out == reference(&bytes, &layout), "{layout:?}");
         }
     }
 
