@@ -110,6 +110,13 @@ const PARALLEL_MIN: usize = 8 << 20;
 /// The most threads one copy takes.
 const MOST_THREADS: usize = 4;
 
+/// Whether [`copy_into`] would split this copy between threads (false for
+/// a copy it would refuse).
+#[cfg_attr(not(feature = "python"), allow(dead_code))]
+pub(crate) fn is_parallel(bytes: &[u8], layout: &Layout, to: Descr) -> bool {
+    Copier::new(bytes, layout, to).is_ok_and(|copier| threads_for(&copier) > 1)
+}
+
 /// How many threads fill a copy: see [`copy_into`].
 fn threads_for(copier: &Copier<'_>) -> usize {
     if copier.out_bytes() < PARALLEL_MIN || !copier.is_transposed() {

@@ -15,6 +15,7 @@ use super::dtype::{numpy_descr, to_descr};
 use super::error::{IntoPyErr, PyErrResult};
 use super::memory::{Memory, populate};
 use super::source::Source;
+use crate::copy::is_parallel;
 use crate::{Descr, Error, Layout, can_cast, copy_into};
 
 /// The copy `bytelens.ascontiguous` makes: see its docstring in
@@ -47,8 +48,11 @@ pub(crate) fn ascontiguous<'py>(
 }
 
 /// Results this large have their pages mapped by a second thread while
-/// the copy runs (see [`populate`]): a new 256 MiB result spends ~20 ms in
-/// page faults, against a thread's start of ~50 µs.
+/// a copy on one thread runs (see [`populate`]): a new 256 MiB result
+/// spends ~20 ms in page faults, against a thread's start of ~50 µs. A
+/// byteswap of 256 MiB into a new result measured 43–47 ms with it and
+/// 51–52 without; a transposing copy, which has threads of its own,
+/// 63–68 ms without it and 71–74 with it, so it goes without.
 const POPULATE_MIN: usize = 8 << 20;
 
 /// Copies into a fresh buffer and returns a numpy array over it.
@@ -72,7 +76,9 @@ fn into_new_buffer<'py>(
     let (bytes, layout, to) = (source.bytes(), source.layout(), result.descr());
     let start = dst.as_ptr() as usize;
     py.detach(|| {
-        if nbytes < POPULATE_MIN {
+        // A copy split between threads has the CPUs busy already; the
+        // populating thread would only contend with it for page faults.
+        if nbytes < POPULATE_MIN || is_parallel(bytes, layout, to) {
             return copy_into(bytes, layout, dst, to);
         }
         // A second thread maps the fresh pages ahead of the copy.
