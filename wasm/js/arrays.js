@@ -65,13 +65,14 @@ export function fillFrom(out, array, numbers, booleans, bigints) {
   // One loop per class, each element read once: checked, then stored;
   // through a typed array where `out` is aligned for one (faster), else
   // through the DataView.
-  if (numbers === 8 && out.byteOffset % 4 === 0) {
-    const floats = new Float32Array(out.buffer, out.byteOffset, n);
+  // Where `out` is aligned for the class and the values are all numbers
+  // (a loop that only checks), the engine's own `set` stores them: faster
+  // than storing each from the checking loop.
+  if (!booleans && out.byteOffset % (numbers === 8 ? 4 : 8) === 0) {
     for (let i = 0; i < n; i++) {
-      const v = array[i];
-      if (typeof v !== "number") return -1;
-      floats[i] = v;
+      if (typeof array[i] !== "number") return -1;
     }
+    new (numbers === 8 ? Float32Array : Float64Array)(out.buffer, out.byteOffset, n).set(array);
     return numbers;
   }
   if (numbers === 8) {
