@@ -296,7 +296,8 @@ def test_the_result_owns_a_new_aligned_buffer():
 def test_large_results_are_aligned_whatever_the_source_address(offset):
     # Results of 1 MiB or more come from another allocator, placed by the
     # source's address: still 64-byte aligned, still right, and freed.
-    store = np.zeros((1 << 20) + 8192, np.uint8)
+    # Room for a start up to 8183 bytes in and the 1 MiB + 56 bytes after it.
+    store = np.zeros((1 << 20) + 3 * 4096, np.uint8)
     start = (-address_of(store)) % 4096 + offset
     a = np.frombuffer(store.data, np.float64, count=(1 << 17) + 7, offset=start)
     a[:] = np.arange(a.size)
