@@ -18,6 +18,16 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 BF16_BE = BF16.newbyteorder(">")
 
 
+def unsupported_arrays():
+    """Arrays of dtypes bytelens does not move: objects, structs, complex, strings."""
+    return [
+        np.array(["a", "b"], dtype=object),
+        np.zeros(3, dtype=[("x", "<i4"), ("y", "<f4")]),
+        np.zeros(3, dtype=np.complex64),
+        np.array(["ab"]),
+    ]
+
+
 # --- layouts -----------------------------------------------------------------
 
 

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 import bytelens as bl
 import bytelens._copy
-from _support import BF16, BF16_BE, address_of, raw
+from _support import BF16, BF16_BE, address_of, raw, unsupported_arrays
 
 BASE = [np.dtype(c) for c in ["?", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8"]] + [BF16]
 
@@ -239,12 +239,7 @@ def test_casts_same_kind_refuses_name_both_dtypes(src, dst, names):
         assert name in str(err.value)
 
 
-@pytest.mark.parametrize("array", [
-    np.array(["a", "b"], dtype=object),
-    np.zeros(3, dtype=[("x", "<i4"), ("y", "<f4")]),
-    np.zeros(3, dtype=np.complex64),
-    np.array(["ab"]),
-])
+@pytest.mark.parametrize("array", unsupported_arrays())
 def test_dtypes_bytelens_does_not_handle_are_refused(array):
     with pytest.raises(bl.LayoutError, match="cannot copy an array of dtype"):
         bl.ascontiguous(array)

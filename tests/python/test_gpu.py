@@ -12,6 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import bytelens as bl
+from _support import unsupported_arrays
 from bytelens import gpu
 
 
@@ -175,12 +176,7 @@ def test_other_threads_run_during_an_upload():
     assert up.download().tobytes() == np.ascontiguousarray(a.T).tobytes()
 
 
-@pytest.mark.parametrize("array", [
-    np.array(["a", "b"], dtype=object),
-    np.zeros(3, dtype=[("x", "<i4"), ("y", "<f4")]),
-    np.zeros(3, dtype=np.complex64),
-    np.array(["ab"]),
-])
+@pytest.mark.parametrize("array", unsupported_arrays())
 def test_dtypes_the_gpu_cannot_take_are_refused(array):
     with pytest.raises(bl.LayoutError, match="cannot upload an array of dtype"):
         gpu.upload(array)
