@@ -20,6 +20,8 @@ mod walk;
 
 use bytelens_core::{Descr, Layout};
 
+use crate::LayoutError;
+
 pub use convert::can_cast;
 pub(crate) use walk::Copier;
 
@@ -90,23 +92,30 @@ pub fn copy_into(bytes: &[u8], layout: &Layout, out: &mut [u8], to: Descr) -> Re
         copier.fill(0, out);
         return Ok(());
     }
-    let (size, row) = (copier.out_itemsize(), copier.row_len());
-    let rows = copier.elements() / row;
+    let size = copier.out_itemsize();
+    let cuts = copier.cuts(threads, size, 0, 0..expected);
     std::thread::scope(|scope| {
-        let (mut rest, mut first) = (out, 0);
-        for k in 1..=threads {
-            let end = rows * k / threads * row;
-            let (part, after) = rest.split_at_mut((end - first) * size);
+        let mut rest = out;
+        for pair in cuts.windows(2) {
+            let (part, after) = rest.split_at_mut(pair[1] - pair[0]);
+            rest = after;
             let copier = &copier;
-            scope.spawn(move || copier.fill(first, part));
-            (rest, first) = (after, end);
+            scope.spawn(move || copier.fill(pair[0] / size, part));
         }
     });
     Ok(())
 }
 
-/// Copies this large whose walk transposes are split between threads.
-const PARALLEL_MIN: usize = 8 << 20;
+/// The C-contiguous layout of the result of copying `layout` converted to
+/// `to`: its shape, `to`'s dtype and byte order.
+#[cfg_attr(not(any(feature = "gpu", feature = "python")), allow(dead_code))]
+pub(crate) fn converted_layout(layout: &Layout, to: Descr) -> Result<Layout, LayoutError> {
+    Ok(Layout::contiguous(to.dtype, layout.shape())?.with_byte_order(to.order))
+}
+
+/// Copies smaller than this stay on one thread (a transposing copy here, a
+/// GPU upload in `gpu`).
+pub(crate) const PARALLEL_MIN: usize = 8 << 20;
 /// The most threads one copy takes.
 const MOST_THREADS: usize = 4;
 

@@ -16,6 +16,8 @@
 //! - anything else: element by element, specialised by element size, with
 //!   reversed runs read as one slice backwards and broadcast runs filled.
 
+use std::ops::Range;
+
 use bytelens_core::{Descr, Layout, MAX_NDIM};
 
 use super::convert::Convert;
@@ -118,11 +120,6 @@ impl<'a> Copier<'a> {
         Some(&self.bytes[at..at + count * self.itemsize])
     }
 
-    /// Elements in the view.
-    pub(crate) fn elements(&self) -> usize {
-        self.elements
-    }
-
     /// Whether the walk moves register tiles: the last two merged axes are
     /// transposed (see [`transposed`](Self::transposed)).
     pub(crate) fn is_transposed(&self) -> bool {
@@ -133,6 +130,40 @@ impl<'a> Copier<'a> {
             }
             _ => false,
         }
+    }
+
+    /// Where `parts` threads' byte ranges of `range` of the destination
+    /// start, and where the last ends: cuts fall on whole elements, on
+    /// multiples of `align` bytes and, where rows are short enough, on whole
+    /// rows (so transposed tiles stay whole). Ranges with less than
+    /// `min_bytes` of the copy stay whole.
+    pub(crate) fn cuts(
+        &self,
+        parts: usize,
+        align: usize,
+        min_bytes: usize,
+        range: Range<usize>,
+    ) -> Vec<usize> {
+        let total = self.out_bytes();
+        let size = self.out_itemsize();
+        let mut unit = lcm(size, align);
+        let row = self.row_len() * size;
+        if row > 0 && row * parts * 4 <= total {
+            unit = lcm(unit, row);
+        }
+        let data = total.min(range.end).saturating_sub(range.start);
+        // Cuts at multiples of `unit` from the start of the copy.
+        let first = range.start.div_ceil(unit);
+        let units = ((range.start + data) / unit).saturating_sub(first);
+        let parts = if data < min_bytes {
+            1
+        } else {
+            parts.min(units).max(1)
+        };
+        let mut cuts = vec![range.start];
+        cuts.extend((1..parts).map(|k| (first + units * k / parts) * unit));
+        cuts.push(range.end);
+        cuts
     }
 
     /// Bytes of one destination element.
@@ -359,6 +390,14 @@ fn run<const N: usize>(bytes: &[u8], at: isize, stride: isize, from: usize, out:
             cell.copy_from_slice(&bytes[at..at + N]);
         }
     }
+}
+
+/// The least common multiple of two sizes.
+fn lcm(a: usize, b: usize) -> usize {
+    fn gcd(a: usize, b: usize) -> usize {
+        if b == 0 { a } else { gcd(b, a % b) }
+    }
+    a / gcd(a, b) * b
 }
 
 /// An odometer over the outer axes: the byte where each output row starts.
@@ -645,6 +684,34 @@ mod tests {
             gather_into(&bytes, &layout, &mut out).unwrap();
             assert!(out == reference(&bytes, &layout), "{layout:?}");
         }
+    }
+
+    #[test]
+    fn cuts_fall_on_rows_and_aligned_elements_and_cover_the_copy() {
+        let bytes = vec![0u8; 300 * 200 * 4];
+        let t = Layout::contiguous(DType::F32, &[300, 200])
+            .unwrap()
+            .transpose();
+        let copier = Copier::new(&bytes, &t, t.descr()).unwrap();
+        let whole = t.nbytes();
+        // Rows of 300 float32 (1200 bytes): cuts on whole rows.
+        assert_eq!(
+            copier.cuts(3, 8, 0, 0..whole),
+            [0, 66 * 1200, 133 * 1200, whole]
+        );
+        // Within a range that starts mid-row: cuts still on whole rows.
+        assert_eq!(
+            copier.cuts(2, 8, 0, 1000..50_000),
+            [1000, 21 * 1200, 50_000]
+        );
+        // A uint8 view with 3-byte rows, 8-byte aligned: multiples of 24 bytes.
+        let small = Layout::contiguous(DType::U8, &[20, 3]).unwrap();
+        let copier = Copier::new(&bytes, &small, small.descr()).unwrap();
+        assert_eq!(copier.cuts(2, 8, 0, 0..60), [0, 24, 60]);
+        // Too small, or one part: whole.
+        let copier = Copier::new(&bytes, &t, t.descr()).unwrap();
+        assert_eq!(copier.cuts(4, 8, whole + 1, 0..whole), [0, whole]);
+        assert_eq!(copier.cuts(1, 8, 0, 0..whole), [0, whole]);
     }
 
     #[test]

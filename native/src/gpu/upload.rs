@@ -16,7 +16,7 @@ use super::context::Inner;
 use super::error::Scopes;
 use super::ring::{FAILED, MAPPED, PENDING, Ring, lock};
 use super::{GpuBuffer, GpuContext, GpuError};
-use crate::copy::Copier;
+use crate::copy::{Copier, PARALLEL_MIN, converted_layout};
 
 impl GpuContext {
     /// Uploads a checked view into a new GPU buffer, in C order (the bytes
@@ -54,7 +54,7 @@ impl GpuContext {
         to: Descr,
     ) -> Result<GpuBuffer, GpuError> {
         let copier = Copier::new(bytes, layout, to)?;
-        let dst = self.alloc(&converted(layout, to)?)?;
+        let dst = self.alloc(&converted_layout(layout, to)?)?;
         self.upload_into_unchecked(&copier, &dst)?;
         Ok(dst)
     }
@@ -97,7 +97,7 @@ impl GpuContext {
             });
         }
         self.upload_into_unchecked(&copier, dst)?;
-        dst.layout = converted(layout, to)?;
+        dst.layout = converted_layout(layout, to)?;
         Ok(())
     }
 
@@ -147,7 +147,7 @@ impl GpuContext {
         } else {
             rings.len()
         };
-        let cuts = cuts(copier, threads, PARALLEL_MIN, 0..dst.padded_size());
+        let cuts = cuts(copier, threads, 0..dst.padded_size());
         if cuts.len() == 2 {
             return self.upload_part(&mut rings[0], copier, dst, cuts[0]..cuts[1]);
         }
@@ -228,7 +228,7 @@ impl GpuContext {
             if mapped.load(Ordering::Acquire) == FAILED {
                 return Err(GpuError::Map { during: "upload" });
             }
-            let cuts = cuts(copier, threads, PARALLEL_MIN, start..end);
+            let cuts = cuts(copier, threads, start..end);
             let step = stage_step(copier, inner.chunk);
             // Each thread takes its own range of the mapping (ranges that
             // do not overlap may be held at once).
@@ -312,49 +312,16 @@ fn write_mapped(
     mapped.slice(data as usize..).fill(0);
 }
 
-/// The C-contiguous layout of `layout` converted to `to`.
-fn converted(layout: &Layout, to: Descr) -> Result<Layout, GpuError> {
-    Ok(Layout::contiguous(to.dtype, layout.shape())?.with_byte_order(to.order))
-}
-
 /// Bytes the walk fills in cache before they are copied into a staging slot.
 const STAGE_BLOCK: usize = 256 << 10;
 
-/// Copies smaller than this are uploaded by one thread.
-const PARALLEL_MIN: usize = 8 << 20;
-
-/// Where `parts` threads' byte ranges of `range` of the destination
-/// start, and where the last ends: cuts fall on whole elements, on
-/// multiples of 8 bytes (a GPU copy's and a mapped range's alignment) and,
-/// where rows are short
-/// enough, on whole rows (so transposed tiles stay whole). Ranges with less
-/// than `min_bytes` of the copy stay whole.
-fn cuts(copier: &Copier<'_>, parts: usize, min_bytes: usize, range: Range<u64>) -> Vec<u64> {
-    let total = copier.out_bytes() as u64;
-    let size = copier.out_itemsize() as u64;
-    let mut unit = size * 8 / gcd(size, 8);
-    let row = copier.row_len() as u64 * size;
-    if row > 0 && row * parts as u64 * 4 <= total {
-        unit = unit * row / gcd(unit, row);
-    }
-    let data = total.min(range.end).saturating_sub(range.start);
-    // Cuts at multiples of `unit` from the start of the copy.
-    let first = range.start.div_ceil(unit);
-    let last = (range.start + data) / unit;
-    let units = last.saturating_sub(first);
-    let parts = if (data as usize) < min_bytes {
-        1
-    } else {
-        (parts as u64).min(units).max(1)
-    };
-    let mut cuts = vec![range.start];
-    cuts.extend((1..parts).map(|k| (first + units * k / parts) * unit));
-    cuts.push(range.end);
-    cuts
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
+/// Where `parts` threads' byte ranges of `range` of `dst` start and the
+/// last ends: [`Copier::cuts`] on multiples of 8 bytes (a GPU copy's and a
+/// mapped range's alignment); copies under 8 MiB stay whole.
+fn cuts(copier: &Copier<'_>, parts: usize, range: Range<u64>) -> Vec<u64> {
+    let range = range.start as usize..range.end as usize;
+    let cuts = copier.cuts(parts, 8, PARALLEL_MIN, range);
+    cuts.into_iter().map(|at| at as u64).collect()
 }
 
 /// Fills mapped upload slots straight from the copy, copying each into
@@ -407,36 +374,5 @@ impl UploadSink<'_> {
         self.written += len;
         self.ring
             .map_after(i, wgpu::MapMode::Write, self.ctx.chunk, Some(index));
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use bytelens_core::DType;
-
-    #[test]
-    fn cuts_fall_on_rows_and_multiples_of_eight_bytes_and_cover_the_copy() {
-        let bytes = vec![0u8; 300 * 200 * 4];
-        let t = Layout::contiguous(DType::F32, &[300, 200])
-            .unwrap()
-            .transpose();
-        let copier = Copier::new(&bytes, &t, t.descr()).unwrap();
-        let padded = t.nbytes() as u64;
-        // Rows of 300 float32 (1200 bytes): cuts on whole rows.
-        assert_eq!(
-            cuts(&copier, 3, 0, 0..padded),
-            [0, 66 * 1200, 133 * 1200, padded]
-        );
-        // Within a segment that starts mid-row: cuts still on whole rows.
-        assert_eq!(cuts(&copier, 2, 0, 1000..50_000), [1000, 21 * 1200, 50_000]);
-        // A uint8 view with 3-byte rows: cuts on multiples of 24 bytes.
-        let small = Layout::contiguous(DType::U8, &[20, 3]).unwrap();
-        let copier = Copier::new(&bytes, &small, small.descr()).unwrap();
-        assert_eq!(cuts(&copier, 2, 0, 0..60), [0, 24, 60]);
-        // Too small, or one part: whole.
-        let copier = Copier::new(&bytes, &t, t.descr()).unwrap();
-        assert_eq!(cuts(&copier, 4, t.nbytes() + 1, 0..padded), [0, padded]);
-        assert_eq!(cuts(&copier, 1, 0, 0..padded), [0, padded]);
     }
 }

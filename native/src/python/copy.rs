@@ -15,7 +15,7 @@ use super::dtype::{numpy_descr, to_descr};
 use super::error::{IntoPyErr, PyErrResult};
 use super::memory::{Memory, populate};
 use super::source::Source;
-use crate::copy::is_parallel;
+use crate::copy::{converted_layout, is_parallel};
 use crate::{Descr, Error, Layout, can_cast, copy_into};
 
 /// The copy `bytelens.ascontiguous` makes: see its docstring in
@@ -38,9 +38,7 @@ pub(crate) fn ascontiguous<'py>(
     if !can_cast(from.dtype, to.dtype) {
         return Err(Error::Cast { from, to }.into_py_err(py));
     }
-    let result = Layout::contiguous(to.dtype, source.layout().shape())
-        .py_err(py)?
-        .with_byte_order(to.order);
+    let result = converted_layout(source.layout(), to).py_err(py)?;
     match out {
         None => into_new_buffer(py, &source, &result),
         Some(out) => into_out(py, &source, &result, out),
