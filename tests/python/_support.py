@@ -8,6 +8,8 @@ import ctypes
 import math
 import os
 import struct
+import threading
+import time
 
 import ml_dtypes
 import numpy as np
@@ -16,6 +18,34 @@ NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 BF16_BE = BF16.newbyteorder(">")
+
+
+def other_thread_runs_during(call, tries=1):
+    """Calls `call()` up to `tries` times while another thread counts ticks;
+    returns the last result, and asserts that the other thread ran in the
+    middle half of some call (so the GIL was released, not only around it)."""
+    ticks = []
+    stop = threading.Event()
+
+    def tick():
+        while not stop.is_set():
+            ticks.append(time.perf_counter())
+
+    t = threading.Thread(target=tick)
+    t.start()
+    try:
+        time.sleep(0.01)
+        for _ in range(tries):
+            start = time.perf_counter()
+            result = call()
+            end = time.perf_counter()
+            quarter = (end - start) / 4
+            if any(start + quarter < x < end - quarter for x in ticks):
+                return result
+    finally:
+        stop.set()
+        t.join()
+    raise AssertionError(f"no other thread ran during {tries} calls, the last {end - start:.3f} s")
 
 
 def unsupported_arrays():

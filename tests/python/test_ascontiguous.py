@@ -12,8 +12,6 @@ it, CastError naming both dtypes.
 import doctest
 import math
 import pathlib
-import threading
-import time
 
 import numpy as np
 import pytest
@@ -22,7 +20,7 @@ from hypothesis import strategies as st
 
 import bytelens as bl
 import bytelens._copy
-from _support import BF16, BF16_BE, address_of, raw, unsupported_arrays
+from _support import BF16, BF16_BE, address_of, other_thread_runs_during, raw, unsupported_arrays
 
 BASE = [np.dtype(c) for c in ["?", "i1", "u1", "i2", "u2", "i4", "u4", "i8", "u8", "f2", "f4", "f8"]] + [BF16]
 
@@ -395,35 +393,9 @@ def test_other_threads_run_during_a_copy(into):
     # the middle of it, not only at its ends.
     a = (np.arange(4096 * 4096, dtype=np.float32) % 2048).reshape(4096, 4096)
     out = np.empty((4096, 4096), np.float16) if into == "out" else None
-    ticks = []
-    stop = threading.Event()
-
-    def tick():
-        while not stop.is_set():
-            ticks.append(time.perf_counter())
-
-    t = threading.Thread(target=tick)
-    t.start()
-    spans = []
-    try:
-        time.sleep(0.01)
-        # Up to three copies, so that one slow wake-up on a loaded machine
-        # cannot fail the test; with the GIL held, no copy could pass.
-        for _ in range(3):
-            start = time.perf_counter()
-            got = bl.ascontiguous(a.T, dtype=np.float16, out=out)
-            end = time.perf_counter()
-            spans.append((start, end))
-            quarter = (end - start) / 4
-            if any(start + quarter < x < end - quarter for x in ticks):
-                break
-    finally:
-        stop.set()
-        t.join()
-    start, end = spans[-1]
-    quarter = (end - start) / 4
-    middle = [x for x in ticks if start + quarter < x < end - quarter]
-    assert middle, f"no other thread ran during {len(spans)} copies of {end - start:.3f} s"
+    # Up to three copies, so that one slow wake-up on a loaded machine
+    # cannot fail the test; with the GIL held, no copy could pass.
+    got = other_thread_runs_during(lambda: bl.ascontiguous(a.T, dtype=np.float16, out=out), tries=3)
     bits_equal(got, a.T.astype(np.float16))
 
 

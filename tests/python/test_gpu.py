@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import bytelens as bl
-from _support import unsupported_arrays
+from _support import other_thread_runs_during, unsupported_arrays
 from bytelens import gpu
 
 
@@ -149,30 +149,8 @@ def test_bytes_like_objects_upload_as_their_format():
 def test_other_threads_run_during_an_upload():
     # The GIL is released while the bytes move: another thread keeps
     # running in the middle of the upload, not only at its ends.
-    import threading
-    import time
-
     a = random_array("<f4", (4096, 4096), seed=5)
-    ticks = []
-    stop = threading.Event()
-
-    def tick():
-        while not stop.is_set():
-            ticks.append(time.perf_counter())
-
-    t = threading.Thread(target=tick)
-    t.start()
-    try:
-        time.sleep(0.01)
-        start = time.perf_counter()
-        up = gpu.upload(a.T)
-        end = time.perf_counter()
-    finally:
-        stop.set()
-        t.join()
-    quarter = (end - start) / 4
-    middle = [x for x in ticks if start + quarter < x < end - quarter]
-    assert middle, f"no other thread ran during a {end - start:.3f} s upload"
+    up = other_thread_runs_during(lambda: gpu.upload(a.T))
     assert up.download().tobytes() == np.ascontiguousarray(a.T).tobytes()
 
 
