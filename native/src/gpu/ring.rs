@@ -8,9 +8,9 @@ use super::GpuError;
 
 // A slot's mapping state.
 pub(super) const UNMAPPED: u8 = 0;
-pub(super) const PENDING: u8 = 1;
-pub(super) const MAPPED: u8 = 2;
-pub(super) const FAILED: u8 = 3;
+const PENDING: u8 = 1;
+const MAPPED: u8 = 2;
+const FAILED: u8 = 3;
 
 /// One staging buffer and its mapping state (set by wgpu's callbacks).
 pub(super) struct Slot {
@@ -81,24 +81,11 @@ impl Ring {
         during: &'static str,
     ) -> Result<(), GpuError> {
         let slot = &mut self.slots[i];
-        while slot.state.load(Ordering::Acquire) == PENDING {
-            let poll = match slot.submission.take() {
-                Some(index) => wgpu::PollType::Wait {
-                    submission_index: Some(index),
-                    timeout: None,
-                },
-                None => wgpu::PollType::wait_indefinitely(),
-            };
-            device.poll(poll).map_err(|err| GpuError::Wgpu {
-                during,
-                message: err.to_string(),
-            })?;
-        }
-        if slot.state.load(Ordering::Acquire) == FAILED {
+        let answered = wait_for(&slot.state, slot.submission.take(), device, during);
+        if matches!(answered, Err(GpuError::Map { .. })) {
             slot.state.store(UNMAPPED, Ordering::Release);
-            return Err(GpuError::Map { during });
         }
-        Ok(())
+        answered
     }
 
     /// The next upload slot, mapped for writing (waiting for its last copy;
@@ -133,6 +120,49 @@ impl Ring {
         self.next = (i + 1) % self.slots.len();
         i
     }
+}
+
+/// Asks for `buffer` to be mapped in `mode`, whole, and waits for the answer.
+pub(super) fn map_now(
+    buffer: &wgpu::Buffer,
+    mode: wgpu::MapMode,
+    device: &wgpu::Device,
+    during: &'static str,
+) -> Result<(), GpuError> {
+    let state = Arc::new(AtomicU8::new(PENDING));
+    let answer = Arc::clone(&state);
+    buffer.map_async(mode, .., move |result| {
+        let now = if result.is_ok() { MAPPED } else { FAILED };
+        answer.store(now, Ordering::Release);
+    });
+    wait_for(&state, None, device, during)
+}
+
+/// Polls `device` (up to submission `at`, or until idle) until a mapping
+/// request's `state` is answered: `GpuError::Map` when it failed.
+fn wait_for(
+    state: &AtomicU8,
+    mut at: Option<wgpu::SubmissionIndex>,
+    device: &wgpu::Device,
+    during: &'static str,
+) -> Result<(), GpuError> {
+    while state.load(Ordering::Acquire) == PENDING {
+        let poll = match at.take() {
+            Some(index) => wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            },
+            None => wgpu::PollType::wait_indefinitely(),
+        };
+        device.poll(poll).map_err(|err| GpuError::Wgpu {
+            during,
+            message: err.to_string(),
+        })?;
+    }
+    if state.load(Ordering::Acquire) == FAILED {
+        return Err(GpuError::Map { during });
+    }
+    Ok(())
 }
 
 /// Locks a ring (or the uncaptured-error slot), poisoned or not.

@@ -4,8 +4,7 @@
 //! into parts that several threads fill at once.
 
 use std::ops::Range;
-use std::sync::atomic::{AtomicU8, Ordering};
-use std::sync::{Arc, MutexGuard};
+use std::sync::MutexGuard;
 
 use wgpu::WriteOnly;
 
@@ -14,7 +13,7 @@ use bytelens_core::{Descr, Element, Layout, View};
 use super::buffer::padded_len;
 use super::context::Inner;
 use super::error::Scopes;
-use super::ring::{FAILED, MAPPED, PENDING, Ring, lock};
+use super::ring::{Ring, lock, map_now};
 use super::{GpuBuffer, GpuContext, GpuError};
 use crate::copy::{Copier, PARALLEL_MIN, converted_layout};
 
@@ -208,26 +207,7 @@ impl GpuContext {
         let mut start = 0;
         for segment in &dst.segments {
             let end = start + segment.size();
-            let mapped = Arc::new(AtomicU8::new(PENDING));
-            let answer = Arc::clone(&mapped);
-            segment.map_async(wgpu::MapMode::Write, .., move |result| {
-                answer.store(
-                    if result.is_ok() { MAPPED } else { FAILED },
-                    Ordering::Release,
-                );
-            });
-            while mapped.load(Ordering::Acquire) == PENDING {
-                inner
-                    .device
-                    .poll(wgpu::PollType::wait_indefinitely())
-                    .map_err(|err| GpuError::Wgpu {
-                        during: "upload",
-                        message: err.to_string(),
-                    })?;
-            }
-            if mapped.load(Ordering::Acquire) == FAILED {
-                return Err(GpuError::Map { during: "upload" });
-            }
+            map_now(segment, wgpu::MapMode::Write, &inner.device, "upload")?;
             let cuts = cuts(copier, threads, start..end);
             let step = stage_step(copier, inner.chunk);
             // Each thread takes its own range of the mapping (ranges that
