@@ -45,6 +45,9 @@ impl Grid {
 pub(super) struct Tile {
     /// Elements along each side.
     pub(super) side: usize,
+    /// Bytes of each element: the kernel's, so the bounds it is checked
+    /// against are the bounds it moves.
+    itemsize: usize,
     kernel: Kernel,
 }
 
@@ -54,7 +57,7 @@ type Grids = unsafe fn(*const u8, Grid, *mut u8, Grid, usize, usize);
 
 #[derive(Clone, Copy)]
 enum Kernel {
-    Portable(usize),
+    Portable,
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     X86(Grids),
 }
@@ -66,6 +69,7 @@ impl Tile {
         if let Some((side, kernel)) = x86::kernel(itemsize) {
             return Tile {
                 side,
+                itemsize,
                 kernel: Kernel::X86(kernel),
             };
         }
@@ -76,7 +80,8 @@ impl Tile {
     pub(super) fn portable(itemsize: usize) -> Tile {
         Tile {
             side: 8,
-            kernel: Kernel::Portable(itemsize),
+            itemsize,
+            kernel: Kernel::Portable,
         }
     }
 
@@ -87,10 +92,8 @@ impl Tile {
     ///
     /// # Panics
     /// When a run falls outside `src` or `dst`.
-    #[allow(clippy::too_many_arguments)] // two (slice, grid) pairs and the grid's size
     pub(super) fn move_tiles(
         &self,
-        itemsize: usize,
         src: &[u8],
         from: Grid,
         dst: &mut [u8],
@@ -101,18 +104,27 @@ impl Tile {
         if rows == 0 || cols == 0 {
             return;
         }
-        let run = self.side * itemsize;
+        let run = self.side * self.itemsize;
         assert!(
             from.within(src.len(), rows, cols, self.side, run)
                 && to.within(dst.len(), rows, cols, self.side, run)
         );
         match self.kernel {
-            Kernel::Portable(n) => {
+            Kernel::Portable => {
                 for j in 0..cols as isize {
                     for r in 0..rows as isize {
                         let s = from.at + r * from.r_step + j * from.j_step;
                         let d = to.at + r * to.r_step + j * to.j_step;
-                        portable(n, self.side, src, s, from.pitch, dst, d, to.pitch);
+                        portable(
+                            self.itemsize,
+                            self.side,
+                            src,
+                            s,
+                            from.pitch,
+                            dst,
+                            d,
+                            to.pitch,
+                        );
                     }
                 }
             }

@@ -340,15 +340,8 @@ impl<'a> Copier<'a> {
                         j_step: n * step,
                     };
                     let (tile_rows, tile_cols) = ((rg1 - rg) / side, (j1 - j0) / side);
-                    self.tile.move_tiles(
-                        self.itemsize,
-                        self.bytes,
-                        from,
-                        out,
-                        to,
-                        tile_rows,
-                        tile_cols,
-                    );
+                    self.tile
+                        .move_tiles(self.bytes, from, out, to, tile_rows, tile_cols);
                 }
             }
         }
