@@ -23,6 +23,8 @@ use bytelens_core::{Descr, Layout};
 use crate::LayoutError;
 
 pub use convert::can_cast;
+#[cfg_attr(not(feature = "python"), allow(unused_imports))]
+pub(crate) use convert::is_copy;
 pub(crate) use walk::Copier;
 
 use crate::Error;

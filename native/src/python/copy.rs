@@ -15,7 +15,7 @@ use super::dtype::{numpy_descr, to_descr};
 use super::error::{IntoPyErr, PyErrResult};
 use super::memory::{Memory, populate};
 use super::source::Source;
-use crate::copy::{converted_layout, is_parallel};
+use crate::copy::{converted_layout, is_copy, is_parallel};
 use crate::{Descr, Error, Layout, can_cast, copy_into};
 
 /// The copy `bytelens.ascontiguous` makes: see its docstring in
@@ -106,8 +106,7 @@ fn into_out<'py>(
     };
     let descr = to_descr(array.dtype().as_any()).ok();
     let want = result.descr();
-    let same_descr = descr
-        .is_some_and(|d| d.dtype == want.dtype && (d.order == want.order || d.dtype.size() == 1));
+    let same_descr = descr.is_some_and(|d| is_copy(d, want));
     if !same_descr || array.shape() != result.shape() {
         return Err(PyValueError::new_err(format!(
             "out must have shape {} and dtype {} (the result's), but has shape {} and dtype {}",

@@ -151,7 +151,8 @@ impl Convert {
     }
 }
 
-/// Whether `from` → `to` leaves the bytes as they are.
-fn is_copy(from: Descr, to: Descr) -> bool {
+/// Whether `from` → `to` leaves the bytes as they are: the same dtype, in
+/// the same byte order unless it has one byte.
+pub(crate) fn is_copy(from: Descr, to: Descr) -> bool {
     from.dtype == to.dtype && (from.order == to.order || from.dtype.size() == 1)
 }
