@@ -228,6 +228,15 @@ pub enum Error {
         /// Its dtype and byte order.
         descr: Descr,
     },
+    /// A plan whose name, with an alternative's number appended (`f3` and
+    /// 2 make `f32`), is a word WGSL reserves, so its WGSL struct cannot
+    /// take it.
+    WgslStructName {
+        /// The struct name that alternative would get (truncated to 24 bytes).
+        name: ShortStr,
+        /// The alternative.
+        alternative: usize,
+    },
     /// A line of a plan's text (`PlanSpec::from_text`) that is not
     /// `name dtype length…` or `union`.
     BadPlanLine {
@@ -273,7 +282,7 @@ impl Error {
             Error::IndexOutOfRange { .. } => "IndexOutOfRange",
             Error::ZeroStep { .. } => "ZeroStep",
             Error::NotBroadcastable { .. } | Error::BroadcastRank { .. } => "NotBroadcastable",
-            Error::BadName { .. } => "BadName",
+            Error::BadName { .. } | Error::WgslStructName { .. } => "BadName",
             Error::PlanFull { .. } => "PlanFull",
             Error::NotWgslShareable { .. } => "NotWgslShareable",
             Error::EmptyField { .. } => "EmptyField",
@@ -451,6 +460,11 @@ impl fmt::Display for Error {
                  (letters, digits, '_', not starting with a digit), and field names unique"
             ),
             Error::PlanFull { what, max } => write!(f, "a plan holds at most {max} {what}"),
+            Error::WgslStructName { name, alternative } => write!(
+                f,
+                "alternative {alternative}'s WGSL struct would be called \"{name}\", which WGSL \
+                 reserves; give the plan a name that stays usable with a number appended"
+            ),
             Error::EmptyField { name } => write!(
                 f,
                 "field \"{name}\" has no elements, and WGSL arrays need at least one"
@@ -535,9 +549,46 @@ impl ShortStr {
     }
 }
 
+/// The text as a message quotes it (see [`Escaped`]).
+///
+/// # Examples
+/// ```
+/// use bytelens_core::ShortStr;
+/// assert_eq!(ShortStr::new("P\r\n").to_string(), "P\\r\\n");
+/// assert_eq!(ShortStr::new("a\0\"b").to_string(), "a\\0\\\"b");
+/// assert_eq!(ShortStr::new("zählt").to_string(), "zählt");
+/// ```
 impl fmt::Display for ShortStr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
+        fmt::Display::fmt(&Escaped(self.as_str()), f)
+    }
+}
+
+/// Text as a message quotes it: control characters escaped (`\r`, `\n`,
+/// `\0`, `\u{1b}`), and `"` and `\` too, so that a name can neither break
+/// the line nor end its quotes early; every other character as it is.
+/// (`escape_default`, not `escape_debug`, whose Unicode tables would cost
+/// the wasm package 2 KB.)
+///
+/// # Examples
+/// ```
+/// use bytelens_core::Escaped;
+/// assert_eq!(Escaped("x\u{1b}[2J\t\"ü\"").to_string(), "x\\u{1b}[2J\\t\\\"ü\\\"");
+/// ```
+pub struct Escaped<'a>(pub &'a str);
+
+impl fmt::Display for Escaped<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c == '\0' {
+                f.write_str("\\0")?;
+            } else if c.is_control() || c == '"' || c == '\\' {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
+        }
+        Ok(())
     }
 }
 

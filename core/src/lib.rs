@@ -48,7 +48,7 @@ mod view;
 
 pub use args::ViewArgs;
 pub use dtype::{ByteOrder, DType, Descr};
-pub use error::{Error, ShortStr};
+pub use error::{Error, Escaped, ShortStr};
 pub use layout::{Layout, MAX_NDIM, Offsets};
 pub use overlap::Overlap;
 pub use plan::{Field, MAX_ALTERNATIVES, MAX_FIELD_DIMS, MAX_FIELDS, Plan, Wgsl};

@@ -45,7 +45,7 @@ impl Layout {
                 itemsize: old,
             });
         }
-        // `n * old` cannot overflow: it is at most the array's byte size (INVARIANT).
+        // `n * old` fits: the lengths (0 counted as 1) times `old` do (INVARIANT).
         let axis_bytes = n * old;
         if !axis_bytes.is_multiple_of(new) {
             return Err(Error::ItemsizeMismatch {
@@ -56,6 +56,10 @@ impl Layout {
         }
         out.shape[axis] = axis_bytes / new;
         out.strides[axis] = new as isize;
+        // A wider dtype over an empty last axis keeps the other lengths, whose
+        // product (0 counted as 1) times the new itemsize may then pass
+        // `isize::MAX`: the size rule every layout keeps, checked again.
+        checked_nbytes(dtype, out.shape())?;
         Ok(out)
     }
 
@@ -378,6 +382,22 @@ mod tests {
             })
         );
         assert_eq!(l.permute(&[1, 0]), Ok(l.transpose()));
+    }
+
+    #[test]
+    fn reinterpret_keeps_the_size_rule() {
+        // Found by the layout fuzzer: an empty last axis seen as a wider dtype
+        // kept a length of 2^61, then transposed and narrowed, `n * old` overflowed.
+        let big = 1usize << 61;
+        let l = Layout::new(DType::U8, 0, &[big, 0], &[1, 1]).unwrap();
+        assert_eq!(
+            l.reinterpret(DType::U64),
+            Err(Error::Overflow {
+                what: "the array size"
+            })
+        );
+        let l = Layout::new(DType::U8, 0, &[1 << 40, 0], &[1, 1]).unwrap();
+        assert_eq!(l.reinterpret(DType::U64).unwrap().shape(), &[1 << 40, 0]);
     }
 
     #[test]

@@ -64,6 +64,49 @@ pub(super) fn is_wgsl_reserved(name: &str) -> bool {
         || name.starts_with("__")
 }
 
+/// The struct name of one alternative of several, `{plan}{alternative}`,
+/// written into a stack buffer that holds any reserved word (the longest has
+/// 24 bytes); a name too long for it is no reserved word.
+struct StructName {
+    bytes: [u8; 32],
+    len: usize,
+    fits: bool,
+}
+
+impl StructName {
+    fn new(plan: &str, alternative: usize) -> StructName {
+        let mut name = StructName {
+            bytes: [0; 32],
+            len: 0,
+            fits: true,
+        };
+        // An error only means the name did not fit, which `fits` records.
+        let _ = fmt::Write::write_fmt(&mut name, format_args!("{plan}{alternative}"));
+        name
+    }
+
+    fn as_str(&self) -> &str {
+        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+
+    fn is_reserved(&self) -> bool {
+        self.fits && is_wgsl_reserved(self.as_str())
+    }
+}
+
+impl fmt::Write for StructName {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        let Some(slot) = self.bytes.get_mut(self.len..end) else {
+            self.fits = false;
+            return Err(fmt::Error);
+        };
+        slot.copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 fn wgsl_scalar(descr: Descr) -> Option<&'static str> {
     if descr.order != crate::ByteOrder::Little {
         return None;
@@ -114,6 +157,19 @@ impl<'n> Plan<'n> {
     pub fn wgsl(&self) -> Result<Wgsl<'_, 'n>, Error> {
         if self.fields().is_empty() {
             return Err(Error::EmptyPlan);
+        }
+        if self.alternatives() > 1 {
+            // Several alternatives make structs `Name0`, `Name1`, …: a plan
+            // named `f3` with three would declare `struct f32`.
+            for alternative in 0..self.alternatives() {
+                let name = StructName::new(self.name, alternative);
+                if name.is_reserved() {
+                    return Err(Error::WgslStructName {
+                        name: ShortStr::new(name.as_str()),
+                        alternative,
+                    });
+                }
+            }
         }
         for field in self.fields() {
             let name = ShortStr::new(field.name);
