@@ -46,11 +46,14 @@ export function toFloat64(array) {
  * `bigints` (BigInt64Array or BigUint64Array; 0 for none) when every
  * element is a bigint it holds exactly: one loop that checks and converts,
  * little-endian, through a DataView (which needs no alignment). Returns the
- * kind it filled, or -1 for any other array, whose values the
- * element-by-element path checks (and whose error names the value).
+ * kind it filled, or -1 for any other array, or one whose length no longer
+ * fits `out`, whose values the element-by-element path checks (and whose
+ * error names the value).
  */
 export function fillFrom(out, array, numbers, booleans, bigints) {
   const n = array.length;
+  // Measured before, and changed since (by a getter): not this path's to fill.
+  if (n * (numbers === 8 ? 4 : 8) !== out.length) return -1;
   const view = new DataView(out.buffer, out.byteOffset, out.length);
   if (bigints > 0 && n > 0 && typeof array[0] === "bigint") {
     const signed = bigints === 7;
@@ -99,9 +102,13 @@ export function fillFrom(out, array, numbers, booleans, bigints) {
  */
 export function describe(value) {
   switch (typeof value) {
-    case "string":
-      if (value.length <= EXCERPT) return `"${value}"`;
-      return `a string of ${value.length} characters, "${value.slice(0, EXCERPT - 20)}…"`;
+    case "string": {
+      // Quotes and backslashes escaped here, control characters by the one
+      // helper every message passes through (src/error.rs).
+      const quoted = (text) => `"${text.replace(/["\\]/g, "\\$&")}"`;
+      if (value.length <= EXCERPT) return quoted(value);
+      return `a string of ${value.length} characters, ${quoted(`${value.slice(0, EXCERPT - 20)}…`)}`;
+    }
     case "bigint":
       return `${value}n`;
     case "function":
@@ -132,6 +139,33 @@ export function describe(value) {
   }
   const text = JSON.stringify(value) ?? String(value);
   return text.length <= EXCERPT ? text : `${text.slice(0, EXCERPT - 20)}… (an object)`;
+}
+
+/** The most characters of a thrown message. */
+const MAX_MESSAGE = 300;
+
+/**
+ * The error src/error.rs throws, its message made safe to show: a
+ * TypeError, or a RangeError with `kind` when there is one. Control
+ * characters are escaped (\n, \r, \t, \0, others as \u{1b}), so that no
+ * text the message quotes can break its line or hide in it; past
+ * MAX_MESSAGE characters it keeps its start and its end, so that none can
+ * make it long.
+ */
+export function makeError(message, typeError, kind) {
+  const escapes = { "\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0" };
+  let text = message.replace(
+    /[\0-\x1f\x7f-\x9f]/g,
+    (c) => escapes[c] ?? `\\u{${c.charCodeAt(0).toString(16)}}`,
+  );
+  if (text.length > MAX_MESSAGE) {
+    // Never between the halves of a surrogate pair.
+    const at = (i) => (/[\ud800-\udbff]/.test(text[i - 1]) ? i - 1 : i);
+    text = `${text.slice(0, at(MAX_MESSAGE - 100))} … ${text.slice(at(text.length - 100))}`;
+  }
+  const error = typeError ? new TypeError(text) : new RangeError(text);
+  if (kind !== undefined) error.kind = kind;
+  return error;
 }
 
 /**

@@ -5,11 +5,12 @@ use core::cell::Cell;
 use std::sync::Mutex;
 
 use bytelens_core::{ByteOrder, DType, Descr, Error, Layout, ViewArgs};
-use js_sys::{JsString, Uint8Array};
+use js_sys::{Array, JsString, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::BindingError;
-use crate::convert::{ViewOptions, dtype_arg, items, numbers, offset, whole};
+use crate::convert::{self, ViewOptions, arg, dtype_arg, given, numbers, whole};
+use crate::error::at_most;
 use crate::transfer::{self, Source, byte_range};
 use crate::types::{ByteSource, LayoutOptions, Numbers, TypedArray, Values};
 
@@ -46,9 +47,6 @@ const MAX_NBYTES: usize = i32::MAX as usize;
 /// What `typed` takes.
 const TYPED: &str = "little-endian, and not float16 or bfloat16, which JS has no typed arrays \
                      for (read() and write() take every dtype)";
-
-/// What `setBytes` takes for each byte.
-const BYTE: &str = "a whole number from 0 to 255";
 
 /// What a buffer's size must be (for a size wasm memory cannot find room
 /// for, too: a `RangeError`, as `new ArrayBuffer` throws).
@@ -110,9 +108,14 @@ impl Buffer {
 
     /// The `count` contiguous elements of `descr` from `offset`, checked.
     #[inline(never)] // one copy for `typed` and `setBytes`: the .wasm has a budget
-    fn run(&self, descr: Descr, offset: f64, count: Option<usize>) -> Result<Layout, BindingError> {
+    fn run(
+        &self,
+        descr: Descr,
+        offset: isize,
+        count: Option<usize>,
+    ) -> Result<Layout, BindingError> {
         let args = ViewArgs {
-            offset: self::offset(offset)?,
+            offset,
             count,
             ..ViewArgs::new(descr)
         };
@@ -124,9 +127,16 @@ impl Buffer {
 impl Buffer {
     /// `nbytes` zeroed bytes.
     #[wasm_bindgen(constructor)]
-    pub fn new(nbytes: f64) -> Result<Buffer, BindingError> {
-        let too_big = || BindingError::bad_value("nbytes", NBYTES, nbytes);
-        let nbytes = whole(nbytes, "nbytes")?;
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "number")] nbytes: &JsValue,
+    ) -> Result<Buffer, BindingError> {
+        let too_big = || BindingError::Argument {
+            what: "nbytes",
+            expected: NBYTES,
+            got: nbytes.clone(),
+            type_error: false,
+        };
+        let nbytes = arg(nbytes, "nbytes", whole)?;
         if nbytes > MAX_NBYTES {
             return Err(too_big());
         }
@@ -150,24 +160,24 @@ impl Buffer {
         self.len
     }
 
-    /// Copies `bytes` (a `Uint8Array`, or an array of integers 0 to 255) in at `offset`.
+    /// Copies `bytes` (a `Uint8Array`, or an array of integers 0 to 255) in
+    /// at `offset`: as `write` writes `|u1` elements, where they go checked
+    /// before one of them is read, and none written unless all are bytes.
     #[wasm_bindgen(js_name = setBytes)]
-    pub fn set_bytes(&mut self, offset: f64, bytes: ByteSource) -> Result<(), BindingError> {
+    pub fn set_bytes(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "number")] offset: &JsValue,
+        bytes: ByteSource,
+    ) -> Result<(), BindingError> {
+        let offset = arg(offset, "offset", convert::offset)?;
         let bytes: JsValue = bytes.into();
-        let bytes: Vec<u8> = match bytes.dyn_ref::<Uint8Array>() {
-            Some(array) => array.to_vec(),
-            None => items(&bytes, "bytes")?
-                .iter()
-                .map(|b| match b.as_f64() {
-                    Some(x) if (0.0..=255.0).contains(&x) && x.fract() == 0.0 => Ok(x as u8),
-                    Some(x) => Err(BindingError::bad_value("a byte", BYTE, x)),
-                    None => Err(BindingError::wrong_type("a byte", BYTE, b)),
-                })
-                .collect::<Result<_, _>>()?,
-        };
-        let layout = self.run(Descr::native(DType::U8), offset, Some(bytes.len()))?;
-        self.as_bytes_mut()[byte_range(&layout)].copy_from_slice(&bytes);
-        Ok(())
+        if !bytes.is_instance_of::<Uint8Array>() && !Array::is_array(&bytes) {
+            let expected = "a Uint8Array or an array of bytes";
+            return Err(BindingError::wrong_type("bytes", expected, &bytes));
+        }
+        let source = Source::read(&bytes)?;
+        let layout = self.run(Descr::native(DType::U8), offset, Some(source.len()))?;
+        transfer::write(self.as_bytes_mut(), &layout, source)
     }
 
     /// A copy of every byte, as a `Uint8Array`.
@@ -185,8 +195,8 @@ impl Buffer {
     pub fn typed(
         &self,
         dtype: &JsString,
-        offset: Option<f64>,
-        length: Option<f64>,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] offset: &JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] length: &JsValue,
     ) -> Result<TypedArray, BindingError> {
         let descr = dtype_arg(dtype)?;
         let big = descr.dtype.size() > 1 && descr.order != ByteOrder::Little;
@@ -198,8 +208,9 @@ impl Buffer {
                 type_error: false,
             });
         }
-        let count = length.map(|n| whole(n, "length")).transpose()?;
-        let layout = self.run(descr, offset.unwrap_or(0.0), count)?;
+        let count = given(length).map(|n| arg(n, "length", whole)).transpose()?;
+        let offset = given(offset).map_or(Ok(0), |v| arg(v, "offset", convert::offset))?;
+        let layout = self.run(descr, offset, count)?;
         let view = typed_view(self.as_bytes(), &layout)?;
         self.typed_at.set(memory_pages());
         Ok(view)
@@ -215,6 +226,7 @@ impl Buffer {
         layout: Option<LayoutOptions>,
     ) -> Result<TypedArray, BindingError> {
         let layout = self.resolve(dtype_arg(dtype)?, layout, None)?;
+        at_most(layout.size(), "read() returns")?;
         Ok(transfer::read(self.as_bytes(), &layout)?.unchecked_into())
     }
 
@@ -230,11 +242,12 @@ impl Buffer {
         values: Values,
     ) -> Result<(), BindingError> {
         let descr = dtype_arg(dtype)?;
-        let source = Source::read(&values, descr.dtype)?;
+        let source = Source::read(&values)?;
         let layout = self.resolve(descr, layout, Some(source.len()))?;
         if layout.is_read_only() {
             return Err(Error::ReadOnly.into());
         }
+        at_most(layout.size(), "write() takes")?;
         if layout.size() != source.len() {
             return Err(Error::CountMismatch {
                 expected: layout.size(),
@@ -252,6 +265,7 @@ impl Buffer {
         layout: Option<LayoutOptions>,
     ) -> Result<Numbers, BindingError> {
         let layout = self.resolve(dtype_arg(dtype)?, layout, None)?;
+        at_most(layout.size(), "offsets() returns")?;
         let offsets = layout.offsets(self.len)?;
         Ok(numbers(offsets.map(|offset| offset as f64)).unchecked_into())
     }

@@ -6,7 +6,7 @@
 //! proxy becomes the thrown error instead of unwinding through Rust.
 #![forbid(unsafe_code)]
 
-use bytelens_core::{Descr, ViewArgs};
+use bytelens_core::{Descr, Error, MAX_NDIM, ViewArgs};
 use js_sys::{Array, JsString, Object, Reflect};
 use wasm_bindgen::JsValue;
 
@@ -31,11 +31,36 @@ pub(crate) fn dtype_arg(dtype: &JsString) -> Result<Descr, BindingError> {
     Ok(text.parse()?)
 }
 
-/// A JS number, or a `TypeError` naming `what`.
-fn number(value: &JsValue, what: &'static str) -> Result<f64, BindingError> {
+/// A JS number, or a `TypeError` naming `what`. The exports take their
+/// number arguments as JS values (declared `number` to TypeScript) and
+/// check them here: as `f64`s, wasm-bindgen's glue would convert any value,
+/// `"8"` to 8 and `{}` to NaN.
+#[inline(never)] // one copy for every argument: the .wasm has a budget
+pub(crate) fn number(value: &JsValue, what: &'static str) -> Result<f64, BindingError> {
     value
         .as_f64()
         .ok_or_else(|| BindingError::wrong_type(what, "a number", value))
+}
+
+/// A number argument as `one` ([`whole`], [`integer`], [`offset`]) takes
+/// it, or a `TypeError` naming `what` for a value that is not a number.
+#[inline(never)] // one copy per result type, not one per argument: the .wasm has a budget
+pub(crate) fn arg<T>(
+    value: &JsValue,
+    what: &'static str,
+    one: fn(f64, &'static str) -> Result<T, BindingError>,
+) -> Result<T, BindingError> {
+    one(number(value, what)?, what)
+}
+
+/// An optional argument: `None` when undefined or null.
+pub(crate) fn given(value: &JsValue) -> Option<&JsValue> {
+    (!value.is_undefined() && !value.is_null()).then_some(value)
+}
+
+/// An optional integer argument (see [`integer`]).
+pub(crate) fn optional(value: &JsValue, what: &'static str) -> Result<Option<isize>, BindingError> {
+    given(value).map(|v| arg(v, what, integer)).transpose()
 }
 
 /// What [`whole`] takes.
@@ -83,8 +108,8 @@ fn length(value: f64, what: &'static str) -> Result<usize, BindingError> {
 /// A byte offset: an integer, negative ones included (the core refuses
 /// those, as it does offsets past the buffer). One that `isize` cannot hold
 /// lies outside every buffer there can be, and is refused as the core would.
-pub(crate) fn offset(value: f64) -> Result<isize, BindingError> {
-    let offset = integer(value, "offset")?;
+pub(crate) fn offset(value: f64, what: &'static str) -> Result<isize, BindingError> {
+    let offset = integer(value, what)?;
     // 2^31 on wasm32, exactly: where `isize` ends.
     let limit = -(isize::MIN as f64);
     if value >= limit || value < -limit {
@@ -94,8 +119,8 @@ pub(crate) fn offset(value: f64) -> Result<isize, BindingError> {
 }
 
 /// An axis argument; a negative one counts from the end, as in numpy.
-pub(crate) fn axis(value: f64, ndim: usize) -> Result<usize, BindingError> {
-    Ok(axis_from_end(integer(value, "axis")?, ndim))
+pub(crate) fn axis(value: &JsValue, ndim: usize) -> Result<usize, BindingError> {
+    Ok(axis_from_end(arg(value, "axis", integer)?, ndim))
 }
 
 /// `axis`, counted from the end when negative.
@@ -140,10 +165,19 @@ fn list<T>(
         return Ok(vec![one(x, what)?]);
     }
     let length = array_length(value, what)?;
+    // One value per axis: a longer list is refused before it is read.
+    if length as usize > MAX_NDIM {
+        let ndim = length as usize;
+        return Err(Error::TooManyDims {
+            ndim,
+            max: MAX_NDIM,
+        }
+        .into());
+    }
     let mut out = Vec::with_capacity(length.min(1 << 16) as usize);
     for i in 0..length {
         let item = Reflect::get_u32(value, i)?;
-        out.push(one(number(&item, what)?, what)?);
+        out.push(arg(&item, what, one)?);
     }
     Ok(out)
 }
@@ -161,7 +195,7 @@ pub(crate) fn integers(value: &JsValue, what: &'static str) -> Result<Vec<isize>
 /// `options[key]`, or `None` when the property is undefined or null.
 fn get(options: &JsValue, key: &str) -> Result<Option<JsValue>, BindingError> {
     let value = Reflect::get(options, &JsValue::from_str(key))?;
-    Ok((!value.is_undefined() && !value.is_null()).then_some(value))
+    Ok(given(&value).cloned())
 }
 
 /// What a view's options object (`{ offset, shape, strides, readonly,
@@ -195,7 +229,7 @@ impl ViewOptions {
             ));
         }
         let offset = match get(options, "offset")? {
-            Some(v) => self::offset(number(&v, "offset")?)?,
+            Some(v) => arg(&v, "offset", self::offset)?,
             None => 0,
         };
         let shape = get(options, "shape")?

@@ -9,15 +9,42 @@
 //!   for uint8) is a `RangeError` without a kind: the core never saw it.
 //! - An argument of the wrong JS type (a dtype that is not a string) is a
 //!   `TypeError`.
+//! - A view of more elements than one call gathers, returns or takes
+//!   ([`MAX_ELEMENTS`]) is a `RangeError` without a kind, thrown before
+//!   anything is allocated for it.
 //! - Whatever JS threw while an argument was read (a getter, a proxy) is
 //!   rethrown as it is.
+//!
+//! Every message passes through one helper, `makeError` in `js/arrays.js`:
+//! control characters escaped, and at most 300 characters, whatever text
+//! it quotes.
 #![forbid(unsafe_code)]
 
 use bytelens_core::{DType, Error};
-use js_sys::{RangeError, Reflect, TypeError};
-use wasm_bindgen::JsValue;
+use wasm_bindgen::prelude::*;
 
 use crate::convert::describe;
+
+/// The most elements `read`, `write` and `offsets` handle in one call:
+/// 2^26. Stride 0 lets a view of a few bytes have any number of elements,
+/// and each becomes a JS value (a typed array's, or a number in an `Array`
+/// for `offsets`). V8 aborts the whole process, uncatchably, when an
+/// `Array` of numbers grows past 2^27 - 2 elements, which one grown element
+/// by element overshoots already at 1.2e8 (Node 20); 2^26 float64s are
+/// already 512 MiB gathered in wasm memory and 512 MiB more in JS.
+pub(crate) const MAX_ELEMENTS: usize = 1 << 26;
+
+#[wasm_bindgen(module = "/js/arrays.js")]
+extern "C" {
+    /// The error to throw: a `TypeError` or a `RangeError` (with `kind`, if
+    /// any) whose message has every control character escaped (`\n`,
+    /// `\r`, `\t`, `\0`, others as `\u{1b}`), so that no text it quotes
+    /// can break its line or hide in it, and at most 300 characters (a
+    /// longer one keeps its start and its end), so that none can make it
+    /// long. In JS, where it adds nothing to the .wasm.
+    #[wasm_bindgen(js_name = makeError)]
+    fn make_error(message: &str, type_error: bool, kind: Option<&str>) -> JsValue;
+}
 
 /// Why a call failed, until it is thrown (see the [module docs](self)).
 /// Messages are written here, from the parts each variant keeps.
@@ -52,6 +79,14 @@ pub enum BindingError {
         /// Whether `got` is of the wrong JS type.
         type_error: bool,
     },
+    /// A view of `count` elements, more than 2^26 (`MAX_ELEMENTS`), for `call`
+    /// (`"read() returns"`, `"write() takes"`): a `RangeError`.
+    TooManyElements {
+        /// The view's elements.
+        count: usize,
+        /// The call, and what it does with them.
+        call: &'static str,
+    },
     /// What JS threw while reading an argument, rethrown unchanged.
     Thrown(JsValue),
     /// The error of one plan field, its message prefixed with the field's name.
@@ -83,6 +118,15 @@ impl BindingError {
             type_error: false,
         }
     }
+}
+
+/// Refuses a view of `count` elements for `call` (see
+/// [`BindingError::TooManyElements`]) when there are more than [`MAX_ELEMENTS`].
+pub(crate) fn at_most(count: usize, call: &'static str) -> Result<(), BindingError> {
+    if count > MAX_ELEMENTS {
+        return Err(BindingError::TooManyElements { count, call });
+    }
+    Ok(())
 }
 
 impl From<Error> for BindingError {
@@ -130,6 +174,14 @@ fn parts(err: BindingError) -> Result<(String, Option<&'static str>, bool), JsVa
             None,
             type_error,
         ),
+        BindingError::TooManyElements { count, call } => (
+            format!(
+                "a view of {count} elements is more than {call} at once \
+                 (limit {MAX_ELEMENTS}); take it in parts"
+            ),
+            None,
+            false,
+        ),
         BindingError::Thrown(thrown) => return Err(thrown),
         BindingError::InField { name, error } => {
             let (message, kind, type_error) = parts(*error)?;
@@ -140,20 +192,9 @@ fn parts(err: BindingError) -> Result<(String, Option<&'static str>, bool), JsVa
 
 impl From<BindingError> for JsValue {
     fn from(err: BindingError) -> JsValue {
-        let (message, kind, type_error) = match parts(err) {
-            Ok(parts) => parts,
-            Err(thrown) => return thrown,
-        };
-        let error: JsValue = if type_error {
-            TypeError::new(&message).into()
-        } else {
-            RangeError::new(&message).into()
-        };
-        if let Some(kind) = kind {
-            // Setting a property on a fresh error object cannot fail; without
-            // it the error is still the right one.
-            let _ = Reflect::set(&error, &JsValue::from_str("kind"), &kind.into());
+        match parts(err) {
+            Ok((message, kind, type_error)) => make_error(&message, type_error, kind),
+            Err(thrown) => thrown,
         }
-        error
     }
 }

@@ -8,7 +8,8 @@ use wasm_bindgen::prelude::*;
 
 use crate::BindingError;
 use crate::convert::{
-    ViewOptions, axis, axis_from_end, dtype_arg, integer, integers, numbers, object, shape, whole,
+    ViewOptions, arg, axis, axis_from_end, dtype_arg, integer, integers, numbers, object, optional,
+    shape, whole,
 };
 use crate::types::{LayoutSpec, Numbers};
 
@@ -78,29 +79,36 @@ impl JsLayout {
     }
 
     /// Throws unless the layout fits a buffer of `nbytes` bytes.
-    pub fn check(&self, nbytes: f64) -> Result<(), BindingError> {
-        Ok(self.inner.check(whole(nbytes, "nbytes")?)?)
+    pub fn check(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] nbytes: &JsValue,
+    ) -> Result<(), BindingError> {
+        let nbytes = arg(nbytes, "nbytes", whole)?;
+        Ok(self.inner.check(nbytes)?)
     }
 
     /// `a[..., start:stop:step, ...]` on `axis` (Python's rules; omitted = undefined).
     pub fn slice(
         &self,
-        axis: f64,
-        start: Option<f64>,
-        stop: Option<f64>,
-        step: Option<f64>,
+        #[wasm_bindgen(unchecked_param_type = "number")] axis: &JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] start: &JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] stop: &JsValue,
+        #[wasm_bindgen(unchecked_optional_param_type = "number")] step: &JsValue,
     ) -> Result<JsLayout, BindingError> {
         let axis = self::axis(axis, self.inner.ndim())?;
-        let start = start.map(|v| integer(v, "start")).transpose()?;
-        let stop = stop.map(|v| integer(v, "stop")).transpose()?;
-        let step = integer(step.unwrap_or(1.0), "step")?;
+        let (start, stop) = (optional(start, "start")?, optional(stop, "stop")?);
+        let step = optional(step, "step")?.unwrap_or(1);
         wrap(self.inner.slice(axis, start, stop, step))
     }
 
     /// `a[..., i, ...]` on `axis`, which disappears; negative `i` counts from the end.
-    pub fn index(&self, axis: f64, i: f64) -> Result<JsLayout, BindingError> {
+    pub fn index(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] axis: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] i: &JsValue,
+    ) -> Result<JsLayout, BindingError> {
         let axis = self::axis(axis, self.inner.ndim())?;
-        wrap(self.inner.index(axis, integer(i, "index")?))
+        wrap(self.inner.index(axis, arg(i, "index", integer)?))
     }
 
     /// numpy's `a.view(dtype)`.

@@ -2,12 +2,12 @@
 //! placed once when made.
 #![forbid(unsafe_code)]
 
-use bytelens_core::{Descr, FieldSpec, OwnedPlan};
+use bytelens_core::{Descr, FieldSpec, MAX_FIELDS, OwnedPlan};
 use js_sys::{Array, JsString, Reflect};
 use wasm_bindgen::prelude::*;
 
 use crate::BindingError;
-use crate::convert::{dtype_arg, items, numbers, object, shape, whole};
+use crate::convert::{arg, dtype_arg, numbers, object, shape, whole};
 use crate::types::{FieldSpecs, PlanFields, Ranges};
 
 /// Named arrays in one buffer, laid out like C structs and unions, and the
@@ -30,13 +30,12 @@ fn string(value: &JsString, what: &'static str) -> Result<String, BindingError> 
 #[inline(never)] // for `struct` and `union` both: the .wasm has a budget
 fn field_spec(field: &JsValue) -> Result<(Descr, Vec<usize>), BindingError> {
     let (dtype, shape) = if Array::is_array(field) {
-        let pair = items(field, "a field")?;
-        let dtype = pair.first().cloned().unwrap_or(JsValue::UNDEFINED);
-        let shape = match pair.get(1) {
-            Some(value) => shape(value, "shape")?,
-            None => Vec::new(),
+        // The two items it has (more are not read).
+        let shape = match Reflect::get_u32(field, 1)? {
+            value if value.is_undefined() => Vec::new(),
+            value => self::shape(&value, "shape")?,
         };
-        (dtype, shape)
+        (Reflect::get_u32(field, 0)?, shape)
     } else {
         (field.clone(), Vec::new())
     };
@@ -54,11 +53,15 @@ impl Plan {
             ));
         }
         let mut specs = Vec::new();
-        let keys: JsValue = Reflect::own_keys(fields.unchecked_ref())?.into();
-        for key in items(&keys, "keys")? {
+        // A fresh array of the engine's: no getters to run.
+        let keys = Reflect::own_keys(fields.unchecked_ref())?;
+        for key in keys.iter() {
             let Some(name) = key.as_string() else {
                 continue; // symbols name no field
             };
+            if specs.len() > MAX_FIELDS {
+                break; // already more than a plan holds, which the core refuses
+            }
             let field = Reflect::get(&fields, &key)?;
             match field_spec(&field) {
                 Ok((descr, shape)) => specs.push(FieldSpec { name, descr, shape }),
@@ -156,8 +159,12 @@ impl Plan {
     }
 
     /// Byte ranges `[start, end]` of `alternative` that no field covers.
-    pub fn padding(&self, alternative: f64) -> Result<Ranges, BindingError> {
-        let ranges = self.inner.padding(whole(alternative, "alternative")?)?;
+    pub fn padding(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] alternative: &JsValue,
+    ) -> Result<Ranges, BindingError> {
+        let alternative = arg(alternative, "alternative", whole)?;
+        let ranges = self.inner.padding(alternative)?;
         let out: Array = ranges
             .iter()
             .map(|range| numbers([range.start as f64, range.end as f64]))

@@ -220,7 +220,9 @@ pub(crate) fn read(buffer: &[u8], layout: &Layout) -> Result<JsValue, BindingErr
     Ok(typed_copy(kind_of(dtype), &packed))
 }
 
-/// What `write` takes, read once.
+/// What `write` takes, read once: its kind and length, and nothing else
+/// until it is packed, so that a view that cannot take it is refused
+/// before any work.
 pub(crate) enum Source {
     /// A typed array of `len` elements, of `kind` (see `js/arrays.js`).
     Typed {
@@ -228,12 +230,8 @@ pub(crate) enum Source {
         kind: u32,
         len: usize,
     },
-    /// A plain array's `len` elements, converted by the engine to typed
-    /// array `kind` in `raw` (little-endian, back to back).
-    Filled { raw: Vec<u8>, kind: u32, len: usize },
-    /// A plain array's elements, each to be converted by [`from_js`]: one
-    /// of mixed or wrong JS types, whose error names the value.
-    Items(Vec<JsValue>),
+    /// A plain array of `len` elements.
+    Plain { array: JsValue, len: usize },
 }
 
 /// Whether elements of `dtype` are written from typed array class
@@ -243,49 +241,32 @@ fn unchecked(dtype: DType) -> bool {
 }
 
 impl Source {
-    /// `values` to be written as elements of `dtype`.
-    pub(crate) fn read(values: &JsValue, dtype: DType) -> Result<Source, BindingError> {
+    /// `values`, a typed array or a plain array, to be written.
+    pub(crate) fn read(values: &JsValue) -> Result<Source, BindingError> {
         let kind = typed_kind(values);
-        if kind >= 0 {
-            let len = js_sys::Reflect::get(values, &"length".into())?;
-            return Ok(Source::Typed {
-                array: values.clone(),
-                kind: kind as u32,
-                len: len.as_f64().unwrap_or(0.0) as usize,
-            });
-        }
-        if !Array::is_array(values) {
+        if kind < 0 && !Array::is_array(values) {
             return Err(BindingError::wrong_type(
                 "values",
                 "an array or a typed array",
                 values,
             ));
         }
-        let len = values.unchecked_ref::<Array>().length() as usize;
-        let (numbers, bigints) = match dtype {
-            DType::F32 => (F32, 0),
-            _ if dtype.is_float() || dtype == DType::Bool => (F64, 0),
-            _ if dtype.kind() == 'i' => (F64, I64),
-            _ => (F64, U64),
-        };
-        let width = if numbers == F32 { 4 } else { 8 };
-        let mut raw = vec![0; width * len];
-        let kind = fill_from(&mut raw, values, numbers, dtype == DType::Bool, bigints)?;
-        if kind < 0 {
-            return Ok(Source::Items(items(values, "values")?));
-        }
-        Ok(Source::Filled {
-            raw,
-            kind: kind as u32,
-            len,
+        let len = js_sys::Reflect::get(values, &"length".into())?;
+        let (array, len) = (values.clone(), len.as_f64().unwrap_or(0.0) as usize);
+        Ok(match kind {
+            0.. => Source::Typed {
+                array,
+                kind: kind as u32,
+                len,
+            },
+            _ => Source::Plain { array, len },
         })
     }
 
     /// How many values there are.
     pub(crate) fn len(&self) -> usize {
         match self {
-            Source::Typed { len, .. } | Source::Filled { len, .. } => *len,
-            Source::Items(values) => values.len(),
+            Source::Typed { len, .. } | Source::Plain { len, .. } => *len,
         }
     }
 
@@ -294,14 +275,36 @@ impl Source {
     fn pack(self, dtype: DType) -> Result<Vec<u8>, BindingError> {
         let size = dtype.size();
         let (mut raw, kind, len) = match self {
-            Source::Items(values) => {
-                let mut packed = vec![0; values.len() * size];
-                for (value, out) in values.iter().zip(packed.chunks_exact_mut(size)) {
-                    from_js(value, dtype)?.write(ByteOrder::Little, out)?;
+            Source::Plain { array, len } => {
+                // Converted by the engine to the typed array class `kind`
+                // in `raw` (little-endian, back to back) in one call.
+                let (numbers, bigints) = match dtype {
+                    DType::F32 => (F32, 0),
+                    _ if dtype.is_float() || dtype == DType::Bool => (F64, 0),
+                    _ if dtype.kind() == 'i' => (F64, I64),
+                    _ => (F64, U64),
+                };
+                let width = if numbers == F32 { 4 } else { 8 };
+                let mut raw = vec![0; width * len];
+                let kind = fill_from(&mut raw, &array, numbers, dtype == DType::Bool, bigints)?;
+                if kind >= 0 {
+                    (raw, kind as u32, len)
+                } else {
+                    // Mixed or wrong JS types: each value converted by
+                    // `from_js`, whose error names the value.
+                    let values = items(&array, "values")?;
+                    if values.len() != len {
+                        // Changed by a getter since it was measured.
+                        let got = values.len();
+                        return Err(Error::CountMismatch { expected: len, got }.into());
+                    }
+                    let mut packed = vec![0; len * size];
+                    for (value, out) in values.iter().zip(packed.chunks_exact_mut(size)) {
+                        from_js(value, dtype)?.write(ByteOrder::Little, out)?;
+                    }
+                    return Ok(packed);
                 }
-                return Ok(packed);
             }
-            Source::Filled { raw, kind, len } => (raw, kind, len),
             Source::Typed { array, kind, len } => {
                 let as_is = kind == kind_of(dtype) && unchecked(dtype);
                 let (array, kind) = if as_is || kind == U64 || kind == I64 || kind == F64 {

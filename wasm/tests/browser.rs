@@ -12,7 +12,7 @@ common::shared_tests!(layouts: 1000, args: 1000);
 
 #[wasm_bindgen_test]
 fn errors_are_range_errors_with_the_core_s_kind_and_message() {
-    let buf = bytelens_wasm::Buffer::new(3.0).unwrap();
+    let buf = bytelens_wasm::Buffer::new(&3.0.into()).unwrap();
     let err = common::thrown(buf.read(&common::js("<i2"), None));
     assert!(err.is_instance_of::<js_sys::RangeError>());
     common::assert_thrown(

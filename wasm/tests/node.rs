@@ -35,7 +35,7 @@ fn values(values: &[f64]) -> bytelens_wasm::Values {
 
 #[wasm_bindgen_test]
 fn errors_are_range_errors_with_the_core_message() {
-    let buf = Buffer::new(3.0).unwrap();
+    let buf = Buffer::new(&3.0.into()).unwrap();
     let err = thrown(buf.read(&js("<i2"), None));
     assert_eq!(kind(&err), "ItemsizeMismatch");
     assert_eq!(
@@ -51,7 +51,7 @@ fn errors_are_range_errors_with_the_core_message() {
 
 #[wasm_bindgen_test]
 fn strides_without_a_shape_are_refused_everywhere() {
-    let mut buf = Buffer::new(16.0).unwrap();
+    let mut buf = Buffer::new(&16.0.into()).unwrap();
     let strided = || options(&[("strides", list(&[4.0]))]);
     let refused = [
         thrown(buf.read(&js("<i4"), Some(strided()))),
@@ -77,7 +77,7 @@ fn strides_without_a_shape_are_refused_everywhere() {
 
 #[wasm_bindgen_test]
 fn writes_without_a_shape_take_one_element_per_value() {
-    let mut buf = Buffer::new(8.0).unwrap();
+    let mut buf = Buffer::new(&8.0.into()).unwrap();
     buf.write(
         &js("<u2"),
         Some(options(&[("offset", 2.0.into())])),
@@ -105,7 +105,7 @@ fn writes_without_a_shape_take_one_element_per_value() {
 
 #[wasm_bindgen_test]
 fn offsets_outside_the_buffer_are_out_of_bounds_with_their_numbers() {
-    let mut buf = Buffer::new(4.0).unwrap();
+    let mut buf = Buffer::new(&4.0.into()).unwrap();
     let cases: [(f64, &str); 4] = [
         (
             -2.0,
@@ -126,15 +126,15 @@ fn offsets_outside_the_buffer_are_out_of_bounds_with_their_numbers() {
     ];
     for (offset, expected) in cases {
         let errors = [
-            thrown(buf.set_bytes(offset, common::byte_source(&[9]))),
+            thrown(buf.set_bytes(&offset.into(), common::byte_source(&[9]))),
             thrown(buf.read(&js("|u1"), Some(options(&[("offset", offset.into())])))),
-            thrown(buf.typed(&js("|u1"), Some(offset), None)),
+            thrown(buf.typed(&js("|u1"), &offset.into(), &JsValue::UNDEFINED)),
         ];
         for err in errors {
             assert_thrown(&err, "OutOfBounds", expected);
         }
     }
-    let err = thrown(buf.set_bytes(3.0, common::byte_source(&[9, 9])));
+    let err = thrown(buf.set_bytes(&3.0.into(), common::byte_source(&[9, 9])));
     assert_eq!(
         message(&err),
         "the view reaches bytes 3..5 but the buffer holds 4 bytes"
@@ -149,7 +149,7 @@ fn offsets_outside_the_buffer_are_out_of_bounds_with_their_numbers() {
 
 #[wasm_bindgen_test]
 fn bad_values_write_nothing() {
-    let mut buf = Buffer::new(4.0).unwrap();
+    let mut buf = Buffer::new(&4.0.into()).unwrap();
     let err = thrown(buf.write(&js("|u1"), None, values(&[1.0, 300.0])));
     assert!(err.is_instance_of::<js_sys::RangeError>());
     assert_eq!(message(&err), "300 is not a value of uint8");
@@ -202,9 +202,9 @@ fn plan_of_the_seed() {
         })
         .collect();
     assert_eq!(offsets, [0.0, 16.0, 28.0, 0.0, 24.0]);
-    let padding = Array::from(&plan.padding(1.0).unwrap());
+    let padding = Array::from(&plan.padding(&1.0.into()).unwrap());
     assert_eq!(padding.length(), 1);
-    let err = thrown(plan.padding(2.0));
+    let err = thrown(plan.padding(&2.0.into()));
     assert_eq!(kind(&err), "NoAlternative");
     assert!(plan.wgsl().unwrap().contains("struct Work1"));
     let bad = plan.union(specs(&[("F", "<i2", 2.0)])).unwrap();
@@ -298,10 +298,13 @@ fn the_dtype_table_is_the_core_s() {
 
 #[wasm_bindgen_test]
 fn a_typed_view_kept_after_free_never_reaches_another_buffer() {
-    let a = Buffer::new(64.0).unwrap();
-    let stale: js_sys::Int32Array = a.typed(&js("<i4"), None, None).unwrap().unchecked_into();
+    let a = Buffer::new(&64.0.into()).unwrap();
+    let stale: js_sys::Int32Array = a
+        .typed(&js("<i4"), &JsValue::UNDEFINED, &JsValue::UNDEFINED)
+        .unwrap()
+        .unchecked_into();
     drop(a); // JS: a.free()
-    let c = Buffer::new(64.0).unwrap();
+    let c = Buffer::new(&64.0.into()).unwrap();
     for i in 0..16 {
         stale.set_index(i, 999);
     }
@@ -318,7 +321,7 @@ fn a_throwing_getter_is_an_error_not_an_unwind() {
         "return new Proxy([1, 2], { get(t, k) { if (k === '1') throw new Error('boom'); return Reflect.get(t, k); } })",
     );
     let proxy = make.call0(&JsValue::NULL).unwrap();
-    let mut buf = Buffer::new(2.0).unwrap();
+    let mut buf = Buffer::new(&2.0.into()).unwrap();
     let err = thrown(buf.write(&js("|u1"), None, proxy.unchecked_into()));
     assert_eq!(message(&err), "boom");
     assert_eq!(buf.bytes(), vec![0, 0], "nothing written");
@@ -336,7 +339,7 @@ fn a_throwing_getter_is_an_error_not_an_unwind() {
 
 #[wasm_bindgen_test]
 fn arguments_of_the_wrong_kind_are_type_errors() {
-    let buf = Buffer::new(8.0).unwrap();
+    let buf = Buffer::new(&8.0.into()).unwrap();
     let not_a_string: JsString = JsValue::from_f64(4.0).unchecked_into();
     let err = thrown(buf.read(&not_a_string, None));
     assert!(err.is_instance_of::<js_sys::TypeError>());
@@ -344,7 +347,7 @@ fn arguments_of_the_wrong_kind_are_type_errors() {
         message(&err),
         "a dtype must be a string such as \"<i4\", not 4"
     );
-    let mut buf = Buffer::new(8.0).unwrap();
+    let mut buf = Buffer::new(&8.0.into()).unwrap();
     let err = thrown(buf.write(&js("|u1"), None, JsValue::from_f64(3.0).unchecked_into()));
     assert!(err.is_instance_of::<js_sys::TypeError>());
     assert_eq!(
@@ -361,6 +364,25 @@ fn arguments_of_the_wrong_kind_are_type_errors() {
             "readonly must be true or false, not 1",
         ),
         (
+            options(&[("readonly", "yes".into())]),
+            "readonly must be true or false, not \"yes\"",
+        ),
+        (
+            options(&[("shape", Array::of1(&"2".into()).into())]),
+            "shape must be a number, not \"2\"",
+        ),
+        (
+            options(&[
+                ("shape", list(&[2.0])),
+                ("strides", Array::of1(&"0".into()).into()),
+            ]),
+            "strides must be a number, not \"0\"",
+        ),
+        (
+            JsValue::from_f64(5.0).unchecked_into(),
+            "a layout must be an object such as { offset, shape, strides }, not 5",
+        ),
+        (
             JsValue::from_f64(3.0).unchecked_into(),
             "a layout must be an object such as { offset, shape, strides }, not 3",
         ),
@@ -374,14 +396,20 @@ fn arguments_of_the_wrong_kind_are_type_errors() {
 #[wasm_bindgen_test]
 fn numbers_that_do_not_fit_are_refused_not_wrapped() {
     for bad in [2f64.powi(32) + 8.0, 1.5, f64::NAN, -1.0] {
-        assert!(Buffer::new(bad).is_err(), "Buffer({bad})");
+        assert!(Buffer::new(&bad.into()).is_err(), "Buffer({bad})");
     }
-    let mut buf = Buffer::new(4.0).unwrap();
-    let err = thrown(buf.set_bytes(1.5, common::byte_source(&[9])));
+    let mut buf = Buffer::new(&4.0.into()).unwrap();
+    let err = thrown(buf.set_bytes(&1.5.into(), common::byte_source(&[9])));
     assert_eq!(message(&err), "offset must be an integer, not 1.5");
     assert!(err.is_instance_of::<js_sys::RangeError>());
-    let too_big: ByteSource = Array::of1(&JsValue::from_f64(300.0)).unchecked_into();
-    assert!(buf.set_bytes(0.0, too_big).is_err());
+    let too_big: ByteSource = Array::of2(&1.0.into(), &300.0.into()).unchecked_into();
+    let err = thrown(buf.set_bytes(&0.0.into(), too_big));
+    assert!(err.is_instance_of::<js_sys::RangeError>());
+    assert_eq!(message(&err), "300 is not a value of uint8");
+    let text: ByteSource = Array::of1(&"7".into()).unchecked_into();
+    let err = thrown(buf.set_bytes(&0.0.into(), text));
+    assert!(err.is_instance_of::<js_sys::TypeError>());
+    assert_eq!(message(&err), "\"7\" is not a value of uint8");
     assert_eq!(buf.bytes(), vec![0, 0, 0, 0]);
     let axis: JsLayout = JsLayout::new(
         &js("|u1"),
@@ -389,15 +417,20 @@ fn numbers_that_do_not_fit_are_refused_not_wrapped() {
     )
     .unwrap();
     let all = axis
-        .slice(0.0, Some(0.0), Some(2f64.powi(31)), None)
+        .slice(
+            &0.0.into(),
+            &0.0.into(),
+            &2f64.powi(31).into(),
+            &JsValue::UNDEFINED,
+        )
         .unwrap();
     assert_eq!(
         Array::from(&all.shape()).get(0).as_f64(),
         Some(10.0),
         "a stop past the end clamps"
     );
-    assert!(axis.index(0.0, 1.5).is_err());
-    assert!(axis.check(2f64.powi(32) + 40.0).is_err());
+    assert!(axis.index(&0.0.into(), &1.5.into()).is_err());
+    assert!(axis.check(&(2f64.powi(32) + 40.0).into()).is_err());
     // A length past usize is a size past the address space, as the core says.
     let huge = options(&[("shape", list(&[2f64.powi(40)]))]);
     assert_eq!(kind(&thrown(buf.read(&js("|u1"), Some(huge)))), "Overflow");
@@ -405,7 +438,7 @@ fn numbers_that_do_not_fit_are_refused_not_wrapped() {
 
 #[wasm_bindgen_test]
 fn float16_and_bfloat16_writes_round_once() {
-    let mut buf = Buffer::new(2.0).unwrap();
+    let mut buf = Buffer::new(&2.0.into()).unwrap();
     for (dtype, value, expected) in [
         (
             "<f2",
@@ -495,7 +528,7 @@ fn a_bad_value_in_any_source_writes_nothing_and_is_named() {
                 ("strides", list(&[8.0])),
             ])),
         ] {
-            let mut buf = Buffer::new(16.0).unwrap();
+            let mut buf = Buffer::new(&16.0.into()).unwrap();
             let err = thrown(buf.write(&js(dtype), layout, eval(values).unchecked_into()));
             assert_eq!(message(&err), expected, "{dtype} {values}");
             assert_eq!(
@@ -514,7 +547,7 @@ fn a_bad_value_in_any_source_writes_nothing_and_is_named() {
 
 #[wasm_bindgen_test]
 fn typed_arrays_of_other_classes_convert_when_their_values_fit() {
-    let mut buf = Buffer::new(16.0).unwrap();
+    let mut buf = Buffer::new(&16.0.into()).unwrap();
     buf.write(
         &js(">i2"),
         None,
@@ -544,10 +577,10 @@ fn typed_arrays_of_other_classes_convert_when_their_values_fit() {
 
 #[wasm_bindgen_test]
 fn a_typed_view_of_the_same_buffer_is_copied_as_memmove_copies() {
-    let mut buf = Buffer::new(16.0).unwrap();
+    let mut buf = Buffer::new(&16.0.into()).unwrap();
     buf.write(&js("<i4"), None, values(&[1.0, 2.0, 3.0, 4.0]))
         .unwrap();
-    let front = buf.typed(&js("<i4"), Some(0.0), Some(3.0)).unwrap();
+    let front = buf.typed(&js("<i4"), &0.0.into(), &3.0.into()).unwrap();
     buf.write(
         &js("<i4"),
         Some(options(&[("offset", 4.0.into())])),
@@ -561,7 +594,7 @@ fn a_typed_view_of_the_same_buffer_is_copied_as_memmove_copies() {
 
 #[wasm_bindgen_test]
 fn messages_show_an_excerpt_of_a_huge_argument_never_all_of_it() {
-    let mut buf = Buffer::new(16.0).unwrap();
+    let mut buf = Buffer::new(&16.0.into()).unwrap();
     let huge = [
         (
             "new Float32Array(1 << 20)",
@@ -610,4 +643,280 @@ fn messages_show_an_excerpt_of_a_huge_argument_never_all_of_it() {
         message(&err),
         "the view holds 0 elements but 1048576 values were given"
     );
+}
+
+/// Wasm memory's size in 64 KiB pages: unchanged across a call that
+/// allocated nothing large (a 200 MB allocation cannot fit in what earlier
+/// tests freed).
+fn pages() -> usize {
+    core::arch::wasm32::memory_size::<0>()
+}
+
+#[wasm_bindgen_test]
+fn a_stride_0_view_of_more_elements_than_one_call_handles_is_refused_before_any_work() {
+    let mut buf = Buffer::new(&8.0.into()).unwrap();
+    let huge = || options(&[("shape", list(&[2e8])), ("strides", list(&[0.0]))]);
+    let before = pages();
+    let refused = [
+        (thrown(buf.read(&js("<u1"), Some(huge()))), "read() returns"),
+        (thrown(buf.read(&js("<f8"), Some(huge()))), "read() returns"),
+        (
+            thrown(buf.offsets(&js("<u1"), Some(huge()))),
+            "offsets() returns",
+        ),
+        (
+            thrown(buf.write(&js("<u1"), Some(huge()), values(&[1.0, 2.0]))),
+            "write() takes",
+        ),
+        (
+            // An array as long as the view: not one of its values is read.
+            thrown(buf.write(
+                &js("<u1"),
+                Some(huge()),
+                eval("new Array(2e8)").unchecked_into(),
+            )),
+            "write() takes",
+        ),
+    ];
+    for (err, call) in refused {
+        assert!(err.is_instance_of::<js_sys::RangeError>(), "{call}");
+        assert_eq!(
+            message(&err),
+            format!(
+                "a view of 200000000 elements is more than {call} at once \
+                 (limit 67108864); take it in parts"
+            )
+        );
+    }
+    assert_eq!(pages(), before, "wasm memory grew: something was allocated");
+    assert_eq!(buf.bytes(), [0; 8]);
+}
+
+#[wasm_bindgen_test]
+fn the_element_limit_is_2_to_the_26() {
+    let buf = Buffer::new(&1024.0.into()).unwrap();
+    // 2^16 rows of the same 1024 bytes: one copy per row.
+    let rows = |n: f64| {
+        options(&[
+            ("shape", list(&[n, 1024.0])),
+            ("strides", list(&[0.0, 1.0])),
+        ])
+    };
+    let read = buf.read(&js("|u1"), Some(rows(65536.0))).unwrap();
+    assert_eq!(
+        read.unchecked_into::<js_sys::Uint8Array>().length(),
+        1 << 26
+    );
+    let err = thrown(buf.read(&js("|u1"), Some(rows(65537.0))));
+    assert_eq!(
+        message(&err),
+        "a view of 67109888 elements is more than read() returns at once \
+         (limit 67108864); take it in parts"
+    );
+}
+
+/// `expression`'s value behind a proxy, and a function that says how many
+/// of its properties were read since.
+fn counted(expression: &str) -> (JsValue, js_sys::Function) {
+    let pair = eval(&format!(
+        "(() => {{
+            let reads = 0;
+            const proxy = new Proxy({expression}, {{
+                get(t, k) {{ reads++; return Reflect.get(t, k); }},
+            }});
+            return [proxy, () => reads];
+        }})()"
+    ));
+    let pair = Array::from(&pair);
+    (pair.get(0), pair.get(1).unchecked_into())
+}
+
+fn reads(counter: &js_sys::Function) -> f64 {
+    counter.call0(&JsValue::NULL).unwrap().as_f64().unwrap()
+}
+
+#[wasm_bindgen_test]
+fn long_arguments_are_measured_before_they_are_read() {
+    let mut buf = Buffer::new(&4.0.into()).unwrap();
+    let holes = "new Array(2 ** 20)";
+    // Bytes that cannot fit: refused by their count alone.
+    let (bytes, counter) = counted(holes);
+    let err = thrown(buf.set_bytes(&0.0.into(), bytes.unchecked_into()));
+    assert_thrown(
+        &err,
+        "OutOfBounds",
+        "the view reaches bytes 0..1048576 but the buffer holds 4 bytes",
+    );
+    assert!(reads(&counter) < 4.0, "{} reads", reads(&counter));
+    let before = pages();
+    let err = thrown(buf.set_bytes(&0.0.into(), eval("new Uint8Array(2e8)").unchecked_into()));
+    assert_eq!(kind(&err), "OutOfBounds");
+    assert_eq!(pages(), before, "the bytes were copied in before the check");
+    // Values for a view that cannot take them.
+    let (values, counter) = counted(holes);
+    let err = thrown(buf.write(&js("<u1"), None, values.unchecked_into()));
+    assert_eq!(kind(&err), "OutOfBounds");
+    assert!(reads(&counter) < 4.0, "{} reads", reads(&counter));
+    // Shapes, strides and axes: one per dimension, 32 at most.
+    let (shape, counter) = counted(holes);
+    let err = thrown(buf.read(&js("<u1"), Some(options(&[("shape", shape)]))));
+    assert_thrown(
+        &err,
+        "TooManyDims",
+        "1048576 dimensions is more than the limit of 32",
+    );
+    assert!(reads(&counter) < 4.0, "{} reads", reads(&counter));
+    let layout = JsLayout::new(
+        &js("<u1"),
+        options(&[("shape", list(&[4.0]))]).unchecked_into(),
+    )
+    .unwrap();
+    let (axes, counter) = counted(holes);
+    assert_eq!(
+        kind(&thrown(layout.permute(axes.unchecked_into()))),
+        "TooManyDims"
+    );
+    assert!(reads(&counter) < 4.0, "{} reads", reads(&counter));
+    // A plan field: [dtype, shape], whatever follows them.
+    let (field, counter) = counted("Object.assign(new Array(2 ** 20), ['<f4', [2]])");
+    let fields = Object::new();
+    Reflect::set(&fields, &"A".into(), &field).unwrap();
+    let plan = Plan::new(None)
+        .unwrap()
+        .struct_(fields.unchecked_into())
+        .unwrap();
+    assert_eq!(plan.nbytes(), 8);
+    assert!(reads(&counter) < 8.0, "{} reads", reads(&counter));
+    // Fields: no more are read than a plan holds, and the one it refuses.
+    let (fields, counter) =
+        counted("Object.fromEntries(Array.from({ length: 1e5 }, (_, i) => [`f${i}`, '<u1']))");
+    let err = thrown(Plan::new(None).unwrap().struct_(fields.unchecked_into()));
+    assert_thrown(&err, "PlanFull", "a plan holds at most 32 fields");
+    assert_eq!(reads(&counter), 33.0);
+}
+
+#[wasm_bindgen_test]
+fn messages_escape_control_characters_and_stay_short() {
+    let buf = Buffer::new(&4.0.into()).unwrap();
+    let err = thrown(buf.read(
+        &js("<u1"),
+        Some(options(&[("offset", "x\n\r\t\0\u{1b}\"\\".into())])),
+    ));
+    assert_eq!(
+        message(&err),
+        r#"offset must be a number, not "x\n\r\t\0\u{1b}\"\\""#
+    );
+    // A field's name, however long, with the end of the message kept.
+    let fields = Object::new();
+    let name = format!("a\n{}", "x".repeat(1 << 20));
+    Reflect::set(&fields, &name.into(), &"<i3".into()).unwrap();
+    let err = thrown(Plan::new(None).unwrap().struct_(fields.unchecked_into()));
+    let text = message(&err);
+    assert!(text.starts_with(r"field a\nxxx"), "{text}");
+    assert!(text.ends_with(r#"xxx: unknown dtype "<i3""#), "{text}");
+    assert!(
+        text.chars().count() <= 303,
+        "{} characters",
+        text.chars().count()
+    );
+    // Rejected arrays of a million elements, through every export that
+    // takes one.
+    let million = || eval("new Int8Array(1e6).fill(-1)");
+    let layout = JsLayout::new(
+        &js("<u1"),
+        options(&[("shape", list(&[4.0]))]).unchecked_into(),
+    )
+    .unwrap();
+    let mut buf = Buffer::new(&4.0.into()).unwrap();
+    let errors = [
+        thrown(buf.set_bytes(&0.0.into(), million().unchecked_into())),
+        thrown(buf.read(&million().unchecked_into(), None)),
+        thrown(buf.typed(
+            &million().unchecked_into(),
+            &JsValue::UNDEFINED,
+            &JsValue::UNDEFINED,
+        )),
+        thrown(buf.write(
+            &js("<u1"),
+            None,
+            eval("new DataView(new ArrayBuffer(1e6))").unchecked_into(),
+        )),
+        thrown(layout.reinterpret(&million().unchecked_into())),
+        thrown(Plan::new(Some(million().unchecked_into()))),
+        thrown(Plan::from_text(&million().unchecked_into())),
+        thrown(describe_dtype(&million().unchecked_into())),
+    ];
+    for err in errors {
+        let text = message(&err);
+        assert!(err.is_instance_of::<js_sys::TypeError>(), "{text}");
+        assert!(
+            text.contains("Int8Array(1000000) [-1, -1, -1, ")
+                || text.contains("DataView(1000000 bytes)"),
+            "{text}"
+        );
+        assert!(text.len() < 500, "{} characters", text.len());
+    }
+}
+
+#[wasm_bindgen_test]
+fn number_arguments_of_another_type_are_type_errors_not_converted() {
+    let layout = JsLayout::new(
+        &js("<u1"),
+        options(&[("shape", list(&[4.0]))]).unchecked_into(),
+    )
+    .unwrap();
+    let plan = Plan::from_text(&js("P\nA <f4 1")).unwrap();
+    let mut buf = Buffer::new(&8.0.into()).unwrap();
+    let none = &JsValue::UNDEFINED;
+    let (zero, text) = (&0.0.into(), &JsValue::from_str("1"));
+    let bytes = || common::byte_source(&[1]);
+    let refused = [
+        (thrown(Buffer::new(&"8".into())), "nbytes", "\"8\""),
+        (thrown(Buffer::new(&Object::new().into())), "nbytes", "{}"),
+        (thrown(Buffer::new(none)), "nbytes", "undefined"),
+        (thrown(Buffer::new(&eval("8n"))), "nbytes", "8n"),
+        (thrown(buf.set_bytes(text, bytes())), "offset", "\"1\""),
+        (thrown(buf.set_bytes(none, bytes())), "offset", "undefined"),
+        (thrown(buf.typed(&js("|u1"), text, none)), "offset", "\"1\""),
+        (thrown(buf.typed(&js("|u1"), none, text)), "length", "\"1\""),
+        (thrown(layout.check(text)), "nbytes", "\"1\""),
+        (
+            thrown(layout.slice(text, none, none, none)),
+            "axis",
+            "\"1\"",
+        ),
+        (
+            thrown(layout.slice(zero, text, none, none)),
+            "start",
+            "\"1\"",
+        ),
+        (
+            thrown(layout.slice(zero, none, text, none)),
+            "stop",
+            "\"1\"",
+        ),
+        (
+            thrown(layout.slice(zero, none, none, text)),
+            "step",
+            "\"1\"",
+        ),
+        (thrown(layout.index(text, zero)), "axis", "\"1\""),
+        (thrown(layout.index(zero, text)), "index", "\"1\""),
+        (thrown(plan.padding(text)), "alternative", "\"1\""),
+    ];
+    for (err, what, got) in refused {
+        let expected = format!("{what} must be a number, not {got}");
+        assert!(err.is_instance_of::<js_sys::TypeError>(), "{expected}");
+        assert_eq!(message(&err), expected);
+    }
+    // Left out, as undefined or null: the defaults.
+    let all = buf.typed(&js("|u1"), &JsValue::NULL, none).unwrap();
+    assert_eq!(all.unchecked_into::<js_sys::Uint8Array>().length(), 8);
+    let sliced = layout.slice(zero, &JsValue::NULL, none, none).unwrap();
+    assert_eq!(Array::from(&sliced.shape()).get(0).as_f64(), Some(4.0));
+    // A number an argument cannot take stays a RangeError.
+    let err = thrown(Buffer::new(&f64::NAN.into()));
+    assert!(err.is_instance_of::<js_sys::RangeError>());
+    assert!(message(&err).ends_with(", not NaN"), "{}", message(&err));
+    assert_eq!(buf.bytes(), [0; 8]);
 }

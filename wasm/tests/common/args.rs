@@ -54,7 +54,7 @@ impl Args {
 /// What the JS API makes of `args` over `nbytes` zeroed bytes: the element
 /// offsets, or the kind of the error thrown. `read` must agree with `offsets`.
 fn resolve(dtype: &str, nbytes: usize, args: &Args) -> Result<Vec<f64>, String> {
-    let buf = Buffer::new(nbytes as f64).unwrap();
+    let buf = Buffer::new(&(nbytes as f64).into()).unwrap();
     let offsets = buf.offsets(&js(dtype), Some(args.options()));
     let values = buf.read(&js(dtype), Some(args.options()));
     match (offsets, values) {

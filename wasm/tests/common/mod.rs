@@ -323,14 +323,13 @@ fn run(case: &Value, buf: &mut Buffer) -> Result<(Layout, TypedArray), BindingEr
         .into_iter()
         .flatten()
     {
-        let int = |key: &str| op[key].as_f64();
+        // A number argument, or undefined for one the op leaves out.
+        let int = |key: &str| op[key].as_f64().map_or(JsValue::UNDEFINED, JsValue::from);
         let list = |key: &str| numbers(&ints(&op[key])).unchecked_into();
         layout = match op["op"].as_str().unwrap() {
             "reinterpret" => layout.reinterpret(&js(op["dtype"].as_str().unwrap()))?,
-            "slice" => {
-                layout.slice(int("axis").unwrap(), int("start"), int("stop"), int("step"))?
-            }
-            "index" => layout.index(int("axis").unwrap(), int("index").unwrap())?,
+            "slice" => layout.slice(&int("axis"), &int("start"), &int("stop"), &int("step"))?,
+            "index" => layout.index(&int("axis"), &int("index"))?,
             "transpose" => layout.transpose(),
             "permute" => layout.permute(list("axes"))?,
             "reshape" => layout.reshape(list("shape"))?,
@@ -360,8 +359,8 @@ pub fn vectors() -> usize {
         for case in json["cases"].as_array().unwrap() {
             let name = format!("{file}: {}", case["name"].as_str().unwrap());
             let bytes = hex(case["bytes"].as_str().unwrap());
-            let mut buf = Buffer::new(bytes.len() as f64).unwrap();
-            buf.set_bytes(0.0, byte_source(&bytes)).unwrap();
+            let mut buf = Buffer::new(&(bytes.len() as f64).into()).unwrap();
+            buf.set_bytes(&0.0.into(), byte_source(&bytes)).unwrap();
             let expect = &case["expect"];
             let result = run(case, &mut buf);
             count += 1;
@@ -485,8 +484,8 @@ pub fn random_layouts(cases: usize) -> (usize, usize, usize) {
             })
             .collect();
         let offset = rng.below(len as u64 + 1) as usize;
-        let mut buf = Buffer::new(len as f64).unwrap();
-        buf.set_bytes(0.0, byte_source(&bytes)).unwrap();
+        let mut buf = Buffer::new(&(len as f64).into()).unwrap();
+        buf.set_bytes(&0.0.into(), byte_source(&bytes)).unwrap();
         let result = buf.read(
             &js(text),
             Some(options(offset, Some(&shape), Some(&strides), false)),
@@ -548,14 +547,17 @@ pub fn random_layouts(cases: usize) -> (usize, usize, usize) {
 /// `typed()` views taken before wasm memory grows are detached; a fresh one
 /// reads the same bytes, and `read` never goes stale.
 pub fn memory_growth() {
-    let mut buf = Buffer::new(16.0).unwrap();
+    let mut buf = Buffer::new(&16.0.into()).unwrap();
     buf.write(
         &js("<i4"),
         None,
         js_sys::Array::of1(&JsValue::from_f64(f64::from(0x1122_3344))).unchecked_into(),
     )
     .unwrap();
-    let before: js_sys::Int32Array = buf.typed(&js("<i4"), None, None).unwrap().unchecked_into();
+    let before: js_sys::Int32Array = buf
+        .typed(&js("<i4"), &JsValue::UNDEFINED, &JsValue::UNDEFINED)
+        .unwrap()
+        .unchecked_into();
     assert_eq!(before.length(), 4);
     assert_eq!(before.get_index(0), 0x1122_3344);
     let pages_before = wasm_bindgen::memory()
@@ -565,7 +567,7 @@ pub fn memory_growth() {
         .unchecked_into::<js_sys::ArrayBuffer>()
         .byte_length();
     // Far more than is free: wasm memory has to grow.
-    let big = Buffer::new(f64::from(64 << 20)).unwrap();
+    let big = Buffer::new(&(f64::from(64 << 20)).into()).unwrap();
     let pages_after = wasm_bindgen::memory()
         .unchecked_into::<js_sys::WebAssembly::Memory>()
         .buffer();
@@ -581,7 +583,10 @@ pub fn memory_growth() {
         0,
         "a typed view from before the growth is detached"
     );
-    let after: js_sys::Int32Array = buf.typed(&js("<i4"), None, None).unwrap().unchecked_into();
+    let after: js_sys::Int32Array = buf
+        .typed(&js("<i4"), &JsValue::UNDEFINED, &JsValue::UNDEFINED)
+        .unwrap()
+        .unchecked_into();
     assert_eq!(after.length(), 4);
     assert_eq!(after.get_index(0), 0x1122_3344);
     let halves = Array::from(&buf.read(&js("<i2"), None).unwrap());

@@ -85,8 +85,8 @@ fn views(size: i64) -> Vec<(i64, Vec<i64>, Vec<i64>)> {
 pub fn read_agrees_with_the_element_path() -> usize {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
     let bytes: Vec<u8> = (0..96).map(|_| rng.next() as u8).collect();
-    let mut buf = Buffer::new(96.0).unwrap();
-    buf.set_bytes(0.0, byte_source(&bytes)).unwrap();
+    let mut buf = Buffer::new(&96.0.into()).unwrap();
+    buf.set_bytes(&0.0.into(), byte_source(&bytes)).unwrap();
     let mut count = 0;
     for descr in every_descr() {
         let text = js(&descr.to_string());
@@ -131,8 +131,8 @@ fn sources(read: &JsValue) -> Vec<(&'static str, JsValue)> {
 pub fn writes_from_every_source_round_trip() -> usize {
     let mut rng = Rng(0x6a09_e667_f3bc_c909);
     let bytes: Vec<u8> = (0..96).map(|_| rng.next() as u8).collect();
-    let mut from = Buffer::new(96.0).unwrap();
-    from.set_bytes(0.0, byte_source(&bytes)).unwrap();
+    let mut from = Buffer::new(&96.0.into()).unwrap();
+    from.set_bytes(&0.0.into(), byte_source(&bytes)).unwrap();
     let mut count = 0;
     for descr in every_descr() {
         let text = js(&descr.to_string());
@@ -145,7 +145,7 @@ pub fn writes_from_every_source_round_trip() -> usize {
             }
             for (source, values) in sources(&read) {
                 let label = format!("{descr} from {source}, offset {offset} shape {shape:?}");
-                let mut to = Buffer::new(96.0).unwrap();
+                let mut to = Buffer::new(&96.0.into()).unwrap();
                 let values: Values = values.unchecked_into();
                 to.write(&text, layout(), values)
                     .unwrap_or_else(|e| panic!("{label}: {:?}", JsValue::from(e)));
