@@ -8,6 +8,8 @@
 //! [`SharedBuffer::attach`](crate::SharedBuffer::attach).
 
 use std::fs::OpenOptions;
+use std::io::ErrorKind;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use memmap2::{MmapMut, MmapOptions};
@@ -35,7 +37,9 @@ pub enum MappedFile {
 }
 
 impl MappedFile {
-    /// Maps `path` whole.
+    /// Maps `path` whole. Only regular files can be mapped: a directory is
+    /// an `IsADirectory` error, and a FIFO, socket or device is refused
+    /// without waiting (the file is opened non-blocking).
     ///
     /// # Safety
     /// No process may shrink the file while it is mapped: touching a page
@@ -62,11 +66,42 @@ impl MappedFile {
                 err: std::io::Error::new(err.kind(), format!("{}: {err}", path.display())),
             }
         };
+        // Non-blocking, so that a FIFO with no writer (or a device that
+        // waits) is refused below instead of blocking `open` forever; the
+        // flag changes nothing for a regular file, and nothing for mapping.
         let file = OpenOptions::new()
             .read(true)
             .write(mode == MapMode::ReadWrite)
+            .custom_flags(libc::O_NONBLOCK)
             .open(path)
             .map_err(with_path("opening the file"))?;
+        let kind = file
+            .metadata()
+            .map_err(with_path("reading the file's type"))?
+            .file_type();
+        if !kind.is_file() {
+            let (err_kind, what) = if kind.is_dir() {
+                (ErrorKind::IsADirectory, "a directory")
+            } else if kind.is_fifo() {
+                (ErrorKind::InvalidInput, "a FIFO (named pipe)")
+            } else if kind.is_socket() {
+                (ErrorKind::InvalidInput, "a socket")
+            } else if kind.is_char_device() {
+                (ErrorKind::InvalidInput, "a character device")
+            } else {
+                (ErrorKind::InvalidInput, "a block device")
+            };
+            return Err(SharedError::Os {
+                what: "mapping the file",
+                err: std::io::Error::new(
+                    err_kind,
+                    format!(
+                        "{} is {what}: only regular files can be mapped",
+                        path.display()
+                    ),
+                ),
+            });
+        }
         // SAFETY: the caller keeps the file from shrinking while mapped.
         unsafe {
             Ok(match mode {

@@ -3,16 +3,21 @@
 //! share the mapping's hazard but nothing else, and live in `mapped.rs`.)
 //!
 //! A segment starts with a one-page header: a magic number and version, the
-//! data length, a robust process-shared `pthread_mutex_t`, and optionally a
-//! [`Plan`] written as text, so an attaching process gets the same named
-//! views. The data follows at [`DATA_OFFSET`] (page-aligned, so every dtype
-//! is aligned).
+//! data length, a token that tells this segment from a later one of the same
+//! name, a robust process-shared `pthread_mutex_t`, and optionally a [`Plan`]
+//! written as text, so an attaching process gets the same named views. The
+//! data follows at [`DATA_OFFSET`] (page-aligned, so every dtype is aligned).
+//! [`SharedBuffer::read_header`] reads a header from bytes alone, whatever
+//! they hold.
 
 use std::ffi::CString;
 use std::fs::File;
+use std::hash::{BuildHasher, RandomState};
 use std::os::fd::{FromRawFd, OwnedFd};
+use std::os::unix::fs::{FileExt, MetadataExt};
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use memmap2::{MmapMut, MmapOptions};
 
@@ -26,6 +31,10 @@ const VERSION: u32 = 1;
 const AT_VERSION: usize = 8;
 const AT_NBYTES: usize = 16;
 const AT_PLAN_LEN: usize = 24;
+/// 16 bytes `create` draws for each segment ([`SharedBuffer::unlink_checked`]).
+/// Version-1 headers from before it hold zeros here, as every header did.
+const AT_TOKEN: usize = 32;
+const TOKEN_LEN: usize = 16;
 /// The robust mutex, cache-line aligned.
 const AT_LOCK: usize = 64;
 /// The plan's text, up to the end of the header page.
@@ -82,6 +91,19 @@ pub enum SharedError {
         /// The plan's text length.
         len: usize,
     },
+    /// The plan's arrays need more bytes than the segment's data holds.
+    PlanDoesNotFit {
+        /// The bytes the plan needs.
+        plan: usize,
+        /// The bytes of data the segment holds.
+        nbytes: usize,
+    },
+    /// The name now names another segment: this one's name was unlinked
+    /// and the name given to a new segment since.
+    Replaced {
+        /// The name.
+        name: String,
+    },
     /// The stored plan is not valid.
     BadPlan(LayoutError),
     /// The lock was not free within the timeout.
@@ -128,6 +150,16 @@ impl std::fmt::Display for SharedError {
                 f,
                 "the plan takes {len} bytes as text, more than the {} the header holds",
                 DATA_OFFSET - AT_PLAN
+            ),
+            SharedError::PlanDoesNotFit { plan, nbytes } => write!(
+                f,
+                "the plan needs {plan} bytes, more than the {nbytes} bytes of data the segment holds"
+            ),
+            SharedError::Replaced { name } => write!(
+                f,
+                "the name {name:?} now belongs to another shared-memory segment (this one's name \
+                 was unlinked and taken again), so it was not unlinked; to remove that segment, \
+                 attach to it and unlink that, or unlink by name"
             ),
             SharedError::BadPlan(err) => write!(f, "the stored plan is not valid: {err}"),
             SharedError::Timeout { waited } => {
@@ -213,11 +245,127 @@ pub struct SharedBuffer {
     /// `None` only while dropping.
     map: Option<MmapMut>,
     len: usize,
+    /// Which segment this maps, for [`unlink_checked`](Self::unlink_checked).
+    identity: Identity,
     /// The thread ([`this_thread`]) holding the lock through this mapping, or
     /// 0. Written only by the holder, while it holds the lock (so plain
     /// relaxed loads and stores suffice: the mutex orders them), and read by
     /// `Drop`, which has the object to itself.
     holder: AtomicU64,
+}
+
+/// Which segment a mapping is of: its file (device and inode, from `fstat`
+/// of the descriptor it was mapped from) and the token in its header. A name
+/// unlinked and given to a new segment names another file; the token also
+/// tells apart a new file that happens to get a freed inode number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Identity {
+    dev: u64,
+    ino: u64,
+    token: [u8; TOKEN_LEN],
+}
+
+impl Identity {
+    fn of(file: &File, token: [u8; TOKEN_LEN]) -> Result<Identity, SharedError> {
+        let meta = file.metadata().map_err(os("reading the segment's inode"))?;
+        Ok(Identity {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            token,
+        })
+    }
+}
+
+/// 16 bytes unlikely to repeat, for a new segment's header: not secret, only
+/// distinct (std's per-process random hash keys over the time, the process
+/// id and a counter).
+fn new_token() -> [u8; TOKEN_LEN] {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let nanos = SystemTime::now()
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    let seed = (
+        nanos,
+        std::process::id(),
+        COUNT.fetch_add(1, Ordering::Relaxed),
+    );
+    let keys = RandomState::new();
+    let mut token = [0; TOKEN_LEN];
+    token[..8].copy_from_slice(&keys.hash_one(seed).to_le_bytes());
+    token[8..].copy_from_slice(&keys.hash_one((seed, 1u8)).to_le_bytes());
+    token
+}
+
+/// Whether `name` names the file with device `dev` and inode `ino` and, if
+/// `token` is given, with that token in its header. `Missing` if nothing has
+/// the name.
+fn is_at(
+    name: &str,
+    dev: u64,
+    ino: u64,
+    token: Option<[u8; TOKEN_LEN]>,
+) -> Result<bool, SharedError> {
+    let file = open_segment(name, libc::O_RDONLY, 0)?;
+    let meta = file.metadata().map_err(os("reading the segment's inode"))?;
+    if (meta.dev(), meta.ino()) != (dev, ino) {
+        return Ok(false);
+    }
+    // The same device and inode number: the same file, unless the file system
+    // gave a new file a number still in use (tmpfs's 32-bit counter can wrap),
+    // which the new segment's own token tells.
+    Ok(token.is_none_or(|token| {
+        let mut found = [0; TOKEN_LEN];
+        file.read_exact_at(&mut found, AT_TOKEN as u64).is_ok() && found == token
+    }))
+}
+
+/// The `N` bytes at `at` in the header page (`at + N` is within it: the
+/// header's offsets are constants).
+fn field<const N: usize>(page: &[u8; DATA_OFFSET], at: usize) -> [u8; N] {
+    let mut out = [0; N];
+    if let Some(bytes) = page.get(at..at + N) {
+        out.copy_from_slice(bytes);
+    }
+    out
+}
+
+/// What a segment's header says, as [`SharedBuffer::read_header`] read it
+/// and checked it against the segment's bytes.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header<'a> {
+    /// Bytes of data after the header page (that many are there).
+    pub nbytes: usize,
+    /// The stored plan's text, as bytes (empty if none); inside the header page.
+    pub plan: &'a [u8],
+    /// The token `create` drew (zeros in headers from before tokens).
+    pub token: [u8; TOKEN_LEN],
+}
+
+impl<'a> Header<'a> {
+    /// The plan's text; U+FFFD, which no plan reads as, if it is not UTF-8.
+    pub fn plan_text(&self) -> &'a str {
+        std::str::from_utf8(self.plan).unwrap_or("\u{fffd}")
+    }
+
+    /// The plan, parsed, built, and checked to fit in [`nbytes`](Self::nbytes).
+    pub fn plan(&self) -> Result<Option<PlanSpec>, SharedError> {
+        stored_plan(self.plan_text(), self.nbytes)
+    }
+}
+
+/// The plan stored as `text` in a segment with `nbytes` bytes of data: none
+/// if `text` is empty; it must build, and fit.
+fn stored_plan(text: &str, nbytes: usize) -> Result<Option<PlanSpec>, SharedError> {
+    if text.is_empty() {
+        return Ok(None);
+    }
+    let spec = PlanSpec::from_text(text).map_err(SharedError::BadPlan)?;
+    let plan = spec.build().map_err(SharedError::BadPlan)?.nbytes();
+    if plan > nbytes {
+        return Err(SharedError::PlanDoesNotFit { plan, nbytes });
+    }
+    Ok(Some(spec))
 }
 
 /// A number for the calling thread, never 0 (cheaper than `gettid`).
@@ -246,6 +394,9 @@ impl SharedBuffer {
     /// Creates the segment `name` (mode 0600) with `nbytes` zeroed bytes of
     /// data and, optionally, a plan that attaching processes read back.
     ///
+    /// Fails with [`PlanDoesNotFit`](SharedError::PlanDoesNotFit), creating
+    /// nothing, when the plan's arrays need more than `nbytes`.
+    ///
     /// # Safety
     /// No process may shrink the segment while this mapping of it exists:
     /// touching a page past the new end raises SIGBUS. Any process of the
@@ -266,12 +417,20 @@ impl SharedBuffer {
                 len: plan_text.len(),
             });
         }
+        if let Some(plan) = plan.filter(|p| p.nbytes() > nbytes) {
+            // Every attacher's views of the plan would fail: refuse it here.
+            return Err(SharedError::PlanDoesNotFit {
+                plan: plan.nbytes(),
+                nbytes,
+            });
+        }
         let size = DATA_OFFSET
             .checked_add(nbytes)
             .filter(|&size| size <= isize::MAX as usize)
             .ok_or(SharedError::TooLarge { nbytes })?;
         let file = open_segment(name, libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)?;
-        let made = (|| {
+        let identity = Identity::of(&file, new_token());
+        let made = identity.and_then(|identity| {
             file.set_len(size as u64)
                 .map_err(os("sizing the segment"))?;
             // SAFETY: the segment is ours and sized above, and the caller keeps any
@@ -280,11 +439,7 @@ impl SharedBuffer {
             // another process writes), read and written through `as_bytes[_mut]`.
             let mut map =
                 unsafe { MmapOptions::new().map_mut(&file) }.map_err(os("mapping the segment"))?;
-            map[AT_VERSION..AT_VERSION + 4].copy_from_slice(&VERSION.to_le_bytes());
-            map[AT_NBYTES..AT_NBYTES + 8].copy_from_slice(&(nbytes as u64).to_le_bytes());
-            map[AT_PLAN_LEN..AT_PLAN_LEN + 4]
-                .copy_from_slice(&(plan_text.len() as u32).to_le_bytes());
-            map[AT_PLAN..AT_PLAN + plan_text.len()].copy_from_slice(plan_text.as_bytes());
+            write_header(&mut map, nbytes, &plan_text, identity.token);
             init_robust_mutex(&mut map)?;
             // Last, so that an attaching process sees a bytelens header only
             // once everything it describes (the lock included) is ready.
@@ -294,12 +449,18 @@ impl SharedBuffer {
                 name: name.to_owned(),
                 map: Some(map),
                 len: nbytes,
+                identity,
                 holder: AtomicU64::new(0),
             })
-        })();
+        });
         if made.is_err() {
-            // Best effort: do not leave a half-made segment behind.
-            let _ = SharedBuffer::unlink(name);
+            // Best effort: do not leave a half-made segment behind, but do not
+            // remove one that someone else put under the name meanwhile either.
+            if let Ok(meta) = file.metadata() {
+                if is_at(name, meta.dev(), meta.ino(), None).unwrap_or(false) {
+                    let _ = SharedBuffer::unlink(name);
+                }
+            }
         }
         made
     }
@@ -318,53 +479,92 @@ impl SharedBuffer {
             .metadata()
             .map_err(os("reading the segment's size"))?
             .len();
-        let too_small = |needed: u64| SharedError::TooSmall {
-            name: name.to_owned(),
-            size,
-            needed,
-        };
         if size < DATA_OFFSET as u64 {
-            return Err(too_small(DATA_OFFSET as u64));
+            return Err(SharedError::TooSmall {
+                name: name.to_owned(),
+                size,
+                needed: DATA_OFFSET as u64,
+            });
         }
         // SAFETY: as in `create`: shared bytes, accessed as bytes, in a segment
         // the caller keeps from shrinking (its size was checked just above).
         let map =
             unsafe { MmapOptions::new().map_mut(&file) }.map_err(os("mapping the segment"))?;
+        // The mapping's length is the size it was made with, which `read_header`
+        // checks the header against.
+        let header = SharedBuffer::read_header(name, &map)?;
+        let (len, identity) = (header.nbytes, Identity::of(&file, header.token)?);
+        Ok(SharedBuffer {
+            name: name.to_owned(),
+            map: Some(map),
+            len,
+            identity,
+            holder: AtomicU64::new(0),
+        })
+    }
+
+    /// Reads a segment's header from `segment`, the bytes of the whole
+    /// segment (header page and data), checking everything it says against
+    /// them: any bytes give an error or a [`Header`] whose data and plan text
+    /// lie inside `segment`, never a panic. `name` is only for messages.
+    /// [`attach`](Self::attach) reads headers with it; fuzzers call it directly.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{SharedBuffer, SharedError};
+    /// let err = SharedBuffer::read_header("x", &[0; 4096]).unwrap_err();
+    /// assert!(matches!(err, SharedError::WrongFormat { .. }));
+    /// ```
+    #[doc(hidden)]
+    pub fn read_header<'a>(name: &str, segment: &'a [u8]) -> Result<Header<'a>, SharedError> {
+        let size = segment.len() as u64;
+        let too_small = |needed: u64| SharedError::TooSmall {
+            name: name.to_owned(),
+            size,
+            needed,
+        };
         let wrong = |why| SharedError::WrongFormat {
             name: name.to_owned(),
             why,
         };
-        if map[..8] != MAGIC {
-            return Err(wrong(if map[..8] == [0; 8] {
+        let Some(page) = segment.first_chunk::<DATA_OFFSET>() else {
+            return Err(too_small(DATA_OFFSET as u64));
+        };
+        if page[..8] != MAGIC {
+            return Err(wrong(if page[..8] == [0; 8] {
                 "no bytelens header (yet: one still being created looks the same)"
             } else {
                 "no bytelens header"
             }));
         }
+        // Pairs with `create`'s release fence: what the magic number announces
+        // (written before it) is seen.
         std::sync::atomic::fence(Ordering::Acquire);
-        let version = u32::from_le_bytes(
-            map[AT_VERSION..AT_VERSION + 4]
-                .try_into()
-                .unwrap_or_default(),
-        );
-        if version != VERSION {
+        if u32::from_le_bytes(field(page, AT_VERSION)) != VERSION {
             return Err(wrong("a header version this bytelens does not read"));
         }
-        let nbytes =
-            u64::from_le_bytes(map[AT_NBYTES..AT_NBYTES + 8].try_into().unwrap_or_default());
+        let nbytes = u64::from_le_bytes(field(page, AT_NBYTES));
         let needed = (DATA_OFFSET as u64).saturating_add(nbytes);
         if size < needed {
             return Err(too_small(needed));
         }
-        Ok(SharedBuffer {
-            name: name.to_owned(),
-            map: Some(map),
-            len: nbytes as usize,
-            holder: AtomicU64::new(0),
+        // Fits: it is at most `segment.len() - DATA_OFFSET`.
+        let nbytes = nbytes as usize;
+        let plan_len = u32::from_le_bytes(field(page, AT_PLAN_LEN)) as usize;
+        let Some(plan) = page[AT_PLAN..].get(..plan_len) else {
+            return Err(wrong("its plan runs past the header page"));
+        };
+        Ok(Header {
+            nbytes,
+            plan,
+            token: field(page, AT_TOKEN),
         })
     }
 
-    /// Removes the name; mappings (this one and other processes') stay valid.
+    /// Removes the name `name`, whichever segment it names now; mappings
+    /// (this process's and others') stay valid. To remove the name only while
+    /// it still names a segment you have mapped, use
+    /// [`unlink_checked`](Self::unlink_checked).
     pub fn unlink(name: &str) -> Result<(), SharedError> {
         let path = shm_path(name)?;
         // SAFETY: `path` is a NUL-terminated C string.
@@ -381,6 +581,40 @@ impl SharedBuffer {
             });
         }
         Ok(())
+    }
+
+    /// Removes this segment's name, if the name still names this segment:
+    /// after it was unlinked and a new segment created under the same name
+    /// (by anyone), [`Replaced`](SharedError::Replaced), and the new segment
+    /// keeps its name. [`Missing`](SharedError::Missing) if nothing has the
+    /// name. Mappings stay valid.
+    ///
+    /// The check (the file at the name against the one this maps, and the
+    /// token in its header) and the removal are two steps: a segment made
+    /// under the name between them would still lose it. POSIX has no way to
+    /// remove a name only if it names a given file.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{SharedBuffer, SharedError};
+    /// let name = format!("bytelens-doc-checked-{}", std::process::id());
+    /// // SAFETY: no process shrinks this example's segments while they are mapped.
+    /// let old = unsafe { SharedBuffer::create(&name, 8, None) }?;
+    /// old.unlink_checked()?;
+    /// // SAFETY: as above.
+    /// let new = unsafe { SharedBuffer::create(&name, 8, None) }?;
+    /// assert!(matches!(old.unlink_checked(), Err(SharedError::Replaced { .. })));
+    /// new.unlink_checked()?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn unlink_checked(&self) -> Result<(), SharedError> {
+        let Identity { dev, ino, token } = self.identity;
+        if !is_at(&self.name, dev, ino, Some(token))? {
+            return Err(SharedError::Replaced {
+                name: self.name.clone(),
+            });
+        }
+        SharedBuffer::unlink(&self.name)
     }
 
     /// The segment's name.
@@ -414,28 +648,18 @@ impl SharedBuffer {
         self.as_bytes_mut().as_mut_ptr()
     }
 
-    /// The stored plan's text ([`PlanSpec::to_text`]); empty if none.
+    /// The stored plan's text ([`PlanSpec::to_text`]); empty if none, and
+    /// U+FFFD (which no plan reads as) if the header was damaged since.
     pub fn plan_text(&self) -> &str {
-        let map = self.mapping();
-        let len = u32::from_le_bytes(
-            map[AT_PLAN_LEN..AT_PLAN_LEN + 4]
-                .try_into()
-                .unwrap_or_default(),
-        );
-        let end = AT_PLAN + (len as usize).min(DATA_OFFSET - AT_PLAN);
-        // Not UTF-8: a corrupted header, which `plan_from_text` then refuses.
-        std::str::from_utf8(&map[AT_PLAN..end]).unwrap_or("\u{fffd}")
+        SharedBuffer::read_header(&self.name, self.mapping()).map_or("\u{fffd}", |h| h.plan_text())
     }
 
-    /// The plan stored at creation, if any, read back and checked.
+    /// The plan stored at creation, if any, read back and checked: it must
+    /// build, and fit in the data.
     pub fn plan(&self) -> Result<Option<PlanSpec>, SharedError> {
-        let text = self.plan_text();
-        if text.is_empty() {
-            return Ok(None);
-        }
-        let spec = PlanSpec::from_text(text).map_err(SharedError::BadPlan)?;
-        spec.build().map_err(SharedError::BadPlan)?;
-        Ok(Some(spec))
+        // Read again: the header is shared memory too.
+        let header = SharedBuffer::read_header(&self.name, self.mapping())?;
+        stored_plan(header.plan_text(), self.len)
     }
 
     /// Takes the segment's lock, waiting at most `timeout` (forever if
@@ -462,7 +686,7 @@ impl SharedBuffer {
             match timeout {
                 None => libc::pthread_mutex_lock(mutex),
                 Some(t) if t.is_zero() => libc::pthread_mutex_trylock(mutex),
-                Some(t) => libc::pthread_mutex_timedlock(mutex, &deadline_after(t)),
+                Some(t) => timed_lock(mutex, t),
             }
         };
         let owner_died = match rc {
@@ -529,6 +753,17 @@ impl SharedBuffer {
     }
 }
 
+/// Writes the header of a segment with `nbytes` bytes of data into the
+/// zeroed `page`, but for the magic number and the lock: the version, the
+/// data length, the token and the plan's text (which `create` checked fits).
+fn write_header(page: &mut [u8], nbytes: usize, plan_text: &str, token: [u8; TOKEN_LEN]) {
+    page[AT_VERSION..AT_VERSION + 4].copy_from_slice(&VERSION.to_le_bytes());
+    page[AT_NBYTES..AT_NBYTES + 8].copy_from_slice(&(nbytes as u64).to_le_bytes());
+    page[AT_PLAN_LEN..AT_PLAN_LEN + 4].copy_from_slice(&(plan_text.len() as u32).to_le_bytes());
+    page[AT_TOKEN..AT_TOKEN + TOKEN_LEN].copy_from_slice(&token);
+    page[AT_PLAN..AT_PLAN + plan_text.len()].copy_from_slice(plan_text.as_bytes());
+}
+
 /// Initialises the robust, process-shared mutex in a fresh header.
 fn init_robust_mutex(map: &mut MmapMut) -> Result<(), SharedError> {
     let mutex = map
@@ -584,14 +819,64 @@ fn init_robust_mutex(map: &mut MmapMut) -> Result<(), SharedError> {
     }
 }
 
-/// `CLOCK_REALTIME` now plus `timeout`, as `pthread_mutex_timedlock` wants.
-fn deadline_after(timeout: Duration) -> libc::timespec {
+/// `pthread_mutex_clocklock`'s type (glibc 2.30+, POSIX.1-2024), as glibc's
+/// `<pthread.h>` declares it.
+type ClockLock = unsafe extern "C" fn(
+    *mut libc::pthread_mutex_t,
+    libc::clockid_t,
+    *const libc::timespec,
+) -> libc::c_int;
+
+/// `pthread_mutex_clocklock`, if the C library has it: looked up once at run
+/// time (the libc crate does not declare it, and linking it directly would
+/// keep the crate from loading on a glibc before 2.30 or on musl).
+fn clocklock() -> Option<ClockLock> {
+    static FOUND: OnceLock<Option<ClockLock>> = OnceLock::new();
+    *FOUND.get_or_init(|| {
+        // SAFETY: dlsym takes a pseudo-handle and a NUL-terminated name, and
+        // only reads them; RTLD_DEFAULT searches the objects already loaded.
+        let symbol =
+            unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"pthread_mutex_clocklock".as_ptr()) };
+        (!symbol.is_null()).then(|| {
+            // SAFETY: the symbol is the C library's pthread_mutex_clocklock,
+            // whose C signature `ClockLock` spells out: (pthread_mutex_t *,
+            // clockid_t, const struct timespec *) -> int, with the C ABI.
+            unsafe { std::mem::transmute::<*mut libc::c_void, ClockLock>(symbol) }
+        })
+    })
+}
+
+/// Waits at most `timeout` for `mutex`, measured on `CLOCK_MONOTONIC`, so
+/// that a change of the wall clock neither stretches nor cuts the wait.
+/// Without `pthread_mutex_clocklock` (glibc before 2.30, musl), it falls
+/// back to `pthread_mutex_timedlock`, whose deadline is on `CLOCK_REALTIME`.
+///
+/// # Safety
+/// `mutex` points at an initialised mutex that outlives the call.
+unsafe fn timed_lock(mutex: *mut libc::pthread_mutex_t, timeout: Duration) -> libc::c_int {
+    if let Some(clocklock) = clocklock() {
+        let deadline = deadline_after(libc::CLOCK_MONOTONIC, timeout);
+        // SAFETY: `clocklock` is pthread_mutex_clocklock (see `clocklock`),
+        // `mutex` is valid (the caller's promise), `deadline` a valid timespec.
+        let rc = unsafe { clocklock(mutex, libc::CLOCK_MONOTONIC, &deadline) };
+        // EINVAL: a C library that has the function but refuses the clock.
+        if rc != libc::EINVAL {
+            return rc;
+        }
+    }
+    let deadline = deadline_after(libc::CLOCK_REALTIME, timeout);
+    // SAFETY: as above.
+    unsafe { libc::pthread_mutex_timedlock(mutex, &deadline) }
+}
+
+/// `clock`'s now plus `timeout`: the absolute deadline the timed locks take.
+fn deadline_after(clock: libc::clockid_t, timeout: Duration) -> libc::timespec {
     let mut now = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,
     };
     // SAFETY: `now` is a valid timespec to write.
-    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut now) };
+    unsafe { libc::clock_gettime(clock, &mut now) };
     let nanos = now.tv_nsec as u64 + u64::from(timeout.subsec_nanos());
     libc::timespec {
         tv_sec: now
@@ -622,5 +907,139 @@ impl Drop for LockGuard<'_> {
         // `lock` made this guard on this thread, which holds the mutex until now;
         // the guard is not `Send`, so it is dropped on that thread.
         let _ = self.shared.unlock_raw();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A whole segment as `create` lays it out, `nbytes` of data after the
+    /// header page; no lock (these tests only read headers).
+    fn segment(nbytes: usize, plan_text: &str) -> Vec<u8> {
+        let mut bytes = vec![0; DATA_OFFSET + nbytes];
+        write_header(&mut bytes, nbytes, plan_text, [7; TOKEN_LEN]);
+        bytes[..8].copy_from_slice(&MAGIC);
+        bytes
+    }
+
+    fn read(bytes: &[u8]) -> Result<Header<'_>, SharedError> {
+        SharedBuffer::read_header("h", bytes)
+    }
+
+    #[test]
+    fn a_header_reads_back_what_was_written() {
+        let bytes = segment(12, "P\na <i4 3");
+        let header = read(&bytes).unwrap();
+        assert_eq!(
+            (header.nbytes, header.plan, header.token),
+            (12, &b"P\na <i4 3"[..], [7; 16])
+        );
+        let spec = header.plan().unwrap().unwrap();
+        assert_eq!(spec.to_text(), "P\na <i4 3");
+        assert!(read(&segment(0, "")).unwrap().plan().unwrap().is_none());
+    }
+
+    #[test]
+    fn damaged_headers_are_errors_not_panics() {
+        let good = segment(16, "P\na <i4 4");
+        let damaged = |at: usize, with: &[u8]| {
+            let mut bytes = good.clone();
+            bytes[at..at + with.len()].copy_from_slice(with);
+            bytes
+        };
+        let wrong = |bytes: &[u8]| matches!(read(bytes), Err(SharedError::WrongFormat { .. }));
+        for len in [0, 1, 8, DATA_OFFSET - 1] {
+            assert!(
+                matches!(
+                    read(&good[..len]),
+                    Err(SharedError::TooSmall { needed: 4096, .. })
+                ),
+                "{len}"
+            );
+        }
+        assert!(wrong(&damaged(0, b"BYTELENZ")));
+        assert!(wrong(&damaged(AT_VERSION, &2u32.to_le_bytes())));
+        // Data past the end of the segment, as far as a u64 reaches.
+        for nbytes in [17, u64::MAX - 4095, u64::MAX] {
+            let err = read(&damaged(AT_NBYTES, &nbytes.to_le_bytes())).unwrap_err();
+            assert!(
+                matches!(err, SharedError::TooSmall { size: 4112, .. }),
+                "{err}"
+            );
+        }
+        // A plan longer than the rest of the page.
+        let room = (DATA_OFFSET - AT_PLAN) as u32;
+        assert!(wrong(&damaged(AT_PLAN_LEN, &(room + 1).to_le_bytes())));
+        assert!(wrong(&damaged(AT_PLAN_LEN, &u32::MAX.to_le_bytes())));
+        let whole_page = damaged(AT_PLAN_LEN, &room.to_le_bytes());
+        assert_eq!(read(&whole_page).unwrap().plan.len(), room as usize);
+        // A plan that is not text, does not parse, or does not fit the data.
+        let not_utf8 = damaged(AT_PLAN + 2, &[0xff]);
+        assert_eq!(read(&not_utf8).unwrap().plan_text(), "\u{fffd}");
+        assert!(matches!(
+            read(&not_utf8).unwrap().plan(),
+            Err(SharedError::BadPlan(_))
+        ));
+        let bad_dtype = damaged(AT_PLAN + 4, b"#");
+        assert!(matches!(
+            read(&bad_dtype).unwrap().plan(),
+            Err(SharedError::BadPlan(_))
+        ));
+        let too_big = damaged(AT_PLAN + 8, b"5");
+        let err = read(&too_big).unwrap().plan().unwrap_err();
+        assert!(
+            matches!(
+                err,
+                SharedError::PlanDoesNotFit {
+                    plan: 20,
+                    nbytes: 16
+                }
+            ),
+            "{err}"
+        );
+        assert_eq!(
+            err.to_string(),
+            "the plan needs 20 bytes, more than the 16 bytes of data the segment holds"
+        );
+    }
+
+    #[test]
+    fn deadlines_are_on_the_clock_asked_for() {
+        for clock in [libc::CLOCK_MONOTONIC, libc::CLOCK_REALTIME] {
+            let mut now = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            let deadline = deadline_after(clock, Duration::from_millis(2500));
+            // SAFETY: `now` is a valid timespec to write.
+            unsafe { libc::clock_gettime(clock, &mut now) };
+            let ns =
+                |t: libc::timespec| i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
+            let ahead = ns(deadline) - ns(now);
+            assert!(
+                (2_000_000_000..=2_500_000_000).contains(&ahead),
+                "{ahead} ns"
+            );
+            assert!((0..1_000_000_000).contains(&deadline.tv_nsec));
+        }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "dlsym of a C library function")]
+    fn glibc_2_30_and_later_wait_on_the_monotonic_clock() {
+        #[cfg(all(target_os = "linux", target_env = "gnu"))]
+        {
+            // SAFETY: gnu_get_libc_version returns a static NUL-terminated string.
+            let version = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
+            let version = version.to_str().unwrap();
+            let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
+            let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+            assert_eq!(
+                clocklock().is_some(),
+                (major, minor) >= (2, 30),
+                "glibc {version}"
+            );
+        }
     }
 }

@@ -180,3 +180,113 @@ fn dropping_a_mapping_whose_lock_is_held_keeps_it_mapped() {
     SharedBuffer::unlink(&first).unwrap();
     SharedBuffer::unlink(&second).unwrap();
 }
+
+#[test]
+fn a_stale_handle_does_not_unlink_the_segment_that_took_its_name() {
+    let name = unique("stale");
+    let old = create(&name, 8, None).unwrap();
+    old.unlink_checked().unwrap();
+    let mut new = create(&name, 8, None).unwrap();
+    new.as_bytes_mut()[0] = 5;
+    let err = old.unlink_checked().unwrap_err();
+    assert!(matches!(err, SharedError::Replaced { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("now belongs to another shared-memory segment"),
+        "{err}"
+    );
+    assert_eq!(attach(&name).unwrap().as_bytes()[0], 5, "still there");
+    // Any handle to the new segment unlinks it, an attached one included.
+    attach(&name).unwrap().unlink_checked().unwrap();
+    assert!(matches!(
+        new.unlink_checked(),
+        Err(SharedError::Missing { .. })
+    ));
+    assert!(matches!(
+        old.unlink_checked(),
+        Err(SharedError::Missing { .. })
+    ));
+}
+
+#[test]
+fn unlinking_by_name_removes_whichever_segment_has_it() {
+    let name = unique("by-name");
+    let old = create(&name, 8, None).unwrap();
+    SharedBuffer::unlink(&name).unwrap();
+    // Not a bytelens segment at all: still not this one's name to remove.
+    let path = std::ffi::CString::new(format!("/{name}")).unwrap();
+    // SAFETY: test-only FFI with a valid C string; the fd is closed at once.
+    let fd = unsafe { libc::shm_open(path.as_ptr(), libc::O_CREAT | libc::O_RDWR, 0o600) };
+    assert!(fd >= 0);
+    // SAFETY: as above.
+    unsafe { libc::close(fd) };
+    assert!(matches!(
+        old.unlink_checked(),
+        Err(SharedError::Replaced { .. })
+    ));
+    SharedBuffer::unlink(&name).unwrap();
+    assert!(matches!(attach(&name), Err(SharedError::Missing { .. })));
+}
+
+#[test]
+fn a_plan_larger_than_the_data_is_refused_at_create() {
+    let name = unique("plan-fit");
+    let mut plan = Plan::named("Big").unwrap();
+    plan.field("a", DType::F64, &[100]).unwrap();
+    assert_eq!(plan.nbytes(), 800);
+    let err = create(&name, 4, Some(&plan)).err().unwrap();
+    assert!(
+        matches!(
+            err,
+            SharedError::PlanDoesNotFit {
+                plan: 800,
+                nbytes: 4
+            }
+        ),
+        "{err}"
+    );
+    assert_eq!(
+        err.to_string(),
+        "the plan needs 800 bytes, more than the 4 bytes of data the segment holds"
+    );
+    assert!(
+        matches!(attach(&name), Err(SharedError::Missing { .. })),
+        "nothing left under the name"
+    );
+    // Exactly enough, or more, is fine.
+    for nbytes in [800, 801] {
+        let sh = create(&name, nbytes, Some(&plan)).unwrap();
+        assert_eq!(sh.plan().unwrap().unwrap().build().unwrap().nbytes(), 800);
+        sh.unlink_checked().unwrap();
+    }
+}
+
+#[test]
+fn timed_waits_end_on_time() {
+    let name = unique("timed");
+    let a = create(&name, 8, None).unwrap();
+    let held = a.lock(None).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for ms in [20, 150, 400] {
+                let timeout = Duration::from_millis(ms);
+                let start = Instant::now();
+                let err = a.lock(Some(timeout)).err().unwrap();
+                let waited = start.elapsed();
+                assert!(matches!(err, SharedError::Timeout { .. }), "{err}");
+                // Never early; late only by scheduling (generous: CI machines are busy).
+                assert!(waited >= timeout, "{waited:?} < {timeout:?}");
+                assert!(waited < timeout + Duration::from_secs(2), "{waited:?}");
+            }
+            // Zero only tries.
+            let start = Instant::now();
+            assert!(matches!(
+                a.lock(Some(Duration::ZERO)),
+                Err(SharedError::Timeout { .. })
+            ));
+            assert!(start.elapsed() < Duration::from_secs(1));
+        });
+    });
+    drop(held);
+    SharedBuffer::unlink(&name).unwrap();
+}
