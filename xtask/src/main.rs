@@ -13,6 +13,8 @@
 //! - `cargo xtask bench [python | gpu | wasm]` runs the benchmarks and prints
 //!   ratios to baselines measured in the same run (`bench gpu
 //!   --prepare-device` readies `target/device/` for a machine with a real GPU);
+//! - `cargo xtask fuzz [TARGET...] [--time S] [--runs N]` runs the
+//!   libFuzzer targets of `fuzz/` (cargo-fuzz, nightly), one after another;
 //! - `cargo xtask build-python | build-wasm` builds one package.
 //!
 //! `--no-install` (or `BYTELENS_NO_INSTALL=1`) skips every install step, for
@@ -28,6 +30,7 @@ use std::process::{Command, ExitCode};
 use pico_args::Arguments;
 use serde_json::Value;
 
+mod fuzz;
 mod gpu;
 mod test;
 mod web;
@@ -37,12 +40,17 @@ type Result<T = (), E = String> = std::result::Result<T, E>;
 /// The Python environments the package is tested in (under `target/py/`):
 /// one per numpy line it supports, each with the test tools.
 const PY_ENVS: [(&str, &str); 2] = [("venv-np2", "numpy>=2,<3"), ("venv-np1", "numpy>=1.26,<2")];
-const PY_TOOLS: [&str; 5] = [
+const PY_TOOLS: [&str; 8] = [
     "maturin>=1.16,<2",
     "pytest>=8",
     "hypothesis>=6.100",
     "ml_dtypes>=0.4",
     "mypy>=1.10",
+    // The engines tests/python/test_scale.py runs bytelens on (pinned: their
+    // serialization hooks are what the tests check).
+    "ray==2.60.0",
+    "distributed==2026.8.0",
+    "dask==2026.8.0",
 ];
 
 const USAGE: &str = "\
@@ -52,11 +60,14 @@ usage: cargo xtask [--no-install] <task>
   test --list [SUITE...]  what each suite runs and needs
   demo                    builds the wasm package and serves the web demo on http://127.0.0.1:8000
   bench [FILTER...]       the layout, copy and convert benchmarks against memcpy, FILTER passed on to criterion
-  bench python [views ARG... | copy ARG...]
-                          the Python package's views and copies against numpy (both scripts, or one)
+  bench python [views ARG... | copy ARG... | scale ARG...]
+                          the Python package's views, copies and Ray/Dask round trips against numpy
   bench gpu [--prepare-device]
                           256 MiB GPU uploads; --prepare-device readies target/device/
   bench wasm              the wasm package's read and write under Node against DataView loops
+  fuzz [TARGET...] [--time S] [--runs N] [-- FLAG...]
+                          fuzz targets layout, plan, header, args (none named: all) in turn, each for S seconds
+                          and/or N inputs (20 s if neither), FLAGs passed on to libFuzzer
   build-python            the wheel, installed into the venvs under target/py/
   build-wasm              the release wasm package in web-demo/pkg/, size checked
 
@@ -76,6 +87,11 @@ enum Task {
         prepare_device: bool,
     },
     BenchWasm,
+    Fuzz {
+        targets: Vec<String>,
+        budget: fuzz::Budget,
+        extra: Vec<String>,
+    },
     BuildPython,
     BuildWasm,
 }
@@ -106,6 +122,12 @@ fn main() -> ExitCode {
         Task::BenchPython(args) => bench_python(&args, install),
         Task::BenchGpu { prepare_device } => gpu::bench(prepare_device, install),
         Task::BenchWasm => web::bench(install),
+        Task::Fuzz {
+            targets,
+            budget,
+            extra,
+        } => installing(install, fuzz::ensure_cargo_fuzz)
+            .and_then(|()| fuzz::fuzz(&targets, &budget, &extra)),
         Task::BuildPython => {
             installing(install, ensure_python_envs).and_then(|()| build_python_package())
         }
@@ -172,6 +194,29 @@ fn parse(mut args: Arguments) -> Result<(Task, bool)> {
                 Task::Bench(filter.chain(rest(args)?).collect())
             }
         },
+        Some("fuzz") => {
+            let mut number = |flag: &'static str| {
+                args.opt_value_from_str::<_, u64>(flag)
+                    .map_err(|e| format!("fuzz: {flag}: {e}"))
+            };
+            let budget = fuzz::Budget {
+                seconds: number("--time")?,
+                runs: number("--runs")?,
+            };
+            let mut targets = rest(args)?;
+            let extra = match targets.iter().position(|a| a == "--") {
+                Some(at) => targets.split_off(at).split_off(1),
+                None => vec![],
+            };
+            if let Some(flag) = targets.iter().find(|a| a.starts_with('-')) {
+                return Err(format!("fuzz: unknown flag '{flag}'"));
+            }
+            Task::Fuzz {
+                targets,
+                budget,
+                extra,
+            }
+        }
         Some(name @ ("demo" | "build-python" | "build-wasm")) => {
             no_more(args, name)?;
             match name {
@@ -321,17 +366,20 @@ fn demo(install: bool) -> Result {
 }
 
 /// The Python package's benchmarks against numpy: the views
-/// (native/benches/python_views.py), then the copies
-/// (native/benches/python_copy.py). `views ARG...` or `copy ARG...` runs
-/// one of them with its own arguments.
+/// (native/benches/python_views.py), the copies
+/// (native/benches/python_copy.py), then round trips through Ray and Dask
+/// (native/benches/python_scale.py). `views ARG...`, `copy ARG...` or
+/// `scale ARG...` runs one of them with its own arguments.
 fn bench_python(args: &[String], install: bool) -> Result {
     let scripts: Vec<(&str, &[String])> = match args.split_first() {
-        None => vec![("views", &[]), ("copy", &[])],
-        Some((name, rest)) if name == "views" || name == "copy" => vec![(name.as_str(), rest)],
+        None => vec![("views", &[]), ("copy", &[]), ("scale", &[])],
+        Some((name, rest)) if ["views", "copy", "scale"].contains(&name.as_str()) => {
+            vec![(name.as_str(), rest)]
+        }
         Some((first, _)) => {
             return Err(format!(
-                "bench python: {first:?} is not views or copy; arguments go to one \
-                 script: `bench python views ARG...` or `bench python copy ARG...`"
+                "bench python: {first:?} is not views, copy or scale; arguments go to one \
+                 script: `bench python views ARG...`, `copy ARG...` or `scale ARG...`"
             ));
         }
     };

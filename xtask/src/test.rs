@@ -8,7 +8,9 @@
 use std::process::Command;
 use std::time::Instant;
 
-use crate::{PY_ENVS, Result, cmd, ensure_python_envs, gpu, py_dir, run, venv_python, web};
+use crate::{
+    PY_ENVS, Result, cmd, ensure_python_envs, fuzz, gpu, py_dir, root, run, venv_python, web,
+};
 
 /// Targets the core must build for without std: a microcontroller and the browser.
 const NO_STD_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "wasm32-unknown-unknown"];
@@ -23,6 +25,8 @@ enum Need {
     NoStdTargets,
     /// Nightly with Miri, rust-src and Miri's sysroot.
     Miri,
+    /// Nightly and cargo-fuzz.
+    CargoFuzz,
     /// The [`PY_ENVS`] venvs with their packages.
     PythonEnvs,
     /// wasm-pack, the wasm-bindgen CLI, the demo's npm packages, Chromium and chromedriver.
@@ -37,10 +41,11 @@ enum Need {
 }
 
 /// The installs, in the order they run; `--no-install` skips them all.
-const INSTALLS: [Need; 6] = [
+const INSTALLS: [Need; 7] = [
     Need::Lints,
     Need::NoStdTargets,
     Need::Miri,
+    Need::CargoFuzz,
     Need::PythonEnvs,
     Need::WebTools,
     Need::Lavapipe,
@@ -52,6 +57,7 @@ impl Need {
             Need::Lints => "rustfmt, clippy",
             Need::NoStdTargets => "the no_std targets",
             Need::Miri => "nightly with Miri",
+            Need::CargoFuzz => "nightly and cargo-fuzz",
             Need::PythonEnvs => "the venvs under target/py/",
             Need::WebTools => "wasm-pack, wasm-bindgen, npm packages, Chromium",
             Need::Lavapipe => "lavapipe (Vulkan on the CPU)",
@@ -66,6 +72,7 @@ impl Need {
             Need::Lints => ensure_lint_tools(),
             Need::NoStdTargets => ensure_no_std_targets(),
             Need::Miri => ensure_miri(),
+            Need::CargoFuzz => fuzz::ensure_cargo_fuzz(),
             Need::PythonEnvs => ensure_python_envs(),
             Need::WebTools => web::ensure_web_tools(true),
             Need::Lavapipe => gpu::ensure_lavapipe(),
@@ -95,7 +102,7 @@ pub struct Suite {
 }
 
 /// Every suite, in the order the full run runs them.
-pub const SUITES: [Suite; 9] = [
+pub const SUITES: [Suite; 10] = [
     Suite {
         name: "lint",
         about: "rustfmt and clippy (-D warnings) on every crate, target and feature",
@@ -137,6 +144,13 @@ pub const SUITES: [Suite; 9] = [
         full_run: true,
         needs: &[Need::Miri],
         steps: miri,
+    },
+    Suite {
+        name: "fuzz",
+        about: "each fuzz target for 20 s (cargo fuzz, nightly, ASan), the fuzz crate's tests, its lints",
+        full_run: true,
+        needs: &[Need::CargoFuzz],
+        steps: fuzz_smoke,
     },
     Suite {
         name: "python",
@@ -332,6 +346,38 @@ fn miri(_: &Run) -> Vec<Step> {
     ]
 }
 
+/// The fuzz crate's own tests, lints and formatting (it is outside the
+/// workspace, so `rust` and `lint` do not see it), then every target for
+/// [`fuzz::SMOKE_SECONDS`], seeds and regressions first.
+fn fuzz_smoke(_: &Run) -> Vec<Step> {
+    let manifest = root().join("fuzz/Cargo.toml").display().to_string();
+    let target_dir = root().join("fuzz/target").display().to_string();
+    let cargo = |args: &[&str]| {
+        let mut c = cmd("cargo", args);
+        c.args(["--manifest-path", &manifest]);
+        c
+    };
+    let mut clippy = cargo(&["clippy", "--all-targets", "--target-dir", &target_dir]);
+    clippy.args(["--", "-D", "warnings"]);
+    let mut list = vec![
+        ("rustfmt".into(), cargo(&["fmt", "--check"])),
+        ("clippy".into(), clippy),
+        (
+            "its tests: the vectors, the regressions".into(),
+            cargo(&["test", "--target-dir", &target_dir]),
+        ),
+        ("build the targets".into(), fuzz::build()),
+    ];
+    for target in fuzz::TARGETS {
+        let secs = fuzz::SMOKE_SECONDS.to_string();
+        let mut c = cmd("cargo", &["xtask", "fuzz", target, "--time", &secs]);
+        // The suite's needs are installed already (or not wanted).
+        c.env("BYTELENS_NO_INSTALL", "1");
+        list.push((format!("fuzz {target} for {secs} s"), c));
+    }
+    list
+}
+
 fn python(run: &Run) -> Vec<Step> {
     let mut list = vec![("build the wheel".into(), xtask_step("build-python", run))];
     for (name, label) in PY_ENVS
@@ -388,7 +434,7 @@ fn output(program: &str, args: &[&str]) -> Result<String> {
 }
 
 /// Lines of `rustup <args>` output, first word of each.
-fn rustup_list(args: &[&str]) -> Result<Vec<String>> {
+pub(crate) fn rustup_list(args: &[&str]) -> Result<Vec<String>> {
     Ok(output("rustup", args)?
         .lines()
         .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
