@@ -47,6 +47,18 @@ def same_kind(a, b):
     return (ka, kb) in {("u", "u"), ("u", "i"), ("i", "i")}
 
 
+def is_bf16_be(dt):
+    return dt.type is BF16.type and dt.byteorder == ">"
+
+
+def converted(a, dtype):
+    """bl.ascontiguous(a, dtype), into an out= array for big-endian bfloat16."""
+    if not is_bf16_be(dtype):
+        return bl.ascontiguous(a, dtype=dtype)
+    out = np.empty(a.shape, dtype)
+    return bl.ascontiguous(a, dtype=dtype, out=out)
+
+
 def native(dt):
     return dt.newbyteorder("=")
 
@@ -131,6 +143,16 @@ def test_matches_numpy_bit_for_bit(case):
         with pytest.raises(bl.CastError):
             bl.ascontiguous(a, dtype=dtype)
         return
+    if is_bf16_be(dtype):
+        # No result array can be big-endian bfloat16 (ml_dtypes reads its
+        # elements wrong: see test_hostile); out= still takes one.
+        with pytest.raises(bl.LayoutError, match="big-endian bfloat16"):
+            bl.ascontiguous(a, dtype=dtype)
+        want = oracle(a, dtype)
+        out = np.full(want.shape, 7, dtype)
+        assert bl.ascontiguous(a, dtype=dtype, out=out) is out
+        bits_equal(out, want)
+        return
     got = bl.ascontiguous(a, dtype=dtype)
     bits_equal(got, oracle(a, dtype))
     assert got.flags.c_contiguous and got.flags.writeable
@@ -187,9 +209,9 @@ def test_every_pair_and_byte_order_over_dense_values(src, dst):
                 with pytest.raises(bl.CastError):
                     bl.ascontiguous(a, dtype=d)
                 continue
-            bits_equal(bl.ascontiguous(a, dtype=d), oracle(a, d))
+            bits_equal(converted(a, d), oracle(a, d))
             square = a[: (a.size // 64) * 64].reshape(-1, 64).T  # the same through the tiled walk
-            bits_equal(bl.ascontiguous(square, dtype=d), oracle(square, d))
+            bits_equal(converted(square, d), oracle(square, d))
 
 
 def test_conversion_vectors():
@@ -206,7 +228,7 @@ def test_conversion_vectors():
         want = np.frombuffer(bytes.fromhex(dst), to.newbyteorder("<"))
         for s in orders(frm):
             for d in orders(to):
-                got = bl.ascontiguous(a.astype(s), dtype=d)
+                got = converted(a.astype(s), d)
                 bits_equal(got.astype(d.newbyteorder("<")), want)
         cases += 1
     assert cases > 100
@@ -253,7 +275,7 @@ def test_dtype_spellings():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     for spec, want in [
         ("float16", np.float16), (np.float64, np.float64), ("<f8", np.dtype("<f8")),
-        (">f8", np.dtype(">f8")), ("bf16", BF16), ("bfloat16", BF16), (BF16_BE, BF16_BE),
+        (">f8", np.dtype(">f8")), ("bf16", BF16), ("bfloat16", BF16),
     ]:
         got = bl.ascontiguous(a.T, dtype=spec)
         assert got.dtype == np.dtype(want)

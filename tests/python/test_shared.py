@@ -90,6 +90,31 @@ def test_missing_existing_foreign_and_small_segments(name):
         small.unlink()
 
 
+def test_a_stale_handle_does_not_unlink_the_segment_that_took_its_name(name):
+    old = bl.SharedBuffer.create(name, 8)
+    old.unlink()
+    new = bl.SharedBuffer.create(name, 8)
+    new.view("|u1")[0] = 5
+    with pytest.raises(ValueError, match="now belongs to another shared-memory segment"):
+        old.unlink()
+    assert bl.SharedBuffer.attach(name).view("|u1")[0] == 5  # still there
+    bl.SharedBuffer.attach(name).unlink()  # by name, deliberately: attach, then unlink
+    with pytest.raises(FileNotFoundError):
+        new.unlink()
+
+
+def test_a_plan_larger_than_the_data_is_refused_at_create(name):
+    plan = bl.Plan("Big").struct(a=("f8", 100))
+    assert plan.nbytes == 800
+    with pytest.raises(ValueError, match="the plan needs 800 bytes, more than the 4 bytes"):
+        bl.SharedBuffer.create(name, 4, plan)
+    with pytest.raises(FileNotFoundError):
+        bl.SharedBuffer.attach(name)  # nothing left behind
+    sh = bl.SharedBuffer.create(name, 800, plan)
+    assert bl.SharedBuffer.attach(name).arrays()["a"].shape == (100,)
+    sh.unlink()
+
+
 def test_close_is_refused_while_views_live(name):
     sh = bl.SharedBuffer.create(name, 16)
     v = sh.view("<i4")
@@ -181,9 +206,13 @@ def test_a_busy_lock_times_out(name):
     holder = FORK.Process(target=hold)
     holder.start()
     assert ready.wait(30)
-    with pytest.raises(TimeoutError):
-        with sh.lock(timeout=0.1):
-            pass
+    for timeout in (0.02, 0.1, 0.3):  # waits in slices of 50 ms: under, at and over one
+        start = time.monotonic()
+        with pytest.raises(TimeoutError):
+            with sh.lock(timeout=timeout):
+                pass
+        waited = time.monotonic() - start
+        assert timeout <= waited < timeout + 2.0  # never early; late only by a busy machine
     with pytest.raises(TimeoutError):
         with sh.lock(timeout=0):
             pass

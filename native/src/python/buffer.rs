@@ -9,6 +9,7 @@
 use std::ffi::c_int;
 use std::ptr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use numpy::npyffi::{self, NPY_ARRAY_WRITEABLE, NpyTypes, PY_ARRAY_API, npy_intp};
 use numpy::{PyArrayDescr, PyArrayDescrMethods};
@@ -22,7 +23,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyMemoryView, PyTuple, PyType};
 use super::dlpack;
 use super::dtype::{numpy_descr, to_descr};
 use super::error::{IntoPyErr, PyErrResult};
-use super::layout::{PyLayout, PyPlan, dims};
+use super::layout::{Int, PyLayout, PyPlan, dims};
 use super::memory::{Export, Memory, Storage, fill_buffer, span};
 use crate::{Layout, LayoutError, MAX_NDIM, ViewArgs};
 
@@ -39,13 +40,21 @@ use crate::{Layout, LayoutError, MAX_NDIM, ViewArgs};
 pub struct PyBuf {
     mem: Arc<Memory>,
     views: Py<Export>,
+    /// Set once the buffer protocol has handed out the address: a consumer
+    /// may keep it with only a reference to this object (`np.frombuffer`),
+    /// so `close()` then leaves the freeing to this object's end.
+    handed_out: AtomicBool,
 }
 
 impl PyBuf {
     pub(crate) fn new(py: Python<'_>, memory: Memory) -> PyResult<PyBuf> {
         let mem = Arc::new(memory);
         let views = Py::new(py, Export::new(Arc::clone(&mem)))?;
-        Ok(PyBuf { mem, views })
+        Ok(PyBuf {
+            mem,
+            views,
+            handed_out: AtomicBool::new(false),
+        })
     }
 
     /// The memory's address (valid while an export is held).
@@ -206,13 +215,17 @@ impl PyBuf {
             "c" => crate::MapMode::Copy,
             other => {
                 return Err(PyValueError::new_err(format!(
-                    "mode must be \"r\", \"r+\" or \"c\", not {other:?}"
+                    "mode must be \"r\", \"r+\" or \"c\", not {}",
+                    super::error::excerpt(other)
                 )));
             }
         };
+        // Opened without the GIL: a slow or hung file system must not stop
+        // every other thread.
         // SAFETY: shrinking a mapped file under the mapping is the one thing the
         // caller must not do; the docstring says so (as numpy.memmap's does).
-        let mut file = unsafe { crate::MappedFile::open(&path, how) }.py_err(py)?;
+        let file = py.detach(|| unsafe { crate::MappedFile::open(&path, how) });
+        let mut file = file.py_err(py)?;
         let (address, len) = (file.as_ptr(), file.as_bytes().len());
         PyBuf::new(
             py,
@@ -256,8 +269,12 @@ impl PyBuf {
         PyBuf::new(obj.py(), dlpack::import(obj)?)
     }
 
-    /// Rebuilds a pickled Buffer: zero-copy over `data` when it is aligned
-    /// and as writable as needed, else a copy.
+    /// Rebuilds a pickled Buffer. Out-of-band memory (pickle protocol 5:
+    /// Ray's object store, Dask frames, a `PickleBuffer`) is wrapped without
+    /// copying when it is aligned for `align`, and kept alive; it is
+    /// read-only when the memory is (Ray's store) or the buffer was. In-band
+    /// `bytes` (older protocols) and misaligned memory are copied into a new
+    /// aligned buffer, writable unless the buffer was read-only.
     #[classmethod]
     fn _from_pickle(
         _cls: &Bound<'_, PyType>,
@@ -276,14 +293,38 @@ impl PyBuf {
             ));
         }
         let address = view.buf_ptr() as usize;
-        if (readonly || !view.readonly()) && address.is_multiple_of(align) {
+        // In-band bytes are this unpickling's own copy, and read-only only
+        // because `bytes` are: copying keeps the buffer as writable as it was.
+        let in_band = data.is_exact_instance_of::<PyBytes>();
+        if (readonly || !in_band) && address.is_multiple_of(align) {
             // The address is a multiple of `align`, which may exceed what `wrap` reports.
-            let memory = wrap(data, readonly)?.aligned_to(align);
+            let memory = wrap_view(py, view, readonly)?.aligned_to(align);
             return PyBuf::new(py, memory);
         }
         // SAFETY: the export `view` keeps its bytes alive and readable during the copy.
         let copy = unsafe { Memory::copied(py, view.buf_ptr().cast(), view.len_bytes(), align)? };
         PyBuf::new(py, copy.with_readonly(readonly))
+    }
+
+    /// A new writable Buffer with the same bytes and alignment: how to get a
+    /// buffer you may write from a read-only one (as Ray returns).
+    fn copy(&self, py: Python<'_>) -> PyResult<PyBuf> {
+        self.check_open()?;
+        // SAFETY: the buffer is open, and cannot close while this call holds the GIL.
+        let copied = unsafe { Memory::copied(py, self.address(), self.len(), self.mem.align())? };
+        PyBuf::new(py, copied)
+    }
+
+    /// The object's size with the bytes it owns (what `sys.getsizeof` and
+    /// Dask's `sizeof` count): memory bytelens allocated counts, memory it
+    /// only wraps or maps does not (as for numpy views).
+    fn __sizeof__(&self) -> usize {
+        let own = std::mem::size_of::<PyBuf>() + std::mem::size_of::<Memory>();
+        if self.mem.is_owned() && !self.mem.is_closed() {
+            own + self.len()
+        } else {
+            own
+        }
     }
 
     /// Bytes in the buffer.
@@ -319,7 +360,8 @@ impl PyBuf {
         self.live_exports(py)
     }
 
-    /// Whether `close()` has freed the memory.
+    /// Whether `close()` has run (the memory is freed then, or with the
+    /// buffer object if the buffer protocol handed its address out).
     #[getter]
     fn closed(&self) -> bool {
         self.mem.is_closed()
@@ -331,17 +373,20 @@ impl PyBuf {
     /// offset of the first element, strides are in bytes (negative allowed).
     /// Without a shape, a 1-D array of every element from `offset` on. Or
     /// `view(layout)` with a `bytelens.Layout`.
-    #[pyo3(signature = (dtype, offset = 0, shape = None, strides = None))]
+    #[pyo3(
+        signature = (dtype, offset = Int(0), shape = None, strides = None),
+        text_signature = "(self, dtype, offset=0, shape=None, strides=None)"
+    )]
     fn view<'py>(
         slf: &Bound<'py, PyBuf>,
         dtype: &Bound<'py, PyAny>,
-        offset: isize,
+        offset: Int,
         shape: Option<&Bound<'py, PyAny>>,
         strides: Option<&Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
         if let Ok(layout) = dtype.cast::<PyLayout>() {
-            if offset != 0 || shape.is_some() || strides.is_some() {
+            if offset.0 != 0 || shape.is_some() || strides.is_some() {
                 return Err(PyValueError::new_err(
                     "view(layout) takes no offset, shape or strides: the Layout has them",
                 ));
@@ -353,7 +398,7 @@ impl PyBuf {
         // copy the 264-byte `Dims` several times over.
         let (shape_dims, strides_dims);
         let mut args = ViewArgs {
-            offset,
+            offset: offset.0,
             ..ViewArgs::new(descr)
         };
         if let Some(shape) = shape {
@@ -387,8 +432,14 @@ impl PyBuf {
         Ok(out)
     }
 
-    /// Frees the memory now. Raises `BufferError` while any export is alive;
-    /// closing twice is allowed.
+    /// Closes the buffer: no new view or export can start. Raises
+    /// `BufferError` while any export is alive; closing twice is allowed.
+    ///
+    /// The memory is freed now, unless the buffer protocol has handed its
+    /// address out (`np.frombuffer(buf)`, `np.ndarray(buffer=buf)`,
+    /// `memoryview(buf)`, ...): numpy's two calls keep the address with only a
+    /// reference to `buf`, which no count sees, so the memory is then freed
+    /// with `buf` itself, when the last reference to it goes.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let refuse = |live: usize| {
             Err(PyBufferError::new_err(format!(
@@ -402,7 +453,11 @@ impl PyBuf {
         if live > 0 {
             return refuse(live);
         }
-        self.mem.close();
+        if self.handed_out.load(Ordering::Acquire) {
+            self.mem.close_later();
+        } else {
+            self.mem.close();
+        }
         Ok(())
     }
 
@@ -439,17 +494,18 @@ impl PyBuf {
     // export's `obj` is the `Export`, which keeps the memory alive and counted
     // (so `memoryview(buf).obj` is not `buf`).
     //
-    // numpy's `np.ndarray(buffer=buf)` is the one consumer this cannot see: it
-    // releases the export at once and keeps `buf` itself, as it does with a
-    // bytearray (which it then lets be resized under the array). `close()`
-    // cannot tell that reference from any other, so the README says to use
-    // `buf.view(...)`, the checked form of the same call.
+    // numpy's `np.frombuffer(buf)` and `np.ndarray(buffer=buf)` are the
+    // consumers this cannot count: they release the export at once and keep
+    // `buf` itself, as they do with a bytearray (which can then be resized
+    // under the array). So the first export here sets `handed_out`, and
+    // `close()` then leaves the memory to be freed with `buf`.
     unsafe fn __getbuffer__(
         slf: Bound<'_, Self>,
         view: *mut ffi::Py_buffer,
         flags: c_int,
     ) -> PyResult<()> {
         let export = slf.get().export(slf.py())?;
+        slf.get().handed_out.store(true, Ordering::Release);
         // SAFETY: `view` is the interpreter's Py_buffer to fill, and `export` is
         // the `Export` of this buffer's memory.
         unsafe { fill_buffer(view, &export, &slf.get().mem, flags) }
@@ -464,7 +520,10 @@ impl PyBuf {
         out.set_item("version", 3)?;
         out.set_item("shape", (slf.get().len(),))?;
         out.set_item("typestr", "|u1")?;
-        out.set_item("data", PyMemoryView::from(slf.as_any())?)?;
+        // Through the `Export`, which counts the memoryview, and not through
+        // `buf`, whose buffer protocol would leave `close()` unable to free now.
+        let export = slf.get().export(py)?;
+        out.set_item("data", PyMemoryView::from(export.as_any())?)?;
         out.set_item("strides", py.None())?;
         Ok(out)
     }
@@ -481,6 +540,8 @@ impl PyBuf {
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
+        // Closed first: no other answer may suggest a way in.
+        slf.get().check_open()?;
         if stream.is_some_and(|s| !s.is_none()) {
             return Err(PyBufferError::new_err("a CPU Buffer takes stream=None"));
         }
@@ -501,12 +562,7 @@ impl PyBuf {
             ));
         }
         if copy == Some(true) {
-            let this = slf.get();
-            this.check_open()?;
-            // SAFETY: the buffer is open, and cannot close while this call holds the GIL.
-            let copied =
-                unsafe { Memory::copied(py, this.address(), this.len(), this.mem.align()) };
-            let copied = PyBuf::new(py, copied?)?;
+            let copied = slf.get().copy(py)?;
             return dlpack::export(copied.export(py)?, versioned, true);
         }
         dlpack::export(slf.get().export(py)?, versioned, false)
@@ -531,7 +587,7 @@ impl PyBuf {
         let data = if protocol >= 5 {
             PICKLE_BUFFER
                 .import(py, "pickle", "PickleBuffer")?
-                .call1((slf,))?
+                .call1((this.export(py)?,))?
         } else {
             this.check_open()?;
             let bytes = PyBytes::new_with(py, this.len(), |out| {
@@ -551,23 +607,53 @@ impl PyBuf {
 /// A buffer-protocol export of `obj`, the whole of it described. Some
 /// exporters (ctypes) leave out shape or strides, which pyo3 requires; their
 /// bytes as a one-dimensional memoryview have both.
+///
+/// Memory that holds object references (struct format `O`, as numpy's
+/// object arrays export) is refused: its bytes are `PyObject*` pointers,
+/// and writing them as numbers would corrupt the objects (numpy's own
+/// `a.view("u8")` refuses too).
 fn get_buffer(obj: &Bound<'_, PyAny>) -> PyResult<PyUntypedBuffer> {
-    match PyUntypedBuffer::get(obj) {
-        Ok(view) => Ok(view),
+    let view = match PyUntypedBuffer::get(obj) {
+        Ok(view) => view,
         Err(err) => {
-            let bytes = PyMemoryView::from(obj).and_then(|m| m.call_method1("cast", ("B",)));
-            match bytes {
-                Ok(bytes) => PyUntypedBuffer::get(&bytes),
-                Err(_) => Err(err),
+            let memory = PyMemoryView::from(obj).map_err(|_| err.clone_ref(obj.py()))?;
+            let format: String = memory.getattr("format")?.extract()?;
+            refuse_references(&format)?;
+            let bytes = memory.call_method1("cast", ("B",)).map_err(|_| err)?;
+            PyUntypedBuffer::get(&bytes)?
+        }
+    };
+    refuse_references(&view.format().to_string_lossy())?;
+    Ok(view)
+}
+
+/// `BufferError` for a struct format with object references (`O`)
+/// anywhere outside the `:name:` of a field.
+fn refuse_references(format: &str) -> PyResult<()> {
+    let mut in_name = false;
+    for c in format.chars() {
+        match c {
+            ':' => in_name = !in_name,
+            'O' if !in_name => {
+                return Err(PyBufferError::new_err(format!(
+                    "memory of format {} holds Python object references, whose bytes \
+                     cannot be viewed or written as numbers",
+                    super::error::excerpt(format)
+                )));
             }
+            _ => {}
         }
     }
+    Ok(())
 }
 
 /// `Buffer.wrap`: the span of `obj`'s buffer-protocol export.
 fn wrap(obj: &Bound<'_, PyAny>, readonly: bool) -> PyResult<Memory> {
-    let py = obj.py();
-    let view = get_buffer(obj)?;
+    wrap_view(obj.py(), get_buffer(obj)?, readonly)
+}
+
+/// The span of an export already taken (by [`get_buffer`]), kept alive by the memory.
+fn wrap_view(py: Python<'_>, view: PyUntypedBuffer, readonly: bool) -> PyResult<Memory> {
     if view.suboffsets().is_some_and(|s| s.iter().any(|&o| o >= 0)) {
         return Err(PyBufferError::new_err(
             "indirect (PIL-style, suboffsets) buffers cannot be wrapped",

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::PyString;
 
-use super::error::IntoPyErr;
+use super::error::{IntoPyErr, layout_error};
 use crate::{ByteOrder, DType, Descr, LayoutError, ShortStr};
 
 /// Every dtype in both byte orders: index `2 * dtype + (order == Big)`.
@@ -21,7 +21,10 @@ fn cache_index(descr: Descr) -> usize {
     2 * descr.dtype as usize + usize::from(descr.order == ByteOrder::Big)
 }
 
-/// The numpy dtype for `descr`; bfloat16 is `ml_dtypes.bfloat16`.
+/// The numpy dtype for `descr`; bfloat16 is `ml_dtypes.bfloat16`, in
+/// little-endian order only (big-endian bfloat16 is a `LayoutError`: see
+/// [`make_numpy_descr`]). Arrays of it can still be read as a source
+/// ([`to_descr`] accepts the dtype), since the core converts them itself.
 pub(crate) fn numpy_descr<'py>(
     py: Python<'py>,
     descr: Descr,
@@ -41,13 +44,19 @@ fn make_numpy_descr(py: Python<'_>, descr: Descr) -> PyResult<Py<PyArrayDescr>> 
              `pip install ml-dtypes` (or `pip install bytelens[bf16]`)",
         )
     })?;
-    let little = PyArrayDescr::new(py, ml_dtypes.getattr("bfloat16")?)?;
-    let order = match descr.order {
-        ByteOrder::Little => "<",
-        ByteOrder::Big => ">",
-    };
-    let ordered = little.call_method1("newbyteorder", (order,))?;
-    Ok(ordered.cast_into::<PyArrayDescr>()?.unbind())
+    if descr.order == ByteOrder::Big {
+        return Err(layout_error(
+            py,
+            "BadDType",
+            "a numpy array cannot be big-endian bfloat16: ml_dtypes' bfloat16 reads and \
+             writes single elements (tolist, indexing, printing) in native byte order whatever \
+             the dtype says, so such an array would show wrong values. View the bytes as '>u2' \
+             and swap them into a native copy: \
+             buf.view('>u2').astype('<u2').view(ml_dtypes.bfloat16)"
+                .to_owned(),
+        ));
+    }
+    Ok(PyArrayDescr::new(py, ml_dtypes.getattr("bfloat16")?)?.unbind())
 }
 
 /// Reads a dtype argument: a type string or name (`"<i4"`, `"int16"`,

@@ -10,8 +10,8 @@
 use pyo3::create_exception;
 #[cfg(unix)]
 use pyo3::exceptions::{
-    PyFileExistsError, PyFileNotFoundError, PyOSError, PyPermissionError, PyRuntimeError,
-    PyTimeoutError,
+    PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
+    PyRuntimeError, PyTimeoutError,
 };
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -63,6 +63,37 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
+/// `text` as a message quotes it: in double quotes, control characters,
+/// quotes and backslashes escaped, and cut after 64 characters (saying how
+/// long it was), so that no argument can make a message long or break its line.
+pub(crate) fn excerpt(text: &str) -> String {
+    const KEEP: usize = 64;
+    let mut out = String::with_capacity(KEEP + 24);
+    out.push('"');
+    let end = text.char_indices().nth(KEEP).map_or(text.len(), |(i, _)| i);
+    out.push_str(&crate::Escaped(&text[..end]).to_string());
+    out.push('"');
+    let chars = text.chars().count();
+    if chars > KEEP {
+        out.push_str(&format!("... ({chars} characters)"));
+    }
+    out
+}
+
+/// A `LayoutError` with `kind` (one of the core's [`CoreError::kind`]
+/// names), for what the bindings refuse before reaching the core.
+pub(crate) fn layout_error(py: Python<'_>, kind: &'static str, message: String) -> PyErr {
+    with_kind(py, LayoutError::new_err(message), kind)
+}
+
+/// `err` with its `kind` attribute set. Setting an attribute on a fresh
+/// exception instance cannot fail in practice; if it did, the exception
+/// without `kind` is still the right one to raise.
+fn with_kind(py: Python<'_>, err: PyErr, kind: &'static str) -> PyErr {
+    let _ = err.value(py).setattr("kind", kind);
+    err
+}
+
 /// An error of this crate (or of the core) as the Python exception it raises.
 pub(crate) trait IntoPyErr {
     /// The exception, with the error's message.
@@ -94,10 +125,7 @@ impl IntoPyErr for CoreError {
         } else {
             LayoutError::new_err(message)
         };
-        // Setting an attribute on a fresh exception instance cannot fail in practice;
-        // if it did, the exception without `kind` is still the right one to raise.
-        let _ = py_err.value(py).setattr("kind", self.kind());
-        py_err
+        with_kind(py, py_err, self.kind())
     }
 }
 
@@ -132,6 +160,7 @@ impl IntoPyErr for crate::SharedError {
             SharedError::Os { err, .. } => match err.kind() {
                 std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
                 std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+                std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(message),
                 _ => PyOSError::new_err(message),
             },
             SharedError::BadPlan(err) => err.into_py_err(py),

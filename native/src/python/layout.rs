@@ -1,21 +1,75 @@
 //! `bytelens.Layout` and `bytelens.Plan`: the core's checked layout
 //! arithmetic, without memory, for Python.
 
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyInt, PyTuple};
+use pyo3::types::{PyDict, PyInt, PyTuple, PyType};
 
 use super::dtype::to_descr;
-use super::error::PyErrResult;
+use super::error::{PyErrResult, layout_error};
 use std::ops::Deref;
 
 use crate::{FieldSpec, Layout, MAX_NDIM, OwnedPlan, PlanSpec, ViewArgs};
 
+/// An integer argument of a layout (an offset, stride, length, axis or
+/// index). One outside 64 bits is a `LayoutError` (kind `"Overflow"`) that
+/// shows the number, where pyo3 would raise a bare `OverflowError`.
+#[derive(Clone, Copy)]
+pub(crate) struct Int(pub(crate) isize);
+
+impl<'a, 'py> FromPyObject<'a, 'py> for Int {
+    type Error = PyErr;
+
+    #[inline]
+    fn extract(obj: Borrowed<'a, 'py, PyAny>) -> PyResult<Int> {
+        match obj.extract::<isize>() {
+            Ok(n) => Ok(Int(n)),
+            Err(err) if err.is_instance_of::<PyOverflowError>(obj.py()) => Err(too_large(&obj)),
+            Err(err) => Err(err),
+        }
+    }
+}
+
+/// The `LayoutError` for an integer past 64 bits, the number written out
+/// (or its size in bits, when it is longer than a line).
+fn too_large(obj: &Bound<'_, PyAny>) -> PyErr {
+    let bits: u64 = obj
+        .call_method0("bit_length")
+        .and_then(|b| b.extract())
+        .unwrap_or(0);
+    let number = match obj.str() {
+        Ok(text) if bits <= 128 => text.to_string(),
+        _ => format!("an integer of {bits} bits"),
+    };
+    layout_error(
+        obj.py(),
+        "Overflow",
+        format!(
+            "{number} is outside the range of a layout's offsets, strides, lengths and \
+             axes ({} to {})",
+            isize::MIN,
+            isize::MAX
+        ),
+    )
+}
+
 /// An axis argument, negative ones counting from the end as in numpy; one out
-/// of range on either side becomes an axis the core refuses (`BadAxis`).
-fn axis_arg(axis: isize, ndim: usize) -> usize {
-    let axis = if axis < 0 { axis + ndim as isize } else { axis };
-    usize::try_from(axis).unwrap_or(usize::MAX)
+/// of range on either side is a `LayoutError` (kind `"BadAxis"`) showing the
+/// axis as given.
+fn axis_arg(py: Python<'_>, axis: isize, ndim: usize) -> PyResult<usize> {
+    let resolved = if axis < 0 {
+        axis.checked_add_unsigned(ndim)
+    } else {
+        Some(axis)
+    };
+    match resolved.and_then(|a| usize::try_from(a).ok()) {
+        Some(a) if a < ndim => Ok(a),
+        _ => Err(layout_error(
+            py,
+            "BadAxis",
+            format!("axis {axis} is out of range for a layout with {ndim} dimensions"),
+        )),
+    }
 }
 
 /// numpy's `reshape` shape: at most one length may be -1, meaning "what the
@@ -71,7 +125,7 @@ pub(crate) fn dims<T: TryFrom<isize> + Copy + Default>(
         len: 0,
     };
     let mut push = |item: &Bound<'_, PyAny>| -> PyResult<()> {
-        let n: isize = item.extract()?;
+        let Int(n) = item.extract()?;
         let value = T::try_from(n)
             .map_err(|_| PyValueError::new_err(format!("{n} is not a valid length here")))?;
         let slot = out
@@ -118,16 +172,19 @@ impl PyLayout {
 #[pymethods]
 impl PyLayout {
     #[new]
-    #[pyo3(signature = (dtype, shape, strides = None, offset = 0))]
+    #[pyo3(
+        signature = (dtype, shape, strides = None, offset = Int(0)),
+        text_signature = "(dtype, shape, strides=None, offset=0)"
+    )]
     fn py_new(
         dtype: &Bound<'_, PyAny>,
         shape: &Bound<'_, PyAny>,
         strides: Option<&Bound<'_, PyAny>>,
-        offset: isize,
+        offset: Int,
     ) -> PyResult<PyLayout> {
         let (shape, strides) = (dims::<usize>(shape)?, strides.map(dims).transpose()?);
         let args = ViewArgs {
-            offset,
+            offset: offset.0,
             shape: Some(&shape),
             strides: strides.as_deref(),
             ..ViewArgs::new(to_descr(dtype)?)
@@ -202,25 +259,30 @@ impl PyLayout {
     }
 
     /// `a[..., start:stop:step, ...]` on `axis`.
-    #[pyo3(signature = (axis, start = None, stop = None, step = 1))]
+    #[pyo3(
+        signature = (axis, start = None, stop = None, step = Int(1)),
+        text_signature = "(self, axis, start=None, stop=None, step=1)"
+    )]
     fn slice(
         &self,
         py: Python<'_>,
-        axis: isize,
-        start: Option<isize>,
-        stop: Option<isize>,
-        step: isize,
+        axis: Int,
+        start: Option<Int>,
+        stop: Option<Int>,
+        step: Int,
     ) -> PyResult<PyLayout> {
+        let axis = axis_arg(py, axis.0, self.inner.ndim())?;
         PyLayout::wrap(
             py,
             self.inner
-                .slice(axis_arg(axis, self.inner.ndim()), start, stop, step),
+                .slice(axis, start.map(|i| i.0), stop.map(|i| i.0), step.0),
         )
     }
 
     /// `a[..., i, ...]` on `axis`, which disappears; negative `i` counts from the end.
-    fn index(&self, py: Python<'_>, axis: isize, i: isize) -> PyResult<PyLayout> {
-        PyLayout::wrap(py, self.inner.index(axis_arg(axis, self.inner.ndim()), i))
+    fn index(&self, py: Python<'_>, axis: Int, i: Int) -> PyResult<PyLayout> {
+        let axis = axis_arg(py, axis.0, self.inner.ndim())?;
+        PyLayout::wrap(py, self.inner.index(axis, i.0))
     }
 
     /// numpy's `a.view(dtype)`: the same bytes as another dtype.
@@ -238,9 +300,12 @@ impl PyLayout {
     }
 
     /// `a.transpose(axes)`.
-    fn permute(&self, py: Python<'_>, axes: Vec<isize>) -> PyResult<PyLayout> {
+    fn permute(&self, py: Python<'_>, axes: Vec<Int>) -> PyResult<PyLayout> {
         let ndim = self.inner.ndim();
-        let axes: Vec<usize> = axes.into_iter().map(|a| axis_arg(a, ndim)).collect();
+        let axes = axes
+            .into_iter()
+            .map(|a| axis_arg(py, a.0, ndim))
+            .collect::<PyResult<Vec<usize>>>()?;
         PyLayout::wrap(py, self.inner.permute(&axes))
     }
 
@@ -253,6 +318,44 @@ impl PyLayout {
     /// `np.broadcast_to(a, shape)`: read-only, stride 0 on new axes.
     fn broadcast_to(&self, shape: &Bound<'_, PyAny>) -> PyResult<PyLayout> {
         PyLayout::wrap(shape.py(), self.inner.broadcast_to(&dims(shape)?))
+    }
+
+    /// Pickles in band, small: the dtype, shape, strides, offset and flags.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let inner = &slf.get().inner;
+        let state = (
+            inner.descr().to_string(),
+            PyTuple::new(py, inner.shape())?,
+            PyTuple::new(py, inner.strides())?,
+            inner.offset(),
+            inner.is_read_only(),
+            !inner.requires_alignment(),
+        );
+        let rebuild = py.get_type::<PyLayout>().getattr("_from_state")?;
+        PyTuple::new(py, [rebuild, state.into_pyobject(py)?.into_any()])
+    }
+
+    /// Rebuilds a pickled Layout (see `__reduce__`).
+    #[staticmethod]
+    fn _from_state(
+        descr: &Bound<'_, PyAny>,
+        shape: &Bound<'_, PyAny>,
+        strides: &Bound<'_, PyAny>,
+        offset: Int,
+        read_only: bool,
+        unaligned: bool,
+    ) -> PyResult<PyLayout> {
+        let (shape, strides) = (dims::<usize>(shape)?, dims::<isize>(strides)?);
+        let args = ViewArgs {
+            offset: offset.0,
+            shape: Some(&shape),
+            strides: Some(&strides),
+            read_only,
+            unaligned,
+            ..ViewArgs::new(to_descr(descr)?)
+        };
+        PyLayout::wrap(descr.py(), args.resolve(None))
     }
 
     fn __repr__(&self) -> String {
@@ -387,6 +490,39 @@ impl PyPlan {
     fn padding(&self, py: Python<'_>, alternative: usize) -> PyResult<Vec<(usize, usize)>> {
         let padding = self.plan.padding(alternative).py_err(py)?;
         Ok(padding.iter().map(|r| (r.start, r.end)).collect())
+    }
+
+    /// The plan as text: its name, then a line per field (`name dtype
+    /// length...`) and `union` between alternatives; `Plan.from_text` reads it.
+    fn to_text(&self) -> String {
+        self.plan.to_text()
+    }
+
+    /// The plan `to_text` wrote (blank lines and runs of spaces allowed).
+    #[classmethod]
+    fn from_text(_cls: &Bound<'_, PyType>, py: Python<'_>, text: &str) -> PyResult<PyPlan> {
+        PyPlan::from_spec(py, PlanSpec::from_text(text).py_err(py)?)
+    }
+
+    /// Pickles in band as its text.
+    fn __reduce__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let rebuild = py.get_type::<PyPlan>().getattr("from_text")?;
+        let args = (slf.get().plan.to_text(),).into_pyobject(py)?;
+        PyTuple::new(py, [rebuild, args.into_any()])
+    }
+
+    fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
+        other
+            .cast::<PyPlan>()
+            .is_ok_and(|other| other.get().plan == self.plan)
+    }
+
+    fn __hash__(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.plan.to_text().hash(&mut hasher);
+        hasher.finish()
     }
 
     /// WGSL struct declarations for the plan, one struct per alternative.

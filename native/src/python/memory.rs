@@ -12,6 +12,13 @@
 //! count less the buffer's own. `close()` frees the memory only when that
 //! number is 0, and marks the memory closed so no new export can start.
 //!
+//! One kind of consumer escapes the count: numpy's `np.frombuffer(buf)` and
+//! `np.ndarray(buffer=buf)` release their buffer-protocol export at once and
+//! keep the address with a reference to the `Buffer` object itself. So once
+//! the `Buffer` has handed its address out through the buffer protocol,
+//! `close()` only marks it closed, and the memory goes with the `Buffer`
+//! object (which those arrays keep alive).
+//!
 //! The counting relies on the GIL: nothing can take a reference while
 //! `close` runs. The module does not declare itself free-threading safe, so
 //! a free-threaded interpreter turns the GIL back on when importing it.
@@ -294,6 +301,14 @@ impl Memory {
         self.align
     }
 
+    /// Whether bytelens allocated the memory (rather than wrapping or mapping it).
+    pub(crate) fn is_owned(&self) -> bool {
+        matches!(
+            *self.storage.lock().unwrap_or_else(|e| e.into_inner()),
+            Some(Storage::Owned(_) | Storage::Calloc(_))
+        )
+    }
+
     pub(crate) fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
@@ -306,8 +321,15 @@ impl Memory {
         Ok(())
     }
 
+    /// Marks the memory closed, so no new view or export can start, without
+    /// freeing it: that happens when the last `Arc` of it goes, with the
+    /// `Buffer` object and its `Export`.
+    pub(crate) fn close_later(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
     /// Marks the memory closed and frees it (the first time; later calls do
-    /// nothing). The caller checks that no export is alive.
+    /// nothing). The caller checks that nothing can still reach it.
     pub(crate) fn close(&self) {
         if !self.closed.swap(true, Ordering::AcqRel) {
             let storage = self

@@ -20,9 +20,10 @@ use crate::{SharedBuffer, SharedError};
 
 /// Named shared memory that other processes attach to by name, with a
 /// process-shared lock. SharedBuffer.create(name, nbytes, plan=None) makes
-/// it (mode 0600); SharedBuffer.attach(name) opens it elsewhere. As with
-/// Buffer.map, no process may shrink the segment while it is mapped:
-/// touching the missing pages would crash the process (SIGBUS).
+/// it (mode 0600; a plan must fit in nbytes); SharedBuffer.attach(name)
+/// opens it elsewhere; unlink() removes the name while it is still this
+/// segment's. As with Buffer.map, no process may shrink the segment while it
+/// is mapped: touching the missing pages would crash the process (SIGBUS).
 #[pyclass(name = "SharedBuffer", module = "bytelens._native", frozen)]
 pub struct PySharedBuffer {
     shared: Arc<SharedBuffer>,
@@ -80,9 +81,12 @@ impl PySharedBuffer {
         PySharedBuffer::new(py, shared.py_err(py)?)
     }
 
-    /// Removes the segment's name (attached processes keep their mappings).
+    /// Removes the segment's name (attached processes keep their mappings),
+    /// if the name still names this segment: once it was unlinked and a new
+    /// segment created under it, ValueError, and the new one keeps its name
+    /// (SharedBuffer.attach(name).unlink() removes that one, deliberately).
     fn unlink(&self, py: Python<'_>) -> PyResult<()> {
-        SharedBuffer::unlink(self.shared.name()).py_err(py)
+        self.shared.unlink_checked().py_err(py)
     }
 
     #[getter]
