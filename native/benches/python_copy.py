@@ -37,18 +37,22 @@ except ImportError:  # bfloat16 rows need it
     ml_dtypes = None
 
 
-def median_s(calls, repeats):
+def median_s(calls, repeats, rotate=False):
     """Median seconds of each of `calls` over `repeats` rounds that run every
     call once (interleaved, so drift in the machine's load hits all rows
-    alike), after one warm-up call of each."""
+    alike), after one warm-up call of each. With `rotate`, each round starts
+    one call later, so that every call takes every place in the order as
+    often: where a call leaves work behind for the next (an engine freeing
+    the last object), no row always pays for another's."""
     for call in calls:
         call()
     times = [[] for _ in calls]
-    for _ in range(repeats):
-        for call, spent in zip(calls, times):
+    for round_ in range(repeats):
+        shift = round_ % len(calls) if rotate else 0
+        for i in list(range(shift, len(calls))) + list(range(shift)):
             start = time.perf_counter()
-            call()
-            spent.append(time.perf_counter() - start)
+            calls[i]()
+            times[i].append(time.perf_counter() - start)
     return [statistics.median(spent) for spent in times]
 
 

@@ -13,6 +13,7 @@ bounds or misaligned::
 """
 
 from ._copy import ascontiguous
+from ._view import View
 from ._native import (
     AlignmentError,
     BoundsError,
@@ -32,6 +33,7 @@ __all__ = [
     "Layout",
     "LayoutError",
     "Plan",
+    "View",
     "__version__",
     "ascontiguous",
 ]
