@@ -237,8 +237,24 @@ pub enum Error {
         /// The alternative.
         alternative: usize,
     },
+    /// A plan field placed at an explicit offset where it would share bytes
+    /// with another field of the same alternative.
+    FieldsOverlap {
+        /// The field being placed.
+        name: ShortStr,
+        /// The field it would overlap.
+        other: ShortStr,
+    },
+    /// A plan field at an explicit offset that WGSL cannot place there (a
+    /// struct's first member starts at 0, and members go up in offset).
+    NotWgslPlaceable {
+        /// The field.
+        name: ShortStr,
+        /// Its offset.
+        offset: usize,
+    },
     /// A line of a plan's text (`PlanSpec::from_text`) that is not
-    /// `name dtype length…` or `union`.
+    /// `name dtype length… [@offset]` or `union`.
     BadPlanLine {
         /// The line (truncated to 24 bytes).
         line: ShortStr,
@@ -289,6 +305,8 @@ impl Error {
             Error::EmptyPlan => "EmptyPlan",
             Error::NoAlternative { .. } => "NoAlternative",
             Error::BadPlanLine { .. } => "BadPlanLine",
+            Error::FieldsOverlap { .. } => "FieldsOverlap",
+            Error::NotWgslPlaceable { .. } => "NotWgslShareable",
         }
     }
 
@@ -492,7 +510,15 @@ impl fmt::Display for Error {
             ),
             Error::BadPlanLine { line } => write!(
                 f,
-                "the plan's line \"{line}\" does not read as `name dtype length...` or `union`"
+                "the plan's line \"{line}\" does not read as `name dtype length... [@offset]` or `union`"
+            ),
+            Error::FieldsOverlap { name, other } => {
+                write!(f, "field \"{name}\" would overlap field \"{other}\"")
+            }
+            Error::NotWgslPlaceable { name, offset } => write!(
+                f,
+                "field \"{name}\" at offset {offset}: WGSL members start at 0 and go up in offset, \
+                 in the order the plan adds them"
             ),
             Error::ScalarItemsize { from, to } => write!(
                 f,

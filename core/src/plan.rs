@@ -52,6 +52,7 @@ pub struct Field<'n> {
     shape: [usize; MAX_FIELD_DIMS],
     offset: usize,
     alternative: usize,
+    explicit: bool,
 }
 
 impl<'n> Field<'n> {
@@ -62,6 +63,7 @@ impl<'n> Field<'n> {
         shape: [0; MAX_FIELD_DIMS],
         offset: 0,
         alternative: 0,
+        explicit: false,
     };
 
     /// The field's name.
@@ -122,6 +124,21 @@ impl<'n> Field<'n> {
     /// ```
     pub fn offset(&self) -> usize {
         self.offset
+    }
+
+    /// Whether it was placed at a given offset ([`Plan::field_at`]) rather
+    /// than after the field before it.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field("a", DType::U8, &[])?.field_at("b", DType::U8, &[], 8)?;
+    /// assert_eq!((plan.get("a").unwrap().is_explicit(), plan.get("b").unwrap().is_explicit()), (false, true));
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
+    pub fn is_explicit(&self) -> bool {
+        self.explicit
     }
 
     /// Bytes it occupies (packed, C order).
@@ -295,7 +312,8 @@ impl<'n> Plan<'n> {
     /// is a multiple of its dtype's alignment.
     ///
     /// Fails with `BadName` for an empty, repeated or non-identifier name,
-    /// `PlanFull`, `TooManyDims` or `Overflow`.
+    /// `PlanFull`, `TooManyDims`, `Overflow`, or `FieldsOverlap` where a
+    /// field placed with [`field_at`](Plan::field_at) is in the way.
     ///
     /// # Examples
     /// ```
@@ -312,7 +330,44 @@ impl<'n> Plan<'n> {
         descr: impl Into<Descr>,
         shape: &[usize],
     ) -> Result<&mut Plan<'n>, Error> {
-        let descr = descr.into();
+        self.place(name, descr.into(), shape, None)
+    }
+
+    /// Appends a field to the current alternative at byte `offset`, as a
+    /// file header places its arrays. The offset must be a multiple of the
+    /// dtype's alignment (`Misaligned`), and the field must not share bytes
+    /// with another field of its alternative (`FieldsOverlap`); fields
+    /// appended after it with [`field`](Plan::field) follow it.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{DType, Plan};
+    /// let mut plan = Plan::new();
+    /// plan.field_at("data", DType::F32, &[4], 64)?.field_at("magic", DType::U8, &[8], 0)?;
+    /// plan.field("version", DType::U16, &[])?;
+    /// assert_eq!(plan.get("version").unwrap().offset(), 8);
+    /// assert_eq!((plan.nbytes(), plan.padding(0).collect::<Vec<_>>()), (80, vec![10..64]));
+    /// assert!(plan.field_at("late", DType::U32, &[], 66).is_err()); // misaligned
+    /// assert!(plan.field_at("clash", DType::U32, &[2], 60).is_err()); // overlaps data
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
+    pub fn field_at(
+        &mut self,
+        name: &'n str,
+        descr: impl Into<Descr>,
+        shape: &[usize],
+        offset: usize,
+    ) -> Result<&mut Plan<'n>, Error> {
+        self.place(name, descr.into(), shape, Some(offset))
+    }
+
+    fn place(
+        &mut self,
+        name: &'n str,
+        descr: Descr,
+        shape: &[usize],
+        at: Option<usize>,
+    ) -> Result<&mut Plan<'n>, Error> {
         if !is_identifier(name) || self.get(name).is_some() {
             return Err(Error::BadName {
                 name: ShortStr::new(name),
@@ -333,7 +388,17 @@ impl<'n> Plan<'n> {
         let dtype = descr.dtype;
         // Proves the size fits in isize.
         let nbytes = Layout::contiguous(dtype, shape)?.nbytes();
-        let offset = round_up(self.cursor, dtype.align())?;
+        let offset = match at {
+            None => round_up(self.cursor, dtype.align())?,
+            Some(offset) if offset % dtype.align() != 0 => {
+                return Err(Error::Misaligned {
+                    offset,
+                    align: dtype.align(),
+                    dtype,
+                });
+            }
+            Some(offset) => offset,
+        };
         let end = offset.checked_add(nbytes).ok_or(Error::Overflow {
             what: "the plan size",
         })?;
@@ -345,11 +410,22 @@ impl<'n> Plan<'n> {
                 what: "the plan size",
             });
         }
+        let alternative = self.alternatives - 1;
+        let overlapped = self.fields().iter().find(|f| {
+            f.alternative == alternative && f.offset < end && offset < f.offset + f.nbytes()
+        });
+        if let Some(other) = overlapped {
+            return Err(Error::FieldsOverlap {
+                name: ShortStr::new(name),
+                other: ShortStr::new(other.name),
+            });
+        }
         let mut field = Field {
             name,
             descr,
             offset,
-            alternative: self.alternatives - 1,
+            alternative,
+            explicit: at.is_some(),
             ..Field::EMPTY
         };
         field.ndim = shape.len() as u8;
@@ -498,17 +574,34 @@ impl<'n> Plan<'n> {
     /// # Ok::<(), bytelens_core::Error>(())
     /// ```
     pub fn padding(&self, alternative: usize) -> impl Iterator<Item = Range<usize>> + '_ {
-        let mut at = 0;
-        let ends = self
-            .fields()
-            .iter()
-            .filter(move |f| f.alternative == alternative)
-            .map(|f| f.byte_range())
-            .chain(core::iter::once(self.nbytes()..self.nbytes()));
-        ends.filter_map(move |range| {
-            let gap = at..range.start;
-            at = range.end;
-            (!gap.is_empty()).then_some(gap)
+        // Fields given explicit offsets need not be in offset order: each
+        // step finds the next non-empty field at or after `at` (fields of
+        // one alternative do not overlap, so none starts inside another).
+        let mut at = Some(0);
+        core::iter::from_fn(move || {
+            loop {
+                let from = at?;
+                let next = self
+                    .fields()
+                    .iter()
+                    .filter(|f| f.alternative == alternative && f.nbytes() > 0)
+                    .map(Field::byte_range)
+                    .filter(|range| range.start >= from)
+                    .min_by_key(|range| range.start);
+                let gap = match next {
+                    Some(range) => {
+                        at = Some(range.end);
+                        from..range.start
+                    }
+                    None => {
+                        at = None;
+                        from..self.nbytes()
+                    }
+                };
+                if !gap.is_empty() {
+                    return Some(gap);
+                }
+            }
         })
     }
 }

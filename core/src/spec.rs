@@ -22,6 +22,9 @@ pub struct FieldSpec {
     pub descr: Descr,
     /// Its shape.
     pub shape: Vec<usize>,
+    /// Its byte offset, where it is placed explicitly ([`Plan::field_at`]);
+    /// `None` places it after the field before it.
+    pub offset: Option<usize>,
 }
 
 /// The fields of a [`Plan`], owned: a name and, per alternative, its fields
@@ -31,12 +34,13 @@ pub struct FieldSpec {
 /// ```
 /// use bytelens_core::{DType, Descr, FieldSpec, PlanSpec};
 /// let mut spec = PlanSpec::new("Work");
-/// spec.push(FieldSpec { name: "A".into(), descr: Descr::native(DType::F32), shape: vec![4] });
+/// spec.push(FieldSpec { name: "A".into(), descr: Descr::native(DType::F32), shape: vec![4], offset: None });
 /// spec.start_alternative();
-/// spec.push(FieldSpec { name: "D".into(), descr: Descr::native(DType::I32), shape: vec![6] });
+/// spec.push(FieldSpec { name: "D".into(), descr: Descr::native(DType::I32), shape: vec![6], offset: None });
+/// spec.push(FieldSpec { name: "E".into(), descr: Descr::native(DType::U8), shape: vec![], offset: Some(32) });
 /// let plan = spec.build()?;
-/// assert_eq!((plan.nbytes(), plan.alternatives()), (24, 2));
-/// assert_eq!(spec.to_text(), "Work\nA <f4 4\nunion\nD <i4 6");
+/// assert_eq!((plan.nbytes(), plan.alternatives()), (36, 2));
+/// assert_eq!(spec.to_text(), "Work\nA <f4 4\nunion\nD <i4 6\nE |u1 @32");
 /// assert_eq!(PlanSpec::from_text(&spec.to_text())?, spec);
 /// # Ok::<(), bytelens_core::Error>(())
 /// ```
@@ -86,14 +90,18 @@ impl PlanSpec {
                 plan.union()?;
             }
             for field in fields {
-                plan.field(&field.name, field.descr, &field.shape)?;
+                match field.offset {
+                    None => plan.field(&field.name, field.descr, &field.shape)?,
+                    Some(at) => plan.field_at(&field.name, field.descr, &field.shape, at)?,
+                };
             }
         }
         Ok(plan)
     }
 
     /// The plan as text: its name on the first line, then a line per field
-    /// (`name dtype length…`), and `union` between alternatives.
+    /// (`name dtype length…`, and `@offset` for a field placed at one), and
+    /// `union` between alternatives.
     pub fn to_text(&self) -> String {
         let mut text = self.name.clone();
         for (i, fields) in self.alternatives.iter().enumerate() {
@@ -105,6 +113,9 @@ impl PlanSpec {
                 for n in &field.shape {
                     let _ = write!(text, " {n}");
                 }
+                if let Some(at) = field.offset {
+                    let _ = write!(text, " @{at}");
+                }
             }
         }
         text
@@ -113,7 +124,7 @@ impl PlanSpec {
     /// Reads what [`to_text`](PlanSpec::to_text) wrote, or what a person
     /// typed in that form: blank lines, surrounding spaces and runs of
     /// spaces between words are allowed. `BadPlanLine` names the first line
-    /// that is not `name dtype length…` or `union`. Whether
+    /// that is not `name dtype length… [@offset]` or `union`. Whether
     /// the plan is valid is [`build`](PlanSpec::build)'s to say.
     pub fn from_text(text: &str) -> Result<PlanSpec, Error> {
         // ASCII whitespace only: Unicode's tables would cost the wasm package.
@@ -137,15 +148,25 @@ impl PlanSpec {
 }
 
 impl FieldSpec {
-    /// A field from its line of plan text, `name dtype length…` (words
-    /// separated by any whitespace); `None` if it does not read so.
+    /// A field from its line of plan text, `name dtype length… [@offset]`
+    /// (words separated by any whitespace); `None` if it does not read so.
     fn from_line(line: &str) -> Option<FieldSpec> {
         let mut words = line.split_ascii_whitespace();
         let (name, dtype) = (words.next()?, words.next()?);
+        let mut shape = Vec::new();
+        let mut offset = None;
+        for word in words {
+            match (offset, word.strip_prefix('@')) {
+                (None, None) => shape.push(word.parse().ok()?),
+                (None, Some(at)) => offset = Some(at.parse().ok()?),
+                (Some(_), _) => return None, // the offset comes last
+            }
+        }
         Some(FieldSpec {
             name: name.to_owned(),
             descr: dtype.parse().ok()?,
-            shape: words.map(|w| w.parse().ok()).collect::<Option<_>>()?,
+            shape,
+            offset,
         })
     }
 }
@@ -159,6 +180,7 @@ impl<'n> From<&Plan<'n>> for PlanSpec {
                 name: field.name().to_owned(),
                 descr: field.descr(),
                 shape: field.shape().to_vec(),
+                offset: field.is_explicit().then_some(field.offset()),
             });
         }
         spec
@@ -204,8 +226,8 @@ impl PlacedField {
 /// # Examples
 /// ```
 /// use bytelens_core::{DType, Descr, FieldSpec, OwnedPlan};
-/// let f32s = |name: &str, n| FieldSpec { name: name.into(), descr: Descr::native(DType::F32), shape: vec![n] };
-/// let i32s = |name: &str, n| FieldSpec { name: name.into(), descr: Descr::native(DType::I32), shape: vec![n] };
+/// let f32s = |name: &str, n| FieldSpec { name: name.into(), descr: Descr::native(DType::F32), shape: vec![n], offset: None };
+/// let i32s = |name: &str, n| FieldSpec { name: name.into(), descr: Descr::native(DType::I32), shape: vec![n], offset: None };
 /// let plan = OwnedPlan::new("Work")?
 ///     .extended([f32s("A", 3), f32s("B", 1)], false)?
 ///     .extended([i32s("D", 2)], true)?;
@@ -355,6 +377,9 @@ mod tests {
                     name: alloc::format!("f{i}{}", order.prefix() == '>'),
                     descr: Descr::new(*dtype, order),
                     shape: vec![i + 1, 2],
+                    // Every third field at an offset of its own, past the rest.
+                    offset: (i % 3 == 2)
+                        .then_some(4096 * (i + 1) + 2048 * usize::from(order == ByteOrder::Big)),
                 });
             }
             if i % 4 == 3 {
@@ -376,7 +401,16 @@ mod tests {
 
     #[test]
     fn bad_lines_are_named() {
-        for bad in ["P\na", "P\na <i4 2.5", "P\na <i4 x", "P\na <i9 2"] {
+        for bad in [
+            "P\na",
+            "P\na <i4 2.5",
+            "P\na <i4 x",
+            "P\na <i9 2",
+            "P\na <i4 @8 2",
+            "P\na <i4 @8 @16",
+            "P\na <i4 @-8",
+            "P\na <i4 @",
+        ] {
             assert!(
                 matches!(PlanSpec::from_text(bad), Err(Error::BadPlanLine { .. })),
                 "{bad}"
@@ -390,5 +424,29 @@ mod tests {
         );
         let typed = PlanSpec::from_text("\n  P \r\n\na   <i4  2 3\n\n union \nb f4\n").unwrap();
         assert_eq!(typed.to_text(), "P\na <i4 2 3\nunion\nb <f4");
+    }
+
+    #[test]
+    fn explicit_offsets_are_checked_when_built() {
+        let spec = PlanSpec::from_text("H\nmagic |u1 8 @0\ndata <f4 4 @64\nnext <u2").unwrap();
+        let plan = OwnedPlan::from_spec(spec.clone()).unwrap();
+        assert_eq!(plan.get("next").map(|f| f.offset), Some(80));
+        assert_eq!(plan.padding(0).unwrap(), [8..64, 82..84]);
+        assert_eq!(OwnedPlan::from_text(&plan.to_text()).unwrap(), plan);
+        let misaligned = PlanSpec::from_text("H\nx <f4 @2").unwrap();
+        assert_eq!(
+            misaligned.build().unwrap_err().to_string(),
+            "offset 2 is not a multiple of 4, the alignment of float32"
+        );
+        let overlapping = PlanSpec::from_text("H\nx <f4 4 @16\ny <f8 @24").unwrap();
+        assert_eq!(
+            overlapping.build().unwrap_err().to_string(),
+            "field \"y\" would overlap field \"x\""
+        );
+        // Another alternative may use the same bytes.
+        let union = PlanSpec::from_text("H\nx <f4 4 @16\nunion\ny <f8 @24").unwrap();
+        assert_eq!(union.build().unwrap().nbytes(), 32);
+        let huge = PlanSpec::from_text(&alloc::format!("H\nx <f4 @{}", usize::MAX - 3)).unwrap();
+        assert!(matches!(huge.build(), Err(Error::Overflow { .. })));
     }
 }

@@ -30,6 +30,8 @@ pub struct FieldIn {
     name: NameIn,
     descr: DescrIn,
     shape: Vec<Uint>,
+    /// An explicit offset (`Plan::field_at`), or none.
+    offset: Option<Uint>,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -56,6 +58,7 @@ impl SpecIn {
                         name: f.name.get(),
                         descr: f.descr.get(),
                         shape: f.shape.iter().map(|u| u.get()).collect(),
+                        offset: f.offset.map(Uint::get),
                     })
                     .collect()
             })
@@ -108,8 +111,8 @@ fn check_text_round_trip(spec: &PlanSpec) {
         assert_eq!(x.len(), y.len());
         for (a, b) in x.iter().zip(y) {
             assert_eq!(
-                (&a.name, &a.shape, a.descr.dtype),
-                (&b.name, &b.shape, b.descr.dtype)
+                (&a.name, &a.shape, a.descr.dtype, a.offset),
+                (&b.name, &b.shape, b.descr.dtype, b.offset)
             );
             // One-byte types print as `|`, which reads back in native order.
             if a.descr.dtype.size() > 1 {
@@ -127,8 +130,9 @@ fn is_identifier(name: &str) -> bool {
 }
 
 /// Where each field goes, as a C compiler places struct members (each at
-/// the next multiple of its alignment) with the alternatives overlaid;
-/// `None` where the plan must be refused.
+/// the next multiple of its alignment, or at its explicit offset, which
+/// must be aligned and clear of the alternative's other fields) with the
+/// alternatives overlaid; `None` where the plan must be refused.
 struct Placement {
     /// Name, offset, byte size and alternative of each field.
     fields: Vec<(String, usize, usize, usize)>,
@@ -171,8 +175,19 @@ fn place(spec: &PlanSpec) -> Option<Placement> {
                 .shape
                 .iter()
                 .fold(dtype.size() as u128, |n, &k| n.saturating_mul(k as u128));
-            let offset = cursor.next_multiple_of(dtype.align() as u128);
+            let offset = match field.offset {
+                None => cursor.next_multiple_of(dtype.align() as u128),
+                Some(at) if at % dtype.align() != 0 => return None,
+                Some(at) => at as u128,
+            };
             cursor = offset.saturating_add(nbytes);
+            let alternative = out.alternatives - 1;
+            let clash = out.fields.iter().any(|f| {
+                f.3 == alternative && (f.1 as u128) < cursor && offset < (f.1 + f.2) as u128
+            });
+            if clash {
+                return None;
+            }
             end = end.max(cursor);
             out.align = out.align.max(dtype.align());
             if bound > isize::MAX as u128
@@ -323,6 +338,7 @@ mod tests {
                 name: format!("f{i}"),
                 descr: Descr::native(*dtype),
                 shape: vec![i % 3, 2],
+                offset: (i % 4 == 3).then_some(1024 * i),
             });
             if i % 5 == 4 {
                 spec.start_alternative();
@@ -346,6 +362,7 @@ mod tests {
                     name: NameIn::Numbered(1),
                     descr: DescrIn::default(),
                     shape: vec![Uint::Small(3)],
+                    offset: Some(Uint::Small(8)),
                 }],
                 vec![],
             ],
@@ -360,11 +377,13 @@ mod tests {
             name: "a".into(),
             descr: Descr::native(DType::U8),
             shape: vec![isize::MAX as usize],
+            offset: None,
         });
         spec.push(FieldSpec {
             name: "b".into(),
             descr: Descr::native(DType::U16),
             shape: vec![],
+            offset: None,
         });
         assert!(!check_spec(&spec));
     }

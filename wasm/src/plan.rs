@@ -25,21 +25,25 @@ fn string(value: &JsString, what: &'static str) -> Result<String, BindingError> 
         .ok_or_else(|| BindingError::wrong_type(what, "a string", value))
 }
 
-/// One field of a fields object, a dtype or `[dtype, shape]`: its
-/// descr and shape.
+/// One field of a fields object, a dtype, `[dtype, shape]` or
+/// `[dtype, shape, offset]`: its descr, shape and explicit offset.
 #[inline(never)] // for `struct` and `union` both: the .wasm has a budget
-fn field_spec(field: &JsValue) -> Result<(Descr, Vec<usize>), BindingError> {
-    let (dtype, shape) = if Array::is_array(field) {
-        // The two items it has (more are not read).
+fn field_spec(field: &JsValue) -> Result<(Descr, Vec<usize>, Option<usize>), BindingError> {
+    let (dtype, shape, offset) = if Array::is_array(field) {
+        // The three items it has (more are not read).
         let shape = match Reflect::get_u32(field, 1)? {
             value if value.is_undefined() => Vec::new(),
             value => self::shape(&value, "shape")?,
         };
-        (Reflect::get_u32(field, 0)?, shape)
+        let offset = match Reflect::get_u32(field, 2)? {
+            value if value.is_undefined() => None,
+            value => Some(arg(&value, "offset", whole)?),
+        };
+        (Reflect::get_u32(field, 0)?, shape, offset)
     } else {
-        (field.clone(), Vec::new())
+        (field.clone(), Vec::new(), None)
     };
-    Ok((dtype_arg(dtype.unchecked_ref())?, shape))
+    Ok((dtype_arg(dtype.unchecked_ref())?, shape, offset))
 }
 
 impl Plan {
@@ -64,7 +68,12 @@ impl Plan {
             }
             let field = Reflect::get(&fields, &key)?;
             match field_spec(&field) {
-                Ok((descr, shape)) => specs.push(FieldSpec { name, descr, shape }),
+                Ok((descr, shape, offset)) => specs.push(FieldSpec {
+                    name,
+                    descr,
+                    shape,
+                    offset,
+                }),
                 Err(error) => {
                     let error = Box::new(error);
                     return Err(BindingError::InField { name, error });

@@ -26,7 +26,7 @@ export interface LayoutOptions {
 /** An element value `write` takes: bigint or number for integers, boolean or 0/1 for bool, number for floats. */
 export type Value = number | bigint | boolean;
 /** A plan field: a dtype (a single element) or [dtype, shape]. */
-export type FieldSpec = string | [string, number | number[]];
+export type FieldSpec = string | [string, number | number[]] | [string, number | number[], number];
 export interface PlanField {
   name: string;
   dtype: string;

@@ -221,12 +221,43 @@ fn plan_of_the_seed() {
 }
 
 #[wasm_bindgen_test]
+fn fields_at_explicit_offsets() {
+    let field = |dtype: &str, n: f64, offset: f64| {
+        Array::of3(&dtype.into(), &list(&[n]), &JsValue::from_f64(offset))
+    };
+    let fields = Object::new();
+    Reflect::set(&fields, &"magic".into(), &field("|u1", 8.0, 0.0)).unwrap();
+    Reflect::set(&fields, &"data".into(), &field("<f4", 4.0, 64.0)).unwrap();
+    let plan = Plan::new(Some("Header".into()))
+        .unwrap()
+        .struct_(fields.unchecked_into())
+        .unwrap();
+    assert_eq!(plan.nbytes(), 80);
+    assert_eq!(plan.to_text(), "Header\nmagic |u1 8 @0\ndata <f4 4 @64");
+    let clash = Object::new();
+    Reflect::set(&clash, &"late".into(), &field("<u4", 1.0, 72.0)).unwrap();
+    let err = thrown(plan.struct_(clash.unchecked_into()));
+    assert_thrown(
+        &err,
+        "FieldsOverlap",
+        "field \"late\" would overlap field \"data\"",
+    );
+    let misaligned = Object::new();
+    Reflect::set(&misaligned, &"odd".into(), &field("<u4", 1.0, 2.0)).unwrap();
+    let err = thrown(plan.struct_(misaligned.unchecked_into()));
+    assert_eq!(kind(&err), "Misaligned");
+    let negative = Object::new();
+    Reflect::set(&negative, &"neg".into(), &field("<u4", 1.0, -4.0)).unwrap();
+    assert!(thrown(plan.struct_(negative.unchecked_into())).is_instance_of::<js_sys::RangeError>());
+}
+
+#[wasm_bindgen_test]
 fn plan_text_errors_are_the_core_s() {
     let err = thrown(Plan::from_text(&js("Work\nA <f4 [4]")));
     assert_eq!(kind(&err), "BadPlanLine");
     assert_eq!(
         message(&err),
-        "the plan's line \"A <f4 [4]\" does not read as `name dtype length...` or `union`"
+        "the plan's line \"A <f4 [4]\" does not read as `name dtype length... [@offset]` or `union`"
     );
     let err = thrown(Plan::from_text(&js("Work\nA <f4 4\nA <i4 2")));
     assert_eq!(kind(&err), "BadName");

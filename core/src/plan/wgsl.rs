@@ -4,7 +4,7 @@
 
 use core::fmt;
 
-use super::Plan;
+use super::{MAX_ALTERNATIVES, Plan};
 use crate::{DType, Descr, Error, ShortStr};
 
 /// A plan checked against WGSL's host-shareable layout rules, displayed as
@@ -131,7 +131,11 @@ impl<'n> Plan<'n> {
     /// rule WGSL uses for scalars and arrays of scalars (a member's offset is
     /// the previous end rounded up to its alignment; an array of scalars has
     /// the scalar's alignment and a stride equal to its size), so the WGSL
-    /// offsets, written as comments, are the plan's.
+    /// offsets, written as comments, are the plan's. A field placed with
+    /// [`field_at`](Plan::field_at) after a gap gives the member before it
+    /// a `@size`; one placed first at a non-zero offset, or before a field
+    /// that precedes it, is refused (`NotWgslPlaceable`): a WGSL struct
+    /// starts at 0 and its members go up in offset.
     ///
     /// # Examples
     /// ```
@@ -171,8 +175,22 @@ impl<'n> Plan<'n> {
                 }
             }
         }
+        let mut ends = [None; MAX_ALTERNATIVES];
         for field in self.fields() {
             let name = ShortStr::new(field.name);
+            // A struct's first member is at 0 and each next one after the
+            // last; a gap between two becomes `@size` on the first.
+            let placeable = match ends[field.alternative] {
+                None => field.offset == 0,
+                Some(end) => field.offset >= end,
+            };
+            if !placeable {
+                return Err(Error::NotWgslPlaceable {
+                    name,
+                    offset: field.offset,
+                });
+            }
+            ends[field.alternative] = Some(field.offset + field.nbytes());
             if is_wgsl_reserved(field.name) {
                 return Err(Error::BadName { name });
             }
@@ -211,12 +229,22 @@ impl fmt::Display for Wgsl<'_, '_> {
             } else {
                 writeln!(f, "struct {}{alternative} {{", plan.name)?;
             }
-            for field in fields
+            let mut members = fields
                 .iter()
                 .filter(|field| field.alternative == alternative)
-            {
+                .peekable();
+            while let Some(field) = members.next() {
                 let scalar = wgsl_scalar(field.descr).unwrap_or("u32");
-                write!(f, "    {}: ", field.name)?;
+                f.write_str("    ")?;
+                if let Some(next) = members.peek() {
+                    // Where WGSL would put the next member without help.
+                    let natural =
+                        (field.offset + field.nbytes()).next_multiple_of(next.descr.dtype.align());
+                    if next.offset != natural {
+                        write!(f, "@size({}) ", next.offset - field.offset)?;
+                    }
+                }
+                write!(f, "{}: ", field.name)?;
                 for _ in field.shape() {
                     f.write_str("array<")?;
                 }
@@ -288,6 +316,43 @@ mod tests {
             );
             assert!(Plan::named(reserved).is_err(), "{reserved}");
         }
+    }
+
+    #[test]
+    fn explicit_offsets_become_sizes() {
+        let mut plan = Plan::named("Header").unwrap();
+        plan.field_at("magic", DType::U32, &[2], 0)
+            .unwrap()
+            .field_at("data", DType::F32, &[4], 64)
+            .unwrap()
+            .field("tail", DType::U32, &[])
+            .unwrap();
+        assert_eq!(
+            plan.wgsl().unwrap().to_string(),
+            "// bytelens plan: 84 bytes, storage address space\n\
+             struct Header {\n    \
+             @size(64) magic: array<u32, 2>, // offset 0, 8 bytes\n    \
+             data: array<f32, 4>, // offset 64, 16 bytes\n    \
+             tail: u32, // offset 80, 4 bytes\n}\n"
+        );
+        let mut late = Plan::new();
+        late.field_at("x", DType::F32, &[], 8).unwrap();
+        assert_eq!(
+            late.wgsl().unwrap_err(),
+            Error::NotWgslPlaceable {
+                name: ShortStr::new("x"),
+                offset: 8
+            }
+        );
+        let mut backwards = Plan::new();
+        backwards.field_at("a", DType::F32, &[], 0).unwrap();
+        backwards.field_at("c", DType::F32, &[], 8).unwrap();
+        backwards.field_at("b", DType::F32, &[], 4).unwrap();
+        assert_eq!(backwards.padding(0).count(), 0);
+        assert_eq!(
+            backwards.wgsl().unwrap_err().to_string(),
+            "field \"b\" at offset 4: WGSL members start at 0 and go up in offset, in the order the plan adds them"
+        );
     }
 
     #[test]

@@ -72,6 +72,18 @@ fn axis_arg(py: Python<'_>, axis: isize, ndim: usize) -> PyResult<usize> {
     }
 }
 
+/// A field's explicit byte offset: not negative.
+fn offset_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let Int(n) = obj.extract()?;
+    usize::try_from(n).map_err(|_| {
+        layout_error(
+            obj.py(),
+            "OutOfBounds",
+            format!("a field's offset cannot be negative ({n})"),
+        )
+    })
+}
+
 /// numpy's `reshape` shape: at most one length may be -1, meaning "what the
 /// size leaves"; the core checks the result.
 fn reshape_arg(layout: &Layout, shape: &[isize]) -> PyResult<Vec<usize>> {
@@ -399,17 +411,23 @@ impl PyPlan {
     ) -> PyResult<PyPlan> {
         let mut specs = Vec::new();
         for (name, field) in fields.into_iter().flatten() {
-            let (dtype, shape) = match field.cast::<PyTuple>() {
-                Ok(pair) if pair.len() == 2 => (
-                    pair.get_item(0)?,
-                    dims::<usize>(&pair.get_item(1)?)?.to_vec(),
+            // `dtype`, `(dtype, shape)` or `(dtype, shape, offset)`.
+            let (dtype, shape, offset) = match field.cast::<PyTuple>() {
+                Ok(parts) if parts.len() == 2 || parts.len() == 3 => (
+                    parts.get_item(0)?,
+                    dims::<usize>(&parts.get_item(1)?)?.to_vec(),
+                    match parts.len() {
+                        3 => Some(offset_arg(&parts.get_item(2)?)?),
+                        _ => None,
+                    },
                 ),
-                _ => (field, Vec::new()),
+                _ => (field, Vec::new(), None),
             };
             specs.push(FieldSpec {
                 name: name.extract()?,
                 descr: to_descr(&dtype)?,
                 shape,
+                offset,
             });
         }
         Ok(PyPlan {
@@ -427,7 +445,9 @@ impl PyPlan {
     }
 
     /// Appends fields, `name=(dtype, shape)` or `name=dtype`, to the current
-    /// alternative, each at the next offset its alignment allows.
+    /// alternative, each at the next offset its alignment allows, or
+    /// `name=(dtype, shape, offset)` at that byte offset (aligned, and
+    /// clear of the alternative's other fields).
     #[pyo3(signature = (**fields))]
     fn r#struct(&self, py: Python<'_>, fields: Option<&Bound<'_, PyDict>>) -> PyResult<PyPlan> {
         self.extended(py, fields, false)
