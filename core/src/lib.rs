@@ -38,6 +38,8 @@ extern crate alloc;
 mod args;
 mod dtype;
 mod error;
+#[cfg(feature = "files")]
+pub mod files;
 mod layout;
 mod overlap;
 mod plan;

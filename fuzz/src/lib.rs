@@ -7,7 +7,8 @@
 //!   parts, placed, and written as WGSL;
 //! - [`header`]: shared-memory headers read from hostile bytes;
 //! - [`args`]: a view's arguments as JavaScript passes them, resolved by
-//!   the core's `ViewArgs::resolve`, and the `args.json` cases.
+//!   the core's `ViewArgs::resolve`, and the `args.json` cases;
+//! - [`files`]: `.npy` and safetensors headers read from hostile bytes.
 //!
 //! Inputs are `arbitrary` types. Those that start from a vector case take it
 //! by number: an input of four zero bytes (the first variant) and the case's
@@ -16,6 +17,7 @@
 #![forbid(unsafe_code)]
 
 pub mod args;
+pub mod files;
 pub mod header;
 pub mod layout;
 pub mod model;
@@ -155,11 +157,12 @@ mod tests {
     fn regressions_pass() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("regressions");
         type Replay = fn(&[u8]);
-        let targets: [(&str, Replay); 4] = [
+        let targets: [(&str, Replay); 5] = [
             ("layout", |d| super::replay(d, super::layout::run)),
             ("plan", |d| super::replay(d, super::plan::run)),
             ("header", |d| super::replay(d, super::header::run)),
             ("args", |d| super::replay(d, super::args::run)),
+            ("files", super::files::run),
         ];
         for (target, run) in targets {
             let Ok(entries) = std::fs::read_dir(dir.join(target)) else {

@@ -18,7 +18,7 @@ use crate::test::rustup_list;
 use crate::{Result, cmd, root, run};
 
 /// The targets, in the order `cargo xtask fuzz` runs them.
-pub const TARGETS: [&str; 4] = ["layout", "plan", "header", "args"];
+pub const TARGETS: [&str; 5] = ["layout", "plan", "header", "args", "files"];
 
 /// How long each target runs when no `--time` or `--runs` is given, and in
 /// the full test run: a smoke test that the targets build, replay their
@@ -87,7 +87,68 @@ pub fn write_seeds() -> Result {
         bytes.extend_from_slice(text.as_bytes());
         (format!("plan-{i}"), bytes)
     });
-    write_all("plan", plans)
+    write_all("plan", plans)?;
+    write_all("files", file_seeds().into_iter())
+}
+
+/// Small `.npy` and safetensors files for the `files` target, in the forms
+/// numpy and the safetensors package write (the Python tests check bytelens
+/// against those writers themselves).
+fn file_seeds() -> Vec<(String, Vec<u8>)> {
+    let npy = |version: u8, dict: &str, data: usize| {
+        let lead = if version == 1 { 10 } else { 12 };
+        let mut header = format!("{dict:<width$}", width = 63 - lead);
+        header.push('\n');
+        let mut file = b"\x93NUMPY".to_vec();
+        file.extend([version, 0]);
+        if version == 1 {
+            file.extend((header.len() as u16).to_le_bytes());
+        } else {
+            file.extend((header.len() as u32).to_le_bytes());
+        }
+        file.extend(header.as_bytes());
+        file.resize(file.len() + data, 7);
+        file
+    };
+    let safetensors = |json: &str, data: usize| {
+        let mut file = (json.len() as u64).to_le_bytes().to_vec();
+        file.extend(json.as_bytes());
+        file.resize(file.len() + data, 7);
+        file
+    };
+    vec![
+        (
+            "npy-1".into(),
+            npy(
+                1,
+                "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }",
+                48,
+            ),
+        ),
+        (
+            "npy-2".into(),
+            npy(
+                2,
+                "{'descr': '>i2', 'fortran_order': True, 'shape': (2, 3), }",
+                12,
+            ),
+        ),
+        (
+            "npy-3".into(),
+            npy(
+                3,
+                "{'descr': '|b1', 'fortran_order': False, 'shape': (), }",
+                1,
+            ),
+        ),
+        (
+            "safetensors".into(),
+            safetensors(
+                r#"{"__metadata__":{"format":"np"},"a":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},"b":{"dtype":"BF16","shape":[3],"data_offsets":[16,22]}}"#,
+                22,
+            ),
+        ),
+    ]
 }
 
 /// Replaces `fuzz/seeds/TARGET` with `seeds` (name, bytes).
