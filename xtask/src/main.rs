@@ -40,7 +40,7 @@ type Result<T = (), E = String> = std::result::Result<T, E>;
 /// The Python environments the package is tested in (under `target/py/`):
 /// one per numpy line it supports, each with the test tools.
 const PY_ENVS: [(&str, &str); 2] = [("venv-np2", "numpy>=2,<3"), ("venv-np1", "numpy>=1.26,<2")];
-const PY_TOOLS: [&str; 8] = [
+const PY_TOOLS: [&str; 9] = [
     "maturin>=1.16,<2",
     "pytest>=8",
     "hypothesis>=6.100",
@@ -51,6 +51,9 @@ const PY_TOOLS: [&str; 8] = [
     "ray==2.60.0",
     "distributed==2026.8.0",
     "dask==2026.8.0",
+    // The safetensors files tests/python/test_files.py reads are written
+    // (and what bytelens writes is read back) by the format's own package.
+    "safetensors==0.8.0",
 ];
 
 const USAGE: &str = "\
@@ -60,7 +63,7 @@ usage: cargo xtask [--no-install] <task>
   test --list [SUITE...]  what each suite runs and needs
   demo                    builds the wasm package and serves the web demo on http://127.0.0.1:8000
   bench [FILTER...]       the layout, copy and convert benchmarks against memcpy, FILTER passed on to criterion
-  bench python [views ARG... | copy ARG... | scale ARG...]
+  bench python [views ARG... | copy ARG... | scale ARG... | files ARG...]
                           the Python package's views, copies and Ray/Dask round trips against numpy
   bench gpu [--prepare-device]
                           256 MiB GPU uploads; --prepare-device readies target/device/
@@ -368,18 +371,21 @@ fn demo(install: bool) -> Result {
 /// The Python package's benchmarks against numpy: the views
 /// (native/benches/python_views.py), the copies
 /// (native/benches/python_copy.py), then round trips through Ray and Dask
-/// (native/benches/python_scale.py). `views ARG...`, `copy ARG...` or
-/// `scale ARG...` runs one of them with its own arguments.
+/// (native/benches/python_scale.py), and loading files
+/// (native/benches/python_files.py). `views ARG...`, `copy ARG...`,
+/// `scale ARG...` or `files ARG...` runs one of them with its own arguments.
 fn bench_python(args: &[String], install: bool) -> Result {
+    const SCRIPTS: [&str; 4] = ["views", "copy", "scale", "files"];
     let scripts: Vec<(&str, &[String])> = match args.split_first() {
-        None => vec![("views", &[]), ("copy", &[]), ("scale", &[])],
-        Some((name, rest)) if ["views", "copy", "scale"].contains(&name.as_str()) => {
+        None => SCRIPTS.iter().map(|name| (*name, &[][..])).collect(),
+        Some((name, rest)) if SCRIPTS.contains(&name.as_str()) => {
             vec![(name.as_str(), rest)]
         }
         Some((first, _)) => {
             return Err(format!(
-                "bench python: {first:?} is not views, copy or scale; arguments go to one \
-                 script: `bench python views ARG...`, `copy ARG...` or `scale ARG...`"
+                "bench python: {first:?} is not one of {}; arguments go to one script: \
+                 `bench python files ARG...`",
+                SCRIPTS.join(", ")
             ));
         }
     };

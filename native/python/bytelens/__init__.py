@@ -13,12 +13,14 @@ bounds or misaligned::
 """
 
 from ._copy import ascontiguous
+from ._files import inspect, load, save
 from ._view import View
 from ._native import (
     AlignmentError,
     BoundsError,
     Buffer,
     CastError,
+    FormatError,
     Layout,
     LayoutError,
     Plan,
@@ -30,12 +32,16 @@ __all__ = [
     "BoundsError",
     "Buffer",
     "CastError",
+    "FormatError",
     "Layout",
     "LayoutError",
     "Plan",
     "View",
     "__version__",
     "ascontiguous",
+    "inspect",
+    "load",
+    "save",
 ]
 
 try:  # POSIX shared memory: not on Windows

@@ -45,6 +45,9 @@ class BoundsError(LayoutError):
 class CastError(TypeError):
     """A dtype conversion that numpy's same_kind casting refuses (float to int, int to bool, signed to unsigned)."""
 
+class FormatError(ValueError):
+    """A file whose header is not a valid .npy, .npz or safetensors header, with what is wrong."""
+
 @final
 class Buffer:
     """Bytes that typed numpy views share, zero-copy."""
@@ -163,7 +166,7 @@ class Layout:
     def __eq__(self, value: object, /) -> bool: ...
     def __ne__(self, value: object, /) -> bool: ...
 
-_FieldSpec = npt.DTypeLike | tuple[npt.DTypeLike, _Dims]
+_FieldSpec = npt.DTypeLike | tuple[npt.DTypeLike, _Dims] | tuple[npt.DTypeLike, _Dims, int]
 
 @final
 class Plan:
@@ -235,6 +238,8 @@ if sys.platform != "win32":
 def ascontiguous(
     a: Any, dtype: npt.DTypeLike | None = None, out: npt.NDArray[Any] | None = None
 ) -> npt.NDArray[Any]: ...
+
+def read_header(head: bytes, length: int) -> dict[str, Any]: ...
 
 # With the `gpu` feature (see __all__ above).
 class GpuError(RuntimeError):

@@ -42,6 +42,12 @@ create_exception!(
     PyTypeError,
     "A dtype conversion that numpy's same_kind casting refuses (float to int, int to bool, signed to unsigned)."
 );
+create_exception!(
+    bytelens,
+    FormatError,
+    PyValueError,
+    "A file whose header is not a valid .npy, .npz or safetensors header, with what is wrong."
+);
 #[cfg(feature = "gpu")]
 create_exception!(
     bytelens,
@@ -58,6 +64,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("AlignmentError", py.get_type::<AlignmentError>())?;
     m.add("BoundsError", py.get_type::<BoundsError>())?;
     m.add("CastError", py.get_type::<CastError>())?;
+    m.add("FormatError", py.get_type::<FormatError>())?;
     #[cfg(feature = "gpu")]
     m.add("GpuError", py.get_type::<GpuError>())?;
     Ok(())

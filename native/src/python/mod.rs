@@ -18,6 +18,7 @@
 //! error   -                                  exception classes, IntoPyErr
 //! memory  error                              Memory, Storage, Export, span
 //! dtype   error                              dtype arguments <-> numpy dtypes
+//! files   error                              .npy / safetensors headers
 //! dlpack  memory                             DLPack capsules, both directions
 //! source  memory dtype error                 any array as bytes + a checked Layout
 //! layout  dtype error                        bytelens.Layout, bytelens.Plan
@@ -32,6 +33,7 @@ mod copy;
 mod dlpack;
 mod dtype;
 mod error;
+mod files;
 #[cfg(feature = "gpu")]
 mod gpu;
 mod layout;
@@ -51,6 +53,7 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<layout::PyLayout>()?;
     m.add_class::<layout::PyPlan>()?;
     m.add_function(wrap_pyfunction!(copy::ascontiguous, m)?)?;
+    m.add_function(wrap_pyfunction!(files::read_header, m)?)?;
     #[cfg(unix)]
     m.add_class::<shared::PySharedBuffer>()?;
     #[cfg(unix)]

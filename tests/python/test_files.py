@@ -1,0 +1,319 @@
+"""Real files: .npy, .npz and safetensors written by numpy's and the
+safetensors package's own writers, loaded by bl.load as views over one
+mapped file; what bl.save writes, read back by those packages' loaders;
+hostile headers; the inspect command; plans with explicit offsets."""
+
+import json
+import os
+import struct
+import subprocess
+import sys
+from pathlib import Path
+
+import ml_dtypes
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from safetensors.numpy import load_file, save_file
+
+import bytelens as bl
+
+NPY_DTYPES = ["|b1", "|u1", "|i1", "<u2", ">i2", "<u4", ">i4", "<u8", ">i8", "<f2", ">f2", "<f4", ">f4", "<f8", ">f8"]
+SAFETENSORS_DTYPES = ["bool", "u1", "i1", "i2", "u2", "f2", "i4", "u4", "f4", "f8", "i8", "u8"]
+
+
+def sample(dtype, shape, seed=0):
+    rng = np.random.default_rng(seed)
+    raw = rng.integers(0, 256, size=int(np.prod(shape)) * np.dtype(dtype).itemsize, dtype=np.uint8)
+    array = raw.view(dtype).reshape(shape)
+    if np.dtype(dtype).kind == "f":  # no NaNs: equality must mean equal
+        array = np.where(np.isfinite(array), array, 0).astype(dtype)
+    if np.dtype(dtype).kind == "b":
+        array = raw.view(np.uint8).reshape(shape) % 2 == 1
+    return array
+
+
+def assert_maps(array, path, offset):
+    """``array`` is a view of the mapped file ``path`` at byte ``offset``."""
+    whole = np.frombuffer(array.base, np.uint8)
+    assert whole.size == os.path.getsize(path)
+    assert array.ctypes.data - whole.ctypes.data == offset
+
+
+def assert_same(ours, theirs):
+    assert ours.dtype == theirs.dtype and ours.shape == theirs.shape
+    np.testing.assert_array_equal(ours, theirs)
+
+
+@pytest.mark.parametrize("dtype", NPY_DTYPES)
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_npy_written_by_numpy_loads_equal_and_zero_copy(tmp_path, dtype, order):
+    array = np.asarray(sample(dtype, (3, 5)), order=order)
+    path = tmp_path / "a.npy"
+    np.save(path, array)
+    ours = bl.load(path)["array"]
+    assert_same(ours, np.load(path))
+    assert ours.flags.f_contiguous == (order == "F") and not ours.flags.writeable
+    report = bl.inspect(path)
+    assert (report.format, report.version, report["array"].copy) == ("npy", (1, 0), None)
+    assert_maps(ours, path, report["array"].offset)
+    # "r+" writes go to the file: the array is a view of it, not a copy.
+    writable = bl.load(path, mode="r+")["array"]
+    writable[...] = array[0, 0]
+    del writable
+    assert (np.load(path) == array[0, 0]).all()
+
+
+@pytest.mark.parametrize("shape", [(), (0,), (2, 0, 3), (1,) * 32])
+def test_npy_edge_shapes(tmp_path, shape):
+    path = tmp_path / "edge.npy"
+    np.save(path, np.ones(shape, "<i4"))
+    assert_same(bl.load(path)["array"], np.load(path))
+
+
+def test_npy_versions_2_and_3(tmp_path):
+    from numpy.lib import format as npformat
+
+    array = sample("<f4", (4, 4))
+    for version in [(2, 0), (3, 0)]:
+        path = tmp_path / f"v{version[0]}.npy"
+        with open(path, "wb") as f:
+            npformat.write_array(f, array, version=version)
+        assert bl.inspect(path).version == version
+        assert_same(bl.load(path)["array"], array)
+
+
+def test_npz_stored_members_are_views_and_compressed_ones_copies(tmp_path):
+    arrays = {"a": sample("<f4", (4, 3)), "b": sample(">i2", (7,)), "c": sample("|u1", (5,))}
+    stored, packed = tmp_path / "s.npz", tmp_path / "c.npz"
+    np.savez(stored, **arrays)
+    np.savez_compressed(packed, **arrays)
+    for path in (stored, packed):
+        ours = bl.load(path)
+        with np.load(path) as theirs:
+            assert sorted(ours) == sorted(theirs.files)
+            for name in ours:
+                assert_same(ours[name], theirs[name])
+    # np.savez stores members wherever the zip puts them: a view where the
+    # offset suits the dtype, an aligned copy where it does not.
+    report = bl.inspect(stored)
+    assert report.format == "npz" and report["c"].copy is None
+    for a in report.arrays:
+        itemsize = np.dtype(a.descr).itemsize
+        assert (a.copy is None) == (a.offset % itemsize == 0), str(report)
+    assert all(bl.inspect(packed)[name].copy == "the member is compressed" for name in arrays)
+    assert "of c.npy" in str(bl.inspect(packed))
+    views = bl.load(stored)
+    for a in report.arrays:
+        if a.copy is None:
+            assert_maps(views[a.name], stored, a.offset)
+    with pytest.raises(ValueError, match="CRC-32"):
+        bl.load(stored, mode="r+")
+
+
+@pytest.mark.parametrize("dtype", SAFETENSORS_DTYPES)
+def test_safetensors_written_by_the_package_load_equal(tmp_path, dtype):
+    tensors = {"w": sample(dtype, (3, 4), 1), "b": sample(dtype, (5,), 2), "empty": sample(dtype, (0, 2))}
+    path = tmp_path / "m.safetensors"
+    save_file(tensors, str(path), metadata={"format": "np"})
+    ours = bl.load(path)
+    theirs = load_file(str(path))
+    assert sorted(ours) == sorted(theirs)
+    for name in theirs:
+        assert_same(ours[name], theirs[name])
+    report = bl.inspect(path)
+    assert report.metadata == {"format": "np"}
+    for array in report.arrays:
+        assert array.copy is None, str(report)
+        assert_maps(ours[array.name], path, array.offset)
+    writable = bl.load(path, mode="r+")
+    writable["w"][...] = tensors["w"][0, 0]
+    del writable
+    assert (load_file(str(path))["w"] == tensors["w"][0, 0]).all()
+
+
+def raw_safetensors(path, tensors):
+    """A safetensors file laid out exactly as given: [(name, code, shape, bytes)]."""
+    header, data = {}, b""
+    for name, code, shape, raw in tensors:
+        header[name] = {"dtype": code, "shape": shape, "data_offsets": [len(data), len(data) + len(raw)]}
+        data += raw
+    text = json.dumps(header).encode()
+    Path(path).write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+def test_a_misaligned_tensor_is_copied_or_refused(tmp_path):
+    path = tmp_path / "odd.safetensors"
+    values = np.arange(4, dtype="<f4")
+    raw_safetensors(path, [("tag", "U8", [3], b"abc"), ("x", "F32", [4], values.tobytes())])
+    report = bl.inspect(path)
+    assert report["x"].offset % 4 != 0 and "not a multiple of 4" in report["x"].copy
+    assert "copy:" in str(report)
+    loaded = bl.load(path)
+    assert_same(loaded["x"], load_file(str(path))["x"])
+    assert loaded["x"].ctypes.data % 4 == 0 and not loaded["x"].flags.writeable
+    with pytest.raises(bl.AlignmentError, match="strict=True"):
+        bl.load(path, strict=True)
+
+
+def test_bfloat16_and_unknown_dtypes(tmp_path):
+    path = tmp_path / "bf.safetensors"
+    halves = np.array([1.0, -2.5, 3.0], dtype=ml_dtypes.bfloat16)
+    raw_safetensors(path, [("h", "BF16", [3], halves.tobytes()), ("q", "F8_E4M3", [2], b"\x01\x02")])
+    report = bl.inspect(path)
+    assert report["h"].descr == "<bfloat16" and report["q"].descr is None
+    assert "no dtype F8_E4M3" in report["q"].copy
+    with pytest.raises(bl.FormatError, match="F8_E4M3"):
+        bl.load(path)
+
+
+def test_save_aligns_and_other_loaders_read_it(tmp_path):
+    tensors = {
+        "odd": np.arange(3, dtype="u1"),
+        "wide": sample("<f8", (5,)),
+        "big_endian": sample(">i4", (2, 3)),
+        "block": sample("<f4", (16, 16)),
+        "half": sample("<f2", (3,)),
+    }
+    path = tmp_path / "out.safetensors"
+    bl.save(path, tensors, metadata={"by": "bytelens"})
+    theirs = load_file(str(path))
+    for name, array in tensors.items():
+        np.testing.assert_array_equal(theirs[name], array)
+    report = bl.inspect(path)
+    assert report.metadata == {"by": "bytelens"}
+    assert report["block"].offset % 64 == 0 and report.arrays[0].offset % 64 == 0
+    for array in report.arrays:
+        assert array.copy is None and array.offset % np.dtype(array.descr).itemsize == 0
+    ours = bl.load(path)
+    np.testing.assert_array_equal(ours["big_endian"], tensors["big_endian"])
+    bf = {"h": np.array([1.5, 2.0], dtype=ml_dtypes.bfloat16)}
+    bl.save(tmp_path / "bf.safetensors", bf)
+    assert bl.load(tmp_path / "bf.safetensors")["h"].tolist() == [1.5, 2.0]
+    fortran = np.asfortranarray(sample(">f4", (3, 4)))
+    bl.save(tmp_path / "f.npy", fortran)
+    again = np.load(tmp_path / "f.npy")
+    assert_same(again, fortran) and again.flags.f_contiguous
+    assert bl.inspect(tmp_path / "f.npy")["array"].offset % 64 == 0
+    with pytest.raises(TypeError, match="no dtype for complex64"):
+        bl.save(tmp_path / "c.safetensors", {"c": np.zeros(2, np.complex64)})
+    with pytest.raises(ValueError, match=r"\.npy or \.safetensors"):
+        bl.save(tmp_path / "x.bin", {"a": np.zeros(2)})
+
+
+def npy_bytes(array):
+    path = Path(os.environ.get("TMPDIR", "/tmp")) / f"bytelens-fuzz-{os.getpid()}.npy"
+    np.save(path, array)
+    data = path.read_bytes()
+    path.unlink()
+    return data
+
+
+def safetensors_bytes(tensors):
+    from safetensors.numpy import save
+
+    return save(tensors)
+
+
+GOOD_FILES = [
+    npy_bytes(np.arange(12, dtype="<i4").reshape(3, 4)),
+    safetensors_bytes({"a": np.arange(6, dtype="<f4"), "b": np.ones((2, 2), "<i2")}),
+]
+
+
+@settings(max_examples=300)
+@given(
+    which=st.sampled_from(range(len(GOOD_FILES))),
+    edits=st.lists(st.tuples(st.integers(0, 300), st.integers(0, 255)), max_size=6),
+    cut=st.one_of(st.none(), st.integers(0, 400)),
+)
+def test_mutated_headers_give_clear_errors(tmp_path_factory, which, edits, cut):
+    data = bytearray(GOOD_FILES[which])
+    for at, byte in edits:
+        if at < len(data):
+            data[at] = byte
+    if cut is not None:
+        data = data[:cut]
+    path = tmp_path_factory.mktemp("m") / "f.bin"
+    path.write_bytes(bytes(data))
+    try:
+        arrays = bl.load(path)
+    except bl.FormatError as err:
+        message = str(err)
+        assert message.startswith(str(path)) and len(message) < 400, message
+    except (bl.LayoutError, ValueError) as err:  # a dtype or layout the core refuses
+        assert len(str(err)) < 600
+    else:
+        for array in arrays.values():
+            assert array.nbytes <= len(data)
+            array.sum()  # every byte it covers is readable
+
+
+def test_inspect_command(tmp_path):
+    path = tmp_path / "m.safetensors"
+    bl.save(path, {"weights": np.arange(8, dtype="<f4"), "ids": np.arange(4, dtype="<i8")})
+    scripts = Path(sys.executable).parent
+    for command in ([str(scripts / "bytelens")], [sys.executable, "-m", "bytelens"]):
+        out = subprocess.run(
+            [*command, "inspect", str(path), "--dump", "--array", "weights", "--rows", "2"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        assert "safetensors" in out and "weights" in out and "ids" in out
+        assert "00 00 80 3f" in out and " 1 2 3" in out, out
+    raw = tmp_path / "raw.bin"
+    raw.write_bytes(np.arange(10, dtype="<u2").tobytes())
+    out = subprocess.run(
+        [sys.executable, "-m", "bytelens", "inspect", str(raw), "--dtype", "<u2", "--offset", "4", "--dump"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "(8,)" in out and "2 3 4 5 6 7" in out, out
+    bad = subprocess.run(
+        [sys.executable, "-m", "bytelens", "inspect", str(raw), "--dtype", "<u4", "--offset", "2"],
+        capture_output=True,
+        text=True,
+    )
+    assert bad.returncode == 1 and "not a multiple of 4" in bad.stderr, bad.stderr
+    plan = tmp_path / "plan.txt"
+    plan.write_text("Header\nmagic |u1 4 @0\nvalues <u2 4 @8\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "bytelens", "inspect", str(raw), "--plan", str(plan)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert "magic" in out and "8..16" in out, out
+
+
+def test_inspect_reads_only_the_header(tmp_path):
+    path = tmp_path / "sparse.safetensors"
+    header = json.dumps({"big": {"dtype": "F32", "shape": [1 << 28], "data_offsets": [0, 1 << 30]}}).encode()
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(header)) + header)
+        f.truncate(8 + len(header) + (1 << 30))  # a sparse 1 GiB file
+    report = bl.inspect(path)
+    assert report["big"].nbytes == 1 << 30
+
+
+def test_plans_with_explicit_offsets():
+    plan = bl.Plan("Header").struct(magic=("|u1", (8,), 0), data=("<f4", (4,), 64), version="<u2")
+    assert plan.offsets == {"magic": 0, "data": 64, "version": 80}
+    assert plan.padding() == [(8, 64), (82, 84)]
+    assert bl.Plan.from_text(plan.to_text()) == plan
+    assert "@64" in plan.to_text()
+    with pytest.raises(bl.LayoutError, match='"late" would overlap field "data"'):
+        plan.struct(late=("<u4", (), 72))
+    with pytest.raises(bl.AlignmentError, match="offset 66 is not a multiple of 4"):
+        plan.struct(late=("<u4", (), 66))
+    with pytest.raises(bl.LayoutError, match="cannot be negative"):
+        plan.struct(late=("<u4", (), -8))
+    buf = bl.Buffer(plan.nbytes)
+    arrays = buf.arrays(plan)
+    arrays["data"][:] = [1, 2, 3, 4]
+    assert buf.view("<f4", offset=64, shape=(4,)).tolist() == [1, 2, 3, 4]
+    shader = bl.Plan("H").struct(a=("<u4", (2,), 0), b=("<f4", (4,), 64)).wgsl()
+    assert "@size(64) a: array<u32, 2>" in shader
