@@ -1,0 +1,121 @@
+"""Loading model and data files: bytelens against the loaders people use.
+
+Run with `cargo xtask bench python files`. Every row is the median of
+`--repeats` runs, interleaved with its baselines (measured in this same run,
+with the file in the page cache):
+
+- a 1 GiB safetensors file (16 tensors of 64 MiB): `bl.load` against
+  `safetensors.numpy.load_file`, which reads every tensor into memory; and
+  both followed by reading every byte (a sum), since bl.load's views read
+  the file only when touched;
+- a 1 GiB .npy file: `bl.load` against `np.load(mmap_mode="r")` and `np.load`;
+- `bl.inspect` of a 2 GiB safetensors file: its time, the bytes it read
+  (/proc/self/io) and how much its resident memory grew.
+"""
+
+import argparse
+import json
+import os
+import resource
+import struct
+import tempfile
+import time
+
+import numpy as np
+from safetensors.numpy import load_file
+
+import bytelens as bl
+from python_copy import median_s  # this folder: interleaved medians
+
+
+def read_bytes():
+    """Bytes this process has read through read(2) and friends."""
+    with open("/proc/self/io") as f:
+        return int(dict(line.split(": ") for line in f.read().splitlines())["rchar"])
+
+
+def rss():
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return 0
+
+
+def touch_all(arrays):
+    return sum(float(a.view(np.uint8).sum(dtype=np.uint64)) for a in arrays.values())
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--mib", type=int, default=1024, help="size of the files loaded")
+    args = parser.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        n = 16
+        per = args.mib * (1 << 20) // n // 4
+        rng = np.random.default_rng(1)
+        tensors = {f"layer{i}.weight": rng.standard_normal(per, dtype=np.float32) for i in range(n)}
+        st_path = os.path.join(tmp, "model.safetensors")
+        bl.save(st_path, tensors)
+        del tensors
+        calls = [
+            lambda: bl.load(st_path),
+            lambda: load_file(st_path),
+            lambda: touch_all(bl.load(st_path)),
+            lambda: touch_all(load_file(st_path)),
+        ]
+        t = median_s(calls, args.repeats)
+        rows += [
+            ("safetensors", "bl.load", t[0], t[1]),
+            ("safetensors", "safetensors load_file", t[1], t[1]),
+            ("safetensors", "bl.load + read all", t[2], t[3]),
+            ("safetensors", "load_file + read all", t[3], t[3]),
+        ]
+        os.unlink(st_path)
+
+        npy_path = os.path.join(tmp, "data.npy")
+        np.save(npy_path, rng.standard_normal(args.mib * (1 << 20) // 8))
+        calls = [
+            lambda: bl.load(npy_path),
+            lambda: np.load(npy_path, mmap_mode="r"),
+            lambda: np.load(npy_path),
+        ]
+        t = median_s(calls, args.repeats)
+        rows += [
+            ("npy", "bl.load", t[0], t[1]),
+            ("npy", "np.load(mmap_mode='r')", t[1], t[1]),
+            ("npy", "np.load", t[2], t[1]),
+        ]
+        os.unlink(npy_path)
+
+        # inspect: a 2 GiB file (sparse: its data is never read).
+        big = os.path.join(tmp, "big.safetensors")
+        header = {}
+        chunk = 1 << 26
+        for i in range(32):
+            header[f"t{i}"] = {"dtype": "F32", "shape": [chunk // 4], "data_offsets": [i * chunk, (i + 1) * chunk]}
+        text = json.dumps(header).encode()
+        with open(big, "wb") as f:
+            f.write(struct.pack("<Q", len(text)) + text)
+            f.truncate(8 + len(text) + 32 * chunk)
+        before_read, before_rss = read_bytes(), rss()
+        start = time.perf_counter()
+        report = bl.inspect(big)
+        spent = time.perf_counter() - start
+        read, grew = read_bytes() - before_read, rss() - before_rss
+        assert len(report.arrays) == 32
+        big_size = os.path.getsize(big)
+    print(f"\n{'file':<12} {'what':<26} {'median':>10} {'ratio':>8}")
+    for group, name, seconds, baseline in rows:
+        print(f"{group:<12} {name:<26} {seconds * 1e3:>8.2f}ms {seconds / baseline:>7.3f}x")
+    print(
+        f"\nbl.inspect of a {big_size:,}-byte "
+        f"safetensors file: {spent * 1e3:.2f} ms, {read:,} bytes read, resident memory +{grew:,} bytes "
+        f"(peak RSS of the process {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024} MiB)"
+    )
+
+
+if __name__ == "__main__":
+    main()
