@@ -92,11 +92,12 @@ impl FileArray {
         1usize << self.offset.trailing_zeros().min(usize::BITS - 1)
     }
 
-    /// Whether its offset is a multiple of its dtype's alignment, so that a
-    /// page-aligned mapping of the file can be viewed without a copy.
+    /// Whether a page-aligned mapping of the file can be viewed as it
+    /// without a copy: its offset is a multiple of its dtype's alignment,
+    /// or it has no elements (which, as in numpy, need no alignment).
     pub fn is_aligned(&self) -> bool {
         self.descr
-            .is_some_and(|d| self.offset.is_multiple_of(d.dtype.align()))
+            .is_some_and(|d| self.nbytes == 0 || self.offset.is_multiple_of(d.dtype.align()))
     }
 
     /// Its layout over the whole file: C or Fortran order, at its offset, in

@@ -164,3 +164,46 @@ fn random_plans_lay_out_as_naga_does() {
         check_against_naga(&plan);
     }
 }
+
+#[test]
+fn explicit_offsets_lay_out_as_naga_does() {
+    let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+    let dtypes = [DType::F32, DType::I32, DType::U32, DType::F16];
+    let mut sized = 0;
+    for case in 0..300 {
+        let mut text = format!("G{case}");
+        let alternatives = 1 + rng.next(2) as usize;
+        for a in 0..alternatives {
+            if a > 0 {
+                text.push_str("\nunion");
+            }
+            let mut end = 0;
+            for f in 0..1 + rng.next(6) {
+                let dtype = dtypes[rng.next(4) as usize];
+                let mut shape = vec![];
+                for _ in 0..rng.next(3) {
+                    shape.push(1 + rng.next(5) as usize);
+                }
+                let nbytes = shape.iter().product::<usize>() * dtype.size();
+                text.push_str(&format!("\nm{a}_{f} {}", dtype.name()));
+                for n in &shape {
+                    text.push_str(&format!(" {n}"));
+                }
+                // After the first field, now and then a gap of whole elements.
+                let natural = usize::next_multiple_of(end, dtype.align());
+                let offset = if f > 0 && rng.next(2) == 0 {
+                    let at = natural + dtype.size() * rng.next(9) as usize;
+                    text.push_str(&format!(" @{at}"));
+                    at
+                } else {
+                    natural
+                };
+                end = offset + nbytes;
+            }
+        }
+        let plan = OwnedPlan::from_spec(PlanSpec::from_text(&text).unwrap()).unwrap();
+        check_against_naga(&plan);
+        sized += usize::from(plan.wgsl().unwrap().contains("@size("));
+    }
+    assert!(sized > 100, "only {sized} plans had a gap WGSL gives as @size");
+}

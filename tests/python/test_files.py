@@ -155,6 +155,10 @@ def test_a_misaligned_tensor_is_copied_or_refused(tmp_path):
     assert loaded["x"].ctypes.data % 4 == 0 and not loaded["x"].flags.writeable
     with pytest.raises(bl.AlignmentError, match="strict=True"):
         bl.load(path, strict=True)
+    empty = tmp_path / "empty.safetensors"
+    raw_safetensors(empty, [("tag", "U8", [3], b"abc"), ("none", "F32", [0, 4], b"")])
+    assert bl.inspect(empty)["none"].copy is None
+    assert bl.load(empty, strict=True)["none"].shape == (0, 4)
 
 
 def test_bfloat16_and_unknown_dtypes(tmp_path):

@@ -156,7 +156,8 @@ def _arrays(header: dict[str, Any], base: int, member: str | None = None) -> lis
         strides = tuple(a["strides"]) if a["strides"] is not None else None
         offset = base + a["offset"]
         itemsize = _itemsize(a["descr"])
-        if copy is None and itemsize and offset % itemsize:
+        # An empty array needs no alignment (as in numpy): it is never copied.
+        if copy is None and itemsize and a["nbytes"] and offset % itemsize:
             copy = f"offset {offset} is not a multiple of {itemsize}"
         name = a["name"] if member is None else member
         out.append(ArrayInfo(name, a["dtype"], a["descr"], tuple(a["shape"]), strides, offset, a["nbytes"], copy, member))
