@@ -89,6 +89,10 @@ pub enum BindingError {
     },
     /// What JS threw while reading an argument, rethrown unchanged.
     Thrown(JsValue),
+    /// A file header that is not valid (`readHeader`): a `RangeError` of
+    /// kind `"FormatError"` with the core's message.
+    #[cfg(feature = "files")]
+    Format(String),
     /// The error of one plan field, its message prefixed with the field's name.
     InField {
         /// The field's name.
@@ -183,6 +187,8 @@ fn parts(err: BindingError) -> Result<(String, Option<&'static str>, bool), JsVa
             false,
         ),
         BindingError::Thrown(thrown) => return Err(thrown),
+        #[cfg(feature = "files")]
+        BindingError::Format(message) => (message, Some("FormatError"), false),
         BindingError::InField { name, error } => {
             let (message, kind, type_error) = parts(*error)?;
             (format!("field {name}: {message}"), kind, type_error)

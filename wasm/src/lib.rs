@@ -38,6 +38,8 @@ mod buffer;
 mod convert;
 mod dtypes;
 mod error;
+#[cfg(feature = "files")]
+mod files;
 mod layout;
 mod plan;
 mod transfer;
@@ -47,6 +49,8 @@ mod value;
 pub use buffer::Buffer;
 pub use dtypes::{describe_dtype, dtypes};
 pub use error::BindingError;
+#[cfg(feature = "files")]
+pub use files::read_header;
 pub use layout::JsLayout;
 pub use plan::Plan;
 pub use types::{

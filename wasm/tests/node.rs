@@ -220,6 +220,47 @@ fn plan_of_the_seed() {
     assert_eq!(again.wgsl().unwrap(), plan.wgsl().unwrap());
 }
 
+/// `readHeader` (feature `files`) reads what the core reads: a safetensors
+/// header, asking for more bytes when the head ends inside it, and a clear
+/// `FormatError` for a broken one.
+#[cfg(feature = "files")]
+#[wasm_bindgen_test]
+fn headers_of_files() {
+    use bytelens_wasm::read_header;
+    let json = r#"{"__metadata__":{"k":"v"},"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,24]},"t":{"dtype":"U8","shape":[3],"data_offsets":[24,27]}}"#;
+    let mut file = (json.len() as u64).to_le_bytes().to_vec();
+    file.extend(json.as_bytes());
+    file.resize(file.len() + 27, 0);
+    let more = read_header(&file[..16], file.len() as f64).unwrap();
+    let need = Reflect::get(&more, &"need".into())
+        .unwrap()
+        .as_f64()
+        .unwrap();
+    assert_eq!(need, (8 + json.len()) as f64);
+    let header = read_header(&file[..need as usize], file.len() as f64).unwrap();
+    let text = js_sys::JSON::stringify(&header)
+        .unwrap()
+        .as_string()
+        .unwrap();
+    let start = 8 + json.len();
+    assert_eq!(
+        text,
+        format!(
+            r#"{{"format":"safetensors","version":[0,0],"dataStart":{start},"metadata":[["k","v"]],"arrays":[{{"name":"w","dtype":"F32","descr":"<f4","shape":[2,3],"fortran":false,"offset":{start},"nbytes":24,"aligned":{}}},{{"name":"t","dtype":"U8","descr":"|u1","shape":[3],"fortran":false,"offset":{},"nbytes":3,"aligned":true}}]}}"#,
+            start % 4 == 0,
+            start + 24
+        )
+    );
+    let cut = &file[..file.len() - 1]; // the last tensor's last byte is missing
+    let err = thrown(read_header(cut, cut.len() as f64));
+    assert_eq!(kind(&err), "FormatError");
+    assert!(
+        message(&err).contains("past the end of the file"),
+        "{}",
+        message(&err)
+    );
+}
+
 #[wasm_bindgen_test]
 fn fields_at_explicit_offsets() {
     let field = |dtype: &str, n: f64, offset: f64| {

@@ -1,0 +1,70 @@
+//! `readHeader` (feature `files`, which the web demo's build enables and
+//! the size-budgeted package leaves out): the core's `.npy` and safetensors
+//! header readers, so that the demo draws a file's arrays from the same
+//! checks `bl.load` uses, with no reader of its own.
+#![forbid(unsafe_code)]
+
+use bytelens_core::files::{FileError, read_header as read};
+use js_sys::JSON;
+use wasm_bindgen::prelude::*;
+
+use crate::BindingError;
+use crate::convert::whole;
+
+/// `text` as a JSON string literal.
+fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+}
+
+/// The header of an `.npy` or safetensors file of `length` bytes, read
+/// from `head`, its first bytes: `{ format, version, dataStart, metadata,
+/// arrays }`, each array `{ name, dtype, descr, shape, fortran, offset,
+/// nbytes, aligned }` (`descr` is bytelens's type string, or null where
+/// bytelens has no such dtype). Where `head` ends inside the header,
+/// `{ need }`: read that many bytes and call again. A header that is not
+/// valid throws a `RangeError` of kind `"FormatError"` saying why.
+#[wasm_bindgen(js_name = readHeader)]
+pub fn read_header(head: &[u8], length: f64) -> Result<JsValue, BindingError> {
+    let length = whole(length, "length")?;
+    let header = match read(head, length) {
+        Ok(header) => header,
+        Err(FileError::Truncated { need, .. })
+            if need > head.len() as u64 && need <= length as u64 =>
+        {
+            return Ok(JSON::parse(&format!("{{\"need\":{need}}}"))?);
+        }
+        Err(err) => return Err(BindingError::Format(err.to_string())),
+    };
+    let mut json = format!(
+        "{{\"format\":\"{}\",\"version\":[{},{}],\"dataStart\":{},\"metadata\":[",
+        header.format.name(),
+        header.version.0,
+        header.version.1,
+        header.data_start
+    );
+    for (i, (key, value)) in header.metadata.iter().enumerate() {
+        let comma = if i == 0 { "" } else { "," };
+        json.push_str(&format!("{comma}[{},{}]", quoted(key), quoted(value)));
+    }
+    json.push_str("],\"arrays\":[");
+    for (i, array) in header.arrays.iter().enumerate() {
+        let descr = array
+            .descr
+            .map_or("null".to_owned(), |d| quoted(&d.to_string()));
+        let shape: Vec<String> = array.shape.iter().map(usize::to_string).collect();
+        json.push_str(&format!(
+            "{}{{\"name\":{},\"dtype\":{},\"descr\":{descr},\"shape\":[{}],\"fortran\":{},\
+             \"offset\":{},\"nbytes\":{},\"aligned\":{}}}",
+            if i == 0 { "" } else { "," },
+            quoted(&array.name),
+            quoted(&array.dtype),
+            shape.join(","),
+            array.fortran,
+            array.offset,
+            array.nbytes,
+            array.is_aligned()
+        ));
+    }
+    json.push_str("]}");
+    Ok(JSON::parse(&json)?)
+}
