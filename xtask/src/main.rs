@@ -61,7 +61,8 @@ usage: cargo xtask [--no-install] <task>
 
   test [SUITE...]         the named suites, in order; none: the full run (what CI runs)
   test --list [SUITE...]  what each suite runs and needs
-  demo                    builds the wasm package and serves the web demo on http://127.0.0.1:8000
+  demo [FILE]             builds the wasm package and serves the web demo on http://127.0.0.1:8000
+                          (with FILE: opened in the demo's file view, read in ranges)
   bench [FILTER...]       the layout, copy and convert benchmarks against memcpy, FILTER passed on to criterion
   bench python [views ARG... | copy ARG... | scale ARG... | files ARG...]
                           the Python package's views, copies and Ray/Dask round trips against numpy
@@ -83,7 +84,7 @@ enum Task {
         list: bool,
         suites: Vec<&'static test::Suite>,
     },
-    Demo,
+    Demo(Option<PathBuf>),
     Bench(Vec<String>),
     BenchPython(Vec<String>),
     BenchGpu {
@@ -120,7 +121,7 @@ fn main() -> ExitCode {
             list: false,
             suites,
         } => test::test(&suites, install),
-        Task::Demo => demo(install),
+        Task::Demo(file) => demo(file, install),
         Task::Bench(filter) => bench(&filter),
         Task::BenchPython(args) => bench_python(&args, install),
         Task::BenchGpu { prepare_device } => gpu::bench(prepare_device, install),
@@ -220,10 +221,16 @@ fn parse(mut args: Arguments) -> Result<(Task, bool)> {
                 extra,
             }
         }
-        Some(name @ ("demo" | "build-python" | "build-wasm")) => {
+        Some("demo") => {
+            let mut files = rest(args)?;
+            if files.len() > 1 {
+                return Err("demo: at most one FILE".to_owned());
+            }
+            Task::Demo(files.pop().map(PathBuf::from))
+        }
+        Some(name @ ("build-python" | "build-wasm")) => {
             no_more(args, name)?;
             match name {
-                "demo" => Task::Demo,
                 "build-python" => Task::BuildPython,
                 _ => Task::BuildWasm,
             }
@@ -358,10 +365,17 @@ fn build_python_package() -> Result {
     Ok(())
 }
 
-fn demo(install: bool) -> Result {
+fn demo(file: Option<PathBuf>, install: bool) -> Result {
+    if let Some(file) = &file {
+        fs::metadata(file).map_err(|e| format!("demo: {}: {e}", file.display()))?;
+    }
     installing(install, || web::ensure_web_tools(false))?;
     web::build_package()?;
-    let url = web::serve(8000)?;
+    let url = web::serve(8000, file.iter().cloned().collect())?;
+    let url = match file.as_deref().and_then(|f| f.file_name()) {
+        Some(name) => format!("{url}?file=/file/{}", name.to_string_lossy()),
+        None => url,
+    };
     println!("\nthe bytelens demo is at {url} (Ctrl-C stops it)");
     loop {
         std::thread::park();

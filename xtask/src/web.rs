@@ -3,7 +3,7 @@
 //! file server for the demo bound to 127.0.0.1.
 
 use std::fs;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Component, Path, PathBuf};
 use std::process::Command;
@@ -190,38 +190,127 @@ pub fn bench(install: bool) -> Result {
     run(cmd("node", &["wasm/benches/node_read_write.mjs", &pkg]))
 }
 
+/// The file the demo's end-to-end test opens: a 1 GiB safetensors file
+/// (sparse: only its header is written), whose second tensor is misaligned,
+/// at target/demo-files/, served by the test run at `/file/NAME`.
+pub fn big_test_file() -> Result<PathBuf> {
+    const DATA: u64 = 1 << 30;
+    let tail = 1u64 << 20;
+    let weights = DATA - 64 - tail;
+    let tensors = [
+        ("tag", "U8", 3, 0),
+        ("scale", "F32", 4, 3), // at an odd offset: misaligned
+        ("pad", "U8", 57, 7),
+        ("weights", "F32", weights, 64),
+        ("tail", "F16", tail, 64 + weights),
+    ];
+    let mut header = serde_json::Map::new();
+    for (name, dtype, nbytes, at) in tensors {
+        let itemsize = match dtype {
+            "F32" => 4,
+            "F16" => 2,
+            _ => 1,
+        };
+        header.insert(
+            name.to_owned(),
+            serde_json::json!({"dtype": dtype, "shape": [nbytes / itemsize], "data_offsets": [at, at + nbytes]}),
+        );
+    }
+    let mut text = serde_json::to_string(&header).map_err(|e| e.to_string())?;
+    while (8 + text.len()) % 64 != 0 {
+        text.push(' ');
+    }
+    let dir = target_dir().join("demo-files");
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let path = dir.join("model-1gib.safetensors");
+    let mut bytes = (text.len() as u64).to_le_bytes().to_vec();
+    bytes.extend(text.as_bytes());
+    let write = || -> std::io::Result<()> {
+        let mut file = fs::File::create(&path)?;
+        file.write_all(&bytes)?;
+        file.set_len(bytes.len() as u64 + DATA)
+    };
+    write().map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
+}
+
 /// The browser end-to-end test of the demo at `url`; the screenshot goes under target/.
 pub fn e2e(url: &str) -> Command {
     let mut c = cmd("node", &["web-demo/tests/e2e.mjs"]);
     c.env("DEMO_URL", url)
+        .env("DEMO_BIG_FILE", "/file/model-1gib.safetensors")
         .env("SCREENSHOT", target_dir().join("demo-screenshot.png"));
     c
 }
 
 /// Serves web-demo/ on 127.0.0.1:`port` (0: any free port) from a thread of
-/// this process, which stops it by exiting. Returns the URL.
-pub fn serve(port: u16) -> Result<String> {
+/// this process, which stops it by exiting, and each of `files` at
+/// `/file/NAME` (its file name), in byte ranges (`Range: bytes=a-b`), so
+/// that the demo reads only what it shows. Returns the URL.
+pub fn serve(port: u16, files: Vec<PathBuf>) -> Result<String> {
     let listener = TcpListener::bind(("127.0.0.1", port))
         .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
     let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let dir = demo_dir();
     thread::spawn(move || {
         for stream in listener.incoming().flatten() {
-            let dir = dir.clone();
+            let (dir, files) = (dir.clone(), files.clone());
             thread::spawn(move || {
                 // A client that hangs up mid-request is no concern of the server's.
-                let _ = respond(stream, &dir);
+                let _ = respond(stream, &dir, &files);
             });
         }
     });
     Ok(format!("http://127.0.0.1:{port}/"))
 }
 
-fn respond(mut stream: TcpStream, dir: &Path) -> std::io::Result<()> {
+/// The first byte range of a `Range: bytes=...` header, for a file of
+/// `len` bytes: `a-b`, `a-` or `-n`, clamped to the file; `None` if it
+/// cannot be satisfied.
+fn byte_range(header: &str, len: u64) -> Option<(u64, u64)> {
+    let spec = header
+        .trim()
+        .strip_prefix("bytes=")?
+        .split(',')
+        .next()?
+        .trim();
+    let (a, b) = spec.split_once('-')?;
+    let (start, end) = match (a.parse::<u64>().ok(), b.parse::<u64>().ok()) {
+        (Some(a), Some(b)) => (a, b.min(len.checked_sub(1)?)),
+        (Some(a), None) if b.is_empty() => (a, len.checked_sub(1)?),
+        (None, Some(n)) if a.is_empty() => (len.saturating_sub(n), len.checked_sub(1)?),
+        _ => return None,
+    };
+    (start <= end).then_some((start, end))
+}
+
+fn respond(mut stream: TcpStream, dir: &Path, files: &[PathBuf]) -> std::io::Result<()> {
+    let mut reader = BufReader::new(&stream);
     let mut request = String::new();
-    BufReader::new(&stream).read_line(&mut request)?;
+    reader.read_line(&mut request)?;
+    let mut range = None;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
+            break;
+        }
+        match line.split_once(':') {
+            Some((name, value)) if name.eq_ignore_ascii_case("range") => {
+                range = Some(value.trim().to_owned());
+            }
+            _ => {}
+        }
+    }
     let path = request.split_whitespace().nth(1).unwrap_or("/");
     let path = path.split(['?', '#']).next().unwrap_or("/");
+    if let Some(name) = path.strip_prefix("/file/") {
+        let file = files
+            .iter()
+            .find(|f| f.file_name().is_some_and(|n| n.to_string_lossy() == name));
+        if let Some(file) = file {
+            return send_range(stream, file, range.as_deref());
+        }
+    }
     let relative = Path::new(path.trim_start_matches('/'));
     let safe = relative
         .components()
@@ -240,6 +329,34 @@ fn respond(mut stream: TcpStream, dir: &Path) -> std::io::Result<()> {
         body.len()
     )?;
     stream.write_all(&body)
+}
+
+/// A served file: the bytes `range` asks for (206), or all of it (200);
+/// 416 for a range past its end. Reads only the bytes it sends.
+fn send_range(mut stream: TcpStream, path: &Path, range: Option<&str>) -> std::io::Result<()> {
+    let mut file = fs::File::open(path)?;
+    let len = file.metadata()?.len();
+    let (status, start, end) = match range {
+        None => ("200 OK", 0, len),
+        Some(header) => match byte_range(header, len) {
+            Some((start, last)) => ("206 Partial Content", start, last + 1),
+            None => {
+                return write!(
+                    stream,
+                    "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{len}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                );
+            }
+        },
+    };
+    write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\nContent-Range: bytes {start}-{}/{len}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
+        end.saturating_sub(1),
+        end - start
+    )?;
+    file.seek(SeekFrom::Start(start))?;
+    std::io::copy(&mut file.take(end - start), &mut stream)?;
+    Ok(())
 }
 
 fn content_type(path: &Path) -> &'static str {
