@@ -7,6 +7,7 @@ import {
   readingsOf, formatValue, hexOf, asciiOf, parseInteger,
   parseFloatText, parseByte, parseHexBytes, formatHexBytes, parseIntList, nestedRepr,
 } from "./numbers.js";
+import { FileView, fileSource, urlSource } from "./fileview.js";
 
 const MAX_BYTES = 4096;
 const LINE = 32; // bytes per line of the grid: a multiple of every itemsize
@@ -46,6 +47,7 @@ const state = {
   viewRows: [], // per grid line: the element holding the layout overlay
   plan: null,
   errorInput: null,
+  fileView: null, // the file view (fileview.js)
 };
 
 function el(tag, attrs = {}, ...children) {
@@ -687,6 +689,7 @@ function wireLoad() {
     try {
       const blob = file.size > MAX_BYTES ? file.slice(0, MAX_BYTES) : file;
       loadBytes(new Uint8Array(await blob.arrayBuffer()), file.name, file.size);
+      await state.fileView.open(fileSource(file));
     } catch (err) {
       loadError(`Could not read ${file.name}: ${messageOf(err)}`);
     }
@@ -745,6 +748,16 @@ async function main() {
     wireLoad();
     setBuffer(EXAMPLE);
     updatePlan();
+    state.fileView = new FileView(state.wasm);
+    // `cargo xtask demo FILE` serves the file at /file/NAME and opens ?file=/file/NAME.
+    const served = new URLSearchParams(location.search).get("file");
+    if (served?.startsWith("/file/")) {
+      try {
+        await state.fileView.open(await urlSource(served));
+      } catch (err) {
+        loadError(`Could not open ${served}: ${messageOf(err)}`);
+      }
+    }
     document.body.dataset.ready = "true";
   } catch (err) {
     fatal(`The demo failed to start: ${messageOf(err)}`);

@@ -21,6 +21,8 @@ if (!demoUrl) {
   process.exit(2);
 }
 const origin = new URL(demoUrl).origin;
+// The 1 GiB safetensors file the task runner serves (its second tensor misaligned).
+const bigFile = process.env.DEMO_BIG_FILE ?? "/file/model-1gib.safetensors";
 const screenshotPath = process.env.SCREENSHOT
   ? path.resolve(process.env.SCREENSHOT)
   : path.resolve(demoDir, "..", "target", "demo-screenshot.png");
@@ -77,8 +79,8 @@ function expectNoProblems(when) {
   expect(lines.length === 0, `${when}:\n    ${lines.join("\n    ")}`);
 }
 
-async function openDemo(page) {
-  await page.goto(demoUrl, { waitUntil: "load", timeout: TIMEOUT_MS });
+async function openDemo(page, url = demoUrl) {
+  await page.goto(url, { waitUntil: "load", timeout: TIMEOUT_MS });
   try {
     await page.waitForSelector("body[data-ready=true], #fatal:not([hidden])", { timeout: TIMEOUT_MS });
   } catch {
@@ -86,6 +88,18 @@ async function openDemo(page) {
   }
   const fatal = page.getByTestId("fatal");
   if (await fatal.isVisible()) throw new CheckFailed(`the page shows an error: ${await fatal.textContent()}`);
+}
+
+/** Counts the bytes of the served file the page receives from now on; returns the counter. */
+function watchFileBytes(page) {
+  let total = 0;
+  page.on("response", async (res) => {
+    if (!res.url().includes("/file/")) return;
+    const range = res.headers()["content-range"]?.match(/bytes (\d+)-(\d+)\//);
+    if (range) total += Number(range[2]) - Number(range[1]) + 1;
+    else total += Number(res.headers()["content-length"] ?? 0);
+  });
+  return () => total;
 }
 
 const value = (page, testId) => page.getByTestId(testId).inputValue();
@@ -181,7 +195,7 @@ const checks = [
     const shown = await page.getByTestId("plan-text").inputValue();
     await page.getByTestId("plan-text").fill("Work\nA <f4 [4]");
     expectEqual(await text(page, "plan-error"),
-      "the plan's line \"A <f4 [4]\" does not read as `name dtype length...` or `union`", "the plan error for brackets");
+      "the plan's line \"A <f4 [4]\" does not read as `name dtype length... [@offset]` or `union`", "the plan error for brackets");
     await page.getByTestId("plan-text").fill(shown);
     expectEqual(await text(page, "plan-error"), "", "the plan error once the text is back");
   }],
@@ -213,6 +227,87 @@ const checks = [
     expectEqual(await value(page, "input-int16-1"), "4386", "int16[1] after typing");
     await page.keyboard.press("ArrowDown"); // to uint32[0], over the same bytes
     expectEqual(await page.evaluate(() => document.activeElement?.dataset.testid), "input-uint32-0", "focus after ArrowDown");
+  }],
+
+  ["a served 1 GiB safetensors file opens whole: its arrays listed, the misaligned one marked", async (page) => {
+    const bytesRead = watchFileBytes(page);
+    await openDemo(page, `${demoUrl}?file=${bigFile}`);
+    const summary = await text(page, "file-summary");
+    expect(summary.startsWith("model-1gib.safetensors: safetensors, 1,073,742,"), `the summary: ${summary}`);
+    expect(summary.includes("5 arrays"), `the summary counts the arrays: ${summary}`);
+    const scale = page.getByTestId("file-array-scale");
+    expect((await scale.getAttribute("class")).includes("misaligned"), "the misaligned tensor scale is not marked");
+    expect((await scale.textContent()).includes("bl.load copies it"), "scale does not say bl.load copies it");
+    expect(!(await page.getByTestId("file-array-weights").getAttribute("class")).includes("misaligned"), "weights is marked misaligned");
+    expectEqual(await page.evaluate(() => document.querySelector(".fwindow").dataset.first), "0", "the first row drawn");
+    // Row 0 starts with the header's length, little-endian.
+    const first = await page.evaluate(() => [...document.querySelectorAll("[data-testid=file-row-0] .fb")].slice(0, 8).map((b) => b.textContent).join(" "));
+    expect(/^[0-9a-f]{2} [0-9a-f]{2} 00 00 00 00 00 00$/.test(first), `row 0's first bytes: ${first}`);
+    expect(bytesRead() < 256 * 1024, `opening read ${bytesRead()} bytes of the file`);
+  }],
+
+  ["the file view scrolls to the end of the 1 GiB file and back, reading only what it shows", async (page) => {
+    const bytesRead = watchFileBytes(page);
+    const size = await page.evaluate(() => Number(document.querySelector("[data-testid=file-summary]").textContent.match(/, ([\d,]+) bytes/)[1].replaceAll(",", "")));
+    const lastRow = Math.floor((size - 1) / 16) * 16;
+    const scrollTo = (top) => page.evaluate((t) => {
+      const s = document.querySelector("#file-scroll");
+      s.scrollTop = t === "end" ? s.scrollHeight : t;
+    }, top);
+    const firstDrawn = () => page.evaluate(() => Number(document.querySelector(".fwindow").dataset.first));
+    await scrollTo("end");
+    await page.waitForFunction((last) => [...document.querySelectorAll(".frow:not([hidden])")].some((r) => Number(r.dataset.offset) === last), lastRow);
+    const shown = await page.evaluate(() => [...document.querySelectorAll(".frow:not([hidden])")].map((r) => Number(r.dataset.offset)));
+    expectEqual(shown[shown.length - 1], lastRow, "the last row drawn at the end");
+    for (const step of [0.25, 0.5, 0.75]) {
+      await page.evaluate((f) => { const s = document.querySelector("#file-scroll"); s.scrollTop = f * (s.scrollHeight - s.clientHeight); }, step);
+      await page.waitForFunction((f) => Math.abs(Number(document.querySelector(".fwindow").dataset.first) / 1073742000 - f) < 0.01, step);
+    }
+    await scrollTo(0);
+    await page.waitForFunction(() => document.querySelector(".fwindow").dataset.first === "0");
+    expectEqual(await firstDrawn(), 0, "the first row after scrolling back");
+    expect(bytesRead() < 64 * 1024, `scrolling to the end and back read ${bytesRead()} bytes`);
+  }],
+
+  ["jumping to an array or an offset is instant, and the page's memory stays small", async (page) => {
+    const weights = await page.evaluate(() => Number(document.querySelector("[data-testid=file-array-weights] td:nth-child(4)").textContent.split("..")[0]));
+    const started = Date.now();
+    await page.getByTestId("file-jump-tail").click();
+    const tail = await page.evaluate(() => Number(document.querySelector("[data-testid=file-array-tail] td:nth-child(4)").textContent.split("..")[0]));
+    await page.waitForFunction((t) => document.querySelector(".fwindow").dataset.first === String(Math.floor(t / 16) * 16), tail);
+    const jumped = Date.now() - started;
+    expect(jumped < 1000, `the jump to tail took ${jumped} ms`);
+    const cell = page.locator("[data-testid=file-row-0] .fb").first();
+    expect((await cell.getAttribute("title")).startsWith("tail byte 0"), `row 0 starts tail: ${await cell.getAttribute("title")}`);
+    await page.getByTestId("file-goto-offset").fill(String(weights + 4096));
+    await page.getByTestId("file-goto-button").click();
+    await page.waitForFunction((w) => document.querySelector(".fwindow").dataset.first === String(w + 4096), weights);
+    // Bands of a few bytes in a 1 GiB file are 3 px wide and overlap: the
+    // keyboard reaches each one (they are buttons).
+    await page.getByTestId("file-band-scale").focus();
+    await page.keyboard.press("Enter");
+    await page.waitForFunction(() => document.querySelector(".fwindow").dataset.first === String(Math.floor(Number(document.querySelector("[data-testid=file-array-scale] td:nth-child(4)").textContent.split("..")[0]) / 16) * 16));
+    const cdp = await page.context().newCDPSession(page);
+    await cdp.send("HeapProfiler.collectGarbage");
+    await cdp.send("Performance.enable");
+    const { metrics } = await cdp.send("Performance.getMetrics");
+    const heap = metrics.find((m) => m.name === "JSHeapUsedSize").value;
+    const nodes = metrics.find((m) => m.name === "Nodes").value;
+    await page.getByTestId("file").screenshot({ path: screenshotPath.replace(/\.png$/, "-file.png") });
+    console.log(`  (the page with a 1 GiB file open: JS heap ${(heap / 1048576).toFixed(1)} MiB, ${nodes} DOM nodes)`);
+    expect(heap < 64 * 1048576, `the JS heap is ${heap} bytes with the 1 GiB file open`);
+    expectNoProblems("in the file view");
+  }],
+
+  ["a picked .npy file opens in the file view too", async (page) => {
+    await openDemo(page);
+    const header = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }";
+    const padded = header.padEnd(128 - 10 - 1) + "\n";
+    const npy = Buffer.concat([Buffer.from([0x93]), Buffer.from("NUMPY"), Buffer.from([1, 0, padded.length, 0]), Buffer.from(padded), Buffer.from(new Float32Array([1, 2, 3]).buffer)]);
+    await page.getByTestId("load-file").setInputFiles({ name: "three.npy", mimeType: "application/octet-stream", buffer: npy });
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-summary]").textContent.startsWith("three.npy"));
+    expectEqual(await text(page, "file-summary"), "three.npy: npy 1.0, 140 bytes, 1 array", "the picked file's summary");
+    expectEqual(await page.locator("[data-testid=file-array-array] td").nth(2).textContent(), "128..140", "the array's bytes");
   }],
 
   ["a full-page screenshot at 1280×800, and still no console errors", async (page) => {
