@@ -205,5 +205,8 @@ fn explicit_offsets_lay_out_as_naga_does() {
         check_against_naga(&plan);
         sized += usize::from(plan.wgsl().unwrap().contains("@size("));
     }
-    assert!(sized > 100, "only {sized} plans had a gap WGSL gives as @size");
+    assert!(
+        sized > 100,
+        "only {sized} plans had a gap WGSL gives as @size"
+    );
 }
