@@ -90,6 +90,11 @@ def main(argv: list[str] | None = None) -> int:
         print(report)
         if args.dump:
             print(dump(args.file, report, args.array, args.at, args.rows))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as other tools do.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except (FormatError, LayoutError, OSError, ValueError, KeyError) as err:
         print(f"bytelens inspect: {err}", file=sys.stderr)
         return 1
