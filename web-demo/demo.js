@@ -7,6 +7,7 @@ import {
   readingsOf, formatValue, hexOf, asciiOf, parseInteger,
   parseFloatText, parseByte, parseHexBytes, formatHexBytes, parseIntList, nestedRepr,
 } from "./numbers.js";
+import { el } from "./dom.js";
 import { FileView, fileSource, urlSource } from "./fileview.js";
 
 const MAX_BYTES = 4096;
@@ -50,18 +51,6 @@ const state = {
   fileView: null, // the file view (fileview.js)
 };
 
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") node.className = v;
-    else if (k === "style") node.style.cssText = v;
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
 
 function announce(text) {
   const status = $("status");

@@ -6,6 +6,8 @@
 // bytes and listed; a misaligned array is marked. Only the rows on screen
 // and the header's first bytes are held in memory.
 
+import { el } from "./dom.js";
+
 const ROW = 16; // bytes per row
 const ROW_PX = 22; // a row's height in CSS pixels (.frow in style.css)
 const VISIBLE = 24; // rows drawn
@@ -16,18 +18,6 @@ const MAX_SCROLL_PX = 8_000_000;
 const MAX_LISTED = 1000; // arrays listed in the table (all are drawn)
 const HUES = [210, 28, 140, 330, 265, 95, 0, 185, 50, 300];
 
-function el(tag, attrs = {}, ...children) {
-  const node = document.createElement(tag);
-  for (const [k, v] of Object.entries(attrs)) {
-    if (v === undefined || v === null || v === false) continue;
-    if (k === "class") node.className = v;
-    else if (k === "style") node.style.cssText = v;
-    else if (k === "text") node.textContent = v;
-    else node.setAttribute(k, v === true ? "" : String(v));
-  }
-  for (const c of children) if (c !== null && c !== undefined) node.append(c);
-  return node;
-}
 
 /** A picked file, read through File.slice. */
 export function fileSource(file) {

@@ -141,25 +141,40 @@ impl Rng {
     }
 }
 
+/// The text of a random plan `name` of WGSL-shareable fields: up to 6 per
+/// alternative, up to 3 dimensions each, and with `gaps`, now and then a
+/// field placed explicitly a few elements after where it would go.
+fn random_plan(rng: &mut Rng, name: &str, gaps: bool) -> String {
+    let dtypes = [DType::F32, DType::I32, DType::U32, DType::F16];
+    let mut text = name.to_owned();
+    for a in 0..1 + rng.next(3) {
+        if a > 0 {
+            text.push_str("\nunion");
+        }
+        let mut end: usize = 0;
+        for f in 0..1 + rng.next(6) {
+            let dtype = dtypes[rng.next(4) as usize];
+            let shape: Vec<usize> = (0..rng.next(4)).map(|_| 1 + rng.next(5) as usize).collect();
+            text.push_str(&format!("\nm{a}_{f} {}", dtype.name()));
+            for n in &shape {
+                text.push_str(&format!(" {n}"));
+            }
+            let mut offset = end.next_multiple_of(dtype.align());
+            if gaps && f > 0 && rng.next(2) == 0 {
+                offset += dtype.size() * rng.next(9) as usize;
+                text.push_str(&format!(" @{offset}"));
+            }
+            end = offset + shape.iter().product::<usize>() * dtype.size();
+        }
+    }
+    text
+}
+
 #[test]
 fn random_plans_lay_out_as_naga_does() {
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let dtypes = [DType::F32, DType::I32, DType::U32, DType::F16];
     for case in 0..300 {
-        let mut text = format!("P{case}");
-        let alternatives = 1 + rng.next(3) as usize;
-        for a in 0..alternatives {
-            if a > 0 {
-                text.push_str("\nunion");
-            }
-            for f in 0..1 + rng.next(6) {
-                let dtype = dtypes[rng.next(4) as usize];
-                text.push_str(&format!("\nm{a}_{f} {}", dtype.name()));
-                for _ in 0..rng.next(4) {
-                    text.push_str(&format!(" {}", 1 + rng.next(5)));
-                }
-            }
-        }
+        let text = random_plan(&mut rng, &format!("P{case}"), false);
         let plan = OwnedPlan::from_spec(PlanSpec::from_text(&text).unwrap()).unwrap();
         check_against_naga(&plan);
     }
@@ -168,39 +183,9 @@ fn random_plans_lay_out_as_naga_does() {
 #[test]
 fn explicit_offsets_lay_out_as_naga_does() {
     let mut rng = Rng(0x2545_f491_4f6c_dd1d);
-    let dtypes = [DType::F32, DType::I32, DType::U32, DType::F16];
     let mut sized = 0;
     for case in 0..300 {
-        let mut text = format!("G{case}");
-        let alternatives = 1 + rng.next(2) as usize;
-        for a in 0..alternatives {
-            if a > 0 {
-                text.push_str("\nunion");
-            }
-            let mut end = 0;
-            for f in 0..1 + rng.next(6) {
-                let dtype = dtypes[rng.next(4) as usize];
-                let mut shape = vec![];
-                for _ in 0..rng.next(3) {
-                    shape.push(1 + rng.next(5) as usize);
-                }
-                let nbytes = shape.iter().product::<usize>() * dtype.size();
-                text.push_str(&format!("\nm{a}_{f} {}", dtype.name()));
-                for n in &shape {
-                    text.push_str(&format!(" {n}"));
-                }
-                // After the first field, now and then a gap of whole elements.
-                let natural = usize::next_multiple_of(end, dtype.align());
-                let offset = if f > 0 && rng.next(2) == 0 {
-                    let at = natural + dtype.size() * rng.next(9) as usize;
-                    text.push_str(&format!(" @{at}"));
-                    at
-                } else {
-                    natural
-                };
-                end = offset + nbytes;
-            }
-        }
+        let text = random_plan(&mut rng, &format!("G{case}"), true);
         let plan = OwnedPlan::from_spec(PlanSpec::from_text(&text).unwrap()).unwrap();
         check_against_naga(&plan);
         sized += usize::from(plan.wgsl().unwrap().contains("@size("));
