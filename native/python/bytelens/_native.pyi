@@ -19,11 +19,13 @@ __all__ = [
     "AlignmentError",
     "BoundsError",
     "CastError",
+    "FormatError",
     "GpuError",
     "Buffer",
     "Layout",
     "Plan",
     "ascontiguous",
+    "read_header",
 ]
 if sys.platform != "win32":
     __all__ += ["SharedBuffer", "SharedLock"]
