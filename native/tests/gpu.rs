@@ -77,6 +77,29 @@ fn adapter_has_its_real_limits() {
 }
 
 #[test]
+fn a_terabyte_of_stride_0_is_refused_before_allocating() {
+    let Some(gpu) = gpu() else { return };
+    // 2^38 float32 over 4 bytes: 1 TiB once gathered. lavapipe's buffers
+    // are host memory that Linux would overcommit, then kill the process
+    // for filling; a GPU refuses with an out-of-memory error.
+    let huge = Layout::new(DType::F32, 0, &[1 << 38], &[0]).unwrap();
+    let err = gpu.upload_layout(&[0; 4], &huge).unwrap_err();
+    if gpu.info().device_type == wgpu::DeviceType::Cpu {
+        assert!(
+            matches!(
+                err,
+                GpuError::OutOfMemory {
+                    bytes: 1_099_511_627_776,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+    }
+    eprintln!("refused: {err}");
+}
+
+#[test]
 fn every_dtype_and_odd_sizes_round_trip() {
     let Some(gpu) = gpu() else { return };
     for dtype in DType::ALL {

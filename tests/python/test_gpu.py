@@ -193,3 +193,12 @@ def test_module_docstring_runs():
 
     failures, tried = doctest.testmod(bytelens.gpu)
     assert tried >= 5 and failures == 0
+
+
+def test_a_huge_stride_0_view_is_refused_before_allocating():
+    # 2^38 float32 over 4 bytes: 1 TiB if it were gathered. The issue's
+    # probe found this refused cleanly; it must stay so.
+    huge = np.lib.stride_tricks.as_strided(np.zeros(1, np.float32), shape=(1 << 38,), strides=(0,))
+    with pytest.raises((gpu.GpuError, ValueError, MemoryError)) as err:
+        gpu.upload(huge)
+    assert "1099511627776" in str(err.value) or "bytes" in str(err.value), str(err.value)

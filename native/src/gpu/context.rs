@@ -27,6 +27,8 @@ pub(super) struct Inner {
     /// Uploads write the destination's mapped memory (unified memory and
     /// `GpuOptions::direct_upload`); else they stage.
     pub(super) direct: bool,
+    /// A CPU adapter (lavapipe): its buffers are host memory.
+    pub(super) host_memory: bool,
     /// One upload ring per upload thread.
     pub(super) upload: Vec<Mutex<Ring>>,
     pub(super) readback: Mutex<Ring>,
@@ -102,6 +104,7 @@ impl GpuContext {
             info.device_type,
             wgpu::DeviceType::Cpu | wgpu::DeviceType::IntegratedGpu
         );
+        let host_memory = info.device_type == wgpu::DeviceType::Cpu;
         let direct = options.direct_upload
             && unified
             && adapter
@@ -150,6 +153,7 @@ impl GpuContext {
                 max_segment,
                 usage,
                 direct,
+                host_memory,
                 upload: (0..options.upload_threads)
                     .map(|_| Mutex::new(Ring::default()))
                     .collect(),

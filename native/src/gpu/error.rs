@@ -46,6 +46,15 @@ pub enum GpuError {
     Host(crate::Error),
     /// Options that cannot work (a zero-sized ring, say).
     BadOptions(String),
+    /// An upload larger than a CPU adapter (lavapipe) can hold: its buffers
+    /// are host memory, which the system would overcommit and then kill the
+    /// process for touching, where a GPU refuses with an out-of-memory error.
+    OutOfMemory {
+        /// Bytes the GPU buffer would take.
+        bytes: u64,
+        /// Host memory available (`MemAvailable`).
+        available: u64,
+    },
 }
 
 impl fmt::Display for GpuError {
@@ -70,6 +79,11 @@ impl fmt::Display for GpuError {
             ),
             GpuError::Host(err) => err.fmt(f),
             GpuError::BadOptions(message) => write!(f, "bad GPU options: {message}"),
+            GpuError::OutOfMemory { bytes, available } => write!(
+                f,
+                "the upload needs {bytes} bytes, and this CPU adapter's buffers are host memory, \
+                 of which {available} bytes are available"
+            ),
         }
     }
 }

@@ -104,6 +104,18 @@ impl GpuContext {
     fn alloc(&self, layout: &Layout) -> Result<GpuBuffer, GpuError> {
         let padded = padded_len(layout.nbytes());
         let inner = &self.inner;
+        if inner.host_memory {
+            // Linux overcommits: the buffers would be created, and the
+            // process killed while the upload fills them.
+            if let Some(available) = available_host_memory() {
+                if padded > available {
+                    return Err(GpuError::OutOfMemory {
+                        bytes: padded,
+                        available,
+                    });
+                }
+            }
+        }
         let scopes = Scopes::push(&inner.device);
         let mut segments = Vec::new();
         let mut start = 0;
@@ -355,4 +367,13 @@ impl UploadSink<'_> {
         self.ring
             .map_after(i, wgpu::MapMode::Write, self.ctx.chunk, Some(index));
     }
+}
+
+/// The host memory available for new allocations (`MemAvailable` in
+/// /proc/meminfo), where the system says.
+fn available_host_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
 }
