@@ -15,7 +15,7 @@ import os
 import struct
 import zipfile
 from dataclasses import dataclass, field
-from typing import Any, BinaryIO, Mapping
+from typing import Any, BinaryIO, Mapping, Protocol
 
 import numpy as np
 
@@ -68,7 +68,7 @@ class ArrayInfo:
     #: Why :func:`load` copies it instead of viewing the mapped file; None
     #: for a zero-copy view.
     copy: str | None = None
-    #: The ``.npz`` member it is stored in.
+    #: The ``.npz`` member (file name in the zip) it is stored in.
     member: str | None = None
 
     @property
@@ -110,7 +110,7 @@ class FileReport:
             align = "any" if a.offset == 0 else str(min(a.alignment, 1 << 20))
             span = f"{a.offset}..{a.end}"
             if a.copy == COMPRESSED:  # the range is in the decompressed member
-                span, align = f"{span} of {a.member}.npy", "-"
+                span, align = f"{span} of {a.member}", "-"
             rows.append(
                 (
                     _short(a.name, 40),
@@ -133,7 +133,14 @@ def _short(text: str, keep: int = 64) -> str:
     return text if len(text) <= keep else text[:keep] + "..."
 
 
-def _header(f: BinaryIO, path: str, base: int, length: int, what: str = "") -> dict[str, Any]:
+class _Readable(Protocol):
+    """What ``_header`` reads from: a file, or a part of one."""
+
+    def seek(self, at: int, /) -> Any: ...
+    def read(self, n: int, /) -> bytes: ...
+
+
+def _header(f: _Readable, path: str, base: int, length: int, what: str = "") -> dict[str, Any]:
     """The header at byte ``base`` of ``f`` (a file or member of ``length``
     bytes), read by the core from as few bytes as it needs."""
     want = min(HEAD, length)
@@ -149,7 +156,11 @@ def _header(f: BinaryIO, path: str, base: int, length: int, what: str = "") -> d
         want = header["need"]
 
 
-def _arrays(header: dict[str, Any], base: int, member: str | None = None) -> list[ArrayInfo]:
+def _arrays(
+    header: dict[str, Any], base: int, name: str | None = None, member: str | None = None
+) -> list[ArrayInfo]:
+    """The arrays of a header read at byte ``base``; ``name`` names the one
+    array of an ``.npz`` ``member``."""
     out = []
     for a in header["arrays"]:
         copy = None if a["descr"] is not None else f"bytelens has no dtype {a['dtype']}"
@@ -159,8 +170,9 @@ def _arrays(header: dict[str, Any], base: int, member: str | None = None) -> lis
         # An empty array needs no alignment (as in numpy): it is never copied.
         if copy is None and itemsize and a["nbytes"] and offset % itemsize:
             copy = f"offset {offset} is not a multiple of {itemsize}"
-        name = a["name"] if member is None else member
-        out.append(ArrayInfo(name, a["dtype"], a["descr"], tuple(a["shape"]), strides, offset, a["nbytes"], copy, member))
+        out.append(
+            ArrayInfo(name or a["name"], a["dtype"], a["descr"], tuple(a["shape"]), strides, offset, a["nbytes"], copy, member)
+        )
     return out
 
 
@@ -230,16 +242,8 @@ def _inspect_npz(path: str, size: int, f: BinaryIO) -> FileReport:
         if info.compress_type != zipfile.ZIP_STORED:
             # Read (decompressed) into memory only by `load`: here the header
             # is all that is wanted, from the start of the decompressed member.
-            with archive.open(info) as member:
-                head = member.read(HEAD)
-            try:
-                header = read_header(head, info.file_size)
-            except FormatError as err:
-                raise FormatError(f"{path}{what}: {err}") from None
-            if "need" in header:
-                with archive.open(info) as member:
-                    header = read_header(member.read(header["need"]), info.file_size)
-            for a in _arrays(header, 0, name):
+            header = _header(_Decompressed(archive, info), path, 0, info.file_size, what)
+            for a in _arrays(header, 0, name, info.filename):
                 arrays.append(ArrayInfo(**{**a.__dict__, "copy": COMPRESSED}))
             continue
         f.seek(info.header_offset)
@@ -254,8 +258,23 @@ def _inspect_npz(path: str, size: int, f: BinaryIO) -> FileReport:
             )
         f.seek(start)
         header = _header(_Window(f, start, info.file_size), path, 0, info.file_size, what)
-        arrays.extend(_arrays(header, start, name))
+        arrays.extend(_arrays(header, start, name, info.filename))
     return FileReport(path, "npz", size, arrays)
+
+
+class _Decompressed:
+    """A compressed zip member, read like a file (from its start)."""
+
+    def __init__(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
+        self.archive, self.info, self.at = archive, info, 0
+
+    def seek(self, at: int) -> None:
+        self.at = at
+
+    def read(self, n: int) -> bytes:
+        with self.archive.open(self.info) as member:
+            member.read(self.at)
+            return member.read(n)
 
 
 class _Window:
@@ -345,6 +364,7 @@ def load(path: str | os.PathLike[str], mode: str = "r", strict: bool = False) ->
                     compressed = zipfile.ZipFile(path)
                 out[a.name] = _from_compressed(compressed, a, mode)
                 continue
+            assert a.descr is not None  # refused above
             try:
                 out[a.name] = buf.view(a.descr, offset=a.offset, shape=a.shape, strides=a.strides)
             except AlignmentError as err:
@@ -373,11 +393,9 @@ def _aligned_copy(buf: Buffer, a: ArrayInfo, mode: str) -> np.ndarray:
 
 def _from_compressed(archive: zipfile.ZipFile, a: ArrayInfo, mode: str) -> np.ndarray:
     assert a.member is not None
-    data = archive.read(a.member + ".npy")
-    header = read_header(data[:HEAD], len(data))
-    if "need" in header:
-        header = read_header(data, len(data))
-    [info] = _arrays(header, 0, a.member)
+    data = archive.read(a.member)
+    [info] = _arrays(read_header(data, len(data)), 0, a.name, a.member)
+    assert info.descr is not None  # the same header inspect read
     array = Buffer.from_bytes(data).view(info.descr, offset=info.offset, shape=info.shape, strides=info.strides)
     array.flags.writeable = mode != "r"
     return array
@@ -434,7 +452,7 @@ def _save_npy(path: str, array: np.ndarray) -> None:
 
 def _raw_bytes(array: np.ndarray) -> memoryview:
     """The bytes of a C-contiguous array, whatever its dtype."""
-    return memoryview(array.reshape(-1).view(np.uint8))
+    return array.reshape(-1).view(np.uint8).data
 
 
 def _save_safetensors(path: str, arrays: Mapping[str, np.ndarray], metadata: Mapping[str, str]) -> None:
