@@ -221,7 +221,8 @@ impl ViewOptions {
                 unaligned: false,
             });
         }
-        if !options.is_object() {
+        // An array is an object to JS, but never an options object.
+        if !options.is_object() || Array::is_array(options) {
             return Err(BindingError::wrong_type(
                 "a layout",
                 "an object such as { offset, shape, strides }",

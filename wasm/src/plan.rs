@@ -49,7 +49,7 @@ fn field_spec(field: &JsValue) -> Result<(Descr, Vec<usize>, Option<usize>), Bin
 impl Plan {
     fn extended(&self, fields: FieldSpecs, new_alternative: bool) -> Result<Plan, BindingError> {
         let fields: JsValue = fields.into();
-        if !fields.is_object() {
+        if !fields.is_object() || Array::is_array(&fields) {
             return Err(BindingError::wrong_type(
                 "fields",
                 "an object such as { name: [dtype, shape] }",

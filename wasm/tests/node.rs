@@ -458,6 +458,11 @@ fn arguments_of_the_wrong_kind_are_type_errors() {
             JsValue::from_f64(3.0).unchecked_into(),
             "a layout must be an object such as { offset, shape, strides }, not 3",
         ),
+        (
+            // An array is an object to JS, but no options object.
+            list(&[0.0, 2.0]).unchecked_into(),
+            "a layout must be an object such as { offset, shape, strides }, not Array(2) [0, 2]",
+        ),
     ] {
         let err = thrown(buf.read(&js("|u1"), Some(layout)));
         assert!(err.is_instance_of::<js_sys::TypeError>(), "{expected}");
