@@ -90,7 +90,10 @@ fn from_int<S: Int>(a: ByteOrder, to: Descr, src: &[u8], dst: &mut [u8]) {
         U32 | I32 => map(src, dst, a, b, |v: S| v.wrap() as u32),
         U64 | I64 => map(src, dst, a, b, |v: S| v.wrap()),
         F16 => map(src, dst, a, b, |v: S| f64_to_f16(v.to_f64().to_bits())),
-        BF16 => map(src, dst, a, b, |v: S| f32_to_bf16(v.to_f32().to_bits())),
+        // Rounded once: through float64 rounded to odd (exact below 2^53;
+        // float64's 53 bits leave room for the 8 of bfloat16 and a sticky
+        // bit), not through float32, which would round twice.
+        BF16 => map(src, dst, a, b, |v: S| f64_to_bf16(v.to_f64_odd().to_bits())),
         F32 => map(src, dst, a, b, |v: S| v.to_f32().to_bits()),
         F64 => map(src, dst, a, b, |v: S| v.to_f64().to_bits()),
     }
@@ -144,6 +147,10 @@ trait Int: Elem {
     fn wrap(self) -> u64;
     /// The nearest float32 (ties to even), rounded once.
     fn to_f32(self) -> f32;
+    /// The value as float64 rounded to odd: exact where it fits (every
+    /// integer up to 2^53), else truncated with the last bit set, so that
+    /// rounding the result to a narrower float rounds the integer once.
+    fn to_f64_odd(self) -> f64;
     /// The nearest float64 (ties to even).
     fn to_f64(self) -> f64;
 }
@@ -172,6 +179,21 @@ macro_rules! elem {
             #[inline(always)]
             fn to_f32(self) -> f32 {
                 self as f32
+            }
+            #[inline(always)]
+            fn to_f64_odd(self) -> f64 {
+                let v = self as i128;
+                let n = v.unsigned_abs();
+                let bits = 128 - n.leading_zeros();
+                let f = if bits <= 53 {
+                    n as f64
+                } else {
+                    // 53 significant bits kept, the rest folded into the last.
+                    let shift = bits - 53;
+                    let kept = (n >> shift) | u128::from(n & ((1 << shift) - 1) != 0);
+                    kept as f64 * 2f64.powi(shift as i32)
+                };
+                if v < 0 { -f } else { f }
             }
             #[inline(always)]
             fn to_f64(self) -> f64 {
@@ -204,6 +226,9 @@ impl Int for Flag {
     }
     fn to_f32(self) -> f32 {
         f32::from(u8::from(self.0))
+    }
+    fn to_f64_odd(self) -> f64 {
+        self.to_f64()
     }
     fn to_f64(self) -> f64 {
         f64::from(u8::from(self.0))
@@ -435,7 +460,11 @@ pub(super) fn f64_to_bf16(x: u64) -> u16 {
     if DOUBLE.is_nan(x) {
         nan_canonical(x, DOUBLE, BFLOAT) as u16
     } else {
-        f32_to_bf16(f64_to_f32(x))
+        // Rounded once, from the double itself: through float32 it would
+        // round twice, and a value just past a bfloat16 tie that float32
+        // rounds onto the tie would then go to even, the wrong way
+        // (ml_dtypes before 0.7 did that).
+        narrow(x, DOUBLE, BFLOAT) as u16
     }
 }
 
@@ -451,6 +480,30 @@ pub(super) fn f64_to_f32(x: u64) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bfloat16_is_rounded_once_from_float64_and_wide_integers() {
+        // Just past a bfloat16 tie, by less than float32 can hold: through
+        // float32 these land on the tie and go to even (down); once, up.
+        let past_tie = 1.0 + 2f64.powi(-8) + 2f64.powi(-30);
+        assert_eq!(f64_to_bf16(past_tie.to_bits()), 0x3f81);
+        assert_eq!(f64_to_bf16((-past_tie).to_bits()), 0xbf81);
+        assert_eq!(
+            f64_to_bf16((1.0 + 2f64.powi(-8)).to_bits()),
+            0x3f80,
+            "a tie goes to even"
+        );
+        let wide = (1i64 << 62) + (1 << 54) + 1; // past a tie by 1, which float64 drops
+        assert_eq!(f64_to_bf16(wide.to_f64_odd().to_bits()), 0x5e81);
+        assert_eq!(f64_to_bf16((-wide).to_f64_odd().to_bits()), 0xde81);
+        assert_eq!(
+            f64_to_bf16(((1u64 << 62) + (1 << 54)).to_f64_odd().to_bits()),
+            0x5e80
+        );
+        assert_eq!(f64_to_bf16(u64::MAX.to_f64_odd().to_bits()), 0x5f80);
+        assert_eq!(f64_to_bf16(i64::MIN.to_f64_odd().to_bits()), 0xdf00);
+        assert_eq!(f64_to_bf16(16_843_009i32.to_f64_odd().to_bits()), 0x4b81);
+    }
 
     #[test]
     fn narrow_matches_the_hardware_for_float64_to_float32() {
