@@ -191,7 +191,9 @@ macro_rules! elem {
                     // 53 significant bits kept, the rest folded into the last.
                     let shift = bits - 53;
                     let kept = (n >> shift) | u128::from(n & ((1 << shift) - 1) != 0);
-                    kept as f64 * 2f64.powi(shift as i32)
+                    // Times 2^shift, built from its bits: exact, where
+                    // `powi` need not be (and Miri makes it inexact).
+                    kept as f64 * f64::from_bits((1023 + u64::from(shift)) << 52)
                 };
                 if v < 0 { -f } else { f }
             }
@@ -485,11 +487,12 @@ mod tests {
     fn bfloat16_is_rounded_once_from_float64_and_wide_integers() {
         // Just past a bfloat16 tie, by less than float32 can hold: through
         // float32 these land on the tie and go to even (down); once, up.
-        let past_tie = 1.0 + 2f64.powi(-8) + 2f64.powi(-30);
+        let two_to = |n: i64| f64::from_bits(((1023 + n) as u64) << 52); // exact 2^n
+        let past_tie = 1.0 + two_to(-8) + two_to(-30);
         assert_eq!(f64_to_bf16(past_tie.to_bits()), 0x3f81);
         assert_eq!(f64_to_bf16((-past_tie).to_bits()), 0xbf81);
         assert_eq!(
-            f64_to_bf16((1.0 + 2f64.powi(-8)).to_bits()),
+            f64_to_bf16((1.0 + two_to(-8)).to_bits()),
             0x3f80,
             "a tie goes to even"
         );
