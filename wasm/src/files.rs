@@ -4,7 +4,7 @@
 //! checks `bl.load` uses, with no reader of its own.
 #![forbid(unsafe_code)]
 
-use bytelens_core::files::{FileError, read_header as read};
+use bytelens_core::files::read_header as read;
 use js_sys::JSON;
 use wasm_bindgen::prelude::*;
 
@@ -28,12 +28,10 @@ pub fn read_header(head: &[u8], length: f64) -> Result<JsValue, BindingError> {
     let length = whole(length, "length")?;
     let header = match read(head, length) {
         Ok(header) => header,
-        Err(FileError::Truncated { need, .. })
-            if need > head.len() as u64 && need <= length as u64 =>
-        {
-            return Ok(JSON::parse(&format!("{{\"need\":{need}}}"))?);
-        }
-        Err(err) => return Err(BindingError::Format(err.to_string())),
+        Err(err) => match err.more_needed(head.len()) {
+            Some(need) => return Ok(JSON::parse(&format!("{{\"need\":{need}}}"))?),
+            None => return Err(BindingError::Format(err.to_string())),
+        },
     };
     let mut json = format!(
         "{{\"format\":\"{}\",\"version\":[{},{}],\"dataStart\":{},\"metadata\":[",

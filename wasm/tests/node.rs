@@ -247,7 +247,7 @@ fn headers_of_files() {
         text,
         format!(
             r#"{{"format":"safetensors","version":[0,0],"dataStart":{start},"metadata":[["k","v"]],"arrays":[{{"name":"w","dtype":"F32","descr":"<f4","shape":[2,3],"fortran":false,"offset":{start},"nbytes":24,"aligned":{}}},{{"name":"t","dtype":"U8","descr":"|u1","shape":[3],"fortran":false,"offset":{},"nbytes":3,"aligned":true}}]}}"#,
-            start % 4 == 0,
+            start.is_multiple_of(4),
             start + 24
         )
     );

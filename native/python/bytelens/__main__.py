@@ -10,8 +10,8 @@ import sys
 
 import numpy as np
 
-from ._files import FileReport, inspect
-from ._native import Layout, LayoutError, FormatError
+from ._files import FileReport, _itemsize, inspect
+from ._native import FormatError, LayoutError
 
 ROW = 16  # bytes per hexdump row
 
@@ -45,7 +45,7 @@ def dump(path: str, report: FileReport, name: str | None, at: int | None, rows: 
     array = report[name] if name is not None else report.arrays[0]
     if array.descr is None:
         raise ValueError(f"bytelens has no dtype {array.dtype} to show the values of {array.name!r} in")
-    itemsize = Layout(array.descr, ()).itemsize
+    itemsize = _itemsize(array.descr)
     dtype = np.dtype(array.descr) if "bfloat16" not in array.descr else None
     start = array.offset if at is None else at
     start -= start % ROW

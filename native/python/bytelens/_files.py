@@ -14,7 +14,7 @@ import json
 import os
 import struct
 import zipfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, Mapping, Protocol
 
 import numpy as np
@@ -140,12 +140,12 @@ class _Readable(Protocol):
     def read(self, n: int, /) -> bytes: ...
 
 
-def _header(f: _Readable, path: str, base: int, length: int, what: str = "") -> dict[str, Any]:
-    """The header at byte ``base`` of ``f`` (a file or member of ``length``
+def _header(f: _Readable, path: str, length: int, what: str = "") -> dict[str, Any]:
+    """The header at the start of ``f`` (a file or member of ``length``
     bytes), read by the core from as few bytes as it needs."""
     want = min(HEAD, length)
     while True:
-        f.seek(base)
+        f.seek(0)
         head = f.read(want)
         try:
             header = read_header(head, length)
@@ -216,7 +216,7 @@ def inspect(
         magic = f.read(4)
         if magic == _ZIP_MAGIC:
             return _inspect_npz(path, size, f)
-        header = _header(f, path, 0, size)
+        header = _header(f, path, size)
     return FileReport(
         path,
         header["format"],
@@ -242,9 +242,8 @@ def _inspect_npz(path: str, size: int, f: BinaryIO) -> FileReport:
         if info.compress_type != zipfile.ZIP_STORED:
             # Read (decompressed) into memory only by `load`: here the header
             # is all that is wanted, from the start of the decompressed member.
-            header = _header(_Decompressed(archive, info), path, 0, info.file_size, what)
-            for a in _arrays(header, 0, name, info.filename):
-                arrays.append(ArrayInfo(**{**a.__dict__, "copy": COMPRESSED}))
+            header = _header(_Decompressed(archive, info), path, info.file_size, what)
+            arrays.extend(replace(a, copy=COMPRESSED) for a in _arrays(header, 0, name, info.filename))
             continue
         f.seek(info.header_offset)
         local = f.read(_LOCAL_HEADER.size)
@@ -256,8 +255,7 @@ def _inspect_npz(path: str, size: int, f: BinaryIO) -> FileReport:
             raise FormatError(
                 f"{path}{what}: its {info.file_size} bytes from byte {start} run past the end of the file ({size} bytes)"
             )
-        f.seek(start)
-        header = _header(_Window(f, start, info.file_size), path, 0, info.file_size, what)
+        header = _header(_Window(f, start, info.file_size), path, info.file_size, what)
         arrays.extend(_arrays(header, start, name, info.filename))
     return FileReport(path, "npz", size, arrays)
 

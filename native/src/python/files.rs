@@ -6,7 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 
 use super::error::FormatError;
-use crate::files::{FileError, read_header as read};
+use crate::files::read_header as read;
 
 /// The header of an `.npy` or safetensors file of `length` bytes, from
 /// `head`, its first bytes: a dict with `format`, `version`, `data_start`,
@@ -24,13 +24,13 @@ pub(crate) fn read_header<'py>(
     let out = PyDict::new(py);
     let header = match read(head, length) {
         Ok(header) => header,
-        Err(FileError::Truncated { need, .. })
-            if need > head.len() as u64 && need <= length as u64 =>
-        {
-            out.set_item("need", need)?;
-            return Ok(out);
-        }
-        Err(err) => return Err(FormatError::new_err(err.to_string())),
+        Err(err) => match err.more_needed(head.len()) {
+            Some(need) => {
+                out.set_item("need", need)?;
+                return Ok(out);
+            }
+            None => return Err(FormatError::new_err(err.to_string())),
+        },
     };
     out.set_item("format", header.format.name())?;
     out.set_item("version", header.version)?;

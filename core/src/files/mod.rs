@@ -1,0 +1,369 @@
+//! Files whose header describes the arrays after it (feature `files`):
+//! numpy's `.npy` (format versions 1, 2 and 3) and safetensors. A header
+//! is read into a [`FileHeader`]: each array's name, dtype, shape, order
+//! and byte range, checked against the file's length, so that a binding can
+//! lay [`Layout`]s over the mapped file without reading its data.
+//!
+//! The readers are written for hostile input: every length is checked
+//! before it is used, sizes are computed without overflow, and every
+//! failure is a [`FileError`] that says what is wrong, with the numbers.
+//!
+//! # Examples
+//! ```
+//! use bytelens_core::files::{read_header, Format};
+//! let json = br#"{"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}}"#;
+//! let mut file = (json.len() as u64).to_le_bytes().to_vec();
+//! file.extend_from_slice(json);
+//! file.extend_from_slice(&[0; 8]);
+//! let header = read_header(&file, file.len())?;
+//! assert_eq!(header.format, Format::Safetensors);
+//! let w = &header.arrays[0];
+//! assert_eq!((w.name.as_str(), w.shape.as_slice(), w.offset, w.nbytes), ("w", &[2][..], 8 + json.len(), 8));
+//! assert_eq!(w.layout()?.descr().to_string(), "<f4");
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+#![forbid(unsafe_code)]
+
+use alloc::borrow::ToOwned;
+use alloc::string::{String, ToString};
+use alloc::vec::Vec;
+use core::fmt;
+
+use crate::{Descr, Error, Escaped, Layout, MAX_NDIM};
+
+/// The largest header either reader accepts: 100 MB, the limit the
+/// safetensors library itself applies.
+pub const MAX_HEADER: usize = 100_000_000;
+
+/// The six bytes every `.npy` file starts with.
+pub const NPY_MAGIC: &[u8; 6] = b"\x93NUMPY";
+
+/// A file format [`read_header`] knows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// numpy's `.npy`: one array.
+    Npy,
+    /// Hugging Face's safetensors: named tensors after a JSON header.
+    Safetensors,
+}
+
+impl Format {
+    /// The format's usual name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Npy => "npy",
+            Format::Safetensors => "safetensors",
+        }
+    }
+}
+
+/// One array a header describes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileArray {
+    /// Its name (`.npy` files hold one array, called `"array"`).
+    pub name: String,
+    /// The dtype as the file spells it (`"<f4"`, `"BF16"`).
+    pub dtype: String,
+    /// The dtype in bytelens's terms; `None` where bytelens has none (F8,
+    /// complex numbers, strings, structured dtypes), which is reported and
+    /// never guessed.
+    pub descr: Option<Descr>,
+    /// Its shape.
+    pub shape: Vec<usize>,
+    /// Fortran (column-major) order, which only `.npy` files can have.
+    pub fortran: bool,
+    /// Byte offset of its first element in the file.
+    pub offset: usize,
+    /// Its size in bytes.
+    pub nbytes: usize,
+}
+
+impl FileArray {
+    /// The largest power of two the array's offset is a multiple of (its
+    /// alignment in a file mapped at a page boundary); 2^63 at offset 0.
+    ///
+    /// # Examples
+    /// ```
+    /// # use bytelens_core::files::FileArray;
+    /// let at = |offset| FileArray { name: "a".into(), dtype: "<f4".into(), descr: None, shape: vec![], fortran: false, offset, nbytes: 0 };
+    /// assert_eq!((at(96).alignment(), at(7).alignment()), (32, 1));
+    /// ```
+    pub fn alignment(&self) -> usize {
+        1usize << self.offset.trailing_zeros().min(usize::BITS - 1)
+    }
+
+    /// Whether a page-aligned mapping of the file can be viewed as it
+    /// without a copy: its offset is a multiple of its dtype's alignment,
+    /// or it has no elements (which, as in numpy, need no alignment).
+    pub fn is_aligned(&self) -> bool {
+        self.descr
+            .is_some_and(|d| self.nbytes == 0 || self.offset.is_multiple_of(d.dtype.align()))
+    }
+
+    /// Its layout over the whole file: C or Fortran order, at its offset, in
+    /// its byte order. Fails with `BadDType` where bytelens has no such dtype.
+    pub fn layout(&self) -> Result<Layout, Error> {
+        let descr = self.descr.ok_or(Error::BadDType {
+            text: crate::ShortStr::new(&self.dtype),
+        })?;
+        let layout = if self.fortran {
+            let mut strides = [0isize; MAX_NDIM];
+            let mut step = descr.dtype.size();
+            for (stride, &n) in strides.iter_mut().zip(&self.shape) {
+                *stride = step as isize; // below nbytes, which fits in isize
+                step = step.saturating_mul(n);
+            }
+            Layout::new(
+                descr.dtype,
+                self.offset,
+                &self.shape,
+                &strides[..self.shape.len()],
+            )?
+        } else {
+            Layout::contiguous(descr.dtype, &self.shape)?.with_offset(self.offset)?
+        };
+        Ok(layout.with_byte_order(descr.order))
+    }
+}
+
+/// What a header says: the format, the arrays, and where the data starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileHeader {
+    /// The format.
+    pub format: Format,
+    /// The format version (`.npy`: 1.0, 2.0 or 3.0; safetensors: 0.0).
+    pub version: (u8, u8),
+    /// Bytes before the data: the magic, lengths and the header itself.
+    pub data_start: usize,
+    /// The arrays, in the order the header lists them.
+    pub arrays: Vec<FileArray>,
+    /// safetensors' `__metadata__`, key and value, in the header's order.
+    pub metadata: Vec<(String, String)>,
+}
+
+/// Why a header could not be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FileError {
+    /// The file ends before something the header needs.
+    Truncated {
+        /// What was cut off.
+        what: &'static str,
+        /// The byte it would need to reach.
+        need: u64,
+        /// The file's length.
+        len: usize,
+    },
+    /// Neither format's signature.
+    Unrecognised,
+    /// An `.npy` format version other than 1.0, 2.0 or 3.0.
+    Version {
+        /// The major version.
+        major: u8,
+        /// The minor version.
+        minor: u8,
+    },
+    /// A header longer than [`MAX_HEADER`].
+    HeaderTooLarge {
+        /// Its length.
+        len: u64,
+    },
+    /// The header is not the JSON or Python literal its format uses.
+    Syntax {
+        /// What went wrong, and where.
+        detail: String,
+    },
+    /// A key given twice.
+    DuplicateKey {
+        /// The key.
+        key: String,
+    },
+    /// An entry of the header that is missing, of the wrong kind or
+    /// impossible.
+    BadEntry {
+        /// The array it belongs to (`""` for the header itself).
+        array: String,
+        /// What is wrong.
+        detail: String,
+    },
+    /// An array whose bytes lie (partly) outside the file.
+    OutsideFile {
+        /// The array.
+        array: String,
+        /// Its first byte.
+        start: u64,
+        /// One past its last byte.
+        end: u64,
+        /// The file's length.
+        len: usize,
+    },
+    /// Two arrays over the same bytes.
+    Overlap {
+        /// One array.
+        array: String,
+        /// The other.
+        other: String,
+    },
+}
+
+/// Names in messages: quoted, escaped, and cut to 64 bytes of the escaped text.
+fn quoted(name: &str) -> String {
+    let escaped = Escaped(name).to_string();
+    if escaped.len() <= 64 {
+        return alloc::format!("\"{escaped}\"");
+    }
+    let mut cut = 64;
+    while !escaped.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    alloc::format!("\"{}\"…", &escaped[..cut])
+}
+
+impl fmt::Display for FileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FileError::Truncated { what, need, len } => write!(
+                f,
+                "the file ends at byte {len}, inside {what}, which runs to byte {need}"
+            ),
+            FileError::Unrecognised => f.write_str(
+                "neither an .npy file (which starts with \\x93NUMPY) nor a safetensors file \
+                 (an 8-byte header length, then a JSON object)",
+            ),
+            FileError::Version { major, minor } => write!(
+                f,
+                "npy format version {major}.{minor} is not one of 1.0, 2.0 and 3.0"
+            ),
+            FileError::HeaderTooLarge { len } => write!(
+                f,
+                "the header is {len} bytes, more than the {MAX_HEADER} allowed"
+            ),
+            FileError::Syntax { detail } => write!(f, "the header does not parse: {detail}"),
+            FileError::DuplicateKey { key } => {
+                write!(f, "the header gives the key {} twice", quoted(key))
+            }
+            FileError::BadEntry { array, detail } if array.is_empty() => {
+                write!(f, "the header {detail}")
+            }
+            FileError::BadEntry { array, detail } => {
+                write!(f, "array {}: {detail}", quoted(array))
+            }
+            FileError::OutsideFile {
+                array,
+                start,
+                end,
+                len,
+            } => write!(
+                f,
+                "array {} lies at bytes {start}..{end}, past the end of the file ({len} bytes)",
+                quoted(array)
+            ),
+            FileError::Overlap { array, other } => write!(
+                f,
+                "arrays {} and {} share bytes",
+                quoted(array),
+                quoted(other)
+            ),
+        }
+    }
+}
+
+impl core::error::Error for FileError {}
+
+impl FileError {
+    /// Where the only trouble is that the `have` bytes given to
+    /// [`read_header`] end inside the header of a file long enough to hold
+    /// it: how many bytes to read and pass instead. `None` for every other
+    /// error, a file cut short included.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::files::read_header;
+    /// let json = br#"{"w":{"dtype":"U8","shape":[2],"data_offsets":[0,2]}}"#;
+    /// let mut file = (json.len() as u64).to_le_bytes().to_vec();
+    /// file.extend_from_slice(json);
+    /// file.extend_from_slice(&[0; 2]);
+    /// let err = read_header(&file[..16], file.len()).unwrap_err();
+    /// assert_eq!(err.more_needed(16), Some(8 + json.len() as u64));
+    /// let cut = &file[..20];
+    /// assert_eq!(read_header(cut, cut.len()).unwrap_err().more_needed(20), None);
+    /// ```
+    pub fn more_needed(&self, have: usize) -> Option<u64> {
+        match *self {
+            FileError::Truncated { need, len, .. } if need > have as u64 && need <= len as u64 => {
+                Some(need)
+            }
+            _ => None,
+        }
+    }
+}
+
+fn bad(array: &str, detail: impl ToString) -> FileError {
+    FileError::BadEntry {
+        array: array.to_owned(),
+        detail: detail.to_string(),
+    }
+}
+
+/// Reads the header of an `.npy` or safetensors file from `bytes`, its
+/// first bytes (the whole file, or at least its header), given the file's
+/// length `len`. `Truncated` means either the file is cut short or `bytes`
+/// holds less than the header: [`FileError::more_needed`] tells which, and
+/// how many bytes to pass.
+pub fn read_header(bytes: &[u8], len: usize) -> Result<FileHeader, FileError> {
+    if bytes.starts_with(NPY_MAGIC) {
+        read_npy(bytes, len)
+    } else if bytes.len() >= 9 && bytes[8] == b'{' {
+        read_safetensors(bytes, len)
+    } else if bytes.len() < 9 && NPY_MAGIC.starts_with(bytes) {
+        Err(FileError::Truncated {
+            what: "the npy magic",
+            need: 10,
+            len,
+        })
+    } else {
+        Err(FileError::Unrecognised)
+    }
+}
+
+/// `bytes[start..start + n]`, or `Truncated`.
+fn take<'b>(
+    bytes: &'b [u8],
+    start: usize,
+    n: u64,
+    len: usize,
+    what: &'static str,
+) -> Result<&'b [u8], FileError> {
+    let end = (start as u64).saturating_add(n);
+    usize::try_from(end)
+        .ok()
+        .and_then(|end| bytes.get(start..end))
+        .ok_or(FileError::Truncated {
+            what,
+            need: end,
+            len: len.max(bytes.len()),
+        })
+}
+
+/// The bytes of `shape` in `dtype`, or an error naming `array`.
+fn size_of(array: &str, shape: &[usize], itemsize: usize) -> Result<usize, FileError> {
+    if shape.len() > MAX_NDIM {
+        return Err(bad(
+            array,
+            alloc::format!("has {} dimensions, more than {MAX_NDIM}", shape.len()),
+        ));
+    }
+    shape
+        .iter()
+        .try_fold(itemsize, |n, &k| n.checked_mul(k))
+        .filter(|&n| isize::try_from(n).is_ok())
+        .ok_or_else(|| bad(array, "has a shape whose size does not fit in memory"))
+}
+
+mod npy;
+mod safetensors;
+#[cfg(test)]
+mod tests;
+
+pub use npy::read_npy;
+pub use safetensors::read_safetensors;
