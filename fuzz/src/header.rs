@@ -11,7 +11,7 @@ use bytelens::{DATA_OFFSET, SharedBuffer, SharedError};
 use crate::check_error;
 use crate::plan::SpecIn;
 
-/// The header's layout, as `native/src/shared.rs` writes it.
+/// The header's layout, as `native/src/shared/mod.rs` writes it.
 const MAGIC: &[u8; 8] = b"BYTELENS";
 const AT_VERSION: usize = 8;
 const AT_NBYTES: usize = 16;

@@ -15,13 +15,16 @@ use std::fs::File;
 use std::hash::{BuildHasher, RandomState};
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::os::unix::fs::{FileExt, MetadataExt};
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
 
 use memmap2::{MmapMut, MmapOptions};
 
 use crate::{LayoutError, Plan, PlanSpec};
+
+mod lock;
+
+use lock::{init_robust_mutex, timed_lock};
 
 /// Where the data starts: one page of header.
 pub const DATA_OFFSET: usize = 4096;
@@ -764,129 +767,6 @@ fn write_header(page: &mut [u8], nbytes: usize, plan_text: &str, token: [u8; TOK
     page[AT_PLAN..AT_PLAN + plan_text.len()].copy_from_slice(plan_text.as_bytes());
 }
 
-/// Initialises the robust, process-shared mutex in a fresh header.
-fn init_robust_mutex(map: &mut MmapMut) -> Result<(), SharedError> {
-    let mutex = map
-        .as_mut_ptr()
-        .wrapping_add(AT_LOCK)
-        .cast::<libc::pthread_mutex_t>();
-    let check = |rc: i32, what| {
-        if rc == 0 {
-            Ok(())
-        } else {
-            Err(SharedError::Os {
-                what,
-                err: std::io::Error::from_raw_os_error(rc),
-            })
-        }
-    };
-    // SAFETY: `attr` is initialised by pthread_mutexattr_init before use and
-    // destroyed after; `mutex` points into our writable mapping, aligned and
-    // large enough (AT_PLAN - AT_LOCK = 192 bytes >= size_of::<pthread_mutex_t>()),
-    // and no other process can use it before `create` returns its name's data.
-    unsafe {
-        let mut attr = std::mem::MaybeUninit::<libc::pthread_mutexattr_t>::uninit();
-        check(
-            libc::pthread_mutexattr_init(attr.as_mut_ptr()),
-            "pthread_mutexattr_init",
-        )?;
-        let attr_ptr = attr.as_mut_ptr();
-        let set = check(
-            libc::pthread_mutexattr_setpshared(attr_ptr, libc::PTHREAD_PROCESS_SHARED),
-            "pthread_mutexattr_setpshared",
-        )
-        .and_then(|()| {
-            check(
-                libc::pthread_mutexattr_setrobust(attr_ptr, libc::PTHREAD_MUTEX_ROBUST),
-                "pthread_mutexattr_setrobust",
-            )
-        })
-        .and_then(|()| {
-            // Relocking from the holding thread fails (EDEADLK) instead of hanging.
-            check(
-                libc::pthread_mutexattr_settype(attr_ptr, libc::PTHREAD_MUTEX_ERRORCHECK),
-                "pthread_mutexattr_settype",
-            )
-        })
-        .and_then(|()| {
-            check(
-                libc::pthread_mutex_init(mutex, attr_ptr),
-                "pthread_mutex_init",
-            )
-        });
-        libc::pthread_mutexattr_destroy(attr_ptr);
-        set
-    }
-}
-
-/// `pthread_mutex_clocklock`'s type (glibc 2.30+, POSIX.1-2024), as glibc's
-/// `<pthread.h>` declares it.
-type ClockLock = unsafe extern "C" fn(
-    *mut libc::pthread_mutex_t,
-    libc::clockid_t,
-    *const libc::timespec,
-) -> libc::c_int;
-
-/// `pthread_mutex_clocklock`, if the C library has it: looked up once at run
-/// time (the libc crate does not declare it, and linking it directly would
-/// keep the crate from loading on a glibc before 2.30 or on musl).
-fn clocklock() -> Option<ClockLock> {
-    static FOUND: OnceLock<Option<ClockLock>> = OnceLock::new();
-    *FOUND.get_or_init(|| {
-        // SAFETY: dlsym takes a pseudo-handle and a NUL-terminated name, and
-        // only reads them; RTLD_DEFAULT searches the objects already loaded.
-        let symbol =
-            unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"pthread_mutex_clocklock".as_ptr()) };
-        (!symbol.is_null()).then(|| {
-            // SAFETY: the symbol is the C library's pthread_mutex_clocklock,
-            // whose C signature `ClockLock` spells out: (pthread_mutex_t *,
-            // clockid_t, const struct timespec *) -> int, with the C ABI.
-            unsafe { std::mem::transmute::<*mut libc::c_void, ClockLock>(symbol) }
-        })
-    })
-}
-
-/// Waits at most `timeout` for `mutex`, measured on `CLOCK_MONOTONIC`, so
-/// that a change of the wall clock neither stretches nor cuts the wait.
-/// Without `pthread_mutex_clocklock` (glibc before 2.30, musl), it falls
-/// back to `pthread_mutex_timedlock`, whose deadline is on `CLOCK_REALTIME`.
-///
-/// # Safety
-/// `mutex` points at an initialised mutex that outlives the call.
-unsafe fn timed_lock(mutex: *mut libc::pthread_mutex_t, timeout: Duration) -> libc::c_int {
-    if let Some(clocklock) = clocklock() {
-        let deadline = deadline_after(libc::CLOCK_MONOTONIC, timeout);
-        // SAFETY: `clocklock` is pthread_mutex_clocklock (see `clocklock`),
-        // `mutex` is valid (the caller's promise), `deadline` a valid timespec.
-        let rc = unsafe { clocklock(mutex, libc::CLOCK_MONOTONIC, &deadline) };
-        // EINVAL: a C library that has the function but refuses the clock.
-        if rc != libc::EINVAL {
-            return rc;
-        }
-    }
-    let deadline = deadline_after(libc::CLOCK_REALTIME, timeout);
-    // SAFETY: as above.
-    unsafe { libc::pthread_mutex_timedlock(mutex, &deadline) }
-}
-
-/// `clock`'s now plus `timeout`: the absolute deadline the timed locks take.
-fn deadline_after(clock: libc::clockid_t, timeout: Duration) -> libc::timespec {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `now` is a valid timespec to write.
-    unsafe { libc::clock_gettime(clock, &mut now) };
-    let nanos = now.tv_nsec as u64 + u64::from(timeout.subsec_nanos());
-    libc::timespec {
-        tv_sec: now
-            .tv_sec
-            .saturating_add(timeout.as_secs().min(i64::MAX as u64 / 2) as libc::time_t)
-            .saturating_add((nanos / 1_000_000_000) as libc::time_t),
-        tv_nsec: (nanos % 1_000_000_000) as libc::c_long,
-    }
-}
-
 /// A held [`SharedBuffer::lock`]; unlocks when dropped.
 pub struct LockGuard<'s> {
     shared: &'s SharedBuffer,
@@ -911,135 +791,4 @@ impl Drop for LockGuard<'_> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A whole segment as `create` lays it out, `nbytes` of data after the
-    /// header page; no lock (these tests only read headers).
-    fn segment(nbytes: usize, plan_text: &str) -> Vec<u8> {
-        let mut bytes = vec![0; DATA_OFFSET + nbytes];
-        write_header(&mut bytes, nbytes, plan_text, [7; TOKEN_LEN]);
-        bytes[..8].copy_from_slice(&MAGIC);
-        bytes
-    }
-
-    fn read(bytes: &[u8]) -> Result<Header<'_>, SharedError> {
-        SharedBuffer::read_header("h", bytes)
-    }
-
-    #[test]
-    fn a_header_reads_back_what_was_written() {
-        let bytes = segment(12, "P\na <i4 3");
-        let header = read(&bytes).unwrap();
-        assert_eq!(
-            (header.nbytes, header.plan, header.token),
-            (12, &b"P\na <i4 3"[..], [7; 16])
-        );
-        let spec = header.plan().unwrap().unwrap();
-        assert_eq!(spec.to_text(), "P\na <i4 3");
-        assert!(read(&segment(0, "")).unwrap().plan().unwrap().is_none());
-    }
-
-    #[test]
-    fn damaged_headers_are_errors_not_panics() {
-        let good = segment(16, "P\na <i4 4");
-        let damaged = |at: usize, with: &[u8]| {
-            let mut bytes = good.clone();
-            bytes[at..at + with.len()].copy_from_slice(with);
-            bytes
-        };
-        let wrong = |bytes: &[u8]| matches!(read(bytes), Err(SharedError::WrongFormat { .. }));
-        for len in [0, 1, 8, DATA_OFFSET - 1] {
-            assert!(
-                matches!(
-                    read(&good[..len]),
-                    Err(SharedError::TooSmall { needed: 4096, .. })
-                ),
-                "{len}"
-            );
-        }
-        assert!(wrong(&damaged(0, b"BYTELENZ")));
-        assert!(wrong(&damaged(AT_VERSION, &2u32.to_le_bytes())));
-        // Data past the end of the segment, as far as a u64 reaches.
-        for nbytes in [17, u64::MAX - 4095, u64::MAX] {
-            let err = read(&damaged(AT_NBYTES, &nbytes.to_le_bytes())).unwrap_err();
-            assert!(
-                matches!(err, SharedError::TooSmall { size: 4112, .. }),
-                "{err}"
-            );
-        }
-        // A plan longer than the rest of the page.
-        let room = (DATA_OFFSET - AT_PLAN) as u32;
-        assert!(wrong(&damaged(AT_PLAN_LEN, &(room + 1).to_le_bytes())));
-        assert!(wrong(&damaged(AT_PLAN_LEN, &u32::MAX.to_le_bytes())));
-        let whole_page = damaged(AT_PLAN_LEN, &room.to_le_bytes());
-        assert_eq!(read(&whole_page).unwrap().plan.len(), room as usize);
-        // A plan that is not text, does not parse, or does not fit the data.
-        let not_utf8 = damaged(AT_PLAN + 2, &[0xff]);
-        assert_eq!(read(&not_utf8).unwrap().plan_text(), "\u{fffd}");
-        assert!(matches!(
-            read(&not_utf8).unwrap().plan(),
-            Err(SharedError::BadPlan(_))
-        ));
-        let bad_dtype = damaged(AT_PLAN + 4, b"#");
-        assert!(matches!(
-            read(&bad_dtype).unwrap().plan(),
-            Err(SharedError::BadPlan(_))
-        ));
-        let too_big = damaged(AT_PLAN + 8, b"5");
-        let err = read(&too_big).unwrap().plan().unwrap_err();
-        assert!(
-            matches!(
-                err,
-                SharedError::PlanDoesNotFit {
-                    plan: 20,
-                    nbytes: 16
-                }
-            ),
-            "{err}"
-        );
-        assert_eq!(
-            err.to_string(),
-            "the plan needs 20 bytes, more than the 16 bytes of data the segment holds"
-        );
-    }
-
-    #[test]
-    fn deadlines_are_on_the_clock_asked_for() {
-        for clock in [libc::CLOCK_MONOTONIC, libc::CLOCK_REALTIME] {
-            let mut now = libc::timespec {
-                tv_sec: 0,
-                tv_nsec: 0,
-            };
-            let deadline = deadline_after(clock, Duration::from_millis(2500));
-            // SAFETY: `now` is a valid timespec to write.
-            unsafe { libc::clock_gettime(clock, &mut now) };
-            let ns =
-                |t: libc::timespec| i128::from(t.tv_sec) * 1_000_000_000 + i128::from(t.tv_nsec);
-            let ahead = ns(deadline) - ns(now);
-            assert!(
-                (2_000_000_000..=2_500_000_000).contains(&ahead),
-                "{ahead} ns"
-            );
-            assert!((0..1_000_000_000).contains(&deadline.tv_nsec));
-        }
-    }
-
-    #[test]
-    #[cfg_attr(miri, ignore = "dlsym of a C library function")]
-    fn glibc_2_30_and_later_wait_on_the_monotonic_clock() {
-        #[cfg(all(target_os = "linux", target_env = "gnu"))]
-        {
-            // SAFETY: gnu_get_libc_version returns a static NUL-terminated string.
-            let version = unsafe { std::ffi::CStr::from_ptr(libc::gnu_get_libc_version()) };
-            let version = version.to_str().unwrap();
-            let mut parts = version.split('.').map(|p| p.parse::<u32>().unwrap_or(0));
-            let (major, minor) = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
-            assert_eq!(
-                clocklock().is_some(),
-                (major, minor) >= (2, 30),
-                "glibc {version}"
-            );
-        }
-    }
-}
+mod tests;
