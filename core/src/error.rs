@@ -259,6 +259,32 @@ pub enum Error {
         /// The line (truncated to 24 bytes).
         line: ShortStr,
     },
+    /// A plan field with more elements along one axis than a WGSL array
+    /// can count (WGSL's counts are 32-bit).
+    WgslCountTooLarge {
+        /// The field.
+        name: ShortStr,
+        /// The count.
+        count: usize,
+    },
+    /// A plan field that ends past the 32-bit byte offsets and sizes WGSL
+    /// structs use.
+    WgslTooLarge {
+        /// The field.
+        name: ShortStr,
+        /// One past its last byte.
+        end: usize,
+    },
+    /// A line of plan text with a character that looks like a space (or
+    /// nothing) but is not an ASCII space, which plan text does not allow.
+    PlanLineInvisible {
+        /// The line (truncated to 24 bytes).
+        line: ShortStr,
+        /// The character.
+        character: char,
+        /// Its byte offset in the line.
+        at: usize,
+    },
     /// numpy: "Changing the dtype of a 0d array is only supported if the
     /// itemsize is unchanged".
     ScalarItemsize {
@@ -306,7 +332,10 @@ impl Error {
             Error::NoAlternative { .. } => "NoAlternative",
             Error::BadPlanLine { .. } => "BadPlanLine",
             Error::FieldsOverlap { .. } => "FieldsOverlap",
-            Error::NotWgslPlaceable { .. } => "NotWgslShareable",
+            Error::NotWgslPlaceable { .. }
+            | Error::WgslCountTooLarge { .. }
+            | Error::WgslTooLarge { .. } => "NotWgslShareable",
+            Error::PlanLineInvisible { .. } => "BadPlanLine",
         }
     }
 
@@ -511,6 +540,28 @@ impl fmt::Display for Error {
             Error::BadPlanLine { line } => write!(
                 f,
                 "the plan's line \"{line}\" does not read as `name dtype length... [@offset]` or `union`"
+            ),
+            Error::WgslCountTooLarge { name, count } => write!(
+                f,
+                "field \"{name}\" has {count} elements along an axis, more than the \
+                 {} a WGSL array can count",
+                u32::MAX
+            ),
+            Error::WgslTooLarge { name, end } => write!(
+                f,
+                "field \"{name}\" ends at byte {end}, past {}, the last a WGSL struct \
+                 can address",
+                u32::MAX
+            ),
+            Error::PlanLineInvisible {
+                line,
+                character,
+                at,
+            } => write!(
+                f,
+                "the plan's line \"{line}\" has the character \\u{{{:x}}} at byte {at}, \
+                 where plan text takes ASCII spaces",
+                u32::from(character)
             ),
             Error::FieldsOverlap { name, other } => {
                 write!(f, "field \"{name}\" would overlap field \"{other}\"")

@@ -128,12 +128,21 @@ impl PlanSpec {
     /// the plan is valid is [`build`](PlanSpec::build)'s to say.
     pub fn from_text(text: &str) -> Result<PlanSpec, Error> {
         // ASCII whitespace only: Unicode's tables would cost the wasm package.
-        let mut lines = text
+        let lines = text
             .lines()
             .map(|l| l.trim_ascii())
             .filter(|l| !l.is_empty());
-        let mut spec = PlanSpec::new(lines.next().unwrap_or("Plan"));
+        let mut lines = lines.map(|line| match invisible(line) {
+            Some((at, character)) => Err(Error::PlanLineInvisible {
+                line: ShortStr::new(line),
+                character,
+                at,
+            }),
+            None => Ok(line),
+        });
+        let mut spec = PlanSpec::new(lines.next().transpose()?.unwrap_or("Plan"));
         for line in lines {
+            let line = line?;
             if line == "union" {
                 spec.alternatives.push(Vec::new());
                 continue;
@@ -145,6 +154,28 @@ impl PlanSpec {
         }
         Ok(spec)
     }
+}
+
+/// The first character of `line` that shows as a space or as nothing but
+/// is not ASCII (a no-break space pasted from a web page, a zero-width
+/// space, a byte-order mark), with its byte offset: echoed in a message, a
+/// line with one looks like a valid line. A short list, not Unicode's
+/// tables, which would cost the wasm package.
+fn invisible(line: &str) -> Option<(usize, char)> {
+    line.char_indices().find(|&(_, c)| {
+        matches!(
+            c,
+            '\u{a0}'
+                | '\u{ad}'
+                | '\u{1680}'
+                | '\u{180e}'
+                | '\u{2000}'..='\u{200f}'
+                | '\u{2028}'..='\u{202f}'
+                | '\u{205f}'..='\u{2064}'
+                | '\u{3000}'
+                | '\u{feff}'
+        )
+    })
 }
 
 impl FieldSpec {
@@ -414,6 +445,27 @@ mod tests {
             assert!(
                 matches!(PlanSpec::from_text(bad), Err(Error::BadPlanLine { .. })),
                 "{bad}"
+            );
+        }
+        let nbsp = PlanSpec::from_text("P\na\u{a0}<i4 2").unwrap_err();
+        assert_eq!(
+            nbsp.to_string(),
+            "the plan's line \"a\u{a0}<i4 2\" has the character \\u{a0} at byte 1, \
+             where plan text takes ASCII spaces"
+        );
+        assert_eq!(nbsp.kind(), "BadPlanLine");
+        for (text, at, character) in [
+            ("P\na <i4\u{a0}2", 5, '\u{a0}'),
+            ("P\u{200b}\na <i4 2", 1, '\u{200b}'),
+            ("P\n\u{feff}a <i4 2", 0, '\u{feff}'),
+            ("P\na <i4 2\u{3000}", 7, '\u{3000}'),
+        ] {
+            assert!(
+                matches!(
+                    PlanSpec::from_text(text),
+                    Err(Error::PlanLineInvisible { at: a, character: c, .. }) if (a, c) == (at, character)
+                ),
+                "{text:?}"
             );
         }
         let spec = PlanSpec::from_text("P\nunion\nunion\na <i4 2").unwrap();

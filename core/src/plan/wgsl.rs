@@ -203,6 +203,18 @@ impl<'n> Plan<'n> {
             if field.nbytes() == 0 {
                 return Err(Error::EmptyField { name });
             }
+            // WGSL's array counts, offsets and `@size`s are 32-bit: a
+            // count or an end past `u32::MAX` cannot be written. (A field
+            // ending by then has fewer than 2^31 elements of 2 bytes or
+            // more, so every count also fits the i32 an unsuffixed literal
+            // becomes.)
+            if let Some(&count) = field.shape().iter().find(|&&n| n > u32::MAX as usize) {
+                return Err(Error::WgslCountTooLarge { name, count });
+            }
+            let end = field.offset + field.nbytes();
+            if end > u32::MAX as usize {
+                return Err(Error::WgslTooLarge { name, end });
+            }
         }
         Ok(Wgsl { plan: self })
     }
@@ -352,6 +364,50 @@ mod tests {
         assert_eq!(
             backwards.wgsl().unwrap_err().to_string(),
             "field \"b\" at offset 4: WGSL members start at 0 and go up in offset, in the order the plan adds them"
+        );
+    }
+
+    #[test]
+    fn wgsl_refuses_counts_and_sizes_past_32_bits() {
+        let mut wide = Plan::new();
+        wide.field("x", DType::F32, &[1 << 33]).unwrap();
+        let err = wide.wgsl().unwrap_err();
+        assert_eq!(
+            err,
+            Error::WgslCountTooLarge {
+                name: ShortStr::new("x"),
+                count: 1 << 33
+            }
+        );
+        assert_eq!(err.kind(), "NotWgslShareable");
+        assert!(err.to_string().contains("8589934592"), "{err}");
+        // Every count fits, the size does not.
+        let mut big = Plan::new();
+        big.field("y", DType::F32, &[1 << 16, 1 << 16]).unwrap();
+        assert_eq!(
+            big.wgsl().unwrap_err().to_string(),
+            "field \"y\" ends at byte 17179869184, past 4294967295, the last a WGSL struct can address"
+        );
+        // A gap that would need a `@size` past 32 bits.
+        let mut far = Plan::new();
+        far.field("a", DType::U32, &[]).unwrap();
+        far.field_at("b", DType::U32, &[], 1 << 40).unwrap();
+        assert_eq!(
+            far.wgsl().unwrap_err(),
+            Error::WgslTooLarge {
+                name: ShortStr::new("b"),
+                end: (1 << 40) + 4
+            }
+        );
+        // The largest that fits is written.
+        let mut edge = Plan::new();
+        edge.field("z", DType::U32, &[(u32::MAX / 4) as usize])
+            .unwrap();
+        assert!(
+            edge.wgsl()
+                .unwrap()
+                .to_string()
+                .contains("array<u32, 1073741823>")
         );
     }
 
