@@ -250,6 +250,15 @@ impl PyLayout {
         self.inner.nbytes()
     }
 
+    /// The bytes the layout touches, `(start, end)`, as the core's
+    /// `byte_span`: below the offset where a stride is negative, and
+    /// `(offset, offset)` when it has no elements.
+    #[getter]
+    fn byte_span(&self, py: Python<'_>) -> PyResult<(isize, isize)> {
+        let span = self.inner.byte_span().py_err(py)?;
+        Ok((span.start, span.end))
+    }
+
     #[getter]
     fn readonly(&self) -> bool {
         self.inner.is_read_only()
