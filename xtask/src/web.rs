@@ -1,15 +1,15 @@
 //! The WebAssembly side of the task runner: its tools, the release build of
 //! the package (wasm-opt from npm's binaryen, size checked), and a static
-//! file server for the demo bound to 127.0.0.1.
+//! file server for the demo bound to 127.0.0.1 (in [`serve`]).
 
 use std::fs;
-use std::io::{BufRead, BufReader, Read, Seek, SeekFrom, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Component, Path, PathBuf};
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::thread;
 
 use crate::{Result, cmd, root, run, target_dir};
+
+mod serve;
 
 /// The release `.wasm` may not grow past this (the budget).
 const MAX_WASM_BYTES: u64 = 100 * 1024;
@@ -243,132 +243,15 @@ pub fn e2e(url: &str) -> Command {
     c
 }
 
-/// Serves web-demo/ on 127.0.0.1:`port` (0: any free port) from a thread of
-/// this process, which stops it by exiting, and each of `files` at
+/// Serves web-demo/ on 127.0.0.1:`port` (0: any free port) from threads
+/// of this process, which stops it by exiting, and each of `files` at
 /// `/file/NAME` (its file name), in byte ranges (`Range: bytes=a-b`), so
-/// that the demo reads only what it shows. Returns the URL.
+/// that the demo reads only what it shows; what a client can make it hold
+/// or wait for is bounded (see [`serve`]). Returns the URL.
 pub fn serve(port: u16, files: Vec<PathBuf>) -> Result<String> {
-    let listener = TcpListener::bind(("127.0.0.1", port))
-        .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
-    let port = listener.local_addr().map_err(|e| e.to_string())?.port();
     let dir = demo_dir();
-    thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let (dir, files) = (dir.clone(), files.clone());
-            thread::spawn(move || {
-                // A client that hangs up mid-request is no concern of the server's.
-                let _ = respond(stream, &dir, &files);
-            });
-        }
-    });
-    Ok(format!("http://127.0.0.1:{port}/"))
-}
-
-/// The first byte range of a `Range: bytes=...` header, for a file of
-/// `len` bytes: `a-b`, `a-` or `-n`, clamped to the file; `None` if it
-/// cannot be satisfied.
-fn byte_range(header: &str, len: u64) -> Option<(u64, u64)> {
-    let spec = header
-        .trim()
-        .strip_prefix("bytes=")?
-        .split(',')
-        .next()?
-        .trim();
-    let (a, b) = spec.split_once('-')?;
-    let (start, end) = match (a.parse::<u64>().ok(), b.parse::<u64>().ok()) {
-        (Some(a), Some(b)) => (a, b.min(len.checked_sub(1)?)),
-        (Some(a), None) if b.is_empty() => (a, len.checked_sub(1)?),
-        (None, Some(n)) if a.is_empty() => (len.saturating_sub(n), len.checked_sub(1)?),
-        _ => return None,
-    };
-    (start <= end).then_some((start, end))
-}
-
-fn respond(mut stream: TcpStream, dir: &Path, files: &[PathBuf]) -> std::io::Result<()> {
-    let mut reader = BufReader::new(&stream);
-    let mut request = String::new();
-    reader.read_line(&mut request)?;
-    let mut range = None;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-            break;
-        }
-        match line.split_once(':') {
-            Some((name, value)) if name.eq_ignore_ascii_case("range") => {
-                range = Some(value.trim().to_owned());
-            }
-            _ => {}
-        }
-    }
-    let path = request.split_whitespace().nth(1).unwrap_or("/");
-    let path = path.split(['?', '#']).next().unwrap_or("/");
-    if let Some(name) = path.strip_prefix("/file/") {
-        let file = files
-            .iter()
-            .find(|f| f.file_name().is_some_and(|n| n.to_string_lossy() == name));
-        if let Some(file) = file {
-            return send_range(stream, file, range.as_deref());
-        }
-    }
-    let relative = Path::new(path.trim_start_matches('/'));
-    let safe = relative
-        .components()
-        .all(|c| matches!(c, Component::Normal(_)));
-    let mut file = dir.join(relative);
-    if file.is_dir() {
-        file = file.join("index.html");
-    }
-    let (status, kind, body) = match fs::read(&file) {
-        Ok(body) if safe => ("200 OK", content_type(&file), body),
-        _ => ("404 Not Found", "text/plain", b"not found".to_vec()),
-    };
-    write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
-        body.len()
-    )?;
-    stream.write_all(&body)
-}
-
-/// A served file: the bytes `range` asks for (206), or all of it (200);
-/// 416 for a range past its end. Reads only the bytes it sends.
-fn send_range(mut stream: TcpStream, path: &Path, range: Option<&str>) -> std::io::Result<()> {
-    let mut file = fs::File::open(path)?;
-    let len = file.metadata()?.len();
-    let (status, start, end) = match range {
-        None => ("200 OK", 0, len),
-        Some(header) => match byte_range(header, len) {
-            Some((start, last)) => ("206 Partial Content", start, last + 1),
-            None => {
-                return write!(
-                    stream,
-                    "HTTP/1.1 416 Range Not Satisfiable\r\nContent-Range: bytes */{len}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                );
-            }
-        },
-    };
-    write!(
-        stream,
-        "HTTP/1.1 {status}\r\nContent-Type: application/octet-stream\r\nAccept-Ranges: bytes\r\nContent-Range: bytes {start}-{}/{len}\r\nContent-Length: {}\r\nCache-Control: no-store\r\nConnection: close\r\n\r\n",
-        end.saturating_sub(1),
-        end - start
-    )?;
-    file.seek(SeekFrom::Start(start))?;
-    std::io::copy(&mut file.take(end - start), &mut stream)?;
-    Ok(())
-}
-
-fn content_type(path: &Path) -> &'static str {
-    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
-        "html" => "text/html; charset=utf-8",
-        "js" | "mjs" => "text/javascript; charset=utf-8",
-        "css" => "text/css; charset=utf-8",
-        "wasm" => "application/wasm",
-        "json" => "application/json",
-        "png" => "image/png",
-        "svg" => "image/svg+xml",
-        "ico" => "image/x-icon",
-        _ => "text/plain; charset=utf-8",
-    }
+    let site = serve::Site::new(&dir, files).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let server = serve::Server::start(port, site, serve::Limits::default())
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    Ok(format!("http://{}/", server.addr()))
 }

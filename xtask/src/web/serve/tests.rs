@@ -1,0 +1,791 @@
+//! The request parser driven by hand-picked, random and mutated heads; the
+//! server on 127.0.0.1 (port 0, in this process) driven by hostile clients.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::os::unix::fs::symlink;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use super::*;
+
+fn status_of(head: &[u8]) -> u16 {
+    match parse_head(head) {
+        Err(refusal) => refusal.status,
+        Ok(Some(_)) => 200,
+        Ok(None) => 0,
+    }
+}
+
+#[test]
+fn the_doc_examples() {
+    let request = parse_head(b"GET /a%20b?q HTTP/1.1\r\nHost: x\r\nRange: bytes=0-9\r\n\r\n");
+    let request = request.unwrap().unwrap();
+    assert_eq!(request.path, "/a b");
+    assert_eq!(request.range.as_deref(), Some("bytes=0-9"));
+    assert_eq!(request.method, Method::Get);
+    assert_eq!(parse_head(b"GET /a HT").unwrap(), None);
+    assert_eq!(parse_head(b"POST / HTTP/1.1\r\n").unwrap_err().status, 405);
+}
+
+#[test]
+fn whole_heads() {
+    let head = b"HEAD /file/m%C3%BCnze.bin HTTP/1.0\nRange:bytes=-5 \n\nextra bytes";
+    let request = parse_head(head).unwrap().unwrap();
+    assert_eq!(request.method, Method::Head);
+    assert_eq!(request.path, "/file/münze.bin");
+    assert_eq!(request.range.as_deref(), Some("bytes=-5"));
+    assert_eq!(request.head_len, head.len() - b"extra bytes".len());
+    // HTTP/1.0 needs no Host; the path is not normalised here (resolve refuses ..).
+    let request = parse_head(b"GET /../../dev/zero HTTP/1.1\r\nhost: a\r\n\r\n");
+    assert_eq!(request.unwrap().unwrap().path, "/../../dev/zero");
+}
+
+#[test]
+fn unfinished_heads_wait() {
+    for head in [
+        &b""[..],
+        b"G",
+        b"GET / HTTP/1.1",
+        b"GET / HTTP/1.1\r",
+        b"GET / HTTP/1.1\r\nHost: x\r\n",
+        b"GET / HTTP/1.1\r\nHost: x\r\n\r",
+    ] {
+        assert_eq!(
+            parse_head(head),
+            Ok(None),
+            "{:?}",
+            String::from_utf8_lossy(head)
+        );
+    }
+}
+
+#[test]
+fn each_refusal_has_its_status() {
+    let cases: &[(&[u8], u16)] = &[
+        (b"\r\n", 400),
+        (b"GET  / HTTP/1.1\r\n", 400),
+        (b"GET / HTTP/1.1 x\r\n", 400),
+        (b"GET /\r\n", 400),
+        (b"GET / HTTP/1.1\x00\r\n", 400),
+        (b"G(T / HTTP/1.1\r\n", 400),
+        (b"GET x HTTP/1.1\r\n", 400),
+        (b"GET /%zz HTTP/1.1\r\n", 400),
+        (b"GET /%2 HTTP/1.1\r\n", 400),
+        (b"GET /%00 HTTP/1.1\r\n", 400),
+        (b"GET /%ff HTTP/1.1\r\n", 400),
+        (b"GET / HTTX/1.1\r\n", 400),
+        (b"GET / HTTP/1.1\r\n\r\n", 400), // no Host
+        (b"GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: a\r\n folded\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: a\r\nno colon\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost : a\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: a\x01\r\n\r\n", 400),
+        (b"GET / HTTP/1.1\r\nHost: a\rb\r\n\r\n", 400),
+        (
+            b"GET / HTTP/1.1\r\nHost: a\r\nRange: bytes=0-1\r\nrange: bytes=2-3\r\n\r\n",
+            400,
+        ),
+        (b"POST / HTTP/1.1\r\n", 405),
+        (b"DELETE / HTTP/1.1\r\nHost: a\r\n\r\n", 405),
+        (b"get / HTTP/1.1\r\n", 405),
+        (b"GET / HTTP/2.0\r\n", 505),
+        (b"GET / HTTP/0.9\r\n", 505),
+    ];
+    for &(head, status) in cases {
+        assert_eq!(
+            status_of(head),
+            status,
+            "{:?}",
+            String::from_utf8_lossy(head)
+        );
+    }
+    let post = parse_head(b"PROPFIND / HTTP/1.1\r\n").unwrap_err();
+    assert_eq!(
+        post.reason,
+        "method PROPFIND is not served, only GET and HEAD"
+    );
+}
+
+#[test]
+fn the_limits_hold_at_their_edges() {
+    let line = |n: usize| {
+        let mut head = b"GET /".to_vec();
+        head.resize(n - b" HTTP/1.0".len(), b'a');
+        head.extend(b" HTTP/1.0");
+        head
+    };
+    // A request line of exactly the limit is served; one byte more is 414,
+    // known as soon as it is that long (the rest is never needed).
+    let mut head = line(MAX_REQUEST_LINE);
+    head.extend(b"\r\n\r\n");
+    assert_eq!(status_of(&head), 200);
+    let mut head = line(MAX_REQUEST_LINE + 1);
+    head.extend(b"\r\n\r\n");
+    assert_eq!(status_of(&head), 414);
+    assert_eq!(status_of(&vec![b'a'; MAX_REQUEST_LINE]), 0);
+    assert_eq!(status_of(&vec![b'a'; MAX_REQUEST_LINE + 1]), 414);
+    let refusal = parse_head(&vec![b'a'; 1 << 20]).unwrap_err();
+    assert_eq!(refusal.reason, "the request line is longer than 8192 bytes");
+
+    let with = |headers: &[Vec<u8>]| {
+        let mut head = b"GET / HTTP/1.1\r\nHost: x\r\n".to_vec();
+        for h in headers {
+            head.extend(h);
+            head.extend(b"\r\n");
+        }
+        head.extend(b"\r\n");
+        head
+    };
+    let header = |n: usize| {
+        let mut h = b"X-A: ".to_vec();
+        h.resize(n, b'v');
+        h
+    };
+    assert_eq!(status_of(&with(&[header(MAX_HEADER_LINE)])), 200);
+    assert_eq!(status_of(&with(&[header(MAX_HEADER_LINE + 1)])), 431);
+    let mut unfinished = b"GET / HTTP/1.1\r\n".to_vec();
+    unfinished.extend(header(MAX_HEADER_LINE + 1));
+    assert_eq!(status_of(&unfinished), 431);
+    // 64 headers, Host among them, are served; 65 are not.
+    assert_eq!(
+        status_of(&with(&vec![b"X: y".to_vec(); MAX_HEADERS - 1])),
+        200
+    );
+    assert_eq!(status_of(&with(&vec![b"X: y".to_vec(); MAX_HEADERS])), 431);
+    // Lines within their limits, too many bytes in all.
+    assert_eq!(status_of(&with(&vec![header(300); 60])), 431);
+    // A head of exactly MAX_HEAD bytes is served, one more is not.
+    let base = with(&[]).len();
+    let second = MAX_HEAD - base - (MAX_HEADER_LINE + 2) - 2;
+    let edge = with(&[header(MAX_HEADER_LINE), header(second)]);
+    assert_eq!((edge.len(), status_of(&edge)), (MAX_HEAD, 200));
+    let past = with(&[header(MAX_HEADER_LINE), header(second + 1)]);
+    assert_eq!(status_of(&past), 431);
+    assert_eq!(status_of(&past[..MAX_HEAD - 1]), 0);
+    let refusal = parse_head(&past[..MAX_HEAD]).unwrap_err();
+    assert_eq!(
+        refusal.reason,
+        "the request's head is longer than 16384 bytes"
+    );
+}
+
+#[test]
+fn byte_ranges() {
+    use super::Range::{Bytes, Ignored, Unsatisfiable};
+    let cases = [
+        ("bytes=0-9", 100, Bytes(0, 10)),
+        (" bytes = 90 - 200 ", 100, Bytes(90, 100)),
+        ("bytes=99-", 100, Bytes(99, 100)),
+        ("bytes=-5", 100, Bytes(95, 100)),
+        ("bytes=-500", 100, Bytes(0, 100)),
+        ("bytes=0-18446744073709551615", 100, Bytes(0, 100)),
+        ("bytes=0-99999999999999999999", 100, Bytes(0, 100)),
+        (
+            "bytes=4294967296-4294967299",
+            1 << 33,
+            Bytes(1 << 32, (1 << 32) + 4),
+        ),
+        ("bytes=100-", 100, Unsatisfiable),
+        ("bytes=100-200", 100, Unsatisfiable),
+        ("bytes=99999999999999999999-", 100, Unsatisfiable),
+        ("bytes=-0", 100, Unsatisfiable),
+        ("bytes=0-0", 0, Unsatisfiable),
+        ("bytes=-1", 0, Unsatisfiable),
+        ("bytes=5-4", 100, Ignored),
+        ("bytes=0-1,4-5", 100, Ignored),
+        ("bytes=-", 100, Ignored),
+        ("bytes=a-b", 100, Ignored),
+        ("bytes=+1-2", 100, Ignored),
+        ("items=0-1", 100, Ignored),
+        ("", 100, Ignored),
+    ];
+    for (header, len, want) in cases {
+        assert_eq!(byte_range(header, len), want, "{header:?} of {len} bytes");
+    }
+}
+
+/// xorshift64*: the same "random" heads every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<T: Copy>(&mut self, items: &[T]) -> T {
+        items[self.below(items.len())]
+    }
+}
+
+/// A valid head, its decoded path and its range.
+fn valid_head(rng: &mut Rng) -> (Vec<u8>, String, Option<String>) {
+    let segments = ["a", "b%20c", "index.html", "file", "x.wasm", "%C3%A9", ""];
+    let mut raw = String::new();
+    for _ in 0..rng.below(4) {
+        raw.push('/');
+        raw.push_str(rng.pick(&segments));
+    }
+    if raw.is_empty() {
+        raw.push('/');
+    }
+    let path = raw.replace("%20", " ").replace("%C3%A9", "é");
+    let method = rng.pick(&["GET", "HEAD"]);
+    let query = rng.pick(&["", "?x=1", "?a/../b"]);
+    let eol = rng.pick(&["\r\n", "\n"]);
+    let mut head = format!("{method} {raw}{query} HTTP/1.1{eol}Host: 127.0.0.1{eol}");
+    let range =
+        (rng.below(2) == 0).then(|| format!("bytes={}-{}", rng.below(100), rng.below(1000)));
+    for _ in 0..rng.below(6) {
+        head.push_str(&format!(
+            "X-{}: {}{eol}",
+            rng.below(1000),
+            "v".repeat(rng.below(200))
+        ));
+    }
+    if let Some(range) = &range {
+        head.push_str(&format!("Range: {range}{eol}"));
+    }
+    head.push_str(eol);
+    (head.into_bytes(), path, range)
+}
+
+/// `head` changed a little, or a lot.
+fn mutate(rng: &mut Rng, head: &mut Vec<u8>) {
+    let interesting = b"\r\n: %/.\x00\x7f\xffHTTP/1.1";
+    for _ in 0..1 + rng.below(4) {
+        let at = rng.below(head.len() + 1);
+        match rng.below(7) {
+            0 if at < head.len() => head[at] ^= 1 << rng.below(8),
+            1 => head.insert(at, rng.pick(interesting)),
+            2 if at < head.len() => {
+                head.remove(at);
+            }
+            3 => {
+                let run = vec![rng.pick(b"a \r\n:"); rng.below(MAX_HEAD + 100)];
+                head.splice(at..at, run);
+            }
+            4 => {
+                let end = (at + rng.below(64)).min(head.len());
+                let copy = head[at..end].to_vec();
+                head.splice(at..at, copy);
+            }
+            5 => head.truncate(at),
+            _ => {
+                let text = format!("X-{}: y\r\n", rng.below(10)).repeat(rng.below(80));
+                let at = head.iter().position(|&b| b == b'\n').map_or(at, |i| i + 1);
+                head.splice(at..at, text.into_bytes());
+            }
+        }
+    }
+}
+
+/// The parser's promises, on one input: no panic; an answer it gives for a
+/// prefix is the answer (the status) for the whole; waiting means fewer than MAX_HEAD
+/// bytes; a refusal has a known status and a short reason.
+fn check(rng: &mut Rng, buf: &[u8]) -> Result<Option<Request>, Reject> {
+    let whole = parse_head(buf);
+    match &whole {
+        Ok(None) => assert!(buf.len() < MAX_HEAD, "waits on {} bytes", buf.len()),
+        Ok(Some(request)) => {
+            assert!(request.head_len <= buf.len().min(MAX_HEAD));
+            assert!(request.path.starts_with('/') && !request.path.contains('\0'));
+            assert_eq!(parse_head(&buf[..request.head_len]), whole);
+        }
+        Err(refusal) => {
+            assert!(
+                [400, 405, 414, 431, 505].contains(&refusal.status),
+                "{refusal:?}"
+            );
+            assert!(refusal.reason.len() <= 100, "{refusal:?}");
+        }
+    }
+    for _ in 0..4 {
+        let cut = rng.below(buf.len() + 1);
+        let part = parse_head(&buf[..cut]);
+        // The status, that is; of two limits a head breaks, which one a
+        // prefix is known to break may depend on where it ends.
+        match (&part, &whole) {
+            (Ok(None), _) => {}
+            (Err(p), Err(w)) => assert_eq!(
+                p.status,
+                w.status,
+                "{p:?}, {w:?}, {cut} of {} bytes",
+                buf.len()
+            ),
+            _ => assert_eq!(part, whole, "{cut} of {} bytes", buf.len()),
+        }
+    }
+    whole
+}
+
+#[test]
+fn random_and_mutated_heads() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let mut statuses = std::collections::BTreeMap::new();
+    for i in 0..4000 {
+        let (mut head, path, range) = valid_head(&mut rng);
+        let result = match i % 4 {
+            0 => {
+                let result = check(&mut rng, &head);
+                let request = result.clone().unwrap().unwrap();
+                assert_eq!((request.path, request.range), (path, range));
+                result
+            }
+            1 | 2 => {
+                mutate(&mut rng, &mut head);
+                check(&mut rng, &head)
+            }
+            _ => {
+                let noise: Vec<u8> = (0..rng.below(300))
+                    .map(|_| rng.pick(b"GET /HTP1.\r\n: \x00\xc3abc"))
+                    .collect();
+                check(&mut rng, &noise)
+            }
+        };
+        let status = result.map_or_else(|r| r.status, |r| if r.is_some() { 200 } else { 0 });
+        *statuses.entry(status).or_insert(0) += 1;
+    }
+    // The inputs reach every answer.
+    for status in [0, 200, 400, 405, 414, 431, 505] {
+        assert!(
+            statuses.contains_key(&status),
+            "no {status} in {statuses:?}"
+        );
+    }
+}
+
+// The server, driven over TCP.
+
+/// A folder of files to serve, removed when dropped.
+struct Fixture {
+    dir: PathBuf,
+}
+
+impl Fixture {
+    fn new() -> Self {
+        static N: AtomicUsize = AtomicUsize::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        let dir = std::env::temp_dir().join(format!("xtask-serve-{}-{n}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("root/sub")).unwrap();
+        fs::write(dir.join("root/index.html"), "<p>hello</p>").unwrap();
+        fs::write(dir.join("root/sub/index.html"), "sub").unwrap();
+        fs::write(dir.join("root/app.js"), "export {};").unwrap();
+        fs::write(dir.join("root/data.bin"), pattern(100_000)).unwrap();
+        fs::write(dir.join("secret.txt"), "outside").unwrap();
+        mkfifo(&dir.join("root/pipe"));
+        mkfifo(&dir.join("outside.fifo"));
+        symlink(dir.join("outside.fifo"), dir.join("root/to-fifo")).unwrap();
+        symlink(dir.join("secret.txt"), dir.join("root/to-secret")).unwrap();
+        fs::write(dir.join("served.bin"), pattern(1000)).unwrap();
+        Self { dir }
+    }
+
+    fn start(&self, limits: Limits) -> Server {
+        let files = vec![self.dir.join("served.bin"), self.dir.join("outside.fifo")];
+        let site = Site::new(&self.dir.join("root"), files).unwrap();
+        Server::start(0, site, limits).unwrap()
+    }
+}
+
+impl Drop for Fixture {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn pattern(n: usize) -> Vec<u8> {
+    (0..n).map(|i| (i % 251) as u8).collect()
+}
+
+fn mkfifo(path: &Path) {
+    let status = Command::new("mkfifo").arg(path).status().unwrap();
+    assert!(status.success(), "mkfifo {}", path.display());
+}
+
+fn quick() -> Limits {
+    Limits {
+        timeout: Duration::from_millis(300),
+        connections: 4,
+    }
+}
+
+/// An answer: its status, head and body, and how long it took to come and the connection to close.
+struct Answer {
+    status: u16,
+    head: String,
+    body: Vec<u8>,
+    took: Duration,
+}
+
+impl Answer {
+    fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().skip(1).find_map(|line| {
+            let (n, v) = line.split_once(':')?;
+            n.eq_ignore_ascii_case(name).then(|| v.trim())
+        })
+    }
+}
+
+/// Reads an answer until the server closes; fails after 5 s rather than hanging.
+fn read_answer(stream: &mut TcpStream, start: Instant) -> Answer {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    let mut all = vec![];
+    let mut chunk = [0; 65536];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => all.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("no whole answer in 5 s ({e}); {} bytes came", all.len()),
+        }
+        assert!(all.len() < 1 << 24, "an answer of 16 MiB and more");
+    }
+    let took = start.elapsed();
+    if all.is_empty() {
+        return Answer {
+            status: 0,
+            head: String::new(),
+            body: all,
+            took,
+        };
+    }
+    let end = all
+        .windows(4)
+        .position(|w| w == b"\r\n\r\n")
+        .expect("a whole head")
+        + 4;
+    let head = String::from_utf8(all[..end].to_vec()).unwrap();
+    let status = head[9..12].parse().unwrap();
+    Answer {
+        status,
+        head,
+        body: all[end..].to_vec(),
+        took,
+    }
+}
+
+fn ask(server: &Server, request: &[u8]) -> Answer {
+    let start = Instant::now();
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    stream.write_all(request).unwrap();
+    read_answer(&mut stream, start)
+}
+
+fn get(server: &Server, path: &str, range: Option<&str>) -> Answer {
+    let range = range.map_or(String::new(), |r| format!("Range: {r}\r\n"));
+    ask(
+        server,
+        format!("GET {path} HTTP/1.1\r\nHost: t\r\n{range}\r\n").as_bytes(),
+    )
+}
+
+#[test]
+fn paths_out_of_the_folder_and_devices_are_refused_at_once() {
+    let fixture = Fixture::new();
+    let server = fixture.start(quick());
+    for path in [
+        "/../../../../dev/zero",
+        "/%2e%2e/%2E%2E/%2e%2e/%2e%2e/dev/zero",
+        "/sub/../../secret.txt",
+        "/./index.html",
+    ] {
+        let answer = get(&server, path, None);
+        assert_eq!(answer.status, 403, "{path}");
+        assert_eq!(answer.body, b"a path with a . or .. segment\n", "{path}");
+        assert!(
+            answer.took < Duration::from_secs(2),
+            "{path}: {:?}",
+            answer.took
+        );
+    }
+    let answer = get(&server, "/to-secret", None);
+    assert_eq!(
+        (answer.status, &answer.body[..]),
+        (403, &b"a link to outside the served folder\n"[..])
+    );
+    for path in [
+        "/file/../../../../dev/zero",
+        "/file/secret.txt",
+        "/nothere",
+        "/file/",
+    ] {
+        assert_eq!(get(&server, path, None).status, 404, "{path}");
+    }
+}
+
+#[test]
+fn fifos_are_refused_without_blocking() {
+    let fixture = Fixture::new();
+    let server = fixture.start(quick());
+    // In the folder, linked from it to outside, and given as a served file.
+    for (path, status, reason) in [
+        ("/pipe", 403, "not a regular file\n"),
+        ("/to-fifo", 403, "a link to outside the served folder\n"),
+        ("/file/outside.fifo", 403, "not a regular file\n"),
+    ] {
+        let answer = get(&server, path, None);
+        assert_eq!(
+            (answer.status, &answer.body[..]),
+            (status, reason.as_bytes()),
+            "{path}"
+        );
+        assert!(
+            answer.took < Duration::from_secs(2),
+            "{path}: {:?}",
+            answer.took
+        );
+    }
+}
+
+#[test]
+fn static_files_ranges_and_head() {
+    let fixture = Fixture::new();
+    let server = fixture.start(quick());
+    let data = pattern(100_000);
+
+    let index = get(&server, "/", None);
+    assert_eq!((index.status, &index.body[..]), (200, &b"<p>hello</p>"[..]));
+    assert_eq!(
+        index.header("content-type"),
+        Some("text/html; charset=utf-8")
+    );
+    assert_eq!(get(&server, "/sub/", None).body, b"sub");
+    assert_eq!(get(&server, "/sub", None).body, b"sub");
+    assert_eq!(
+        get(&server, "/app.js?v=1", None).header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
+
+    let whole = get(&server, "/data.bin", None);
+    assert_eq!((whole.status, whole.body == data), (200, true));
+    assert_eq!(whole.header("content-range"), None);
+    for (range, start, end) in [
+        ("bytes=10-19", 10, 20),
+        ("bytes=-5", 99_995, 100_000),
+        ("bytes=99990-", 99_990, 100_000),
+        ("bytes=99999-200000", 99_999, 100_000),
+        ("bytes=0-70000", 0, 70_001),
+    ] {
+        let answer = get(&server, "/data.bin", Some(range));
+        assert_eq!(answer.status, 206, "{range}");
+        assert!(
+            answer.body == data[start..end],
+            "{range}: {} bytes",
+            answer.body.len()
+        );
+        let content_range = format!("bytes {start}-{}/100000", end - 1);
+        assert_eq!(answer.header("content-range"), Some(content_range.as_str()));
+        assert_eq!(
+            answer.header("content-length"),
+            Some((end - start).to_string().as_str())
+        );
+    }
+    let past = get(&server, "/data.bin", Some("bytes=100000-"));
+    assert_eq!(
+        (past.status, past.header("content-range")),
+        (416, Some("bytes */100000"))
+    );
+    // Several ranges: ignored, the whole file.
+    assert_eq!(
+        get(&server, "/data.bin", Some("bytes=0-1,5-6")).body.len(),
+        100_000
+    );
+    let served = get(&server, "/file/served.bin", Some("bytes=500-509"));
+    assert_eq!(served.body, &pattern(1000)[500..510]);
+
+    let head = ask(
+        &server,
+        b"HEAD /data.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=10-19\r\n\r\n",
+    );
+    assert_eq!(
+        (head.status, head.header("content-length"), head.body.len()),
+        (206, Some("10"), 0)
+    );
+    let head = ask(&server, b"HEAD / HTTP/1.0\r\n\r\n");
+    assert_eq!(
+        (head.status, head.header("content-length"), head.body.len()),
+        (200, Some("12"), 0)
+    );
+    let head = ask(&server, b"HEAD /nothere HTTP/1.0\r\n\r\n");
+    assert_eq!((head.status, head.body.len()), (404, 0));
+}
+
+#[test]
+fn bad_methods_and_malformed_requests() {
+    let fixture = Fixture::new();
+    let server = fixture.start(quick());
+    let post = ask(
+        &server,
+        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
+    );
+    assert_eq!(
+        (post.status, post.header("allow")),
+        (405, Some("GET, HEAD"))
+    );
+    for (request, status) in [
+        (&b"GARBAGE\r\n\r\n"[..], 400),
+        (b"GET / HTTP/1.1\r\n\r\n", 400),
+        (b"GET / HTTP/2.0\r\n\r\n", 505),
+        (b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\r\n", 400), // TLS, by mistake
+    ] {
+        let answer = ask(&server, request);
+        assert_eq!(
+            answer.status,
+            status,
+            "{:?}",
+            String::from_utf8_lossy(request)
+        );
+        assert!(answer.body.len() < 120);
+    }
+    let headers = "X: y\r\n".repeat(MAX_HEADERS + 1);
+    let many = ask(
+        &server,
+        format!("GET / HTTP/1.1\r\n{headers}\r\n").as_bytes(),
+    );
+    assert_eq!(many.status, 431);
+    // Byte by byte, a request is still whole.
+    let start = Instant::now();
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    stream.set_nodelay(true).unwrap();
+    for b in b"GET /sub/ HTTP/1.1\r\nHost: t\r\n\r\n" {
+        stream.write_all(&[*b]).unwrap();
+    }
+    assert_eq!(read_answer(&mut stream, start).body, b"sub");
+}
+
+#[test]
+fn a_long_request_line_is_refused_without_reading_it() {
+    let fixture = Fixture::new();
+    let server = fixture.start(quick());
+    let start = Instant::now();
+    let mut stream = TcpStream::connect(server.addr()).unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    writer
+        .set_write_timeout(Some(Duration::from_secs(5)))
+        .unwrap();
+    // 64 MiB, more than the socket buffers hold: if the server read it all,
+    // every write would go through.
+    let sending = thread::spawn(move || {
+        let mut sent = 0usize;
+        let line = [&b"GET /"[..], &[b'a'; (1 << 20) - 5]].concat();
+        for _ in 0..64 {
+            match writer.write_all(&line) {
+                Ok(()) => sent += line.len(),
+                Err(_) => break,
+            }
+        }
+        sent
+    });
+    let answer = read_answer(&mut stream, start);
+    assert_eq!(answer.status, 414);
+    assert_eq!(answer.body, b"the request line is longer than 8192 bytes\n");
+    assert!(answer.took < Duration::from_secs(3), "{:?}", answer.took);
+    drop(stream);
+    let sent = sending.join().unwrap();
+    assert!(sent < 64 << 20, "the server took all {sent} bytes");
+}
+
+#[test]
+fn idle_and_half_sent_connections_are_closed_after_the_timeout() {
+    let fixture = Fixture::new();
+    let server = fixture.start(quick());
+    let timeout = quick().timeout;
+    // Nothing sent: closed, without an answer.
+    let start = Instant::now();
+    let mut idle = TcpStream::connect(server.addr()).unwrap();
+    let answer = read_answer(&mut idle, start);
+    assert_eq!(answer.status, 0);
+    assert!(
+        answer.took >= timeout - Duration::from_millis(50),
+        "{:?}",
+        answer.took
+    );
+    assert!(answer.took < timeout * 5, "{:?}", answer.took);
+    // Half a request: 408.
+    let half = ask(&server, b"GET / HTTP/1.1\r\nHo");
+    assert_eq!(half.status, 408);
+    assert!(half.took >= timeout - Duration::from_millis(50) && half.took < timeout * 5);
+    // A byte every 50 ms keeps no connection past the deadline for its head.
+    let start = Instant::now();
+    let mut slow = TcpStream::connect(server.addr()).unwrap();
+    let mut writer = slow.try_clone().unwrap();
+    let dripping = thread::spawn(move || {
+        for b in b"GET / HTTP/1.1\r\nX-Slow: "
+            .iter()
+            .chain([b'a'; 200].iter())
+        {
+            if writer.write_all(&[*b]).is_err() {
+                break;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    });
+    let answer = read_answer(&mut slow, start);
+    assert_eq!(answer.status, 408);
+    assert!(answer.took < timeout * 5, "{:?}", answer.took);
+    dripping.join().unwrap();
+}
+
+#[test]
+fn idle_connections_past_the_cap_use_no_more_threads() {
+    let fixture = Fixture::new();
+    let limits = quick();
+    let server = fixture.start(limits);
+    let idle: Vec<TcpStream> = (0..12)
+        .map(|_| TcpStream::connect(server.addr()).unwrap())
+        .collect();
+    // Answered once the idle ones ahead of it time out, four at a time.
+    let answer = get(&server, "/sub/", None);
+    assert_eq!((answer.status, &answer.body[..]), (200, &b"sub"[..]));
+    assert!(answer.took < limits.timeout * 10, "{:?}", answer.took);
+    assert!(
+        server.peak() <= limits.connections,
+        "{} at once",
+        server.peak()
+    );
+    assert!(server.peak() >= 2, "{} at once", server.peak());
+    drop(idle);
+}
+
+#[test]
+fn a_sparse_file_past_4_gib_is_served_in_ranges() {
+    let fixture = Fixture::new();
+    let path = fixture.dir.join("huge.bin");
+    let len = 5u64 << 30;
+    let at = (1u64 << 32) + 7;
+    let mut file = File::create(&path).unwrap();
+    file.set_len(len).unwrap();
+    file.seek(SeekFrom::Start(at)).unwrap();
+    file.write_all(b"past 4 GiB").unwrap();
+    drop(file);
+    let site = Site::new(&fixture.dir.join("root"), vec![path]).unwrap();
+    let server = Server::start(0, site, quick()).unwrap();
+    let range = format!("bytes={}-{}", at - 2, at + 11);
+    let answer = get(&server, "/file/huge.bin", Some(&range));
+    assert_eq!(answer.status, 206);
+    assert_eq!(answer.body, b"\0\0past 4 GiB\0\0");
+    let content_range = format!("bytes {}-{}/{len}", at - 2, at + 11);
+    assert_eq!(answer.header("content-range"), Some(content_range.as_str()));
+    let head = ask(&server, b"HEAD /file/huge.bin HTTP/1.0\r\n\r\n");
+    assert_eq!(
+        head.header("content-length"),
+        Some(len.to_string().as_str())
+    );
+    let tail = get(&server, "/file/huge.bin", Some("bytes=-3"));
+    assert_eq!(
+        tail.header("content-range"),
+        Some(format!("bytes {}-{}/{len}", len - 3, len - 1).as_str())
+    );
+}
