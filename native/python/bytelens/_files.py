@@ -10,19 +10,31 @@ and alignment. Only a file's first bytes are read to describe it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import secrets
+import stat
 import struct
+import threading
 import zipfile
+import zlib
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, Mapping, Protocol
 
 import numpy as np
 
-from ._native import AlignmentError, Buffer, FormatError, Layout, Plan, read_header
+from ._native import AlignmentError, Buffer, FormatError, Layout, LayoutError, Plan, read_header
 
 #: Bytes read first; a longer header is read again at the length it gives.
 HEAD = 1 << 16
+#: The longest header :func:`load` reads, and so the longest :func:`save`
+#: writes: the core's ``MAX_HEADER`` (core/src/files/mod.rs), mirrored here
+#: since the extension does not export it.
+MAX_HEADER = 100_000_000
+#: Bytes hashed or decompressed at a time.
+_CHUNK = 1 << 20
 #: Where ``save`` starts the data (and every tensor it can).
 ALIGN = 64
 #: Why a compressed ``.npz`` member is copied.
@@ -70,6 +82,12 @@ class ArrayInfo:
     copy: str | None = None
     #: The ``.npz`` member (file name in the zip) it is stored in.
     member: str | None = None
+    #: The bytes its elements lie in, ``(start, end)``, as the core's
+    #: ``Layout.byte_span`` gives them; None for ``(offset, offset + nbytes)``,
+    #: which is what a file's arrays (C or Fortran order) cover. A raw view
+    #: with a negative stride starts below its offset, and one with a zero
+    #: stride covers fewer than ``nbytes`` bytes.
+    span: tuple[int, int] | None = None
 
     @property
     def alignment(self) -> int:
@@ -78,8 +96,14 @@ class ArrayInfo:
         return self.offset & -self.offset if self.offset else 1 << 63
 
     @property
+    def start(self) -> int:
+        """The first byte any element covers."""
+        return self.offset if self.span is None else self.span[0]
+
+    @property
     def end(self) -> int:
-        return self.offset + self.nbytes
+        """The byte after the last one any element covers."""
+        return self.offset + self.nbytes if self.span is None else self.span[1]
 
 
 @dataclass(frozen=True)
@@ -142,18 +166,83 @@ class _Readable(Protocol):
 
 def _header(f: _Readable, path: str, length: int, what: str = "") -> dict[str, Any]:
     """The header at the start of ``f`` (a file or member of ``length``
-    bytes), read by the core from as few bytes as it needs."""
+    bytes), read by the core from as few bytes as it needs.
+
+    A read that ends early (a file that shrank after its size was taken, a
+    member that decompresses to less than its zip entry says) is a
+    ``FormatError`` naming the byte it ended at, never a retry: each pass
+    asks for more bytes than the last, or stops."""
     want = min(HEAD, length)
     while True:
         f.seek(0)
-        head = f.read(want)
+        head = _read_up_to(f, want)
         try:
             header = read_header(head, length)
         except FormatError as err:
             raise FormatError(f"{path}{what}: {err}") from None
+        if len(head) < want:
+            ends = f"{path}{what}: ends at byte {len(head)}"
+            if "need" in header:
+                raise FormatError(f"{ends}, inside the header; the header needs {header['need']} bytes")
+            raise FormatError(f"{ends}, though its size says {length} bytes")
         if "need" not in header:
             return header
+        if header["need"] <= want:  # the core asked for no more than it had
+            raise FormatError(f"{path}{what}: the header needs {header['need']} bytes and {want} did not hold it")
         want = header["need"]
+
+
+def _read_up_to(f: _Readable, n: int) -> bytes:
+    """``n`` bytes from ``f``, or fewer where it ends."""
+    parts: list[bytes] = []
+    got = 0
+    while got < n:
+        part = f.read(n - got)
+        if not part:
+            break
+        parts.append(part)
+        got += len(part)
+    return b"".join(parts)
+
+
+# What each kind of file that is not a regular file is called in errors.
+_NOT_REGULAR = (
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def _not_regular(path: str, mode: int) -> OSError:
+    what = next((name for test, name in _NOT_REGULAR if test(mode)), "not a file")
+    error = IsADirectoryError if stat.S_ISDIR(mode) else OSError
+    return error(f"{path}: not a regular file ({what})")
+
+
+def _open(path: str) -> tuple[BinaryIO, os.stat_result]:
+    """``path`` opened for reading, and its ``fstat``; anything but a
+    regular file (through symlinks too) is refused before a byte is read."""
+    # Non-blocking: `open` of a FIFO with no writer (or of a device that
+    # waits) would block forever before the check below could refuse it.
+    # The flag changes nothing for a regular file, the only kind read.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    fd = os.open(path, flags)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise _not_regular(path, info.st_mode)
+        return os.fdopen(fd, "rb"), info
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _fspath(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:
+    """``path`` as a str; a bytes path is decoded as ``os`` decodes it
+    (``os.fsdecode``), so that it names the same file."""
+    return os.fsdecode(os.fspath(path))
 
 
 def _arrays(
@@ -169,7 +258,7 @@ def _arrays(
         itemsize = _itemsize(a["descr"])
         # An empty array needs no alignment (as in numpy): it is never copied.
         if copy is None and itemsize and a["nbytes"] and offset % itemsize:
-            copy = f"offset {offset} is not a multiple of {itemsize}"
+            copy = f"offset {offset} is not a multiple of {itemsize}; read-only under r+"
         out.append(
             ArrayInfo(name or a["name"], a["dtype"], a["descr"], tuple(a["shape"]), strides, offset, a["nbytes"], copy, member)
         )
@@ -184,7 +273,7 @@ def _itemsize(descr: str | None) -> int:
 
 
 def inspect(
-    path: str | os.PathLike[str],
+    path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
     *,
     dtype: Any = None,
     offset: int = 0,
@@ -195,7 +284,11 @@ def inspect(
     """Describes ``path``: its format (``.npy``, ``.npz`` or safetensors,
     found by its first bytes) and each array's name, dtype, shape, byte
     range and alignment, and what :func:`load` would copy and why. Reads
-    only the headers (a few KiB of a file of any size).
+    only the headers (a few KiB of a file of any size), and only from a
+    regular file: a FIFO, device or folder is refused before it is read.
+    An ``.npz`` member read whole (one of up to 64 KiB, stored or
+    decompressed) has its CRC-32 checked, and every member's name in the
+    zip's directory must match its local header.
 
     A raw file is described through ``dtype`` (with ``offset``, ``shape``
     and ``strides``, as ``Buffer.view`` takes them) or a ``plan`` (a
@@ -208,16 +301,30 @@ def inspect(
     >>> report.format, report["w"].shape, report["w"].offset % 64, report["w"].copy
     ('safetensors', (2, 3), 0, None)
     """
-    path = os.fspath(path)
-    size = os.stat(path).st_size
-    if dtype is not None or plan is not None:
-        return _inspect_raw(path, size, dtype, offset, shape, strides, plan)
-    with open(path, "rb") as f:
-        magic = f.read(4)
-        if magic == _ZIP_MAGIC:
-            return _inspect_npz(path, size, f)
-        header = _header(f, path, size)
-    return FileReport(
+    path = _fspath(path)
+    f, info = _open(path)
+    with f:
+        if dtype is None and plan is None:
+            return _describe(path, f, info.st_size)[0]
+    return _inspect_raw(path, info.st_size, dtype, offset, shape, strides, plan)
+
+
+@dataclass(frozen=True)
+class _Member:
+    """An ``.npz`` member: its zip entry, and the byte its data (compressed
+    or not) starts at in the file."""
+
+    info: zipfile.ZipInfo
+    start: int
+
+
+def _describe(path: str, f: BinaryIO, size: int) -> tuple[FileReport, list[_Member]]:
+    """What :func:`inspect` reports of the open file ``f``, and its
+    ``.npz`` members (none for other formats)."""
+    if _read_up_to(f, 4) == _ZIP_MAGIC:
+        return _inspect_npz(path, size, f)
+    header = _header(f, path, size)
+    report = FileReport(
         path,
         header["format"],
         size,
@@ -225,54 +332,108 @@ def inspect(
         dict(header["metadata"]),
         tuple(header["version"]) if header["format"] == "npy" else None,
     )
+    return report, []
 
 
-def _inspect_npz(path: str, size: int, f: BinaryIO) -> FileReport:
+# What zipfile raises for a member it cannot read.
+_ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError, OSError)
+
+
+def _inspect_npz(path: str, size: int, f: BinaryIO) -> tuple[FileReport, list[_Member]]:
     arrays: list[ArrayInfo] = []
+    members: list[_Member] = []
     try:
         archive = zipfile.ZipFile(f)
-        members = archive.infolist()
-    except (zipfile.BadZipFile, OSError, ValueError) as err:
+        infos = archive.infolist()
+    except (zipfile.BadZipFile, OSError, ValueError, EOFError) as err:
         raise FormatError(f"{path}: not a readable .npz (zip) file: {err}") from None
-    for info in members:
+    names: set[str] = set()
+    for info in infos:
         name = info.filename[:-4] if info.filename.endswith(".npy") else info.filename
         what = f", member {_short(info.filename)!r}"
+        if name in names:
+            raise FormatError(f"{path}{what}: a second member holds an array named {_short(name)!r}")
+        names.add(name)
         if info.flag_bits & 1:
             raise FormatError(f"{path}{what}: the member is encrypted")
+        start = _data_start(f, info, path, what, size)
+        members.append(_Member(info, start))
         if info.compress_type != zipfile.ZIP_STORED:
-            # Read (decompressed) into memory only by `load`: here the header
-            # is all that is wanted, from the start of the decompressed member.
-            header = _header(_Decompressed(archive, info), path, info.file_size, what)
+            # Decompressed by `load` on first access: here the header is
+            # all that is wanted, from the start of the decompressed member.
+            header = _header(_Decompressed(archive, info, path + what), path, info.file_size, what)
             arrays.extend(replace(a, copy=COMPRESSED) for a in _arrays(header, 0, name, info.filename))
             continue
-        f.seek(info.header_offset)
-        local = f.read(_LOCAL_HEADER.size)
-        if len(local) < _LOCAL_HEADER.size or local[:4] != _ZIP_MAGIC:
-            raise FormatError(f"{path}{what}: no local header at byte {info.header_offset}")
-        name_len, extra_len = _LOCAL_HEADER.unpack(local)[-2:]
-        start = info.header_offset + _LOCAL_HEADER.size + name_len + extra_len
-        if start + info.file_size > size:
+        if info.compress_size != info.file_size:
             raise FormatError(
-                f"{path}{what}: its {info.file_size} bytes from byte {start} run past the end of the file ({size} bytes)"
+                f"{path}{what}: a stored member of {info.compress_size} bytes cannot hold {info.file_size} bytes"
             )
-        header = _header(_Window(f, start, info.file_size), path, info.file_size, what)
+        window = _Window(f, start, info.file_size)
+        header = _header(window, path, info.file_size, what)
+        if info.file_size <= HEAD:  # read whole already: its CRC-32 costs nothing more
+            window.seek(0)
+            _check_crc(zlib.crc32(_read_up_to(window, info.file_size)), info, path + what)
         arrays.extend(_arrays(header, start, name, info.filename))
-    return FileReport(path, "npz", size, arrays)
+    return FileReport(path, "npz", size, arrays), members
+
+
+def _data_start(f: BinaryIO, info: zipfile.ZipInfo, path: str, what: str, size: int) -> int:
+    """Where ``info``'s data starts, after its local header, which must
+    name the member as the zip's directory does (zip readers go by either)."""
+    f.seek(info.header_offset)
+    local = _read_up_to(f, _LOCAL_HEADER.size)
+    if len(local) < _LOCAL_HEADER.size or local[:4] != _ZIP_MAGIC:
+        raise FormatError(f"{path}{what}: no local header at byte {info.header_offset}")
+    fields = _LOCAL_HEADER.unpack(local)
+    flags, name_len, extra_len = fields[2], fields[-2], fields[-1]
+    name = _read_up_to(f, name_len).decode("utf-8" if flags & 0x800 else "cp437", errors="replace")
+    if name != info.orig_filename:
+        raise FormatError(
+            f"{path}{what}: its local header names it {_short(name)!r}, "
+            f"the zip's directory {_short(info.orig_filename)!r}"
+        )
+    start = int(info.header_offset) + _LOCAL_HEADER.size + name_len + extra_len
+    if start + info.compress_size > size:
+        raise FormatError(
+            f"{path}{what}: its {info.compress_size} bytes from byte {start} run past the end of the file "
+            f"({size} bytes)"
+        )
+    return start
+
+
+def _zip_error(where: str, err: Exception) -> FormatError:
+    """What ``zipfile`` raised reading a member, as a ``FormatError``."""
+    if str(err).startswith("Bad CRC-32"):
+        return FormatError(f"{where}: its bytes do not have the CRC-32 the zip records (the member is damaged)")
+    return FormatError(f"{where}: {err}")
+
+
+def _check_crc(crc: int, info: zipfile.ZipInfo, where: str) -> None:
+    if crc != info.CRC:
+        raise FormatError(
+            f"{where}: its bytes have the CRC-32 {crc:#010x}, not the {info.CRC:#010x} the zip records "
+            "(the member is damaged)"
+        )
 
 
 class _Decompressed:
     """A compressed zip member, read like a file (from its start)."""
 
-    def __init__(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> None:
-        self.archive, self.info, self.at = archive, info, 0
+    def __init__(self, archive: zipfile.ZipFile, info: zipfile.ZipInfo, where: str) -> None:
+        self.archive, self.info, self.where, self.at = archive, info, where, 0
 
     def seek(self, at: int) -> None:
         self.at = at
 
     def read(self, n: int) -> bytes:
-        with self.archive.open(self.info) as member:
-            member.read(self.at)
-            return member.read(n)
+        try:
+            with self.archive.open(self.info) as member:
+                member.read(self.at)
+                data = member.read(n)
+        except _ZIP_ERRORS as err:
+            raise _zip_error(self.where, err) from None
+        self.at += len(data)
+        return data
 
 
 class _Window:
@@ -287,7 +448,9 @@ class _Window:
     def read(self, n: int) -> bytes:
         n = max(0, min(n, self.length - self.at))
         self.f.seek(self.start + self.at)
-        return self.f.read(n)
+        data = self.f.read(n)
+        self.at += len(data)
+        return data
 
 
 def _inspect_raw(
@@ -314,21 +477,47 @@ def _inspect_raw(
     return FileReport(path, "raw", size, arrays)
 
 
-def load(path: str | os.PathLike[str], mode: str = "r", strict: bool = False) -> dict[str, np.ndarray]:
+def load(
+    path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+    mode: str = "r",
+    strict: bool = False,
+    verify: bool = False,
+) -> FileArrays:
     """The arrays of an ``.npy``, ``.npz`` or safetensors file, name to
     numpy array, as views over one mapped :class:`Buffer`: read-only for
     ``mode="r"``, writable through to the file for ``"r+"`` (not for an
     ``.npz``, whose members' CRC-32s writes would break), copy-on-write for
     ``"c"``. They equal what ``np.load`` and
     ``safetensors.numpy.load_file`` return (an ``.npy`` file's one array is
-    called ``"array"``).
+    called ``"array"``). Only a regular file is read: a FIFO, device or
+    folder is refused before anything can wait on it.
+
+    What it returns is a :class:`FileArrays`, a mapping that acts as a
+    dict, in the file's order. A compressed ``.npz`` member is not
+    decompressed by ``load`` but on first access (as ``np.load`` does),
+    once, straight into aligned memory of its size; its CRC-32 and size
+    are checked as it is. Stored members are views of the mapped file,
+    and their CRC-32s are not checked unless ``verify=True`` (which reads
+    every byte of them once, and decompresses every compressed member now):
+    a damaged member then raises :class:`FormatError` from ``load``. Without
+    ``verify``, only the members read whole anyway are checked (stored
+    ones up to 64 KiB). Other formats have no checksums to verify.
 
     An array whose offset is not a multiple of its dtype's alignment is
-    copied into aligned memory (so writes to it do not reach the file), as
-    is a compressed ``.npz`` member; :func:`inspect` lists both. With
+    copied into aligned memory, as is a compressed ``.npz`` member;
+    :func:`inspect` lists both. Under ``"r+"`` such a copy is read-only:
+    its writes could not reach the file, so a write raises instead of
+    being lost, while the file's other arrays stay writable views. With
     ``strict=True`` a misaligned array raises :class:`AlignmentError`
     instead. A dtype bytelens does not have (complex, strings, F8) raises
-    :class:`FormatError`, as does any header that is not valid.
+    :class:`FormatError`, as does any header that is not valid; every
+    error names the file.
+
+    The views read the mapped file itself: if another program truncates
+    it while they live, touching the lost bytes kills the process with
+    ``SIGBUS`` (as with any memory map, numpy's included). :func:`save`
+    never does this to a loaded file: it writes a new file and renames it
+    over the old one, whose views keep reading the old bytes.
 
     >>> import bytelens as bl, numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "a.npy")
@@ -339,68 +528,222 @@ def load(path: str | os.PathLike[str], mode: str = "r", strict: bool = False) ->
     """
     if mode not in ("r", "r+", "c"):
         raise ValueError(f'mode must be "r", "r+" or "c", not {_short(str(mode))!r}')
-    path = os.fspath(path)
-    report = inspect(path)
-    if report.format == "npz" and mode == "r+":
-        raise ValueError(
-            f"{path}: an .npz member written in place would no longer match its CRC-32, and zip "
-            'readers (np.load among them) would refuse it: load it with mode "r" or "c"'
-        )
-    for a in report.arrays:
-        if a.descr is None:
-            raise FormatError(
-                f"{path}: array {_short(a.name)!r} has the dtype {a.dtype}, which bytelens cannot view; "
-                "bl.inspect describes it"
+    path = _fspath(path)
+    f, info = _open(path)
+    with f:
+        report, members = _describe(path, f, info.st_size)
+        if report.format == "npz" and mode == "r+":
+            raise ValueError(
+                f"{path}: an .npz member written in place would no longer match its CRC-32, and zip "
+                'readers (np.load among them) would refuse it: load it with mode "r" or "c"'
             )
-    buf = Buffer.map(path, mode)
-    out: dict[str, np.ndarray] = {}
-    compressed: zipfile.ZipFile | None = None
-    try:
         for a in report.arrays:
-            if a.copy == COMPRESSED:
-                if compressed is None:
-                    compressed = zipfile.ZipFile(path)
-                out[a.name] = _from_compressed(compressed, a, mode)
-                continue
-            assert a.descr is not None  # refused above
+            if a.descr is None:
+                raise FormatError(
+                    f"{path}: array {_short(a.name)!r} has the dtype {a.dtype}, which bytelens cannot view; "
+                    "bl.inspect describes it"
+                )
+        buf = Buffer.map(path, mode)
+        now = os.stat(path)
+        if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino) or buf.nbytes != info.st_size:
+            raise FormatError(
+                f"{path}: the file changed while it was loaded ({info.st_size} bytes, then {buf.nbytes}): "
+                "load it again"
+            )
+    out = FileArrays(path)
+    archive = _Archive(path, buf) if any(a.copy == COMPRESSED for a in report.arrays) else None
+    by_name = {m.info.filename: m for m in members}
+    for a in report.arrays:
+        where = f"{path}: array {_short(a.name)!r}"
+        if a.copy == COMPRESSED:
+            assert archive is not None and a.member is not None
+            out._items[a.name] = _Compressed(archive, by_name[a.member], a, mode)
+            continue
+        assert a.descr is not None  # refused above
+        try:
             try:
-                out[a.name] = buf.view(a.descr, offset=a.offset, shape=a.shape, strides=a.strides)
+                out._items[a.name] = buf.view(a.descr, offset=a.offset, shape=a.shape, strides=a.strides)
             except AlignmentError as err:
                 if strict:
                     raise AlignmentError(
-                        f"{path}: array {_short(a.name)!r}: {err} (strict=True refuses the copy that "
-                        "would align it)"
+                        f"{where}: {err} (strict=True refuses the copy that would align it)"
                     ) from None
-                out[a.name] = _aligned_copy(buf, a, mode)
-    finally:
-        if compressed is not None:
-            compressed.close()
+                out._items[a.name] = _aligned_copy(buf, a, mode)
+        except LayoutError as err:
+            if str(err).startswith(path):
+                raise
+            raise _naming(err, where) from None
+    if verify:
+        data = buf.view("|u1", shape=(buf.nbytes,))
+        for m in members:
+            if m.info.compress_type == zipfile.ZIP_STORED:
+                crc = 0
+                for at in range(m.start, m.start + m.info.file_size, 64 * _CHUNK):
+                    crc = zlib.crc32(data[at : min(at + 64 * _CHUNK, m.start + m.info.file_size)].data, crc)
+                _check_crc(crc, m.info, f"{path}, member {_short(m.info.filename)!r}")
+        for name in out:
+            out[name]  # decompresses (and checks) a compressed member now
     return out
 
 
+def _naming(err: LayoutError, where: str) -> LayoutError:
+    """``err`` (of its own class, with its ``kind``) with ``where`` first."""
+    named = type(err)(f"{where}: {err}")
+    if hasattr(err, "kind"):
+        named.kind = err.kind
+    return named
+
+
+class FileArrays(MutableMapping[str, np.ndarray]):
+    """What :func:`load` returns: a file's arrays by name, in the file's
+    order. It acts as a dict of arrays, but for one thing: a compressed
+    ``.npz`` member is decompressed on its first access, exactly once (not
+    by ``load``, and not by ``in``, ``len`` or iterating the names).
+
+    >>> import bytelens as bl, numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "z.npz")
+    >>> np.savez_compressed(path, a=np.arange(3), b=np.ones(2))
+    >>> arrays = bl.load(path)
+    >>> list(arrays), "a" in arrays, arrays["a"].tolist()
+    (['a', 'b'], True, [0, 1, 2])
+    """
+
+    def __init__(self, path: str) -> None:
+        #: The file the arrays were loaded from.
+        self.path = path
+        self._items: dict[str, np.ndarray | _Compressed] = {}
+        self._lock = threading.Lock()
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        value = self._items[name]
+        if isinstance(value, _Compressed):
+            with self._lock:  # one decompression, however many threads ask
+                value = self._items[name]
+                if isinstance(value, _Compressed):
+                    value = self._items[name] = value.read()
+        return value
+
+    def __setitem__(self, name: str, array: np.ndarray) -> None:
+        self._items[name] = array
+
+    def __delitem__(self, name: str) -> None:
+        del self._items[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        names = [
+            _short(name, 40) + (" (compressed, not read yet)" if isinstance(value, _Compressed) else "")
+            for name, value in list(self._items.items())[:20]
+        ]
+        more = f", and {len(self._items) - 20} more" if len(self._items) > 20 else ""
+        return f"<bytelens arrays of {_short(self.path)!r}: {', '.join(names)}{more}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self.items()),))
+
+
+class _MappedFile:
+    """The bytes of a mapped file, read like a file by ``zipfile``: each
+    read copies only what it asks for."""
+
+    def __init__(self, data: np.ndarray) -> None:
+        self.data, self.at = data, 0
+
+    def seekable(self) -> bool:
+        return True
+
+    def seek(self, at: int, whence: int = 0) -> int:
+        self.at = max(0, at + (0, self.at, len(self.data))[whence])
+        return self.at
+
+    def tell(self) -> int:
+        return self.at
+
+    def read(self, n: int = -1) -> bytes:
+        end = len(self.data) if n < 0 else min(self.at + n, len(self.data))
+        data = self.data[self.at : end].tobytes() if end > self.at else b""
+        self.at += len(data)
+        return data
+
+
+class _Archive:
+    """The zip of a loaded ``.npz``, read from its mapped bytes (so from
+    the file that was loaded, even if its path now names another), its
+    directory parsed on the first decompression."""
+
+    def __init__(self, path: str, buf: Buffer) -> None:
+        self.path, self.buf = path, buf
+        self._zip: zipfile.ZipFile | None = None
+
+    def zip(self) -> zipfile.ZipFile:
+        if self._zip is None:
+            data = self.buf.view("|u1", shape=(self.buf.nbytes,))
+            try:
+                self._zip = zipfile.ZipFile(_MappedFile(data))
+            except _ZIP_ERRORS as err:
+                raise FormatError(f"{self.path}: not a readable .npz (zip) file: {err}") from None
+        return self._zip
+
+
+class _Compressed:
+    """A compressed ``.npz`` member not read yet."""
+
+    def __init__(self, archive: _Archive, member: _Member, array: ArrayInfo, mode: str) -> None:
+        self.archive, self.member, self.array, self.mode = archive, member, array, mode
+
+    def read(self) -> np.ndarray:
+        """The member decompressed in chunks into an aligned Buffer of its
+        size (its only copy), its size and CRC-32 checked, viewed as its array."""
+        info, a = self.member.info, self.array
+        where = f"{self.archive.path}, member {_short(info.filename)!r}"
+        size = info.file_size
+        out = Buffer(max(size, 1))
+        dest = out.view("|u1", shape=(size,))
+        got = 0
+        try:
+            with self.archive.zip().open(info) as member:
+                # One byte past the size, so that a longer member shows.
+                while chunk := member.read(min(_CHUNK, size - got + 1)):
+                    if got + len(chunk) > size:
+                        raise FormatError(f"{where}: decompresses to more than the {size} bytes its zip entry says")
+                    dest[got : got + len(chunk)] = np.frombuffer(chunk, np.uint8)
+                    got += len(chunk)
+        except _ZIP_ERRORS as err:
+            raise _zip_error(where, err) from None
+        if got != size:
+            raise FormatError(f"{where}: decompresses to {got} bytes, not the {size} its zip entry says")
+        assert a.descr is not None  # load refuses the others
+        try:
+            array = out.view(a.descr, offset=a.offset, shape=a.shape, strides=a.strides)
+        except LayoutError as err:
+            raise _naming(err, f"{self.archive.path}: array {_short(a.name)!r}") from None
+        array.flags.writeable = self.mode != "r"
+        return array
+
+
 def _aligned_copy(buf: Buffer, a: ArrayInfo, mode: str) -> np.ndarray:
-    """``a``'s bytes copied into 64-byte aligned memory, viewed as ``a``."""
+    """``a``'s bytes copied into 64-byte aligned memory, viewed as ``a``:
+    writable only under ``"c"``, since under ``"r+"`` its writes would not
+    reach the file."""
     assert a.descr is not None and a.strides is not None
     # File arrays are C or Fortran order: their bytes are a.offset..a.end.
     copy = Buffer(max(a.nbytes, 1))
     copy.view("|u1", shape=(a.nbytes,))[:] = buf.view("|u1", offset=a.offset, shape=(a.nbytes,))
     array = copy.view(a.descr, shape=a.shape, strides=a.strides)
-    array.flags.writeable = mode != "r"
-    return array
-
-
-def _from_compressed(archive: zipfile.ZipFile, a: ArrayInfo, mode: str) -> np.ndarray:
-    assert a.member is not None
-    data = archive.read(a.member)
-    [info] = _arrays(read_header(data, len(data)), 0, a.name, a.member)
-    assert info.descr is not None  # the same header inspect read
-    array = Buffer.from_bytes(data).view(info.descr, offset=info.offset, shape=info.shape, strides=info.strides)
-    array.flags.writeable = mode != "r"
+    array.flags.writeable = mode == "c"
     return array
 
 
 def save(
-    path: str | os.PathLike[str],
+    path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
     arrays: np.ndarray | Mapping[str, np.ndarray],
     metadata: Mapping[str, str] | None = None,
 ) -> None:
@@ -415,23 +758,64 @@ def save(
     from the widest dtype down, which keeps every tensor aligned for its
     dtype. Both files read back with numpy's and the safetensors package's
     own loaders.
+
+    Whatever :func:`load` would refuse is refused before a byte is
+    written: tensor names and metadata keys and values that are not
+    ``str`` (a ``TypeError``: nothing is converted silently, so ``1`` and
+    ``"1"`` cannot both become ``"1"``), a tensor named ``__metadata__``,
+    text that is not valid Unicode (a lone surrogate), a header past
+    :data:`MAX_HEADER` bytes, an ``.npy`` of a dtype bytelens cannot map
+    (datetime, strings, complex: ``np.save`` writes those), metadata for
+    an ``.npy``.
+
+    The save is atomic: the file is written beside ``path`` under a
+    temporary name, flushed to disk, then renamed over ``path`` (a
+    symlink's target is replaced, not the link). ``path`` is at every
+    moment the old file whole or the new one whole; a save that fails
+    leaves the old file as it was and no temporary file behind. Arrays
+    loaded from the old file, here or in another process, stay valid and
+    keep the old bytes, so ``bl.save(path, bl.load(path))`` is safe. A
+    new file gets the permissions ``open(path, "wb")`` would give it; a
+    replaced one keeps its permission bits (but, renamed over, no longer
+    shares its bytes with hard links to the old file).
+
+    >>> import bytelens as bl, numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.safetensors")
+    >>> bl.save(path, {"w": np.ones(4, "<f4")})
+    >>> weights = bl.load(path)
+    >>> bl.save(path, {"w": weights["w"] * 2})   # over the file it maps
+    >>> weights["w"].tolist(), bl.load(path)["w"].tolist()
+    ([1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0])
     """
-    path = os.fspath(path)
+    path = _fspath(path)
     if path.endswith(".npy"):
+        if metadata:
+            raise ValueError(f"{path}: an .npy file has no metadata; safetensors files do")
         if isinstance(arrays, Mapping):
             if len(arrays) != 1:
                 raise ValueError(f"an .npy file holds one array, not {len(arrays)}")
             [arrays] = arrays.values()
-        _save_npy(path, np.asanyarray(arrays))
+        head, parts = _npy_parts(path, np.asanyarray(arrays))
     elif path.endswith(".safetensors"):
         if not isinstance(arrays, Mapping):
             raise TypeError("a safetensors file holds named arrays: pass a dict of name -> array")
-        _save_safetensors(path, arrays, metadata or {})
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise TypeError(f"metadata is a dict of str -> str, not {type(metadata).__name__}")
+        head, parts = _safetensors_parts(path, arrays, metadata or {})
     else:
         raise ValueError(f"save writes .npy or .safetensors files, not {_short(path)!r}")
 
+    def write(f: BinaryIO) -> None:
+        f.write(head)
+        for part in parts:
+            if part.nbytes:
+                f.write(part)
 
-def _save_npy(path: str, array: np.ndarray) -> None:
+    _write_atomically(path, write)
+
+
+def _npy_parts(path: str, array: np.ndarray) -> tuple[bytes, list[memoryview]]:
+    """The header of ``array``'s ``.npy`` file and its data."""
     if array.dtype.hasobject or array.dtype.names is not None or array.dtype.kind == "V":
         raise TypeError(f"save writes arrays of numbers, not {array.dtype}")
     fortran = array.flags.f_contiguous and not array.flags.c_contiguous
@@ -441,11 +825,31 @@ def _save_npy(path: str, array: np.ndarray) -> None:
     version, lead = (1, 10) if len(dict_text) + ALIGN + 10 < 65536 else (2, 12)
     total = -(-(lead + len(dict_text) + 1) // ALIGN) * ALIGN
     header = dict_text.ljust(total - lead - 1) + "\n"
-    with open(path, "wb") as f:
-        f.write(b"\x93NUMPY" + bytes([version, 0]))
-        f.write(struct.pack("<H" if version == 1 else "<I", len(header)))
-        f.write(header.encode("latin1"))
-        f.write(_raw_bytes(data.T if fortran else data))
+    head = (
+        b"\x93NUMPY"
+        + bytes([version, 0])
+        + struct.pack("<H" if version == 1 else "<I", len(header))
+        + header.encode("latin1")
+    )
+    # What load will make of it, asked of the core that will read it.
+    [parsed] = _loadable(path, head, len(head) + data.nbytes)["arrays"]
+    if parsed["descr"] is None:
+        raise TypeError(
+            f"{path}: bl.load could not map an .npy of dtype {array.dtype} ({array.dtype.str!r}): bytelens has "
+            "no such dtype, and bl.save writes only what bl.load maps (np.save writes it)"
+        )
+    return head, [_raw_bytes(data.T if fortran else data)]
+
+
+def _loadable(path: str, head: bytes, length: int) -> dict[str, Any]:
+    """The header ``head`` of a file of ``length`` bytes, as :func:`load`
+    will read it; a ``ValueError`` if it would refuse it."""
+    try:
+        header = read_header(head, length)
+    except FormatError as err:
+        raise ValueError(f"{path}: bl.load would refuse the header bl.save was to write: {err}") from None
+    assert "need" not in header, "the whole header was given"
+    return header
 
 
 def _raw_bytes(array: np.ndarray) -> memoryview:
@@ -453,24 +857,52 @@ def _raw_bytes(array: np.ndarray) -> memoryview:
     return array.reshape(-1).view(np.uint8).data
 
 
-def _save_safetensors(path: str, arrays: Mapping[str, np.ndarray], metadata: Mapping[str, str]) -> None:
+def _text(text: object, what: str) -> str:
+    """``text``, a str that UTF-8 can encode, or a TypeError or ValueError
+    naming ``what`` it is."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a str, not {type(text).__name__} ({_short(repr(text))})")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(
+            f"{what} {_short(text)!r} is not valid Unicode ({err.reason} at index {err.start}), "
+            "so it cannot be written as UTF-8"
+        ) from None
+    return text
+
+
+def _safetensors_parts(
+    path: str, arrays: Mapping[str, np.ndarray], metadata: Mapping[str, str]
+) -> tuple[bytes, list[memoryview]]:
+    """The header of a safetensors file of ``arrays`` and its data, in order."""
     tensors = []
+    names: set[str] = set()
     for name, array in arrays.items():
+        name = _text(name, "a tensor name")
+        if name == "__metadata__":
+            raise ValueError("no tensor can be named '__metadata__': safetensors keeps the file's metadata there")
+        if name in names:  # a Mapping that is not a dict can repeat a key
+            raise ValueError(f"two tensors are named {_short(name)!r}")
+        names.add(name)
         array = np.asanyarray(array)
         code = _SAFETENSORS.get(array.dtype.name)
         if code is None:
             raise TypeError(
-                f"safetensors has no dtype for {array.dtype} (tensor {_short(str(name))!r}); it has "
+                f"safetensors has no dtype for {array.dtype} (tensor {_short(name)!r}); it has "
                 + ", ".join(sorted(_SAFETENSORS))
             )
         if array.dtype.byteorder == ">":
             array = array.astype(array.dtype.newbyteorder("<"))
-        tensors.append((str(name), code, np.ascontiguousarray(array)))
+        tensors.append((name, code, np.ascontiguousarray(array)))
     # Sizes that keep 64-byte alignment first, then the widest dtypes first.
     tensors.sort(key=lambda t: (t[2].nbytes % ALIGN != 0, -t[2].dtype.itemsize))
     header: dict[str, Any] = {}
     if metadata:
-        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+        header["__metadata__"] = {
+            _text(key, "a metadata key"): _text(value, f"metadata {_short(str(key))!r}")
+            for key, value in metadata.items()
+        }
     at = 0
     for name, code, array in tensors:
         header[name] = {"dtype": code, "shape": list(array.shape), "data_offsets": [at, at + array.nbytes]}
@@ -478,9 +910,55 @@ def _save_safetensors(path: str, arrays: Mapping[str, np.ndarray], metadata: Map
     encoded = json.dumps(header, separators=(",", ":")).encode()
     # Spaces after the JSON, so that the data starts at a multiple of 64.
     encoded += b" " * (-(8 + len(encoded)) % ALIGN)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(encoded)))
-        f.write(encoded)
-        for _, _, array in tensors:
-            if array.nbytes:
-                f.write(_raw_bytes(array))
+    if len(encoded) > MAX_HEADER:
+        raise ValueError(
+            f"{path}: the header would be {len(encoded)} bytes, more than the {MAX_HEADER} bl.load reads "
+            "(most of it metadata?)"
+        )
+    head = struct.pack("<Q", len(encoded)) + encoded
+    _loadable(path, head, len(head) + at)
+    return head, [_raw_bytes(array) for _, _, array in tensors]
+
+
+def _write_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
+    """Calls ``write`` on a new file beside ``path``, flushes it to disk
+    and renames it over ``path``: readers see the old file whole or the new
+    one whole, and the old file's bytes live on for whatever maps them.
+    On any error the new file is removed and the old one is untouched."""
+    target = os.path.realpath(path)  # through a symlink: replace its target
+    folder, name = os.path.split(target)
+    try:
+        old: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        raise _not_regular(path, old.st_mode)
+    temp = os.path.join(folder, f".{name[:200]}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        # 0o666 less the umask, as open(path, "wb") gives a new file.
+        fd = os.open(temp, flags, 0o666)
+    except OSError as err:
+        raise type(err)(
+            err.errno, f"{path}: bl.save writes a new file beside it and renames it over it, and cannot create "
+            f"{temp} ({err.strerror})"
+        ) from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if old is not None:  # the file replaced keeps its permission bits
+                os.chmod(temp, stat.S_IMODE(old.st_mode) & 0o777)
+            write(f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(temp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    if os.name == "posix":  # the rename itself, to disk
+        with contextlib.suppress(OSError):  # some file systems cannot sync a folder
+            folder_fd = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(folder_fd)
+            finally:
+                os.close(folder_fd)

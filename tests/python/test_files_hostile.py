@@ -1,0 +1,495 @@
+"""bl.save, bl.load and bl.inspect against hostile and careless input
+(issue 20): saves that cannot lose data, reads that cannot hang, memory
+bounded by what is touched. Whatever crashed or hung before runs in a
+child process with a time limit, so that a regression fails, not hangs."""
+
+import json
+import os
+import stat
+import struct
+import subprocess
+import sys
+import textwrap
+import zipfile
+from collections.abc import Mapping
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import bytelens as bl
+
+
+def run_child(code, *args, timeout=60):
+    """Runs `code` in a fresh interpreter with `args` in sys.argv; returns
+    (returncode, output). A child still running at `timeout` fails the test."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+def inspect_command(path, timeout=30):
+    return subprocess.run(
+        [sys.executable, "-m", "bytelens", "inspect", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+# 1. Saves are atomic: a new file renamed over the old one, so the old
+# file's mappings (this process's and others') keep their bytes.
+
+SAVE_BACK = """
+    import sys, numpy as np, bytelens as bl
+    path, n = sys.argv[1], int(sys.argv[2])
+    data = {"w": np.arange(n, dtype="<f4"), "b": np.arange(7, dtype="<i8")}
+    if path.endswith(".npy"):
+        data = {"array": data["w"]}
+    bl.save(path, data)
+    old = bl.load(path)
+    bl.save(path, old)                     # the everyday load, edit, save back
+    for name, array in data.items():
+        assert (bl.load(path)[name] == array).all(), name
+        assert (old[name] == array).all(), name
+    bl.save(path, {name: a + 1 for name, a in old.items()})
+    new = bl.load(path)
+    for name, array in data.items():
+        assert (new[name] == array + 1).all(), name
+        assert (old[name] == array).all(), name   # the old file's views: the old bytes
+    print("ok")
+"""
+
+
+@pytest.mark.parametrize("name", ["m.safetensors", "a.npy"])
+@pytest.mark.parametrize("n", [5, 1 << 20])
+def test_save_over_the_loaded_file_keeps_its_views(tmp_path, name, n):
+    # Before: SIGBUS for small arrays; "Bad address" and a 4 KiB file for 1M.
+    rc, out = run_child(SAVE_BACK, tmp_path / name, n)
+    assert rc == 0 and out.strip().endswith("ok"), (rc, out)
+    assert sorted(os.listdir(tmp_path)) == [name]
+
+
+def test_a_save_that_fails_leaves_the_old_file_as_it_was(tmp_path, monkeypatch):
+    path = tmp_path / "m.safetensors"
+    bl.save(path, {"w": np.arange(10, dtype="<f4")})
+    before = path.read_bytes()
+
+    def broken_fsync(fd):
+        raise OSError(5, "the disk went away")
+
+    monkeypatch.setattr(os, "fsync", broken_fsync)
+    with pytest.raises(OSError, match="the disk went away"):
+        bl.save(path, {"w": np.zeros(1000, "<f4")})
+    monkeypatch.undo()
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["m.safetensors"]
+    # Refused before writing: a dtype found wanting after a good tensor.
+    with pytest.raises(TypeError, match="no dtype for complex64"):
+        bl.save(path, {"a": np.zeros(3, "<f4"), "c": np.zeros(2, np.complex64)})
+    assert path.read_bytes() == before and os.listdir(tmp_path) == ["m.safetensors"]
+
+
+def test_a_save_cut_short_by_a_full_disk_loses_nothing(tmp_path):
+    path = tmp_path / "m.safetensors"
+    bl.save(path, {"w": np.arange(10, dtype="<f4")})
+    before = path.read_bytes()
+    # RLIMIT_FSIZE: writes past 64 KiB fail with EFBIG, as on a full disk.
+    code = """
+        import resource, signal, sys, numpy as np, bytelens as bl
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 16, 1 << 16))
+        try:
+            bl.save(sys.argv[1], {"w": np.ones(1 << 20, "<f4")})
+        except OSError as err:
+            print("refused", err)
+    """
+    rc, out = run_child(code, path)
+    assert rc == 0 and "refused" in out, out
+    assert path.read_bytes() == before  # before: truncated, then cut at 64 KiB
+    assert os.listdir(tmp_path) == ["m.safetensors"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="POSIX permission bits")
+def test_save_keeps_permissions_and_writes_through_symlinks(tmp_path):
+    old_umask = os.umask(0o027)
+    try:
+        fresh = tmp_path / "new.npy"
+        bl.save(fresh, np.arange(3))
+        assert stat.S_IMODE(fresh.stat().st_mode) == 0o640  # 0o666 less the umask
+        private = tmp_path / "private.npy"
+        bl.save(private, np.arange(3))
+        os.chmod(private, 0o600)
+        bl.save(private, np.arange(4))
+        assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    finally:
+        os.umask(old_umask)
+    link = tmp_path / "link.npy"
+    link.symlink_to(private)
+    bl.save(link, np.arange(5))
+    assert link.is_symlink() and np.load(private).tolist() == [0, 1, 2, 3, 4]
+    folder = tmp_path / "folder.npy"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError, match="not a regular file"):
+        bl.save(folder, np.arange(2))
+
+
+# 2. Whatever bl.load would refuse, bl.save refuses before writing.
+
+
+class Repeating(Mapping):
+    """A mapping whose items repeat a name (a dict cannot)."""
+
+    def __init__(self, items):
+        self.pairs = items
+
+    def __getitem__(self, key):
+        return dict(self.pairs)[key]
+
+    def __iter__(self):
+        return iter(name for name, _ in self.pairs)
+
+    def __len__(self):
+        return len(self.pairs)
+
+    def items(self):
+        return list(self.pairs)
+
+
+@pytest.mark.parametrize(
+    "arrays, metadata, error, match",
+    [
+        ({1: np.zeros(2), "1": np.ones(2)}, None, TypeError, r"tensor name must be a str, not int \(1\)"),
+        (Repeating([("a", np.zeros(2)), ("a", np.ones(2))]), None, ValueError, "two tensors are named 'a'"),
+        ({"__metadata__": np.zeros(2)}, None, ValueError, "'__metadata__'"),
+        ({"a\udc80": np.zeros(2)}, None, ValueError, r"not valid Unicode \(surrogates not allowed at index 1\)"),
+        ({"a": np.zeros(2)}, {"k\ud800": "v"}, ValueError, "metadata key .* not valid Unicode"),
+        ({"a": np.zeros(2)}, {"k": "v\udfff"}, ValueError, "not valid Unicode"),
+        ({"a": np.zeros(2)}, {"k": 3}, TypeError, r"metadata 'k' must be a str, not int"),
+        ({"a": np.zeros(2)}, {3: "v"}, TypeError, "metadata key must be a str"),
+        ({"a": np.zeros(2)}, [("k", "v")], TypeError, "metadata is a dict"),
+    ],
+)
+def test_save_refuses_safetensors_no_loader_reads(tmp_path, arrays, metadata, error, match):
+    path = tmp_path / "m.safetensors"
+    with pytest.raises(error, match=match):
+        bl.save(path, arrays, metadata=metadata)
+    assert not path.exists()
+
+
+def test_save_refuses_a_header_past_the_limit_load_reads(tmp_path):
+    path = tmp_path / "m.safetensors"
+    big = "x" * bl._files.MAX_HEADER
+    with pytest.raises(ValueError, match=r"header would be 1000001\d\d bytes, more than the 100000000"):
+        bl.save(path, {"a": np.zeros(2)}, metadata={"k": big})
+    assert not path.exists()
+    del big
+    just = "x" * (1 << 20)
+    bl.save(path, {"a": np.zeros(2)}, metadata={"k": just})
+    assert bl.inspect(path).metadata["k"] == just
+
+
+@pytest.mark.parametrize("dtype", ["M8[ns]", "m8[s]", "<U3", "|S4", "<c8", "<c16"])
+def test_save_refuses_npy_dtypes_load_cannot_map(tmp_path, dtype):
+    path = tmp_path / "a.npy"
+    with pytest.raises(TypeError, match=r"bl\.load could not map an \.npy of dtype"):
+        bl.save(path, np.zeros(3, dtype))
+    assert not path.exists()
+    np.save(path, np.zeros(3, dtype))  # numpy writes it; load says why it refuses
+    with pytest.raises(bl.FormatError, match="cannot view"):
+        bl.load(path)
+
+
+def test_save_of_npy_refuses_metadata_and_takes_bytes_paths(tmp_path):
+    with pytest.raises(ValueError, match="no metadata"):
+        bl.save(tmp_path / "a.npy", np.zeros(2), metadata={"k": "v"})
+    raw = os.fsencode(tmp_path / "b.npy")
+    bl.save(raw, np.arange(3))  # before: "endswith first arg must be bytes"
+    assert bl.load(raw)["array"].tolist() == [0, 1, 2]
+    assert bl.inspect(raw).format == "npy"
+    bl.save(os.fsencode(tmp_path / "c.safetensors"), {"x": np.ones(2, "<f4")})
+    with pytest.raises(TypeError, match="expected str, bytes or os.PathLike"):
+        bl.save(3, np.zeros(2))
+
+
+# 3. .npz members: local and central names agree; CRC-32s checked.
+
+
+def stored_npz(path, **arrays):
+    np.savez(path, **arrays)
+    return bytearray(Path(path).read_bytes())
+
+
+def test_a_renamed_local_header_is_refused(tmp_path):
+    path = tmp_path / "s.npz"
+    data = stored_npz(path, a=np.arange(4), b=np.arange(3))
+    assert data[30:35] == b"a.npy"
+    data[30:35] = b"b.npy"  # the local header only; the directory says a.npy
+    path.write_bytes(data)
+    with pytest.raises(bl.FormatError, match=r"local header names it 'b\.npy', the zip's directory 'a\.npy'"):
+        bl.inspect(path)
+    with pytest.raises(zipfile.BadZipFile):
+        np.load(path)["a"]
+
+
+def test_a_flipped_byte_in_a_stored_member(tmp_path):
+    path = tmp_path / "big.npz"
+    values = np.arange(1 << 15, dtype="<f8")  # 256 KiB: past what inspect reads
+    data = stored_npz(path, big=values)
+    at = data.index(values[1000:1001].tobytes())
+    data[at] ^= 1
+    path.write_bytes(data)
+    with pytest.raises(zipfile.BadZipFile):
+        np.load(path)["big"]
+    # Mapped lazily: load reads no data, so it cannot see the damage...
+    assert bl.load(path)["big"][1000] != 1000
+    # ...unless asked to.
+    with pytest.raises(bl.FormatError, match=r"member 'big\.npy': .*CRC-32 0x[0-9a-f]{8}, not the 0x"):
+        bl.load(path, verify=True)
+    clean = tmp_path / "clean.npz"
+    np.savez(clean, big=values, small=np.arange(3))
+    assert bl.load(clean, verify=True)["big"].tolist() == values.tolist()
+    # A small member is read whole by inspect: checked always.
+    small = tmp_path / "small.npz"
+    data = stored_npz(small, s=np.arange(4, dtype="<i8"))
+    data[data.index(np.arange(4, dtype="<i8")[3:].tobytes())] ^= 0x10
+    small.write_bytes(data)
+    for call in (bl.inspect, bl.load):
+        with pytest.raises(bl.FormatError, match="CRC-32"):
+            call(small)
+
+
+def patch_zip_field(data, member_name, local_at, central_at, value):
+    """Sets a 4-byte field of `member_name`'s local header and its
+    directory entry (offsets within each)."""
+    name = member_name.encode()
+    local = data.index(b"PK\x03\x04" + b"")
+    central = data.index(b"PK\x01\x02")
+    assert data[local + 30 : local + 30 + len(name)] == name
+    assert data[central + 46 : central + 46 + len(name)] == name
+    data[local + local_at : local + local_at + 4] = struct.pack("<I", value)
+    data[central + central_at : central + central_at + 4] = struct.pack("<I", value)
+
+
+def test_a_compressed_member_with_a_wrong_crc(tmp_path):
+    path = tmp_path / "c.npz"
+    np.savez_compressed(path, a=np.arange(100000, dtype="<i4"))
+    data = bytearray(path.read_bytes())
+    patch_zip_field(data, "a.npy", 14, 16, 0x12345678)  # the CRC-32 fields
+    path.write_bytes(data)
+    arrays = bl.load(path)  # lazy: nothing decompressed yet
+    with pytest.raises(bl.FormatError, match=r"c\.npz, member 'a\.npy': .*CRC"):
+        arrays["a"]
+    with pytest.raises(bl.FormatError, match="CRC"):
+        bl.load(path, verify=True)
+
+
+# 4. Header reads that end early stop with an error.
+
+
+def short_npz(path, keep=50, claim=1000):
+    """A deflated member holding `keep` bytes of an .npy header whose zip
+    entry claims `claim` bytes."""
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("a.npy", npy_head()[:keep])
+    data = bytearray(Path(path).read_bytes())
+    patch_zip_field(data, "a.npy", 22, 24, claim)  # the uncompressed sizes
+    Path(path).write_bytes(data)
+    return len(data)
+
+
+def npy_head():
+    return np.lib.format.magic(1, 0) + b"".join(
+        [struct.pack("<H", 118), b"{'descr': '<f8', 'fortran_order': False, 'shape': (125,), }".ljust(117), b"\n"]
+    )
+
+
+def test_a_member_shorter_than_its_entry_does_not_spin(tmp_path):
+    path = tmp_path / "short.npz"
+    size = short_npz(path)
+    assert size < 200
+    code = """
+        import sys, bytelens as bl
+        for call in (bl.inspect, bl.load):
+            try:
+                call(sys.argv[1])
+            except bl.FormatError as err:
+                print(err)
+            else:
+                raise SystemExit("read it")
+    """
+    # Before: 100% CPU forever in the header loop.
+    rc, out = run_child(code, path, timeout=30)
+    assert rc == 0, out
+    lines = out.strip().splitlines()
+    assert len(lines) == 2, out
+    for line in lines:
+        assert line == f"{path}, member 'a.npy': ends at byte 50, inside the header; the header needs 128 bytes"
+    done = inspect_command(path)
+    assert done.returncode == 1 and "ends at byte 50, inside the header" in done.stderr, done.stderr
+
+
+def test_a_file_that_shrinks_while_read_does_not_spin(tmp_path):
+    code = """
+        import bytelens as bl
+        from bytelens import _files
+        class Shrunk:
+            # a file whose stat said 1000 bytes, of which 50 are left to read
+            def __init__(self, data): self.data, self.at = data, 0
+            def seek(self, at): self.at = at
+            def read(self, n):
+                part = self.data[self.at : self.at + n]
+                self.at += len(part)
+                return part
+        import numpy as np, io
+        buf = io.BytesIO(); np.save(buf, np.zeros(125))
+        try:
+            _files._header(Shrunk(buf.getvalue()[:50]), "f.npy", 1000)
+        except bl.FormatError as err:
+            print(err)
+        try:
+            _files._header(Shrunk(buf.getvalue()[:500]), "f.npy", 1128)
+        except bl.FormatError as err:
+            print(err)
+    """
+    rc, out = run_child(code, timeout=30)
+    assert rc == 0, out
+    assert out.splitlines() == [
+        "f.npy: ends at byte 50, inside the header; the header needs 128 bytes",
+        "f.npy: ends at byte 500, though its size says 1128 bytes",
+    ], out
+
+
+# 5. Only regular files are read: FIFOs (through symlinks too) and devices
+# are refused before anything blocks.
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this OS")
+def test_fifos_are_refused_without_blocking(tmp_path):
+    fifo = tmp_path / "pipe.npy"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.safetensors"
+    link.symlink_to(fifo)
+    code = """
+        import sys, bytelens as bl
+        for path in sys.argv[1:]:
+            for call in (bl.inspect, bl.load, lambda p: bl.inspect(p, dtype="<u1")):
+                try:
+                    call(path)
+                except OSError as err:
+                    print(err)
+                else:
+                    raise SystemExit("read a FIFO")
+    """
+    # Before: blocked in open() forever.
+    rc, out = run_child(code, fifo, link, timeout=30)
+    assert rc == 0, out
+    lines = out.strip().splitlines()
+    assert lines == [f"{fifo}: not a regular file (a FIFO)"] * 3 + [f"{link}: not a regular file (a FIFO)"] * 3
+    done = inspect_command(link)
+    assert done.returncode == 1 and "not a regular file (a FIFO)" in done.stderr, done.stderr
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/zero"), reason="no /dev/zero")
+def test_devices_and_folders_are_not_regular_files(tmp_path):
+    done = inspect_command("/dev/zero")
+    # Before: "ends at byte 0, inside the npy magic".
+    assert done.returncode == 1 and "/dev/zero: not a regular file (a character device)" in done.stderr, done.stderr
+    with pytest.raises(IsADirectoryError, match="not a regular file"):
+        bl.load(tmp_path)
+
+
+# 9. Compressed .npz members are decompressed on first access, once, into
+# their only copy.
+
+
+def test_compressed_members_decompress_lazily_and_once(tmp_path):
+    path = tmp_path / "zeros.npz"
+    member = 32 << 20
+    np.savez_compressed(path, **{f"m{i}": np.zeros(member // 8) for i in range(4)})
+    assert path.stat().st_size < member // 100
+    code = """
+        import resource, sys, numpy as np, bytelens as bl
+        from collections.abc import Mapping
+        member = int(sys.argv[2])
+        def grown():
+            return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 - base
+        base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        arrays = bl.load(sys.argv[1])
+        assert isinstance(arrays, Mapping) and list(arrays) == ["m0", "m1", "m2", "m3"]
+        assert "m1" in arrays and len(arrays) == 4 and "compressed, not read yet" in repr(arrays)
+        after_load = grown()
+        first = arrays["m0"]
+        assert first is arrays["m0"] and not first.flags.writeable and first.shape == (member // 8,)
+        assert not first.any() and first.ctypes.data % 64 == 0
+        after_one = grown()
+        print(after_load / member, after_one / member)
+    """
+    rc, out = run_child(code, path, member, timeout=120)
+    assert rc == 0, out
+    after_load, after_one = map(float, out.split())
+    # Before: every member decompressed by load, each held twice (8 members' worth).
+    assert after_load < 0.25, out
+    assert after_one < 1.5, out
+
+
+def test_file_arrays_act_as_a_dict(tmp_path):
+    path = tmp_path / "z.npz"
+    np.savez_compressed(path, a=np.arange(3), b=np.ones(2))
+    arrays = bl.load(path, mode="c")
+    assert dict(arrays).keys() == {"a", "b"} and arrays["a"].flags.writeable
+    arrays["c"] = np.zeros(1)
+    del arrays["a"]
+    assert list(arrays) == ["b", "c"] and arrays.get("a") is None
+    import pickle
+
+    again = pickle.loads(pickle.dumps(arrays))
+    assert type(again) is dict and again["b"].tolist() == [1.0, 1.0]
+
+
+# 13. r+ never hands out a writable copy whose writes would be lost.
+
+
+def test_r_plus_gives_a_misaligned_tensor_as_a_read_only_copy(tmp_path):
+    path = tmp_path / "odd.safetensors"
+    header = {
+        "tag": {"dtype": "U8", "shape": [3], "data_offsets": [0, 3]},
+        "x": {"dtype": "F32", "shape": [2], "data_offsets": [3, 11]},
+    }
+    text = json.dumps(header).encode()
+    text += b" " * (-(8 + len(text)) % 8)
+    path.write_bytes(struct.pack("<Q", len(text)) + text + b"abc" + np.ones(2, "<f4").tobytes())
+    assert "read-only under r+" in bl.inspect(path)["x"].copy
+    arrays = bl.load(path, mode="r+")
+    assert not arrays["x"].flags.writeable  # before: writable, its writes lost
+    with pytest.raises(ValueError, match="read-only"):
+        arrays["x"][0] = 5
+    arrays["tag"][0] = ord("A")  # the aligned tensor is still the file
+    del arrays
+    assert path.read_bytes()[8 + len(text)] == ord("A")
+    assert bl.load(path, mode="c")["x"].flags.writeable
+
+
+# 14. Every load error names the file.
+
+
+def test_a_layout_the_core_refuses_is_named_with_the_file(tmp_path):
+    path = tmp_path / "huge.safetensors"
+    header = json.dumps({"e": {"dtype": "F32", "shape": [0, 2**63], "data_offsets": [0, 0]}}).encode()
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    # The core may refuse the header (FormatError) or Buffer.view the view
+    # (LayoutError): either way the message starts with the file.
+    with pytest.raises((bl.FormatError, bl.LayoutError)) as caught:
+        bl.load(path)
+    assert str(caught.value).startswith(f"{path}"), str(caught.value)
+
+
+# 15. The SIGBUS hazard is where users of load read.
+
+
+def test_load_documents_sigbus():
+    assert "SIGBUS" in bl.load.__doc__ and "truncates" in bl.load.__doc__
