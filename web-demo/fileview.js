@@ -37,9 +37,14 @@ export async function urlSource(url) {
     }
     return response;
   };
-  const first = await ranged(0, 1);
-  const total = Number((first.headers.get("Content-Range") ?? "").split("/")[1]);
+  // Its size: 206 with "bytes 0-0/N", or 416 with "bytes */0" for an empty file.
+  const first = await fetch(url, { headers: { Range: "bytes=0-0" }, cache: "no-store" });
+  if (first.status !== 206 && first.status !== 416) {
+    await first.body?.cancel(); // a whole file, perhaps: not read
+    throw new Error(`${url} answered HTTP ${first.status} to a request for its first byte, not a byte range`);
+  }
   await first.arrayBuffer();
+  const total = Number((first.headers.get("Content-Range") ?? "").split("/")[1]);
   if (!Number.isSafeInteger(total)) throw new Error(`${url} did not say its size (no Content-Range)`);
   return {
     name: decodeURIComponent(new URL(url, location.href).pathname.split("/").pop()),
@@ -48,13 +53,44 @@ export async function urlSource(url) {
   };
 }
 
-/** The header by the core: its first bytes, then as many as it asks for. */
-async function readHeader(wasm, source) {
+/** Reading a file's header failed (not a header the core refused: the file
+ * changed, or a read came back short). */
+export class HeaderReadError extends Error {}
+
+/** Reads a header of more bytes than this never ends in a header. */
+const MAX_HEADER_READS = 16;
+
+/**
+ * The header by the core (`wasm.readHeader`): the file's first bytes, then
+ * as many as it asks for, until it has them all. Each read must bring every
+ * byte asked for, and each request must ask for more than the last: a file
+ * that shrank since its size was taken (a read comes back short) or a
+ * header that never ends throws a `HeaderReadError` after a read or two,
+ * rather than asking again forever. A header the core refuses throws its
+ * `RangeError`.
+ *
+ *     const header = await readHeader(wasm, fileSource(picked));
+ *     header.arrays.map((a) => [a.name, a.offset, a.nbytes]);
+ */
+export async function readHeader(wasm, source) {
   let want = Math.min(HEAD, source.size);
-  for (;;) {
-    const header = wasm.readHeader(await source.read(0, want), source.size);
+  for (let reads = 1; ; reads++) {
+    const head = await source.read(0, want);
+    if (head.length < want) {
+      throw new HeaderReadError(`${source.name}: asked for bytes 0..${want}, got ${head.length}; `
+        + `the file is shorter than the ${source.size} bytes it had when opened (did it change?)`);
+    }
+    const header = wasm.readHeader(head, source.size);
     if (header.need === undefined) return header;
-    want = header.need;
+    const need = Number(header.need);
+    if (!(need > want) || need > source.size) {
+      throw new HeaderReadError(`${source.name}: the header asks for ${need} bytes after ${want}, `
+        + `of a file of ${source.size}`);
+    }
+    if (reads === MAX_HEADER_READS) {
+      throw new HeaderReadError(`${source.name}: the header is not whole after ${reads} reads (${want} bytes)`);
+    }
+    want = need;
   }
 }
 
@@ -154,7 +190,9 @@ export class FileView {
     try {
       header = await readHeader(this.wasm, source);
     } catch (err) {
-      note = `no .npy or safetensors header (${err?.message ?? err}): its raw bytes`;
+      note = err instanceof HeaderReadError
+        ? `its header could not be read (${err.message}): its raw bytes`
+        : `no .npy or safetensors header (${err?.message ?? err}): its raw bytes`;
     }
     this.arrays = (header?.arrays ?? [])
       .map((a, i) => ({ ...a, hue: HUES[i % HUES.length] }))
@@ -225,7 +263,7 @@ export class FileView {
     let lo = 0;
     let hi = this.arrays.length - 1;
     while (lo <= hi) {
-      const mid = (lo + hi) >> 1;
+      const mid = Math.floor((lo + hi) / 2); // not >> 1: no 32-bit arithmetic here
       const a = this.arrays[mid];
       if (b < a.offset) hi = mid - 1;
       else if (b >= a.offset + a.nbytes) lo = mid + 1;

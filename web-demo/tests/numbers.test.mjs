@@ -1,5 +1,6 @@
 // Unit tests of the demo's parsing and formatting, and of what it takes
-// from the wasm package (its dtype table, its plan text):
+// from the wasm package (its dtype table, its plan text, the file view's
+// header read through readHeader):
 //   node --test web-demo/tests/numbers.test.mjs
 // after `cargo xtask build-wasm` has built the package into web-demo/pkg.
 import assert from "node:assert/strict";
@@ -10,6 +11,7 @@ import {
   roundToFormat, formatFloat, formatValue, hexOf, parseInteger, parseFloatText, parseByte,
   parseHexBytes, formatHexBytes, parseIntList, nestedRepr, readingsOf,
 } from "../numbers.js";
+import { HeaderReadError, readHeader } from "../fileview.js";
 
 /** The wasm package the demo loads, built for the web and started here from its bytes. */
 async function loadPackage() {
@@ -157,4 +159,76 @@ test("the package reads into the typed array the demo formats: one class per dty
   assert.ok(flags instanceof Uint8Array);
   assert.deepEqual(Array.from(flags, (v) => formatValue(v, "bool")), ["false", "true"]);
   buf.free();
+});
+
+// The file view's header read (fileview.js's readHeader), against sources
+// that are not what they said.
+
+/** A safetensors file's first bytes: one float32 array of `n` elements at
+ * `at`, and metadata padding the header to at least `pad` bytes. */
+function safetensorsHead(n, at, pad = 0) {
+  const json = JSON.stringify({
+    __metadata__: { pad: "x".repeat(pad) },
+    weights: { dtype: "F32", shape: [n], data_offsets: [at, at + 4 * n] },
+  });
+  const bytes = new Uint8Array(8 + json.length);
+  new DataView(bytes.buffer).setBigUint64(0, BigInt(json.length), true);
+  bytes.set(new TextEncoder().encode(json), 8);
+  return bytes;
+}
+
+/** A source of `size` bytes whose reads give `head` and zeros after it, and
+ * at most `have` bytes in all (a file that shrank to `have`); it counts
+ * reads, and fails past 50 rather than letting a loop that never ends
+ * hang the test. */
+function fakeSource(head, size, have = size) {
+  const source = {
+    name: "model.safetensors",
+    size,
+    reads: 0,
+    read: async (start, end) => {
+      if (++source.reads > 50) throw new Error("50 reads of one header: the loop does not end");
+      const out = new Uint8Array(Math.max(0, Math.min(end, have) - start));
+      out.set(head.subarray(start, start + out.length));
+      return out;
+    },
+  };
+  return source;
+}
+
+test("the file view reads a header longer than its first read in two reads", async () => {
+  const head = safetensorsHead(1000, 0, 100_000); // past the first 64 KiB read
+  const source = fakeSource(head, head.length + 4000);
+  const header = await readHeader(wasm, source);
+  assert.equal(source.reads, 2);
+  assert.deepEqual(header.arrays.map((a) => [a.name, a.offset, a.nbytes]), [["weights", head.length, 4000]]);
+});
+
+test("a file that shrank after its size was taken stops the header read with an error", async () => {
+  const head = safetensorsHead(1000, 0, 100_000);
+  // Shrank to 70,000 bytes: the second read, of the whole header, comes back short.
+  const source = fakeSource(head, head.length + 4000, 70_000);
+  await assert.rejects(readHeader(wasm, source), (err) => {
+    assert.ok(err instanceof HeaderReadError, String(err));
+    assert.match(err.message, /^model\.safetensors: asked for bytes 0\.\.100\d+, got 70000; the file is shorter than the 10\d+ bytes it had/);
+    return true;
+  });
+  assert.ok(source.reads <= 3, `${source.reads} reads`);
+  // Shrank to 100 bytes: the first read is short.
+  const tiny = fakeSource(head, head.length + 4000, 100);
+  await assert.rejects(readHeader(wasm, tiny), /asked for bytes 0\.\.65536, got 100/);
+  assert.equal(tiny.reads, 1);
+});
+
+test("a header that asks for no more than it had, or ever more, ends the read", async () => {
+  const source = fakeSource(new Uint8Array(10), 1 << 20);
+  const stuck = { readHeader: (head) => ({ need: head.length }) };
+  await assert.rejects(readHeader(stuck, source), /asks for 65536 bytes after 65536, of a file of 1048576/);
+  assert.equal(source.reads, 1);
+  const growing = fakeSource(new Uint8Array(10), 1 << 20);
+  const creeping = { readHeader: (head) => ({ need: head.length + 1 }) };
+  await assert.rejects(readHeader(creeping, growing), /not whole after 16 reads/);
+  assert.equal(growing.reads, 16);
+  const past = fakeSource(new Uint8Array(10), 1000);
+  await assert.rejects(readHeader({ readHeader: () => ({ need: 2000 }) }, past), /asks for 2000 bytes after 1000/);
 });
