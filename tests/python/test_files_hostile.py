@@ -288,6 +288,36 @@ def test_a_compressed_member_with_a_wrong_crc(tmp_path):
         bl.load(path, verify=True)
 
 
+def test_a_compressed_member_claiming_more_than_deflate_can_hold(tmp_path):
+    path = tmp_path / "bomb.npz"
+    n = 400_000_000  # 3.2 GB claimed, from 3 KiB of deflate
+    head = np.lib.format.magic(1, 0) + struct.pack("<H", 118)
+    head += f"{{'descr': '<f8', 'fortran_order': False, 'shape': ({n},), }}".ljust(117).encode() + b"\n"
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr("a.npy", head + bytes(1 << 20))
+    data = bytearray(path.read_bytes())
+    patch_zip_field(data, "a.npy", 22, 24, len(head) + 8 * n)
+    path.write_bytes(data)
+    # Before: inspect passed, and the first access set aside 3.2 GB.
+    with pytest.raises(bl.FormatError, match=r"member 'a\.npy': .* more than deflate can hold"):
+        bl.inspect(path)
+
+
+def test_a_file_changed_between_its_header_and_its_map(tmp_path, monkeypatch):
+    path = tmp_path / "m.safetensors"
+    bl.save(path, {"w": np.arange(100, dtype="<f4")})
+    describe = bl._files._describe
+
+    def then_truncate(*args):
+        described = describe(*args)
+        os.truncate(path, 100)
+        return described
+
+    monkeypatch.setattr(bl._files, "_describe", then_truncate)
+    with pytest.raises(bl.FormatError, match=r"m\.safetensors: the file changed while it was loaded \(\d+ bytes, then 100\)"):
+        bl.load(path)
+
+
 # 4. Header reads that end early stop with an error.
 
 

@@ -335,6 +335,9 @@ def _describe(path: str, f: BinaryIO, size: int) -> tuple[FileReport, list[_Memb
     return report, []
 
 
+# Deflate's greatest expansion: 258 bytes from each 2-bit code, 1032 to 1.
+_DEFLATE_RATIO = 1032
+
 # What zipfile raises for a member it cannot read.
 _ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError, OSError)
 
@@ -358,6 +361,12 @@ def _inspect_npz(path: str, size: int, f: BinaryIO) -> tuple[FileReport, list[_M
             raise FormatError(f"{path}{what}: the member is encrypted")
         start = _data_start(f, info, path, what, size)
         members.append(_Member(info, start))
+        if info.compress_type == zipfile.ZIP_DEFLATED and info.file_size > _DEFLATE_RATIO * info.compress_size + HEAD:
+            # Refused before load sets aside memory for what cannot be there.
+            raise FormatError(
+                f"{path}{what}: its zip entry says {info.file_size} bytes from {info.compress_size} deflated, "
+                f"more than deflate can hold (at most {_DEFLATE_RATIO} times as many)"
+            )
         if info.compress_type != zipfile.ZIP_STORED:
             # Decompressed by `load` on first access: here the header is
             # all that is wanted, from the start of the decompressed member.
