@@ -317,7 +317,7 @@ def test_nesting_the_lock_in_one_thread_is_an_error_not_a_deadlock(name):
     lock = sh.lock()
     with pytest.raises(RuntimeError, match="does not hold the lock"):
         lock.__exit__(None, None, None)
-    with sh.lock(timeout=1e30):  # longer than a Duration holds: forever, not a crash
+    with sh.lock(timeout=1e30):  # past ~292 years (as math.inf): forever, not a crash
         pass
 
 

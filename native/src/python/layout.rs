@@ -430,7 +430,19 @@ impl PyPlan {
                         _ => None,
                     },
                 ),
-                _ => (field, Vec::new(), None),
+                // Not read as a dtype (no dtype is a tuple), which would only
+                // say "unknown dtype", nor cut short, as if the rest meant nothing.
+                Ok(parts) => {
+                    let name: String = name.extract()?;
+                    let items = parts.len();
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "field {}: a field is dtype, (dtype, shape) or (dtype, shape, offset), \
+                         not a tuple of {items} item{}",
+                        super::error::excerpt(&name),
+                        if items == 1 { "" } else { "s" }
+                    )));
+                }
+                Err(_) => (field, Vec::new(), None),
             };
             specs.push(FieldSpec {
                 name: name.extract()?,

@@ -148,21 +148,27 @@ impl PySharedBuffer {
 
     /// A context manager holding the segment's lock: `with sh.lock(timeout=1.0)
     /// as held:`. `held.owner_died` says the previous holder died holding it.
-    /// TimeoutError when not free in time (timeout=0 only tries).
+    /// TimeoutError when not free in time (timeout=0 only tries). None and
+    /// math.inf wait forever, as does any timeout over 9223372036 seconds
+    /// (about 292 years, threading.TIMEOUT_MAX on Linux); a negative or NaN
+    /// timeout is a ValueError.
     #[pyo3(signature = (timeout = None))]
     fn lock(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyLock>> {
         match timeout {
             None => Ok(self.default_lock.clone_ref(py)),
-            Some(t) if t.is_finite() && t >= 0.0 => Py::new(
+            Some(t) if t > FOREVER => Ok(self.default_lock.clone_ref(py)),
+            Some(t) if t >= 0.0 => Py::new(
                 py,
-                // Beyond what a Duration holds (~5e11 years) is forever.
-                PyLock::new(
-                    Arc::clone(&self.shared),
-                    Duration::try_from_secs_f64(t).ok(),
-                ),
+                PyLock::new(Arc::clone(&self.shared), Some(Duration::from_secs_f64(t))),
             ),
+            // Debug, so that 1e300 stays short; NaN as Python writes it.
             Some(t) => Err(PyValueError::new_err(format!(
-                "timeout must be seconds >= 0, not {t}"
+                "timeout must be seconds >= 0, or None or math.inf to wait forever, not {}",
+                if t.is_nan() {
+                    "nan".to_owned()
+                } else {
+                    format!("{t:?}")
+                }
             ))),
         }
     }
@@ -207,6 +213,12 @@ pub struct PyLock {
     timeout: Option<Duration>,
     owner_died: AtomicBool,
 }
+
+/// Seconds past which a lock's timeout means forever: `i64::MAX`
+/// nanoseconds, about 292 years, what a monotonic deadline holds (and
+/// `threading.TIMEOUT_MAX` on Linux). Longer timeouts, `math.inf` among
+/// them, are waited out as `None` is, instead of overflowing the deadline.
+const FOREVER: f64 = 9_223_372_036.0;
 
 /// How long one wait for the lock lasts before Python's signal handlers
 /// (Ctrl-C) get a chance to run.

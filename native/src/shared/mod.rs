@@ -128,19 +128,21 @@ impl std::fmt::Display for SharedError {
         match self {
             SharedError::BadName { name } => write!(
                 f,
-                "{name:?} is not a usable shared-memory name: 1 to {MAX_NAME} bytes, \
-                 without '/', NUL, or being '.' or '..'"
+                "{} is not a usable shared-memory name: 1 to {MAX_NAME} bytes, \
+                 without '/', NUL, or being '.' or '..'",
+                Quoted(name)
             ),
-            SharedError::Missing { name } => write!(f, "no shared memory named {name:?}"),
+            SharedError::Missing { name } => write!(f, "no shared memory named {}", Quoted(name)),
             SharedError::Exists { name } => {
-                write!(f, "shared memory named {name:?} already exists")
+                write!(f, "shared memory named {} already exists", Quoted(name))
             }
             SharedError::WrongFormat { name, why } => {
-                write!(f, "shared memory {name:?} is not a bytelens buffer: {why}")
+                write!(f, "shared memory {} is not a bytelens buffer: {why}", Quoted(name))
             }
             SharedError::TooSmall { name, size, needed } => write!(
                 f,
-                "shared memory {name:?} holds {size} bytes, but its header needs {needed}"
+                "shared memory {} holds {size} bytes, but its header needs {needed}",
+                Quoted(name)
             ),
             SharedError::TooLarge { nbytes } => {
                 write!(f, "{nbytes} bytes is more than a shared segment can hold")
@@ -160,9 +162,10 @@ impl std::fmt::Display for SharedError {
             ),
             SharedError::Replaced { name } => write!(
                 f,
-                "the name {name:?} now belongs to another shared-memory segment (this one's name \
+                "the name {} now belongs to another shared-memory segment (this one's name \
                  was unlinked and taken again), so it was not unlinked; to remove that segment, \
-                 attach to it and unlink that, or unlink by name"
+                 attach to it and unlink that, or unlink by name",
+                Quoted(name)
             ),
             SharedError::BadPlan(err) => write!(f, "the stored plan is not valid: {err}"),
             SharedError::Timeout { waited } => {
@@ -178,6 +181,40 @@ impl std::fmt::Display for SharedError {
 }
 
 impl std::error::Error for SharedError {}
+
+/// A name as a message quotes it: in double quotes, escaped as the core's
+/// [`Escaped`](crate::Escaped) does (control characters, quotes and
+/// backslashes), and cut after [`Quoted::KEEP`] characters of that, saying
+/// how many bytes the whole name has, so that no name (a 10,000-byte one
+/// refused as too long, or 254 control characters) makes a message long.
+struct Quoted<'a>(&'a str);
+
+impl Quoted<'_> {
+    /// Characters of the escaped name a message keeps.
+    const KEEP: usize = 64;
+}
+
+impl std::fmt::Display for Quoted<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let mut kept = 0;
+        let mut cut = false;
+        f.write_str("\"")?;
+        for (i, c) in self.0.char_indices() {
+            let escaped = crate::Escaped(&self.0[i..i + c.len_utf8()]).to_string();
+            kept += escaped.chars().count();
+            if kept > Quoted::KEEP {
+                cut = true;
+                break;
+            }
+            f.write_str(&escaped)?;
+        }
+        f.write_str("\"")?;
+        if cut {
+            write!(f, "... ({} bytes)", self.0.len())?;
+        }
+        Ok(())
+    }
+}
 
 fn os(what: &'static str) -> impl FnOnce(std::io::Error) -> SharedError {
     move |err| SharedError::Os { what, err }

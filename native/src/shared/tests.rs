@@ -130,3 +130,23 @@ fn glibc_2_30_and_later_wait_on_the_monotonic_clock() {
         );
     }
 }
+
+#[test]
+fn messages_quote_names_short_and_escaped() {
+    let long = "n".repeat(10_000);
+    let message = shm_path(&long).unwrap_err().to_string();
+    assert!(message.len() <= 200, "{} bytes: {message}", message.len());
+    assert!(message.starts_with(&format!("\"{}\"... (10000 bytes) is not", "n".repeat(64))));
+    // Every escape counts against the length: 254 control characters
+    // (a name shm_open takes) stay short too.
+    let controls = "\u{1}".repeat(MAX_NAME);
+    let message = SharedError::Missing { name: controls }.to_string();
+    assert!(message.len() <= 200, "{} bytes: {message}", message.len());
+    assert!(message.ends_with("\"... (254 bytes)"), "{message}");
+    // A short name stays whole, quotes escaped.
+    let message = SharedError::Exists {
+        name: "a\"b".into(),
+    }
+    .to_string();
+    assert_eq!(message, "shared memory named \"a\\\"b\" already exists");
+}

@@ -1,0 +1,169 @@
+"""Small refusals of the native bindings (issue 20, item 14): each answer is
+one rule, and each message is short and names the number or item at fault.
+
+The lock waits that could hang or crash run in a child process with a time
+limit, so that a regression fails the test instead of stopping the run.
+"""
+
+import math
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import bytelens as bl
+
+POSIX = pytest.mark.skipif(not hasattr(bl, "SharedBuffer"), reason="POSIX shared memory only")
+
+
+def run_child(code, timeout=60):
+    """Runs `code` in a fresh interpreter; returns (returncode, output)."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return done.returncode, done.stdout + done.stderr
+
+
+@pytest.fixture
+def name(request):
+    """A segment name unique to this test, removed afterwards."""
+    name = f"bytelens-hostile-{request.node.name[:40]}-{os.getpid()}"
+    name = name.replace("[", "-").replace("]", "")
+    yield name
+    try:
+        bl.SharedBuffer.attach(name).unlink()
+    except FileNotFoundError:
+        pass
+
+
+# lock(timeout=...): None, math.inf and anything past ~292 years wait
+# forever; negative and NaN timeouts are refused, with the number.
+
+
+@POSIX
+@pytest.mark.parametrize("timeout", ["math.inf", "1e300", "1e19", "9223372037.0"])
+def test_a_timeout_too_long_to_matter_waits_forever(name, timeout):
+    # Contended, so that the wait itself runs (an uncontended lock is taken
+    # before any deadline is computed). inf was refused; 1e19 seconds
+    # overflowed the deadline's Instant and panicked.
+    code = f"""
+        import math, threading, time
+        import bytelens as bl
+        sh = bl.SharedBuffer.create({name!r}, 8)
+        sh.unlink()
+        held, release = threading.Event(), threading.Event()
+
+        def holder():
+            with sh.lock():
+                held.set()
+                release.wait()
+
+        thread = threading.Thread(target=holder)
+        thread.start()
+        held.wait()
+        threading.Timer(0.3, release.set).start()
+        start = time.monotonic()
+        with sh.lock(timeout={timeout}):
+            waited = time.monotonic() - start
+        thread.join()
+        print("waited", round(waited, 2))
+    """
+    rc, out = run_child(code, timeout=60)
+    assert rc == 0, out
+    assert "waited" in out
+
+
+@POSIX
+def test_long_timeouts_are_the_forever_lock_and_short_ones_wait(name):
+    sh = bl.SharedBuffer.create(name, 8)
+    for timeout in (math.inf, 1e300, 9223372036.5):
+        with sh.lock(timeout=timeout) as held:
+            assert not held.owner_died
+    # The largest timeout that is a deadline, and zero (-0.0 too), are waits.
+    for timeout in (9223372036.0, 0.0, -0.0, 1e-9):
+        with sh.lock(timeout=timeout):
+            pass
+
+
+@POSIX
+@pytest.mark.parametrize(
+    ("timeout", "shown"),
+    [(-1.0, "-1.0"), (-1e300, "-1e300"), (math.nan, "nan"), (-math.inf, "-inf")],
+)
+def test_negative_and_nan_timeouts_are_refused_with_the_number(name, timeout, shown):
+    sh = bl.SharedBuffer.create(name, 8)
+    with pytest.raises(ValueError) as raised:
+        sh.lock(timeout=timeout)
+    message = str(raised.value)
+    assert message.endswith(f"not {shown}"), message
+    assert "math.inf to wait forever" in message
+    assert len(message) < 120, message
+
+
+# SharedBuffer names: the message quotes at most 64 characters of a name,
+# escaped, and says how long it was.
+
+
+@POSIX
+@pytest.mark.parametrize("call", ["create", "attach"])
+def test_a_long_bad_name_gives_a_short_message(call):
+    name = "n" * 10_000
+    with pytest.raises(ValueError, match="not a usable shared-memory name") as raised:
+        if call == "create":
+            bl.SharedBuffer.create(name, 8)
+        else:
+            bl.SharedBuffer.attach(name)
+    message = str(raised.value)
+    assert len(message) <= 200, len(message)
+    assert f'"{"n" * 64}"... (10000 bytes) is not' in message
+
+
+@POSIX
+def test_a_name_of_control_characters_stays_short_when_missing():
+    name = "\x1b" * 254  # a name shm_open takes, each character escaped to 6
+    with pytest.raises(FileNotFoundError) as raised:
+        bl.SharedBuffer.attach(name)
+    message = str(raised.value)
+    assert len(message) <= 200, len(message)
+    assert "\x1b" not in message and message.endswith("(254 bytes)"), message
+
+
+@POSIX
+def test_a_short_name_is_quoted_whole(name):
+    with pytest.raises(FileNotFoundError) as raised:
+        bl.SharedBuffer.attach(name)
+    assert str(raised.value) == f'no shared memory named "{name}"'
+
+
+# Plan fields: dtype, (dtype, shape) or (dtype, shape, offset); a tuple of
+# any other length is refused as such, not read as an "unknown dtype".
+
+
+@pytest.mark.parametrize(
+    ("field", "items"),
+    [(("<f4", 1, 0, 0), "4 items"), (("<f4",), "1 item"), ((), "0 items")],
+)
+def test_a_field_tuple_of_other_than_two_or_three_items_is_refused(field, items):
+    with pytest.raises(TypeError) as raised:
+        bl.Plan("P").struct(A=field)
+    assert str(raised.value) == (
+        'field "A": a field is dtype, (dtype, shape) or (dtype, shape, offset), '
+        f"not a tuple of {items}"
+    )
+
+
+def test_fields_of_one_two_and_three_parts_still_read():
+    plan = bl.Plan("P").struct(A=("<f4", 1, 8), B=("<u2", (2,)), C="<u1")
+    assert plan.to_text() == "P\nA <f4 1 @8\nB <u2 2\nC |u1"
+
+
+def test_a_long_field_name_is_cut_in_the_message():
+    with pytest.raises(TypeError) as raised:
+        bl.Plan("P").struct(**{"x" * 10_000: ("<f4", 1, 0, 0)})
+    assert len(str(raised.value)) <= 200
+    assert "(10000 characters)" in str(raised.value)
