@@ -136,6 +136,8 @@ def test_save_keeps_permissions_and_writes_through_symlinks(tmp_path):
     folder.mkdir()
     with pytest.raises(IsADirectoryError, match="not a regular file"):
         bl.save(folder, np.arange(2))
+    with pytest.raises(FileNotFoundError, match=r"cannot create .*\.tmp, the new file bl\.save renames over it"):
+        bl.save(tmp_path / "nowhere" / "a.npy", np.arange(2))
 
 
 # 2. Whatever bl.load would refuse, bl.save refuses before writing.
@@ -314,7 +316,8 @@ def test_a_file_changed_between_its_header_and_its_map(tmp_path, monkeypatch):
         return described
 
     monkeypatch.setattr(bl._files, "_describe", then_truncate)
-    with pytest.raises(bl.FormatError, match=r"m\.safetensors: the file changed while it was loaded \(\d+ bytes, then 100\)"):
+    changed = r"m\.safetensors: the file changed while it was loaded \(\d+ bytes, then 100\)"
+    with pytest.raises(bl.FormatError, match=changed):
         bl.load(path)
 
 

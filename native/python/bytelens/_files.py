@@ -948,10 +948,10 @@ def _write_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
         # 0o666 less the umask, as open(path, "wb") gives a new file.
         fd = os.open(temp, flags, 0o666)
     except OSError as err:
-        raise type(err)(
-            err.errno, f"{path}: bl.save writes a new file beside it and renames it over it, and cannot create "
-            f"{temp} ({err.strerror})"
-        ) from None
+        reason = (err.strerror or str(err)).lower()
+        refused = type(err)(f"{path}: cannot create {temp}, the new file bl.save renames over it: {reason}")
+        refused.errno = err.errno
+        raise refused from None
     try:
         with os.fdopen(fd, "wb") as f:
             if old is not None:  # the file replaced keeps its permission bits
