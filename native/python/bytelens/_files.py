@@ -574,14 +574,10 @@ def load(
                 out._items[a.name] = buf.view(a.descr, offset=a.offset, shape=a.shape, strides=a.strides)
             except AlignmentError as err:
                 if strict:
-                    raise AlignmentError(
-                        f"{where}: {err} (strict=True refuses the copy that would align it)"
-                    ) from None
+                    raise _naming(err, "", " (strict=True refuses the copy that would align it)") from None
                 out._items[a.name] = _aligned_copy(buf, a, mode)
         except LayoutError as err:
-            if str(err).startswith(path):
-                raise
-            raise _naming(err, where) from None
+            raise _naming(err, f"{where}: ") from None
     if verify:
         data = buf.view("|u1", shape=(buf.nbytes,))
         for m in members:
@@ -595,9 +591,9 @@ def load(
     return out
 
 
-def _naming(err: LayoutError, where: str) -> LayoutError:
-    """``err`` (of its own class, with its ``kind``) with ``where`` first."""
-    named = type(err)(f"{where}: {err}")
+def _naming(err: LayoutError, first: str, then: str = "") -> LayoutError:
+    """``err`` (of its own class, with its ``kind``) between ``first`` and ``then``."""
+    named = type(err)(f"{first}{err}{then}")
     if hasattr(err, "kind"):
         named.kind = err.kind
     return named
@@ -725,6 +721,8 @@ class _Compressed:
                         raise FormatError(f"{where}: decompresses to more than the {size} bytes its zip entry says")
                     dest[got : got + len(chunk)] = np.frombuffer(chunk, np.uint8)
                     got += len(chunk)
+        except FormatError:
+            raise
         except _ZIP_ERRORS as err:
             raise _zip_error(where, err) from None
         if got != size:
@@ -733,7 +731,7 @@ class _Compressed:
         try:
             array = out.view(a.descr, offset=a.offset, shape=a.shape, strides=a.strides)
         except LayoutError as err:
-            raise _naming(err, f"{self.archive.path}: array {_short(a.name)!r}") from None
+            raise _naming(err, f"{self.archive.path}: array {_short(a.name)!r}: ") from None
         array.flags.writeable = self.mode != "r"
         return array
 
