@@ -227,7 +227,7 @@ pub fn test(suites: &[&'static Suite], install: bool) -> Result {
     }
     // Serves web-demo/ (on 127.0.0.1 only) until this process exits.
     let demo_url = if needs(Need::DemoServer) {
-        web::serve(0, vec![web::big_test_file()?])?
+        web::serve(0, web::demo_test_files()?)?
     } else {
         String::new()
     };

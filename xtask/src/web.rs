@@ -190,22 +190,49 @@ pub fn bench(install: bool) -> Result {
     run(cmd("node", &["wasm/benches/node_read_write.mjs", &pkg]))
 }
 
-/// The file the demo's end-to-end test opens: a 1 GiB safetensors file
-/// (sparse: only its header is written), whose second tensor is misaligned,
-/// at target/demo-files/, served by the test run at `/file/NAME`.
-pub fn big_test_file() -> Result<PathBuf> {
-    const DATA: u64 = 1 << 30;
+/// The files the demo's end-to-end test opens, at target/demo-files/,
+/// served by the test run at `/file/NAME`: safetensors files of 1 GiB
+/// (whose second tensor is misaligned) and of 5 GiB (tensors past 4 GiB),
+/// sparse: only their headers are written.
+pub fn demo_test_files() -> Result<Vec<PathBuf>> {
+    const GIB: u64 = 1 << 30;
     let tail = 1u64 << 20;
-    let weights = DATA - 64 - tail;
-    let tensors = [
-        ("tag", "U8", 3, 0),
-        ("scale", "F32", 4, 3), // at an odd offset: misaligned
-        ("pad", "U8", 57, 7),
-        ("weights", "F32", weights, 64),
-        ("tail", "F16", tail, 64 + weights),
-    ];
+    let weights = GIB - 64 - tail;
+    let one = sparse_safetensors(
+        "model-1gib.safetensors",
+        GIB,
+        &[
+            ("tag", "U8", 3, 0),
+            ("scale", "F32", 4, 3), // at an odd offset: misaligned
+            ("pad", "U8", 57, 7),
+            ("weights", "F32", weights, 64),
+            ("tail", "F16", tail, 64 + weights),
+        ],
+    )?;
+    let big = 4 * GIB + 64;
+    let five = sparse_safetensors(
+        "model-5gib.safetensors",
+        5 * GIB,
+        &[
+            ("tag", "U8", 64, 0),
+            ("weights", "F32", big, 64),
+            ("past_4gib", "F16", 4096, 64 + big),
+            ("tail", "U8", 5 * GIB - 64 - big - 4096, 64 + big + 4096),
+        ],
+    )?;
+    Ok(vec![one, five])
+}
+
+/// A sparse safetensors file `name` in target/demo-files/ of `data` bytes
+/// after its header, of `tensors` (name, dtype, bytes, offset), whose
+/// header is padded to a multiple of 64 bytes.
+fn sparse_safetensors(
+    name: &str,
+    data: u64,
+    tensors: &[(&str, &str, u64, u64)],
+) -> Result<PathBuf> {
     let mut header = serde_json::Map::new();
-    for (name, dtype, nbytes, at) in tensors {
+    for &(name, dtype, nbytes, at) in tensors {
         let itemsize = match dtype {
             "F32" => 4,
             "F16" => 2,
@@ -222,13 +249,13 @@ pub fn big_test_file() -> Result<PathBuf> {
     }
     let dir = target_dir().join("demo-files");
     fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let path = dir.join("model-1gib.safetensors");
+    let path = dir.join(name);
     let mut bytes = (text.len() as u64).to_le_bytes().to_vec();
     bytes.extend(text.as_bytes());
     let write = || -> std::io::Result<()> {
         let mut file = fs::File::create(&path)?;
         file.write_all(&bytes)?;
-        file.set_len(bytes.len() as u64 + DATA)
+        file.set_len(bytes.len() as u64 + data)
     };
     write().map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
@@ -239,6 +266,7 @@ pub fn e2e(url: &str) -> Command {
     let mut c = cmd("node", &["web-demo/tests/e2e.mjs"]);
     c.env("DEMO_URL", url)
         .env("DEMO_BIG_FILE", "/file/model-1gib.safetensors")
+        .env("DEMO_HUGE_FILE", "/file/model-5gib.safetensors")
         .env("SCREENSHOT", target_dir().join("demo-screenshot.png"));
     c
 }
