@@ -7,6 +7,19 @@
 //! The readers are written for hostile input: every length is checked
 //! before it is used, sizes are computed without overflow, and every
 //! failure is a [`FileError`] that says what is wrong, with the numbers.
+//! They take time and memory in proportion to the header, whatever it
+//! holds: duplicate keys are found by sorting, not by comparing each key
+//! with every other; safetensors' JSON is read straight into the arrays and
+//! metadata it describes, never into a tree of values, so a header takes
+//! about twice its own size in memory; and an allocation that fails is a
+//! [`FileError::OutOfMemory`], not an abort.
+//!
+//! Lengths, offsets and sizes are `u64`, so that a 32-bit target (wasm32)
+//! describes files of 4 GiB and more exactly; [`FileArray::layout`] is
+//! where they must fit the target's `usize`. Every shape is held to the
+//! rule a [`Layout`] has on a 64-bit target (the product of its lengths,
+//! counting 0 as 1, times the itemsize at most `i64::MAX`), so that a
+//! header read on any target describes arrays a 64-bit loader can view.
 //!
 //! # Examples
 //! ```
@@ -15,16 +28,15 @@
 //! let mut file = (json.len() as u64).to_le_bytes().to_vec();
 //! file.extend_from_slice(json);
 //! file.extend_from_slice(&[0; 8]);
-//! let header = read_header(&file, file.len())?;
+//! let header = read_header(&file, file.len() as u64)?;
 //! assert_eq!(header.format, Format::Safetensors);
 //! let w = &header.arrays[0];
-//! assert_eq!((w.name.as_str(), w.shape.as_slice(), w.offset, w.nbytes), ("w", &[2][..], 8 + json.len(), 8));
+//! assert_eq!((w.name.as_str(), w.shape.as_slice(), w.offset, w.nbytes), ("w", &[2][..], 8 + json.len() as u64, 8));
 //! assert_eq!(w.layout()?.descr().to_string(), "<f4");
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 #![forbid(unsafe_code)]
 
-use alloc::borrow::ToOwned;
 use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
@@ -69,13 +81,13 @@ pub struct FileArray {
     /// never guessed.
     pub descr: Option<Descr>,
     /// Its shape.
-    pub shape: Vec<usize>,
+    pub shape: Vec<u64>,
     /// Fortran (column-major) order, which only `.npy` files can have.
     pub fortran: bool,
     /// Byte offset of its first element in the file.
-    pub offset: usize,
+    pub offset: u64,
     /// Its size in bytes.
-    pub nbytes: usize,
+    pub nbytes: u64,
 }
 
 impl FileArray {
@@ -88,8 +100,8 @@ impl FileArray {
     /// let at = |offset| FileArray { name: "a".into(), dtype: "<f4".into(), descr: None, shape: vec![], fortran: false, offset, nbytes: 0 };
     /// assert_eq!((at(96).alignment(), at(7).alignment()), (32, 1));
     /// ```
-    pub fn alignment(&self) -> usize {
-        1usize << self.offset.trailing_zeros().min(usize::BITS - 1)
+    pub fn alignment(&self) -> u64 {
+        1u64 << self.offset.trailing_zeros().min(u64::BITS - 1)
     }
 
     /// Whether a page-aligned mapping of the file can be viewed as it
@@ -97,30 +109,43 @@ impl FileArray {
     /// or it has no elements (which, as in numpy, need no alignment).
     pub fn is_aligned(&self) -> bool {
         self.descr
-            .is_some_and(|d| self.nbytes == 0 || self.offset.is_multiple_of(d.dtype.align()))
+            .is_some_and(|d| self.nbytes == 0 || self.offset.is_multiple_of(d.dtype.align() as u64))
     }
 
     /// Its layout over the whole file: C or Fortran order, at its offset, in
-    /// its byte order. Fails with `BadDType` where bytelens has no such dtype.
+    /// its byte order. Fails with `BadDType` where bytelens has no such
+    /// dtype, and with `Overflow` where the array lies past what the
+    /// target's `usize` and `isize` hold (on a 32-bit target, an array
+    /// that reaches past 2 GiB of the file).
     pub fn layout(&self) -> Result<Layout, Error> {
         let descr = self.descr.ok_or(Error::BadDType {
             text: crate::ShortStr::new(&self.dtype),
         })?;
+        let mut shape = [0usize; MAX_NDIM];
+        let ndim = self.shape.len().min(MAX_NDIM);
+        for (n, &k) in shape.iter_mut().zip(&self.shape) {
+            *n = usize::try_from(k).map_err(|_| Error::Overflow {
+                what: "the array size",
+            })?;
+        }
+        let shape = &shape[..ndim];
+        let offset =
+            usize::try_from(self.offset).map_err(|_| Error::Overflow { what: "the offset" })?;
+        // The layout's size rule first: past it, the strides below could
+        // overflow.
+        let layout = Layout::contiguous(descr.dtype, shape)?;
         let layout = if self.fortran {
             let mut strides = [0isize; MAX_NDIM];
             let mut step = descr.dtype.size();
-            for (stride, &n) in strides.iter_mut().zip(&self.shape) {
-                *stride = step as isize; // below nbytes, which fits in isize
-                step = step.saturating_mul(n);
+            for (stride, &n) in strides.iter_mut().zip(shape) {
+                // At most the product of the lengths counting 0 as 1 times
+                // the itemsize, which fits in isize (checked above).
+                *stride = step as isize;
+                step = step.saturating_mul(n.max(1));
             }
-            Layout::new(
-                descr.dtype,
-                self.offset,
-                &self.shape,
-                &strides[..self.shape.len()],
-            )?
+            Layout::new(descr.dtype, offset, shape, &strides[..ndim])?
         } else {
-            Layout::contiguous(descr.dtype, &self.shape)?.with_offset(self.offset)?
+            layout.with_offset(offset)?
         };
         Ok(layout.with_byte_order(descr.order))
     }
@@ -134,7 +159,7 @@ pub struct FileHeader {
     /// The format version (`.npy`: 1.0, 2.0 or 3.0; safetensors: 0.0).
     pub version: (u8, u8),
     /// Bytes before the data: the magic, lengths and the header itself.
-    pub data_start: usize,
+    pub data_start: u64,
     /// The arrays, in the order the header lists them.
     pub arrays: Vec<FileArray>,
     /// safetensors' `__metadata__`, key and value, in the header's order.
@@ -152,7 +177,7 @@ pub enum FileError {
         /// The byte it would need to reach.
         need: u64,
         /// The file's length.
-        len: usize,
+        len: u64,
     },
     /// Neither format's signature.
     Unrecognised,
@@ -195,7 +220,7 @@ pub enum FileError {
         /// One past its last byte.
         end: u64,
         /// The file's length.
-        len: usize,
+        len: u64,
     },
     /// Two arrays over the same bytes.
     Overlap {
@@ -203,6 +228,11 @@ pub enum FileError {
         array: String,
         /// The other.
         other: String,
+    },
+    /// Memory for what the header describes could not be allocated.
+    OutOfMemory {
+        /// The bytes asked for.
+        bytes: u64,
     },
 }
 
@@ -264,6 +294,10 @@ impl fmt::Display for FileError {
                 quoted(array),
                 quoted(other)
             ),
+            FileError::OutOfMemory { bytes } => write!(
+                f,
+                "reading the header needs {bytes} bytes more memory than could be allocated"
+            ),
         }
     }
 }
@@ -283,14 +317,14 @@ impl FileError {
     /// let mut file = (json.len() as u64).to_le_bytes().to_vec();
     /// file.extend_from_slice(json);
     /// file.extend_from_slice(&[0; 2]);
-    /// let err = read_header(&file[..16], file.len()).unwrap_err();
+    /// let err = read_header(&file[..16], file.len() as u64).unwrap_err();
     /// assert_eq!(err.more_needed(16), Some(8 + json.len() as u64));
     /// let cut = &file[..20];
-    /// assert_eq!(read_header(cut, cut.len()).unwrap_err().more_needed(20), None);
+    /// assert_eq!(read_header(cut, 20).unwrap_err().more_needed(20), None);
     /// ```
     pub fn more_needed(&self, have: usize) -> Option<u64> {
         match *self {
-            FileError::Truncated { need, len, .. } if need > have as u64 && need <= len as u64 => {
+            FileError::Truncated { need, len, .. } if need > have as u64 && need <= len => {
                 Some(need)
             }
             _ => None,
@@ -300,9 +334,50 @@ impl FileError {
 
 fn bad(array: &str, detail: impl ToString) -> FileError {
     FileError::BadEntry {
-        array: array.to_owned(),
+        array: array.into(),
         detail: detail.to_string(),
     }
+}
+
+/// An empty vector with room for exactly `n` items, or `OutOfMemory`.
+fn vec_with<T>(n: usize) -> Result<Vec<T>, FileError> {
+    let mut items = Vec::new();
+    items
+        .try_reserve_exact(n)
+        .map_err(|_| FileError::OutOfMemory {
+            bytes: (n as u64).saturating_mul(core::mem::size_of::<T>() as u64),
+        })?;
+    Ok(items)
+}
+
+/// `text` in a string of its own, or `OutOfMemory`.
+fn owned(text: &str) -> Result<String, FileError> {
+    let mut s = String::new();
+    s.try_reserve_exact(text.len())
+        .map_err(|_| FileError::OutOfMemory {
+            bytes: text.len() as u64,
+        })?;
+    s.push_str(text);
+    Ok(s)
+}
+
+/// The first (in sorted order) of two equal keys among the `n` that
+/// `key` gives, found by sorting their indices (`order` is scratch space
+/// for the sort). Time O(n log n), memory 4 bytes a key.
+fn first_repeated<'k>(
+    n: usize,
+    key: impl Fn(usize) -> &'k str,
+    order: &mut Vec<u32>,
+) -> Option<&'k str> {
+    order.clear();
+    order.extend(0..n as u32); // n < 2^32: each key takes bytes of a 100 MB header
+    order.sort_unstable_by_key(|&i| key(i as usize));
+    let found = order
+        .windows(2)
+        .find(|w| key(w[0] as usize) == key(w[1] as usize))
+        .map(|w| key(w[0] as usize));
+    order.clear();
+    found
 }
 
 /// Reads the header of an `.npy` or safetensors file from `bytes`, its
@@ -310,7 +385,7 @@ fn bad(array: &str, detail: impl ToString) -> FileError {
 /// length `len`. `Truncated` means either the file is cut short or `bytes`
 /// holds less than the header: [`FileError::more_needed`] tells which, and
 /// how many bytes to pass.
-pub fn read_header(bytes: &[u8], len: usize) -> Result<FileHeader, FileError> {
+pub fn read_header(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
     if bytes.starts_with(NPY_MAGIC) {
         read_npy(bytes, len)
     } else if bytes.len() >= 9 && bytes[8] == b'{' {
@@ -331,7 +406,7 @@ fn take<'b>(
     bytes: &'b [u8],
     start: usize,
     n: u64,
-    len: usize,
+    len: u64,
     what: &'static str,
 ) -> Result<&'b [u8], FileError> {
     let end = (start as u64).saturating_add(n);
@@ -341,23 +416,41 @@ fn take<'b>(
         .ok_or(FileError::Truncated {
             what,
             need: end,
-            len: len.max(bytes.len()),
+            len: len.max(bytes.len() as u64),
         })
 }
 
-/// The bytes of `shape` in `dtype`, or an error naming `array`.
-fn size_of(array: &str, shape: &[usize], itemsize: usize) -> Result<usize, FileError> {
+/// The most bytes an array may span, and the longest axis it may have: a
+/// 64-bit target's `isize::MAX`, the bound of a [`Layout`] there.
+const MAX_BYTES: u64 = i64::MAX as u64;
+
+/// The bytes of `shape` in `dtype`, or an error naming `array`: the
+/// [`Layout`] rule (the product of the lengths, counting 0 as 1, times the
+/// itemsize, at most `MAX_BYTES`), so that an array with a 0 in its shape
+/// cannot hide a length no layout holds.
+fn size_of(array: &str, shape: &[u64], itemsize: usize) -> Result<u64, FileError> {
     if shape.len() > MAX_NDIM {
         return Err(bad(
             array,
             alloc::format!("has {} dimensions, more than {MAX_NDIM}", shape.len()),
         ));
     }
-    shape
-        .iter()
-        .try_fold(itemsize, |n, &k| n.checked_mul(k))
-        .filter(|&n| isize::try_from(n).is_ok())
-        .ok_or_else(|| bad(array, "has a shape whose size does not fit in memory"))
+    if let Some(&n) = shape.iter().find(|&&n| n > MAX_BYTES) {
+        return Err(bad(
+            array,
+            alloc::format!("has the length {n}, more than the {MAX_BYTES} an axis can hold"),
+        ));
+    }
+    let mut bound = itemsize as u64;
+    let mut nbytes = itemsize as u64;
+    for &n in shape {
+        bound = bound
+            .checked_mul(n.max(1))
+            .filter(|&b| b <= MAX_BYTES)
+            .ok_or_else(|| bad(array, "has a shape whose size does not fit in memory"))?;
+        nbytes *= n; // at most `bound`
+    }
+    Ok(nbytes)
 }
 
 mod npy;

@@ -9,12 +9,19 @@ use alloc::vec::Vec;
 use super::{
     FileArray, FileError, FileHeader, Format, MAX_HEADER, NPY_MAGIC, bad, quoted, size_of, take,
 };
-use crate::{DType, Descr, MAX_NDIM};
+use crate::{ByteOrder, DType, Descr, MAX_NDIM};
 
 /// Reads an `.npy` header: the magic, the version, the header length (2
 /// bytes in 1.0, 4 in 2.0 and 3.0) and the header, a Python dict literal
 /// with exactly the keys `descr`, `fortran_order` and `shape`.
-pub fn read_npy(bytes: &[u8], len: usize) -> Result<FileHeader, FileError> {
+///
+/// `descr` is a type string as numpy writes it (`<f4`, `|u1`, `>i8`), a
+/// byte order and a type code as numpy also reads it (`<f`, `|i2`), or a
+/// dtype name without a byte order (`int16`, `float32`, `bool`), which
+/// numpy reads in the byte order of the machine reading the file; that is
+/// little-endian on every target bytelens supports, so bytelens reads it
+/// little-endian everywhere (numpy itself always writes the order).
+pub fn read_npy(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
     let lead = take(bytes, 0, 8, len, "the npy magic and version")?;
     if &lead[..6] != NPY_MAGIC {
         return Err(FileError::Unrecognised);
@@ -35,37 +42,36 @@ pub fn read_npy(bytes: &[u8], len: usize) -> Result<FileHeader, FileError> {
     }
     let at = 8 + width as usize;
     let text = take(bytes, at, header_len, len, "the npy header")?;
-    let data_start = at + text.len();
+    let data_start = (at + text.len()) as u64;
     // Versions 1 and 2 are latin-1, 3 is UTF-8; either way the keys and
     // values numpy writes are ASCII.
     let text = core::str::from_utf8(text).map_err(|e| FileError::Syntax {
         detail: alloc::format!("byte {} is not UTF-8", at + e.valid_up_to()),
     })?;
     let dict = PyLiteral::parse(text)?;
-    let (dtype, descr) = match dict.get("descr") {
-        Some(Py::Str(s)) => (s.clone(), npy_descr(s)),
+    let (dtype, descr) = match dict.descr {
+        Some(Py::Str(s)) => {
+            let descr = npy_descr(&s);
+            (s, descr)
+        }
         Some(Py::List) => ("structured".to_owned(), None),
         Some(_) => return Err(bad("", "'descr' is not a string")),
         None => return Err(bad("", "has no 'descr'")),
     };
-    let fortran = match dict.get("fortran_order") {
-        Some(Py::Bool(b)) => *b,
+    let fortran = match dict.fortran_order {
+        Some(Py::Bool(b)) => b,
         Some(_) => return Err(bad("", "'fortran_order' is not True or False")),
         None => return Err(bad("", "has no 'fortran_order'")),
     };
-    let shape = match dict.get("shape") {
-        Some(Py::Tuple(shape)) => shape.clone(),
+    let shape = match dict.shape {
+        Some(Py::Tuple(shape)) => shape,
         Some(_) => return Err(bad("", "'shape' is not a tuple of lengths")),
         None => return Err(bad("", "has no 'shape'")),
     };
-    if let Some((key, _)) = dict
-        .entries
-        .iter()
-        .find(|(k, _)| !["descr", "fortran_order", "shape"].contains(&k.as_str()))
-    {
+    if let Some(key) = dict.unknown {
         return Err(bad(
             "",
-            alloc::format!("has the key {}, which npy headers do not", quoted(key)),
+            alloc::format!("has the key {}, which npy headers do not", quoted(&key)),
         ));
     }
     let itemsize = match descr {
@@ -74,11 +80,11 @@ pub fn read_npy(bytes: &[u8], len: usize) -> Result<FileHeader, FileError> {
     };
     let name = "array";
     let nbytes = size_of(name, &shape, itemsize)?;
-    let end = data_start as u64 + nbytes as u64;
-    if end > len as u64 {
+    let end = data_start + nbytes;
+    if end > len {
         return Err(FileError::OutsideFile {
             array: name.to_owned(),
-            start: data_start as u64,
+            start: data_start,
             end,
             len,
         });
@@ -100,15 +106,23 @@ pub fn read_npy(bytes: &[u8], len: usize) -> Result<FileHeader, FileError> {
     })
 }
 
-/// A numpy type string bytelens has: `<f4`, `|u1`, `|b1`, `>i8`, …
+/// A dtype bytelens has, spelled as numpy reads it in an npy header:
+/// a byte order and a type code (`<f4`, `|u1`, `>i8`, `<f`, `=h`), or a
+/// name or code alone (`int16`, `float32`, `bool`, `f4`), read
+/// little-endian (see [`read_npy`]). numpy has no bfloat16, and reads no
+/// name after a byte order (`<int16`).
 fn npy_descr(text: &str) -> Option<Descr> {
-    let descr: Descr = text.parse().ok()?;
-    // Only numpy's spellings: an order mark and a kind letter with a size.
-    let code = text.get(1..)?;
-    let ok = matches!(text.as_bytes().first(), Some(b'<' | b'>' | b'|' | b'='))
-        && code == descr.dtype.code()
-        && descr.dtype != DType::BF16;
-    ok.then_some(descr)
+    let (order, rest) = match text.as_bytes().first()? {
+        b'<' => (Some(ByteOrder::Little), &text[1..]),
+        b'>' => (Some(ByteOrder::Big), &text[1..]),
+        b'|' | b'=' => (Some(ByteOrder::Little), &text[1..]),
+        _ => (None, text),
+    };
+    let dtype: DType = rest.parse().ok()?;
+    // After an order mark, only type codes (`f4`, `f`), which are the
+    // spellings of at most two characters.
+    let ok = dtype != DType::BF16 && (order.is_none() || rest.len() <= 2);
+    ok.then(|| Descr::new(dtype, order.unwrap_or(ByteOrder::Little)))
 }
 
 /// The itemsize of a numpy type string bytelens lacks (`<c8`, `|S5`), so
@@ -128,15 +142,21 @@ fn npy_itemsize(text: &str) -> Option<usize> {
 enum Py {
     Str(String),
     Bool(bool),
-    Tuple(Vec<usize>),
+    Tuple(Vec<u64>),
     /// A list: a structured dtype's fields (not read further).
     List,
 }
 
 /// A Python dict literal of the kind numpy writes:
-/// `{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }`.
+/// `{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }`: the
+/// three keys an npy header has, and the first other key, if any (not
+/// kept, so that a header of many keys takes no memory and no time to
+/// check for repeats).
 struct PyLiteral {
-    entries: Vec<(String, Py)>,
+    descr: Option<Py>,
+    fortran_order: Option<Py>,
+    shape: Option<Py>,
+    unknown: Option<String>,
 }
 
 struct Cursor<'t> {
@@ -211,7 +231,7 @@ impl Cursor<'_> {
                     let n = core::str::from_utf8(word)
                         .ok()
                         .filter(|w| !w.is_empty() && w.bytes().all(|b| b.is_ascii_digit()))
-                        .and_then(|w| w.parse::<usize>().ok());
+                        .and_then(|w| w.parse::<u64>().ok());
                     match n {
                         Some(_) if items.len() == MAX_NDIM => {
                             return self.fail("at most 32 lengths");
@@ -273,17 +293,31 @@ impl PyLiteral {
         if !cursor.eat(b'{') {
             return cursor.fail("'{'");
         }
-        let mut entries: Vec<(String, Py)> = Vec::new();
+        let mut dict = PyLiteral {
+            descr: None,
+            fortran_order: None,
+            shape: None,
+            unknown: None,
+        };
         while !cursor.eat(b'}') {
             let key = cursor.string()?;
             if !cursor.eat(b':') {
                 return cursor.fail("':'");
             }
             let value = cursor.value()?;
-            if entries.iter().any(|(k, _)| *k == key) {
-                return Err(FileError::DuplicateKey { key });
+            let slot = match key.as_str() {
+                "descr" => Some(&mut dict.descr),
+                "fortran_order" => Some(&mut dict.fortran_order),
+                "shape" => Some(&mut dict.shape),
+                _ => None,
+            };
+            match slot {
+                Some(slot) if slot.is_some() => return Err(FileError::DuplicateKey { key }),
+                Some(slot) => *slot = Some(value),
+                None => {
+                    dict.unknown.get_or_insert(key);
+                }
             }
-            entries.push((key, value));
             if !cursor.eat(b',') {
                 if cursor.eat(b'}') {
                     break;
@@ -296,10 +330,6 @@ impl PyLiteral {
         if cursor.at != cursor.text.len() {
             return cursor.fail("only spaces after the dict");
         }
-        Ok(PyLiteral { entries })
-    }
-
-    fn get(&self, key: &str) -> Option<&Py> {
-        self.entries.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+        Ok(dict)
     }
 }
