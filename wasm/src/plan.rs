@@ -30,7 +30,16 @@ fn string(value: &JsString, what: &'static str) -> Result<String, BindingError> 
 #[inline(never)] // for `struct` and `union` both: the .wasm has a budget
 fn field_spec(field: &JsValue) -> Result<(Descr, Vec<usize>, Option<usize>), BindingError> {
     let (dtype, shape, offset) = if Array::is_array(field) {
-        // The three items it has (more are not read).
+        // At most three items: a fourth is refused, not ignored as if it
+        // meant nothing. Of a longer array only its length is read, and the
+        // few items the message shows.
+        if field.unchecked_ref::<Array>().length() > 3 {
+            return Err(BindingError::wrong_type(
+                "a field",
+                "a dtype, [dtype, shape] or [dtype, shape, offset]",
+                field,
+            ));
+        }
         let shape = match Reflect::get_u32(field, 1)? {
             value if value.is_undefined() => Vec::new(),
             value => self::shape(&value, "shape")?,

@@ -293,6 +293,37 @@ fn fields_at_explicit_offsets() {
 }
 
 #[wasm_bindgen_test]
+fn a_field_of_four_items_is_refused_not_cut_short() {
+    let fields = Object::new();
+    let four = Array::of4(&"<f4".into(), &list(&[1.0]), &0.0.into(), &0.0.into());
+    Reflect::set(&fields, &"A".into(), &four).unwrap();
+    let err = thrown(Plan::new(None).unwrap().struct_(fields.unchecked_into()));
+    assert!(err.is_instance_of::<js_sys::TypeError>());
+    assert_eq!(
+        message(&err),
+        "field A: a field must be a dtype, [dtype, shape] or [dtype, shape, offset], \
+         not Array(4) [\"<f4\", Array(1) [1], 0, 0]"
+    );
+    // Three, two and one items, and a bare dtype, are fields.
+    let fields = Object::new();
+    let three = Array::of3(&"<f4".into(), &list(&[1.0]), &8.0.into());
+    Reflect::set(&fields, &"B".into(), &three).unwrap();
+    Reflect::set(
+        &fields,
+        &"C".into(),
+        &Array::of2(&"<u2".into(), &list(&[2.0])),
+    )
+    .unwrap();
+    Reflect::set(&fields, &"D".into(), &Array::of1(&"<u1".into())).unwrap();
+    Reflect::set(&fields, &"E".into(), &"<u1".into()).unwrap();
+    let plan = Plan::new(None)
+        .unwrap()
+        .struct_(fields.unchecked_into())
+        .unwrap();
+    assert_eq!(plan.to_text(), "Plan\nB <f4 1 @8\nC <u2 2\nD |u1\nE |u1");
+}
+
+#[wasm_bindgen_test]
 fn plan_text_errors_are_the_core_s() {
     let err = thrown(Plan::from_text(&js("Work\nA <f4 [4]")));
     assert_eq!(kind(&err), "BadPlanLine");
@@ -854,16 +885,13 @@ fn long_arguments_are_measured_before_they_are_read() {
         "TooManyDims"
     );
     assert!(reads(&counter) < 4.0, "{} reads", reads(&counter));
-    // A plan field: [dtype, shape], whatever follows them.
+    // A plan field of more than three items: refused by its length.
     let (field, counter) = counted("Object.assign(new Array(2 ** 20), ['<f4', [2]])");
     let fields = Object::new();
     Reflect::set(&fields, &"A".into(), &field).unwrap();
-    let plan = Plan::new(None)
-        .unwrap()
-        .struct_(fields.unchecked_into())
-        .unwrap();
-    assert_eq!(plan.nbytes(), 8);
-    assert!(reads(&counter) < 8.0, "{} reads", reads(&counter));
+    let err = thrown(Plan::new(None).unwrap().struct_(fields.unchecked_into()));
+    assert!(err.is_instance_of::<js_sys::TypeError>());
+    assert!(reads(&counter) < 24.0, "{} reads", reads(&counter));
     // Fields: no more are read than a plan holds, and the one it refuses.
     let (fields, counter) =
         counted("Object.fromEntries(Array.from({ length: 1e5 }, (_, i) => [`f${i}`, '<u1']))");
