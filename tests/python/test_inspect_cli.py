@@ -312,3 +312,15 @@ def test_raw_doctests():
 
     failed, attempted = doctest.testmod(bytelens._raw)
     assert attempted >= 3 and failed == 0
+
+
+def test_bl_inspect_refuses_strides_without_a_shape(counting):
+    with pytest.raises(bl.LayoutError, match="strides were given without a shape") as err:
+        bl.inspect(counting, dtype="<i4", strides=(4,))
+    assert err.value.kind == "MissingShape" and str(counting) in str(err.value)
+
+
+def test_the_report_gives_a_views_byte_span(counting):
+    report = bl.inspect(counting, dtype="<i4", shape=(4,), strides=(-4,), offset=12)
+    assert (report["view"].start, report["view"].end) == (0, 16)
+    assert "view  <i4    (4,)   0..16" in str(report), str(report)

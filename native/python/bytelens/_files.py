@@ -25,6 +25,7 @@ from typing import Any, BinaryIO, Mapping, Protocol
 
 import numpy as np
 
+from . import _raw
 from ._native import AlignmentError, Buffer, FormatError, Layout, LayoutError, Plan, read_header
 
 #: Bytes read first; a longer header is read again at the length it gives.
@@ -132,7 +133,7 @@ class FileReport:
         rows = [("name", "dtype", "shape", "bytes", "align", "load")]
         for a in self.arrays:
             align = "any" if a.offset == 0 else str(min(a.alignment, 1 << 20))
-            span = f"{a.offset}..{a.end}"
+            span = f"{a.start}..{a.end}"
             if a.copy == COMPRESSED:  # the range is in the decompressed member
                 span, align = f"{span} of {a.member}", "-"
             rows.append(
@@ -306,7 +307,7 @@ def inspect(
     with f:
         if dtype is None and plan is None:
             return _describe(path, f, info.st_size)[0]
-    return _inspect_raw(path, info.st_size, dtype, offset, shape, strides, plan)
+    return _raw._inspect_raw(path, info.st_size, dtype, offset, shape, strides, plan)
 
 
 @dataclass(frozen=True)
@@ -460,30 +461,6 @@ class _Window:
         data = self.f.read(n)
         self.at += len(data)
         return data
-
-
-def _inspect_raw(
-    path: str, size: int, dtype: Any, offset: int, shape: Any, strides: Any, plan: Plan | str | None
-) -> FileReport:
-    arrays = []
-    if plan is not None:
-        if isinstance(plan, str):
-            plan = Plan.from_text(plan)
-        for name, descr, field_shape, at, alternative in plan.fields:
-            layout = Layout(descr, field_shape, offset=at)
-            layout.check(size)
-            arrays.append(ArrayInfo(name, descr, descr, field_shape, layout.strides, at, layout.nbytes))
-    if dtype is not None:
-        view_shape = shape
-        if view_shape is None:  # every element from `offset` to the end, as Buffer.view does
-            itemsize = Layout(dtype, ()).itemsize
-            view_shape = (max(size - offset, 0) // itemsize,)
-        layout = Layout(dtype, view_shape, strides, offset)
-        layout.check(size)
-        arrays.append(
-            ArrayInfo("view", layout.dtype, layout.dtype, layout.shape, layout.strides, layout.offset, layout.nbytes)
-        )
-    return FileReport(path, "raw", size, arrays)
 
 
 def load(
