@@ -141,6 +141,9 @@ def test_save_keeps_permissions_and_writes_through_symlinks(tmp_path):
         bl.save(folder, np.arange(2))
     with pytest.raises(FileNotFoundError, match=r"cannot create .*\.tmp, the new file bl\.save renames over it"):
         bl.save(tmp_path / "nowhere" / "a.npy", np.arange(2))
+    longest = tmp_path / ("é" * 123 + ".npy")  # 250 bytes: no room for a suffix
+    bl.save(longest, np.arange(2))
+    assert np.load(longest).tolist() == [0, 1]
 
 
 # 2. Whatever bl.load would refuse, bl.save refuses before writing.

@@ -917,7 +917,8 @@ def _write_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
         old = None
     if old is not None and not stat.S_ISREG(old.st_mode):
         raise _not_regular(path, old.st_mode)
-    temp = os.path.join(folder, f".{name[:200]}.{secrets.token_hex(6)}.tmp")
+    # A name of at most 180 bytes of the target's, so that it fits in 255.
+    temp = os.path.join(folder, f".{os.fsdecode(os.fsencode(name)[:180])}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     try:
         # 0o666 less the umask, as open(path, "wb") gives a new file.
