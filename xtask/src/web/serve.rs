@@ -629,8 +629,9 @@ fn connection(mut stream: TcpStream, site: &Site, limits: Limits) -> io::Result<
     let mut chunk = [0; 4096];
     let parsed = loop {
         match parse_head(&buf) {
+            Ok(Some(request)) => break Ok(request),
+            Err(refusal) => break Err(refusal),
             Ok(None) => {}
-            done => break done,
         }
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -660,8 +661,7 @@ fn connection(mut stream: TcpStream, site: &Site, limits: Limits) -> io::Result<
         }
     };
     let answered = match parsed {
-        Ok(Some(request)) => answer(&mut stream, site, &request),
-        Ok(None) => unreachable!("the loop ends on a whole head or a refusal"),
+        Ok(request) => answer(&mut stream, site, &request),
         Err(refusal) => refuse(&mut stream, &refusal, true, ""),
     };
     linger(stream, limits);

@@ -491,8 +491,52 @@ fn get(server: &Server, path: &str, range: Option<&str>) -> Answer {
     )
 }
 
+/// Runs the test `name` (of this module) alone in a child process, this
+/// test binary again, under a 2 GiB address-space limit (`ulimit -v`) and a
+/// 30 s time limit, so that a server that reads without bound fails the test
+/// instead of exhausting the machine's memory; `body` is the test, run in
+/// the child.
+fn in_bounded_child(name: &str, body: impl FnOnce()) {
+    const CHILD: &str = "XTASK_SERVE_TEST_CHILD";
+    if std::env::var_os(CHILD).is_some() {
+        return body();
+    }
+    let module = module_path!().split_once("::").map_or("", |(_, rest)| rest);
+    let exe = std::env::current_exe().unwrap();
+    let mut child = Command::new("sh")
+        .args(["-c", "ulimit -v 2097152 && exec \"$@\"", "sh"])
+        .arg(exe)
+        .args(["--exact", &format!("{module}::{name}"), "--test-threads=1"])
+        .env(CHILD, "1")
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{name} ran past 30 s");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert!(
+        status.success(),
+        "{name}, under a 2 GiB address-space limit: {status}"
+    );
+}
+
 #[test]
 fn paths_out_of_the_folder_and_devices_are_refused_at_once() {
+    in_bounded_child(
+        "paths_out_of_the_folder_and_devices_are_refused_at_once",
+        paths_and_devices,
+    );
+}
+
+fn paths_and_devices() {
     let fixture = Fixture::new();
     let server = fixture.start(quick());
     for path in [
@@ -667,6 +711,13 @@ fn bad_methods_and_malformed_requests() {
 
 #[test]
 fn a_long_request_line_is_refused_without_reading_it() {
+    in_bounded_child(
+        "a_long_request_line_is_refused_without_reading_it",
+        long_line,
+    );
+}
+
+fn long_line() {
     let fixture = Fixture::new();
     let server = fixture.start(quick());
     let start = Instant::now();
