@@ -19,7 +19,7 @@ use crate::files::read_header as read;
 pub(crate) fn read_header<'py>(
     py: Python<'py>,
     head: &[u8],
-    length: usize,
+    length: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
     let out = PyDict::new(py);
     let header = match read(head, length) {
@@ -39,6 +39,8 @@ pub(crate) fn read_header<'py>(
     let arrays = PyList::empty(py);
     for array in header.arrays {
         let item = PyDict::new(py);
+        // None without a descr; on a 64-bit host every header the core
+        // reads has a layout (its shapes are held to the 64-bit rule).
         let strides = array.layout().ok().map(|l| l.strides().to_vec());
         item.set_item("name", array.name)?;
         item.set_item("dtype", array.dtype)?;
