@@ -23,6 +23,8 @@ if (!demoUrl) {
 const origin = new URL(demoUrl).origin;
 // The 1 GiB safetensors file the task runner serves (its second tensor misaligned).
 const bigFile = process.env.DEMO_BIG_FILE ?? "/file/model-1gib.safetensors";
+// The 5 GiB one (tensors past 4 GiB, where 32-bit offsets would wrap).
+const hugeFile = process.env.DEMO_HUGE_FILE ?? "/file/model-5gib.safetensors";
 const screenshotPath = process.env.SCREENSHOT
   ? path.resolve(process.env.SCREENSHOT)
   : path.resolve(demoDir, "..", "target", "demo-screenshot.png");
@@ -297,6 +299,64 @@ const checks = [
     console.log(`  (the page with a 1 GiB file open: JS heap ${(heap / 1048576).toFixed(1)} MiB, ${nodes} DOM nodes)`);
     expect(heap < 64 * 1048576, `the JS heap is ${heap} bytes with the 1 GiB file open`);
     expectNoProblems("in the file view");
+  }],
+
+  ["a served 5 GiB safetensors file opens too: offsets past 4 GiB read, listed and jumped to exactly", async (page) => {
+    const bytesRead = watchFileBytes(page);
+    await openDemo(page, `${demoUrl}?file=${hugeFile}`);
+    const summary = await text(page, "file-summary");
+    expect(summary.startsWith("model-5gib.safetensors: safetensors, 5,368,709,"), `the summary: ${summary}`);
+    expect(summary.includes("4 arrays"), `the summary counts the arrays: ${summary}`);
+    const cells = async (name) => page.evaluate((n) => [...document.querySelectorAll(`[data-testid=file-array-${n}] td`)].map((td) => td.textContent), name);
+    const [dtype, shape, bytes, align] = await cells("past_4gib");
+    const [start, end] = bytes.split("..").map(Number);
+    expect(start > 2 ** 32 && end - start === 4096, `past_4gib's bytes: ${bytes}`);
+    let a = 1; // the largest power of two dividing start, up to 4096, as fileview.js's alignmentOf says
+    while (start % (a * 2) === 0 && a < 4096) a *= 2;
+    expect(a >= 64, `past_4gib starts at ${start}, not a multiple of 64`);
+    expectEqual([dtype, shape, align].join(" "), `F16 (2048,) ${a === 4096 ? "4096+" : a}`, "past_4gib's dtype, shape and alignment");
+    const [, , weights] = await cells("weights");
+    expectEqual(Number(weights.split("..")[1]), start, "where weights ends and past_4gib starts");
+    await page.getByTestId("file-jump-past_4gib").click();
+    await page.waitForFunction((b) => document.querySelector(".fwindow").dataset.first === String(b), start);
+    const row = await page.evaluate(() => document.querySelector("[data-testid=file-row-0] .foff").textContent);
+    expectEqual(row, start.toString(16).padStart(10, "0"), "the first row's offset, in hex");
+    const cell = page.locator("[data-testid=file-row-0] .fb").first();
+    expectEqual(await cell.getAttribute("title"), `past_4gib byte 0 (file byte ${start})`, "the first byte's title");
+    const size = Number(summary.match(/, ([\d,]+) bytes/)[1].replaceAll(",", ""));
+    await page.getByTestId("file-goto-offset").fill(`0x${(size - 1).toString(16)}`);
+    await page.getByTestId("file-goto-button").click();
+    const lastRow = Math.floor((size - 1) / 16) * 16;
+    await page.waitForFunction((last) => [...document.querySelectorAll(".frow:not([hidden])")].some((r) => Number(r.dataset.offset) === last), lastRow);
+    expect(bytesRead() < 256 * 1024, `the 5 GiB file's view read ${bytesRead()} bytes`);
+    expectNoProblems("in the 5 GiB file's view");
+  }],
+
+  ["a served file that shrank since its size was taken: the view says so, after a few requests", async (page) => {
+    // Faked in the page's network: a safetensors file said to be 1,000,000
+    // bytes, whose header of 100,000 is past the first read, cut at 70,000.
+    const json = JSON.stringify({ __metadata__: { pad: "x".repeat(100_000) }, a: { dtype: "U8", shape: [4], data_offsets: [0, 4] } });
+    const file = Buffer.alloc(70_000);
+    file.writeBigUInt64LE(BigInt(json.length), 0);
+    file.write(json, 8, "latin1");
+    let requests = 0;
+    const shrunk = (url) => url.pathname === "/file/shrunk.safetensors"; // not the page's own ?file= URL
+    await page.route(shrunk, (route) => {
+      requests++;
+      const [, first, last] = route.request().headers().range.match(/bytes=(\d+)-(\d+)/).map(Number);
+      const body = file.subarray(first, last + 1);
+      route.fulfill({ status: 206, body, headers: { "Content-Range": `bytes ${first}-${first + body.length - 1}/1000000` } });
+    });
+    await openDemo(page, `${demoUrl}?file=/file/shrunk.safetensors`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-summary]").textContent.startsWith("shrunk"));
+    const summary = await text(page, "file-summary");
+    expect(summary.startsWith(`shrunk.safetensors: a file, 1,000,000 bytes, 0 arrays; its header could not be read `
+      + `(shrunk.safetensors: asked for bytes 0..${8 + json.length}, got 70000; the file is shorter than the 1000000 bytes `
+      + "it had when opened (did it change?)): its raw bytes"), `the summary: ${summary}`);
+    await page.waitForTimeout(200);
+    // Its size, the header's first 64 KiB, the whole header (short), the rows shown.
+    expect(requests <= 4, `${requests} requests for the shrunk file`);
+    await page.unroute(shrunk);
   }],
 
   ["a picked .npy file opens in the file view too", async (page) => {

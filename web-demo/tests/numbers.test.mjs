@@ -232,3 +232,25 @@ test("a header that asks for no more than it had, or ever more, ends the read", 
   const past = fakeSource(new Uint8Array(10), 1000);
   await assert.rejects(readHeader({ readHeader: () => ({ need: 2000 }) }, past), /asks for 2000 bytes after 1000/);
 });
+
+test("the file view reads the header of a file past 4 GiB, its offsets exact", async () => {
+  const json = JSON.stringify({
+    small: { dtype: "U8", shape: [16], data_offsets: [0, 16] },
+    big: { dtype: "F32", shape: [2 ** 30], data_offsets: [16, 16 + 2 ** 32] },
+    after: { dtype: "F16", shape: [8], data_offsets: [2 ** 32 + 16, 2 ** 32 + 32] },
+  }).padEnd(248, " ");
+  const head = new Uint8Array(8 + json.length);
+  new DataView(head.buffer).setBigUint64(0, BigInt(json.length), true);
+  head.set(new TextEncoder().encode(json), 8);
+  const size = head.length + 2 ** 32 + 32; // 4 GiB and 288 bytes
+  const source = fakeSource(head, size);
+  const header = await readHeader(wasm, source);
+  assert.equal(header.dataStart, 256);
+  const arrays = Object.fromEntries(header.arrays.map((a) => [a.name, [a.offset, a.nbytes, a.aligned]]));
+  assert.deepEqual(arrays, {
+    small: [256, 16, true],
+    big: [272, 2 ** 32, true],
+    after: [2 ** 32 + 272, 16, true],
+  });
+  assert.ok(arrays.after[0] + arrays.after[1] === size, "the last array ends at the file's end");
+});
