@@ -266,7 +266,7 @@ def test_plan_files_that_cannot_be_read(counting, tmp_path, kind):
     plan = tmp_path / "x.plan"
     says = {
         "missing": "no such file",
-        "folder": "not a regular file (a folder)",
+        "folder": "not a regular file (a directory)",
         "not utf-8": "not UTF-8 text (byte 7 is 0xff)",
         "fifo": "not a regular file (a FIFO)",
         "device": "not a regular file (a character device)",

@@ -13,7 +13,7 @@ bounds or misaligned::
 """
 
 from ._copy import ascontiguous
-from ._files import inspect, load, save
+from ._files import FileArrays, FileReport, inspect, load, save
 from ._view import View
 from ._native import (
     AlignmentError,
@@ -32,6 +32,8 @@ __all__ = [
     "BoundsError",
     "Buffer",
     "CastError",
+    "FileArrays",
+    "FileReport",
     "FormatError",
     "Layout",
     "LayoutError",

@@ -222,22 +222,33 @@ def _not_regular(path: str, mode: int) -> OSError:
     return error(f"{path}: not a regular file ({what})")
 
 
-def _open(path: str) -> tuple[BinaryIO, os.stat_result]:
+def _open(path: str, what: str = "") -> tuple[BinaryIO, os.stat_result]:
     """``path`` opened for reading, and its ``fstat``; anything but a
-    regular file (through symlinks too) is refused before a byte is read."""
+    regular file (through symlinks too) is refused before a byte is read.
+    ``what`` goes before the path in messages (``"plan file "``)."""
     # Non-blocking: `open` of a FIFO with no writer (or of a device that
     # waits) would block forever before the check below could refuse it.
     # The flag changes nothing for a regular file, the only kind read.
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-    fd = os.open(path, flags)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        raise type(err)(f"{what}{path}: {_reason(err)}") from None
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            raise _not_regular(path, info.st_mode)
+            raise _not_regular(f"{what}{path}", info.st_mode)
         return os.fdopen(fd, "rb"), info
     except BaseException:
         os.close(fd)
         raise
+
+
+def _reason(err: OSError) -> str:
+    """What went wrong, lowercase and without the errno: ``"no such file
+    or directory"``."""
+    text = err.strerror or str(err)
+    return text[:1].lower() + text[1:]
 
 
 def _fspath(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import stat
 from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
 
 from . import _files
@@ -220,39 +219,13 @@ def _expand(
     return False
 
 
-_NOT_REGULAR = (
-    (stat.S_ISDIR, "a folder"),
-    (stat.S_ISFIFO, "a FIFO"),
-    (stat.S_ISSOCK, "a socket"),
-    (stat.S_ISCHR, "a character device"),
-    (stat.S_ISBLK, "a block device"),
-)
-
-
 def open_regular(path: str, what: str = "") -> BinaryIO:
-    """``path`` opened for reading; anything but a regular file (through
-    symlinks too) is an ``OSError`` before a byte is read. ``what`` goes
-    before the path in messages (``"plan file "``)."""
-    # Non-blocking: `open` of a FIFO with no writer would block before the
-    # check could refuse it. The flag changes nothing for a regular file.
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as err:
-        raise type(err)(f"{what}{path}: {reason(err)}") from None
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            kind = next((name for test, name in _NOT_REGULAR if test(mode)), "not a file")
-            raise OSError(f"{what}{path}: not a regular file ({kind})")
-        return os.fdopen(fd, "rb")
-    except BaseException:
-        os.close(fd)
-        raise
+    """``path`` opened for reading, as :func:`bytelens.load` opens it:
+    anything but a regular file is an ``OSError`` before a byte is read.
+    ``what`` goes before the path in messages (``"plan file "``)."""
+    return _files._open(path, what)[0]
 
 
 def reason(err: OSError) -> str:
-    """What went wrong, lowercase and without the errno: ``"no such file
-    or directory"``."""
-    text = err.strerror or str(err)
-    return text[:1].lower() + text[1:]
+    """What went wrong, lowercase and without the errno."""
+    return _files._reason(err)
