@@ -369,6 +369,19 @@ fn build_python_package() -> Result {
     Ok(())
 }
 
+/// `text` with every byte but the unreserved ones (`A-Z a-z 0-9 - . _ ~`)
+/// written `%XX`, as a URL's path segment or query value.
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 fn demo(file: Option<PathBuf>, install: bool) -> Result {
     if let Some(file) = &file {
         fs::metadata(file).map_err(|e| format!("demo: {}: {e}", file.display()))?;
@@ -377,7 +390,11 @@ fn demo(file: Option<PathBuf>, install: bool) -> Result {
     web::build_package()?;
     let url = web::serve(8000, file.iter().cloned().collect())?;
     let url = match file.as_deref().and_then(|f| f.file_name()) {
-        Some(name) => format!("{url}?file=/file/{}", name.to_string_lossy()),
+        // Encoded twice: once for the server's path, once for the query.
+        Some(name) => {
+            let path = format!("/file/{}", percent_encode(&name.to_string_lossy()));
+            format!("{url}?file={}", percent_encode(&path))
+        }
         None => url,
     };
     println!("\nthe bytelens demo is at {url} (Ctrl-C stops it)");
@@ -468,4 +485,17 @@ fn collect_estimates(dir: &Path, rows: &mut Vec<(String, String, f64)>) -> Resul
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::percent_encode;
+
+    #[test]
+    fn percent_encoding_keeps_only_unreserved_bytes() {
+        assert_eq!(
+            percent_encode("a b#&%/é.~_-Z9"),
+            "a%20b%23%26%25%2F%C3%A9.~_-Z9"
+        );
+    }
 }
