@@ -32,44 +32,47 @@ pub fn run(data: &[u8]) {
 /// picks safetensors metadata pairs, safetensors tensors, or an npy dict
 /// of many keys; each entry is built from `seed` and its number.
 pub fn expand(kind: u8, size: u8, seed: &[u8]) -> Vec<u8> {
+    use std::io::Write;
     // Short of the limit by more than an entry and the end, so that the
     // largest is still a header the readers take.
     let target = (MAX_HEADER / 256 * (usize::from(size) + 1)).clamp(1_000_000, MAX_HEADER - 4096);
     let seed = String::from_utf8_lossy(seed);
-    let mut text = Vec::with_capacity(target + 256);
-    let mut i = 0u64;
     let npy = kind % 3 == 2;
-    text.extend_from_slice(match kind % 3 {
+    // The lead (magic and length, patched at the end), then the header.
+    let lead = if npy { 12 } else { 8 };
+    let mut file = Vec::with_capacity(lead + target + 256);
+    file.resize(lead, 0);
+    file.extend_from_slice(match kind % 3 {
         0 => br#"{"__metadata__":{"#.as_slice(),
         1 => b"{",
         _ => b"{'descr': '<f4', 'fortran_order': False, 'shape': (0,), ",
     });
-    while text.len() < target {
-        let entry = match kind % 3 {
-            0 => format!(r#""{seed}{i}":"{seed}","#),
-            1 => format!(
+    let mut i = 0u64;
+    while file.len() < lead + target {
+        let _ = match kind % 3 {
+            0 => write!(file, r#""{seed}{i}":"{seed}","#),
+            1 => write!(
+                file,
                 r#""{seed}{i}":{{"dtype":"U8","shape":[1],"data_offsets":[{i},{}]}},"#,
                 i + 1
             ),
-            _ => format!("'{seed}{i}': ({i},), "),
+            _ => write!(file, "'{seed}{i}': ({i},), "),
         };
-        text.extend_from_slice(entry.as_bytes());
         i += 1;
     }
-    text.extend_from_slice(match kind % 3 {
+    file.extend_from_slice(match kind % 3 {
         0 => br#""end":""}}"#.as_slice(),
         1 => br#""end":{"dtype":"U8","shape":[0],"data_offsets":[0,0]}}"#,
         _ => b"}\n",
     });
-    text.truncate(MAX_HEADER);
-    let mut file = Vec::with_capacity(text.len() + 12);
+    file.truncate(lead + MAX_HEADER);
+    let text_len = file.len() - lead;
     if npy {
-        file.extend_from_slice(b"\x93NUMPY\x02\x00");
-        file.extend_from_slice(&(text.len() as u32).to_le_bytes());
+        file[..8].copy_from_slice(b"\x93NUMPY\x02\x00");
+        file[8..12].copy_from_slice(&(text_len as u32).to_le_bytes());
     } else {
-        file.extend_from_slice(&(text.len() as u64).to_le_bytes());
+        file[..8].copy_from_slice(&(text_len as u64).to_le_bytes());
     }
-    file.extend_from_slice(&text);
     file
 }
 

@@ -210,6 +210,18 @@ fn command(target: &str, budget: &Budget, extra: &[String]) -> Command {
     }
     // One input taking 10 s is a hang: reported with its input, not waited out.
     c.args(["-timeout=10", "-print_final_stats=1"]);
+    if target == "files" {
+        // Its `BIG!` inputs are headers of up to 100 MB (fuzz/src/files.rs):
+        // read in proportion to their size, they stay below these (under
+        // AddressSanitizer, which adds its own shadow and quarantine); a
+        // reader that is quadratic, or that holds a header at 16 times its
+        // size, does not. libFuzzer takes the last of a repeated flag, so
+        // these come after the defaults and before `extra`.
+        // A 100 MB header, with the building of it, takes 8 to 35 s
+        // there (millions of keys, each allocated through ASan), in under
+        // 1 GB; the quadratic checks took hours.
+        c.args(["-timeout=120", "-rss_limit_mb=1536", "-malloc_limit_mb=512"]);
+    }
     c.args(extra);
     c
 }
