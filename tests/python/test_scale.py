@@ -264,6 +264,66 @@ def test_dask_workers_get_buffers_views_and_plans(dask_client):
     assert back.array().strides == t.strides
 
 
+def arrival(buf):
+    """How a Buffer arrived: aligned for its `align`, wrapped (its memory not
+    its own: not copied), and a checksum of its bytes."""
+    return (
+        buf.address % buf.align == 0 and buf.align >= 64,
+        sys.getsizeof(buf) < buf.nbytes,
+        int(buf.view("<u1").astype(np.uint64).sum()),
+    )
+
+
+@pytest.mark.parametrize("mib", [8, 80])  # one frame, and two 64 MiB shards
+def test_dask_buffers_arrive_aligned_without_a_copy(dask_client, mib):
+    # Dask reads the bytes into the block of the message's header, misaligned;
+    # bytelens' serializer moves them up to an aligned address in that block
+    # instead of copying them into a new Buffer (which it did before).
+    buf = filled(mib << 20, seed=mib)
+    expected = (True, True, int(buf.view("<u1").astype(np.uint64).sum()))
+    [remote] = dask_client.scatter([buf], direct=True)
+    assert dask_client.submit(arrival, remote, pure=False).result() == expected
+    back = remote.result()  # and back to this process, over TCP again
+    assert arrival(back) == expected and not back.readonly
+    frozen = bl.Buffer.wrap(pattern(1 << 20), readonly=True)
+    [remote] = dask_client.scatter([frozen], direct=True)
+    assert dask_client.submit(digest, remote).result() == digest(frozen)  # read-only still
+
+
+def test_dask_serializer_moves_misaligned_bytes_in_their_block():
+    from bytelens import _dask
+    from distributed.protocol.serialize import dask_serialize
+
+    assert bl.Buffer in dask_serialize._lookup  # registered by the entry point
+    buf = filled(1 << 20)
+    header, frames = serialize(buf, serializers=("dask",))
+    assert [memoryview(f).nbytes for f in frames] == [1 << 20, 63]
+    assert deserialize(header, frames).address == buf.address  # one process: as it is
+
+    def arrived(start, spare=63, writable=True):
+        """The frames as Dask reads them: one block, the bytes at `start`."""
+        block = np.zeros((1 << 20) + 256, np.uint8)
+        start = (start - block.ctypes.data) % 64 + 64
+        block[start:start + (1 << 20)] = buf.view("<u1")
+        block.flags.writeable = writable
+        view = memoryview(block)
+        return block, [view[start:start + (1 << 20)], view[start + (1 << 20):start + (1 << 20) + spare]]
+
+    block, moved = arrived(start=3)
+    sub = serialize(buf, serializers=("dask",))[0]
+    back = deserialize(sub, moved)
+    low, high = block.ctypes.data, block.ctypes.data + block.nbytes
+    assert back.address % 64 == 0 and low <= back.address < high  # moved up, inside its block
+    assert bytes(back.view("<u1")) == bytes(buf.view("<u1"))
+    again = deserialize(sub, moved)  # the same frames again: found, not moved twice
+    assert again.address == back.address and bytes(again.view("<u1")) == bytes(buf.view("<u1"))
+    for block, frames in [arrived(start=3, spare=0), arrived(start=3, writable=False)]:
+        sub = serialize(buf, serializers=("dask",))[0]
+        copied = _dask.deserialize_buffer(sub["sub-header"], frames)  # no room, or read-only
+        assert not block.ctypes.data <= copied.address < block.ctypes.data + block.nbytes
+        assert bytes(copied.view("<u1")) == bytes(buf.view("<u1")) and copied.address % 64 == 0
+
+
 def test_dask_counts_a_buffer_by_its_bytes(dask_client):
     [remote] = dask_client.scatter([bl.Buffer(3 << 20)])
     sizes = dask_client.run(lambda dask_worker: sum(dask_worker.data.fast.weights.values()) if hasattr(dask_worker.data, "fast") else 0)
