@@ -134,6 +134,17 @@ fn hundred_megabyte_headers_take_at_most_three_times_their_size() {
     }
     json.push_str(r#""end":""}}"#);
     let pairs = safetensors(json, SIZE);
+    // The shortest pairs there can be, millions of them: one string per
+    // key and value would take five times the header.
+    let mut json = String::from(r#"{"__metadata__":{"#);
+    for i in 0.. {
+        if json.len() > SIZE - 200 {
+            break;
+        }
+        write!(json, r#""{i:x}":"","#).unwrap();
+    }
+    json.push_str(r#""end":""}}"#);
+    let tiny = safetensors(json, SIZE);
     let large = safetensors(
         format!(
             r#"{{"__metadata__":{{"blob":"{}"}}}}"#,
@@ -144,6 +155,7 @@ fn hundred_megabyte_headers_take_at_most_three_times_their_size() {
     for (what, file, data) in [
         ("tensors", &tensors, at),
         ("metadata pairs", &pairs, 0),
+        ("tiny metadata pairs", &tiny, 0),
         ("one large value", &large, 0),
     ] {
         let (result, peak) = measure(what, file, data);

@@ -11,7 +11,8 @@
 //! holds: duplicate keys are found by sorting, not by comparing each key
 //! with every other; safetensors' JSON is read straight into the arrays and
 //! metadata it describes, never into a tree of values, so a header takes
-//! about twice its own size in memory; and an allocation that fails is a
+//! at most about three times its own size in memory (its names and
+//! metadata copied once, each array's fixed part); and an allocation that fails is a
 //! [`FileError::OutOfMemory`], not an abort.
 //!
 //! Lengths, offsets and sizes are `u64`, so that a 32-bit target (wasm32)
@@ -163,7 +164,87 @@ pub struct FileHeader {
     /// The arrays, in the order the header lists them.
     pub arrays: Vec<FileArray>,
     /// safetensors' `__metadata__`, key and value, in the header's order.
-    pub metadata: Vec<(String, String)>,
+    pub metadata: Metadata,
+}
+
+/// safetensors' `__metadata__`: string keys and values, in the header's
+/// order, kept in one string (a header of millions of short pairs would
+/// take several times its size as a string per key and per value).
+///
+/// # Examples
+/// ```
+/// use bytelens_core::files::read_header;
+/// let json = br#"{"__metadata__":{"format":"pt","note":"\u00e9"}}"#;
+/// let mut file = (json.len() as u64).to_le_bytes().to_vec();
+/// file.extend_from_slice(json);
+/// let header = read_header(&file, file.len() as u64)?;
+/// let pairs: Vec<(&str, &str)> = header.metadata.iter().collect();
+/// assert_eq!(pairs, [("format", "pt"), ("note", "é")]);
+/// assert_eq!((header.metadata.len(), header.metadata.get(1)), (2, Some(("note", "é"))));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Metadata {
+    /// Every key and value, one after another.
+    text: String,
+    // INVARIANT: each pair is (key start, value start, value end) in
+    // `text`, on character boundaries, in order; the key ends where the
+    // value starts. A header holds at most 100 MB, so u32 suffices.
+    pairs: Vec<[u32; 3]>,
+}
+
+impl Metadata {
+    /// Room for `pairs` pairs of `bytes` bytes in all, or `OutOfMemory`.
+    fn with_capacity(pairs: usize, bytes: usize) -> Result<Metadata, FileError> {
+        let mut text = String::new();
+        text.try_reserve_exact(bytes)
+            .map_err(|_| FileError::OutOfMemory {
+                bytes: bytes as u64,
+            })?;
+        Ok(Metadata {
+            text,
+            pairs: vec_with(pairs)?,
+        })
+    }
+
+    /// Appends a pair, growing (fallibly) past the room made for it.
+    fn push(&mut self, key: &str, value: &str) -> Result<(), FileError> {
+        let more = key.len() + value.len();
+        self.text
+            .try_reserve(more)
+            .map_err(|_| FileError::OutOfMemory { bytes: more as u64 })?;
+        self.pairs
+            .try_reserve(1)
+            .map_err(|_| FileError::OutOfMemory { bytes: 12 })?;
+        let start = self.text.len();
+        self.text.push_str(key);
+        self.text.push_str(value);
+        let at = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        self.pairs
+            .push([at(start), at(start + key.len()), at(self.text.len())]);
+        Ok(())
+    }
+
+    /// The number of pairs.
+    pub fn len(&self) -> usize {
+        self.pairs.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.pairs.is_empty()
+    }
+
+    /// The `i`th pair, key and value.
+    pub fn get(&self, i: usize) -> Option<(&str, &str)> {
+        let [start, mid, end] = self.pairs.get(i)?.map(|n| n as usize);
+        Some((self.text.get(start..mid)?, self.text.get(mid..end)?))
+    }
+
+    /// The pairs, key and value, in the header's order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (&str, &str)> + '_ {
+        (0..self.len()).map(|i| self.get(i).unwrap_or(("", "")))
+    }
 }
 
 /// Why a header could not be read.

@@ -7,7 +7,8 @@ use alloc::string::String;
 use alloc::vec::Vec;
 
 use super::{
-    FileArray, FileError, FileHeader, Format, MAX_HEADER, NPY_MAGIC, bad, quoted, size_of, take,
+    FileArray, FileError, FileHeader, Format, MAX_HEADER, Metadata, NPY_MAGIC, bad, quoted,
+    size_of, take,
 };
 use crate::{ByteOrder, DType, Descr, MAX_NDIM};
 
@@ -102,7 +103,7 @@ pub fn read_npy(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
             offset: data_start,
             nbytes,
         }],
-        metadata: Vec::new(),
+        metadata: Metadata::default(),
     })
 }
 

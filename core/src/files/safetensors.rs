@@ -18,8 +18,8 @@ use core::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 
 use super::{
-    FileArray, FileError, FileHeader, Format, MAX_HEADER, bad, first_repeated, owned, quoted,
-    size_of, take, vec_with,
+    FileArray, FileError, FileHeader, Format, MAX_HEADER, Metadata, bad, first_repeated, owned,
+    quoted, size_of, take, vec_with,
 };
 use crate::{ByteOrder, DType, Descr, MAX_NDIM};
 
@@ -83,7 +83,7 @@ pub fn read_safetensors(bytes: &[u8], len: u64) -> Result<FileHeader, FileError>
         version: (0, 0),
         data_start,
         arrays: vec_with(counts.tensors)?,
-        metadata: vec_with(counts.metadata)?,
+        metadata: Metadata::with_capacity(counts.metadata, counts.metadata_bytes)?,
     };
     let mut failure = None;
     let read = parse(
@@ -121,7 +121,8 @@ fn parse<'de, S: DeserializeSeed<'de>>(text: &'de [u8], seed: S) -> Result<S::Va
 fn check_repeats_and_overlaps(header: &FileHeader) -> Result<(), FileError> {
     let (arrays, metadata) = (&header.arrays, &header.metadata);
     let mut order: Vec<u32> = vec_with(arrays.len().max(metadata.len()))?;
-    let repeated = first_repeated(metadata.len(), |i| metadata[i].0.as_str(), &mut order)
+    let key = |i| metadata.get(i).map_or("", |(key, _)| key);
+    let repeated = first_repeated(metadata.len(), key, &mut order)
         .or_else(|| first_repeated(arrays.len(), |i| arrays[i].name.as_str(), &mut order));
     if let Some(key) = repeated {
         return Err(FileError::DuplicateKey { key: key.into() });
@@ -150,6 +151,8 @@ struct Counts {
     tensors: usize,
     /// Pairs in every `__metadata__` that is an object.
     metadata: usize,
+    /// The bytes of their keys and string values.
+    metadata_bytes: usize,
 }
 
 /// Implements a visitor's methods for the kinds of JSON value it does not
@@ -242,7 +245,9 @@ impl<'de> Visitor<'de> for CountTop<'_> {
         self.0.object = true;
         while let Some(Text(key)) = map.next_key()? {
             if key == METADATA {
-                self.0.metadata += map.next_value_seed(CountPairs)?;
+                let (pairs, bytes) = map.next_value_seed(CountPairs)?;
+                self.0.metadata += pairs;
+                self.0.metadata_bytes += bytes;
             } else {
                 map.next_value::<IgnoredAny>()?;
                 self.0.tensors += 1;
@@ -254,25 +259,28 @@ impl<'de> Visitor<'de> for CountTop<'_> {
     other_kinds!((); bool number str unit seq);
 }
 
-/// The number of pairs in an object (0 for any other value).
+/// The number of pairs in an object and the bytes of their keys and string
+/// values (0 and 0 for any other value).
 struct CountPairs;
 
 impl<'de> Visitor<'de> for CountPairs {
-    type Value = usize;
+    type Value = (usize, usize);
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("a JSON value")
     }
 
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<usize, A::Error> {
-        let mut n = 0;
-        while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(usize, usize), A::Error> {
+        let (mut n, mut bytes) = (0, 0);
+        while let Some(Text(key)) = map.next_key()? {
+            let value = map.next_value_seed(MaybeText)?;
             n += 1;
+            bytes += key.len() + value.map_or(0, |Text(v)| v.len());
         }
-        Ok(n)
+        Ok((n, bytes))
     }
 
-    other_kinds!(0; bool number str unit seq);
+    other_kinds!((0, 0); bool number str unit seq);
 }
 
 seed_is_visitor!(CountTop<'_>, CountPairs);
@@ -334,7 +342,7 @@ impl<'de> Visitor<'de> for ReadTop<'_> {
 
 /// `__metadata__`: an object of strings, read into the header's pairs.
 struct ReadPairs<'h> {
-    metadata: &'h mut Vec<(String, String)>,
+    metadata: &'h mut Metadata,
     failure: &'h mut Option<FileError>,
 }
 
@@ -352,10 +360,10 @@ impl<'de> Visitor<'de> for ReadPairs<'_> {
                     alloc::format!("'__metadata__' value of {} is not a string", quoted(&key));
                 return Err(fail(self.failure, bad("", detail)));
             };
-            let pair = owned(&key).and_then(|k| Ok((k, owned(&value)?)));
-            let pair = pair.map_err(|err| fail(self.failure, err))?;
             // Room for it was made from the first pass's count.
-            self.metadata.push(pair);
+            self.metadata
+                .push(&key, &value)
+                .map_err(|err| fail(self.failure, err))?;
         }
         Ok(())
     }

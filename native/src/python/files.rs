@@ -35,7 +35,7 @@ pub(crate) fn read_header<'py>(
     out.set_item("format", header.format.name())?;
     out.set_item("version", header.version)?;
     out.set_item("data_start", header.data_start)?;
-    out.set_item("metadata", header.metadata)?;
+    out.set_item("metadata", PyList::new(py, header.metadata.iter())?)?;
     let arrays = PyList::empty(py);
     for array in header.arrays {
         let item = PyDict::new(py);
