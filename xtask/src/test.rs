@@ -154,7 +154,7 @@ pub const SUITES: [Suite; 10] = [
     },
     Suite {
         name: "python",
-        about: "the wheel, pytest with numpy 2.x and 1.26 (GPU tests on lavapipe), mypy.stubtest",
+        about: "the wheel, pytest with numpy 2.x and 1.26 (GPU tests on lavapipe), mypy.stubtest, mypy",
         full_run: true,
         needs: &[Need::PythonEnvs, Need::Lavapipe],
         steps: python,
@@ -398,6 +398,12 @@ fn python(run: &Run) -> Vec<Step> {
     );
     stubtest.env("MYPY_CACHE_DIR", py_dir().join("mypy-cache"));
     list.push(("stubtest".into(), stubtest));
+    let mut mypy = cmd(
+        &venv_python(PY_ENVS[0].0),
+        &["-m", "mypy", "native/python/bytelens"],
+    );
+    mypy.env("MYPY_CACHE_DIR", py_dir().join("mypy-cache"));
+    list.push(("mypy of the package's Python".into(), mypy));
     list
 }
 

@@ -40,9 +40,11 @@ from typing import Any
 _SERIALIZE = "distributed.protocol.serialize"
 
 
-def register(sizeof: object = None) -> None:
-    """The ``dask.sizeof`` entry point: sizeof now, the serializer once
-    Dask's distributed has defined its serializer registries."""
+def register(dispatch: object = None) -> None:
+    """The ``dask.sizeof`` entry point (Dask passes its ``sizeof``
+    dispatcher, which is imported here either way): sizeof now, the
+    serializer once Dask's distributed has defined its serializer
+    registries."""
     from dask.sizeof import sizeof
 
     from ._native import Buffer
