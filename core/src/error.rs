@@ -259,24 +259,19 @@ pub enum Error {
         /// The line (truncated to 24 bytes).
         line: ShortStr,
     },
-    /// A plan field with more elements along one axis than a WGSL array
-    /// can count (WGSL's counts are 32-bit).
-    WgslCountTooLarge {
-        /// The field.
-        name: ShortStr,
-        /// The count.
-        count: usize,
-    },
-    /// A plan field that ends past the 32-bit byte offsets and sizes WGSL
-    /// structs use.
+    /// A plan field with an axis longer, or an end further, than WGSL's
+    /// 32-bit array counts and struct offsets reach.
     WgslTooLarge {
         /// The field.
         name: ShortStr,
-        /// One past its last byte.
-        end: usize,
+        /// What is too large: `"an axis of"` (a count) or `"its end at byte"`.
+        what: &'static str,
+        /// The number.
+        value: usize,
     },
-    /// A line of plan text with a character that looks like a space (or
-    /// nothing) but is not an ASCII space, which plan text does not allow.
+    /// A line of plan text that does not read as a field's and has a
+    /// character that is not ASCII (a no-break or zero-width space, which
+    /// echoed as it is would make the line look valid): named by its code.
     PlanLineInvisible {
         /// The line (truncated to 24 bytes).
         line: ShortStr,
@@ -332,9 +327,7 @@ impl Error {
             Error::NoAlternative { .. } => "NoAlternative",
             Error::BadPlanLine { .. } => "BadPlanLine",
             Error::FieldsOverlap { .. } => "FieldsOverlap",
-            Error::NotWgslPlaceable { .. }
-            | Error::WgslCountTooLarge { .. }
-            | Error::WgslTooLarge { .. } => "NotWgslShareable",
+            Error::NotWgslPlaceable { .. } | Error::WgslTooLarge { .. } => "NotWgslShareable",
             Error::PlanLineInvisible { .. } => "BadPlanLine",
         }
     }
@@ -541,27 +534,18 @@ impl fmt::Display for Error {
                 f,
                 "the plan's line \"{line}\" does not read as `name dtype length... [@offset]` or `union`"
             ),
-            Error::WgslCountTooLarge { name, count } => write!(
-                f,
-                "field \"{name}\" has {count} elements along an axis, more than the \
-                 {} a WGSL array can count",
-                u32::MAX
-            ),
-            Error::WgslTooLarge { name, end } => write!(
-                f,
-                "field \"{name}\" ends at byte {end}, past {}, the last a WGSL struct \
-                 can address",
-                u32::MAX
-            ),
             Error::PlanLineInvisible {
                 line,
                 character,
                 at,
             } => write!(
                 f,
-                "the plan's line \"{line}\" has the character \\u{{{:x}}} at byte {at}, \
-                 where plan text takes ASCII spaces",
-                u32::from(character)
+                "the plan's line \"{line}\" has {} at byte {at}; plan text is ASCII",
+                character.escape_default()
+            ),
+            Error::WgslTooLarge { name, what, value } => write!(
+                f,
+                "field \"{name}\" has {what} {value}; WGSL's limit is 4294967295"
             ),
             Error::FieldsOverlap { name, other } => {
                 write!(f, "field \"{name}\" would overlap field \"{other}\"")
