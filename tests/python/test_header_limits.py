@@ -130,3 +130,15 @@ def test_npy_descr_spelled_as_numpy_reads_it(tmp_path, descr, expected):
     loaded = bl.load(path)
     array = loaded if isinstance(loaded, np.ndarray) else next(iter(loaded.values()))
     np.testing.assert_array_equal(np.asarray(array), np.load(path))
+
+
+def test_a_length_no_layout_holds_is_refused_by_inspect_as_by_load(tmp_path):
+    # (0, 2**63) has no elements, but no layout holds an axis of 2**63:
+    # inspect said it was fine and load raised a LayoutError without the file.
+    dict_text = f"{{'descr': '<f4', 'fortran_order': False, 'shape': (0, {2**63}), }}"
+    dict_text += " " * (-(len(dict_text) + 11) % 64) + "\n"
+    path = tmp_path / "empty.npy"
+    path.write_bytes(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(dict_text)) + dict_text.encode())
+    for read in (bl.inspect, bl.load):
+        with pytest.raises(bl.FormatError, match=f"empty.npy.*length {2**63}"):
+            read(path)
