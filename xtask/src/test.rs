@@ -411,11 +411,11 @@ fn wasm(run: &Run) -> Vec<Step> {
     vec![
         (
             "tests in Node".into(),
-            web::wasm_pack_test(&["--node"], "node"),
+            web::wasm_pack_test(&["--node"], &["node", "headers"]),
         ),
         (
             "tests in Chromium".into(),
-            web::wasm_pack_test(&["--headless", "--chrome"], "browser"),
+            web::wasm_pack_test(&["--headless", "--chrome"], &["browser"]),
         ),
         (
             "release build, wasm-opt, size".into(),

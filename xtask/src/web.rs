@@ -92,14 +92,17 @@ pub fn ensure_web_tools(browser: bool) -> Result {
 }
 
 /// `wasm-pack test` for one runtime (`--node` or `--headless --chrome`) and
-/// test file, with the `files` feature (the demo's build, a superset of the
-/// published package).
-pub fn wasm_pack_test(runtime: &[&str], test: &str) -> Command {
+/// its test files, with the `files` feature (the demo's build, a superset
+/// of the published package).
+pub fn wasm_pack_test(runtime: &[&str], tests: &[&str]) -> Command {
     // From inside wasm/: given the crate's path instead, wasm-pack passes
     // `--test` on to the test binary rather than to cargo.
     let mut c = cmd("wasm-pack", &["test", "--mode", "no-install"]);
-    c.args(runtime)
-        .args(["--", "--test", test, "--features", "files"])
+    c.args(runtime).arg("--");
+    for test in tests {
+        c.args(["--test", test]);
+    }
+    c.args(["--features", "files"])
         .current_dir(root().join("wasm"));
     c
 }
