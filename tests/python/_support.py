@@ -8,6 +8,9 @@ import ctypes
 import math
 import os
 import struct
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
@@ -18,6 +21,19 @@ NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 BF16_BE = BF16.newbyteorder(">")
+
+
+def run_child(code, *args, timeout=60):
+    """Runs `code` in a fresh interpreter with `args` in sys.argv; returns
+    (returncode, output). A child still running at `timeout` fails the test
+    (subprocess.TimeoutExpired), so a hang cannot hang the suite."""
+    done = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    return done.returncode, done.stdout + done.stderr
 
 
 def other_thread_runs_during(call, tries=1):

@@ -7,26 +7,13 @@ limit, so that a regression fails the test instead of stopping the run.
 
 import math
 import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 import bytelens as bl
+from _support import run_child
 
 POSIX = pytest.mark.skipif(not hasattr(bl, "SharedBuffer"), reason="POSIX shared memory only")
-
-
-def run_child(code, timeout=60):
-    """Runs `code` in a fresh interpreter; returns (returncode, output)."""
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    return done.returncode, done.stdout + done.stderr
 
 
 @pytest.fixture

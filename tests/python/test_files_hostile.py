@@ -9,7 +9,6 @@ import stat
 import struct
 import subprocess
 import sys
-import textwrap
 import zipfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -21,18 +20,7 @@ from hypothesis import strategies as st
 from safetensors.numpy import load_file
 
 import bytelens as bl
-
-
-def run_child(code, *args, timeout=60):
-    """Runs `code` in a fresh interpreter with `args` in sys.argv; returns
-    (returncode, output). A child still running at `timeout` fails the test."""
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    return done.returncode, done.stdout + done.stderr
+from _support import run_child
 
 
 def inspect_command(path, timeout=30):

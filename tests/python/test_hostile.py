@@ -7,25 +7,13 @@ regression fails the test instead of killing the test runner.
 import os
 import subprocess
 import sys
-import textwrap
 import threading
 
 import numpy as np
 import pytest
 
 import bytelens as bl
-from _support import BF16, BF16_BE
-
-
-def run_child(code, timeout=60):
-    """Runs `code` in a fresh interpreter; returns (returncode, output)."""
-    done = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
-    return done.returncode, done.stdout + done.stderr
+from _support import BF16, BF16_BE, run_child
 
 
 # 1. np.frombuffer and np.ndarray(buffer=) keep the address with only a
