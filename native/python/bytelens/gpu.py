@@ -1,4 +1,4 @@
-"""GPU upload and download through wgpu (Vulkan; Mesa's lavapipe without a GPU).
+"""GPU upload and download through wgpu (Vulkan, Metal or DX12; Mesa's lavapipe without a GPU).
 
 ``upload`` sends an array to the GPU in C order, gathering strided,
 transposed or reversed arrays (and converting them, with ``dtype=``)

@@ -5,8 +5,10 @@
 #[derive(Clone, Debug)]
 pub struct GpuOptions {
     /// Backends to look for an adapter on: the `WGPU_BACKEND` environment
-    /// variable if set (e.g. `vulkan,gl`), else Vulkan only (with every
-    /// backend, a missing Vulkan driver would silently fall back to GL).
+    /// variable if set (e.g. `vulkan,gl`), else wgpu's primary ones, of
+    /// which each system has one: Vulkan (Linux, Windows), Metal (macOS),
+    /// DX12 (Windows). GL is left out: with it, a missing Vulkan driver
+    /// would silently fall back to a slower GL adapter.
     pub backends: wgpu::Backends,
     /// Which adapter to prefer when there are several.
     pub power_preference: wgpu::PowerPreference,
@@ -39,7 +41,7 @@ pub struct GpuOptions {
 impl Default for GpuOptions {
     fn default() -> GpuOptions {
         GpuOptions {
-            backends: wgpu::Backends::from_env().unwrap_or(wgpu::Backends::VULKAN),
+            backends: wgpu::Backends::from_env().unwrap_or(wgpu::Backends::PRIMARY),
             power_preference: wgpu::PowerPreference::HighPerformance,
             staging_chunk: 4 << 20,
             staging_slots: 3,

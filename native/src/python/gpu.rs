@@ -2,15 +2,16 @@
 //! download them back as numpy arrays over a bytelens `Buffer`.
 //!
 //! One [`GpuContext`] per interpreter, made on first use with the default
-//! options (Vulkan, the adapter's own limits). Uploads read the array's
-//! memory where it is, in whatever strides it has; downloads write into a
-//! fresh buffer nobody else can see yet. Both release the GIL while the
-//! bytes move. An upload holds a reference to the array, and through it to
-//! the memory's owner, so the bytes cannot be freed or resized meanwhile
-//! (numpy, bytearray, mmap and bytelens all refuse that while an array over
-//! them exists). As with any numpy operation, an array written by another
-//! thread during an upload is read in whatever state it is in: callers
-//! must not write to an array while it is being uploaded.
+//! options (wgpu's primary backends, the adapter's own limits). Uploads
+//! read the array's memory where it is, in whatever strides it has;
+//! downloads write into a fresh buffer nobody else can see yet. Both
+//! release the GIL while the bytes move. An upload holds a reference to the
+//! array, and through it to the memory's owner, so the bytes cannot be
+//! freed or resized meanwhile (numpy, bytearray, mmap and bytelens all
+//! refuse that while an array over them exists). As with any numpy
+//! operation, an array written by another thread during an upload is read
+//! in whatever state it is in: callers must not write to an array while it
+//! is being uploaded.
 
 use std::sync::OnceLock;
 
