@@ -111,20 +111,33 @@ impl Managed for ManagedLegacy {
     }
 }
 
-/// Moves `exported` to the heap, points its tensor at its own shape and
-/// strides, and returns the managed tensor's address.
-fn leak<M: Managed>(exported: Exported<M>) -> *mut c_void {
-    let raw = Box::into_raw(Box::new(exported));
-    // SAFETY: `raw` is a fresh, uniquely owned allocation; the pointers stored
-    // into it stay valid until `free` drops the whole allocation at once.
+/// Moves `exported` to the interpreter's heap (pymalloc: a DLPack export
+/// lives briefly, and glibc's malloc and free cost more than the rest of
+/// the export), points its tensor at its own shape and strides, and returns
+/// the managed tensor's address. Called holding the GIL, as `PyMem_Malloc`
+/// must be.
+fn leak<M: Managed>(py: Python<'_>, exported: Exported<M>) -> PyResult<*mut c_void> {
+    // pymalloc's blocks are aligned to 16 bytes on 64-bit systems, 8 on
+    // 32-bit ones; `Exported` needs the alignment of an i64 or a pointer.
+    const { assert!(align_of::<Exported<M>>() <= 8) };
+    // SAFETY: the GIL is held (`py`); the size is that of a non-empty struct.
+    let raw = unsafe { ffi::PyMem_Malloc(size_of::<Exported<M>>()) }.cast::<Exported<M>>();
+    if raw.is_null() {
+        drop(exported); // its reference, dropped holding the GIL
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: `raw` is a fresh allocation of the size and alignment of an
+    // `Exported<M>` (checked above), uniquely owned here; the pointers stored
+    // into it stay valid until `free` releases the whole allocation at once.
     unsafe {
+        raw.write(exported);
         let exported = &mut *raw;
         exported.managed.set_context(raw.cast());
         let tensor = exported.managed.tensor();
         tensor.shape = exported.shape.as_mut_ptr();
         tensor.strides = exported.strides.as_mut_ptr();
     }
-    raw.cast()
+    Ok(raw.cast())
 }
 
 /// Exports the memory of `export` (a buffer's, taken while it is open) as a
@@ -176,7 +189,7 @@ pub(crate) fn export<'py>(
             strides,
             export,
         };
-        (leak(exported), VERSIONED, destroy_versioned_capsule)
+        (leak(py, exported)?, VERSIONED, destroy_versioned_capsule)
     } else {
         let managed = ManagedLegacy {
             dl_tensor: tensor,
@@ -189,7 +202,7 @@ pub(crate) fn export<'py>(
             strides,
             export,
         };
-        (leak(exported), LEGACY, destroy_legacy_capsule)
+        (leak(py, exported)?, LEGACY, destroy_legacy_capsule)
     };
     // SAFETY: `pointer` is a live, leaked managed tensor and `name` a 'static C
     // string. On failure no capsule owns the tensor, so it is freed here.
@@ -212,29 +225,37 @@ pub(crate) fn export<'py>(
 /// # Safety
 /// `raw` must come from [`leak`] and be freed once.
 unsafe fn free<M>(raw: *mut Exported<M>) {
-    // SAFETY: the caller passes an allocation `leak` made, exactly once.
-    let exported = unsafe { Box::from_raw(raw) };
-    let Exported { export, .. } = *exported;
     // Consumers (numpy) call the deleter holding the GIL, when their array
-    // goes: then the reference is dropped here and now. Attaching to the
-    // interpreter for it (PyGILState_Ensure and Release, and pyo3's own
-    // bookkeeping) took about 10 of the ~100 ns of `buf.__dlpack__()` and
-    // its capsule's end, and 15 of the ~255 of `np.from_dlpack(buf)`.
+    // goes: then the reference is dropped and the memory freed here and now.
+    // Attaching to the interpreter for it (PyGILState_Ensure and Release,
+    // and pyo3's own bookkeeping) took about 10 of the ~100 ns of
+    // `buf.__dlpack__()` and its capsule's end, and 15 of the ~255 of
+    // `np.from_dlpack(buf)`.
     // SAFETY: both calls only read the interpreter's state, and may be made
     // from any thread; PyGILState_Check is called only while it is running.
     if unsafe { ffi::Py_IsInitialized() != 0 && ffi::PyGILState_Check() == 1 } {
-        // SAFETY: this thread holds the GIL (checked above), and the pointer
-        // is the one strong reference `export` owned.
-        unsafe { ffi::Py_DecRef(export.into_ptr()) };
+        // SAFETY: this thread holds the GIL (checked above); `raw` is the
+        // live allocation `leak` made, read out and freed once, and the
+        // pointer taken from `export` is the one strong reference it owned.
+        unsafe {
+            let Exported { export, .. } = raw.read();
+            ffi::PyMem_Free(raw.cast());
+            ffi::Py_DecRef(export.into_ptr());
+        }
         return;
     }
-    // Dropping a reference needs the interpreter; at interpreter exit there may
-    // be none to attach to, and then the reference is leaked on purpose.
-    let mut export = Some(export);
-    Python::try_attach(|_py| drop(export.take()));
-    if let Some(export) = export {
-        std::mem::forget(export);
-    }
+    // Dropping a reference and freeing pymalloc's memory need the
+    // interpreter; at interpreter exit there may be none to attach to, and
+    // then both are leaked on purpose.
+    Python::try_attach(|_py| {
+        // SAFETY: attached, so the GIL is held; `raw` is read out and freed
+        // once, as above, and its reference dropped holding the GIL.
+        unsafe {
+            let exported = raw.read();
+            ffi::PyMem_Free(raw.cast());
+            drop(exported);
+        }
+    });
 }
 
 unsafe extern "C" fn delete_versioned(managed: *mut ManagedVersioned) {
