@@ -12,9 +12,9 @@ from typing import Callable, Iterator, NoReturn
 
 import numpy as np
 
-from ._files import COMPRESSED, ArrayInfo, FileReport, inspect
+from ._files import COMPRESSED, ArrayInfo, FileReport, _itemsize, _open, _reason, inspect
 from ._native import FormatError, Layout, LayoutError, Plan
-from ._raw import _inspect_raw, _quote, elements, open_regular, reason
+from ._raw import _quote, elements
 
 ROW = 16  # bytes per hexdump row
 #: Values listed on a row at most (a broadcast view repeats one element
@@ -143,13 +143,14 @@ def dump(path: str, report: FileReport, name: str | None, at: int | None, rows: 
         )
     if at is not None and at >= report.size:
         raise ValueError(f"{path}: --at {at} is past the end of the file ({report.size:,} bytes)")
-    itemsize = Layout(array.descr, ()).itemsize
+    itemsize = _itemsize(array.descr)
     dtype = np.dtype(array.descr) if "bfloat16" not in array.descr else None
     shape, strides = array.shape, array.strides or ()
     yield _title(array)
     start = array.start if at is None else at
     start -= start % ROW
-    with open_regular(path) as f:
+    f, _ = _open(path)
+    with f:
         f.seek(start)
         for first in range(0, rows, CHUNK_ROWS):
             count = min(CHUNK_ROWS, rows - first)
@@ -207,7 +208,8 @@ def _value(raw: bytes, itemsize: int, dtype: np.dtype | None, descr: str) -> str
 def _read_plan(path: str) -> Plan:
     """The plan in the text file at ``path``, errors naming it."""
     where = f"plan file {path}"
-    with open_regular(path, "plan file ") as f:
+    f, _ = _open(path, "plan file ")
+    with f:
         data = f.read(PLAN_LIMIT + 1)
     if len(data) > PLAN_LIMIT:
         raise ValueError(f"{where}: longer than {PLAN_LIMIT:,} bytes, where a plan is a few lines of text")
@@ -222,13 +224,9 @@ def _read_plan(path: str) -> Plan:
 
 
 def _report(args: argparse.Namespace) -> FileReport:
-    if args.dtype is None and args.plan is None:
-        return inspect(args.file)
     plan = _read_plan(args.plan) if args.plan is not None else None
-    with open_regular(args.file) as f:
-        size = os.fstat(f.fileno()).st_size
     offset = 0 if args.offset is None else args.offset
-    return _inspect_raw(args.file, size, args.dtype, offset, args.shape, args.strides, plan)
+    return inspect(args.file, dtype=args.dtype, offset=offset, shape=args.shape, strides=args.strides, plan=plan)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -253,7 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except OSError as err:
-        named = f"{err.filename}: {reason(err)}" if err.filename is not None else str(err)
+        named = f"{err.filename}: {_reason(err)}" if err.filename is not None else str(err)
         print(f"bytelens inspect: {named}", file=sys.stderr)
         return 1
     except MemoryError:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-from typing import TYPE_CHECKING, Any, BinaryIO, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from . import _files
 from ._native import Buffer, Layout, LayoutError, Plan
@@ -91,10 +91,7 @@ def _naming(path: str, what: str = "") -> Iterator[None]:
     try:
         yield
     except LayoutError as err:
-        named = type(err)(f"{where}{err}")
-        if hasattr(err, "kind"):
-            named.kind = err.kind
-        raise named from None
+        raise _files._naming(err, where) from None
     except (ValueError, TypeError) as err:
         if type(err) not in (ValueError, TypeError):
             raise  # a subclass whose constructor takes other arguments
@@ -217,15 +214,3 @@ def _expand(
             return True
         start = stop
     return False
-
-
-def open_regular(path: str, what: str = "") -> BinaryIO:
-    """``path`` opened for reading, as :func:`bytelens.load` opens it:
-    anything but a regular file is an ``OSError`` before a byte is read.
-    ``what`` goes before the path in messages (``"plan file "``)."""
-    return _files._open(path, what)[0]
-
-
-def reason(err: OSError) -> str:
-    """What went wrong, lowercase and without the errno."""
-    return _files._reason(err)
