@@ -20,10 +20,12 @@ use std::time::{Duration, SystemTime};
 
 use memmap2::{MmapMut, MmapOptions};
 
-use crate::{LayoutError, Plan, PlanSpec};
+use crate::{Plan, PlanSpec};
 
+mod error;
 mod lock;
 
+pub use error::SharedError;
 use lock::{init_robust_mutex, timed_lock};
 
 /// Where the data starts: one page of header.
@@ -44,177 +46,6 @@ const AT_LOCK: usize = 64;
 const AT_PLAN: usize = 256;
 /// Longest name: NAME_MAX (255) less the leading '/'.
 pub const MAX_NAME: usize = 254;
-
-/// What can go wrong with shared memory and mapped files.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum SharedError {
-    /// A segment name that is empty, too long, or holds `/`, `..` or NUL.
-    BadName {
-        /// The name given.
-        name: String,
-    },
-    /// No segment has this name.
-    Missing {
-        /// The name given.
-        name: String,
-    },
-    /// A segment with this name already exists.
-    Exists {
-        /// The name given.
-        name: String,
-    },
-    /// The segment is not a bytelens segment, or a newer version of one.
-    WrongFormat {
-        /// The name given.
-        name: String,
-        /// What is wrong.
-        why: &'static str,
-    },
-    /// The segment is smaller than its header says.
-    TooSmall {
-        /// The name given.
-        name: String,
-        /// Its size in bytes.
-        size: u64,
-        /// The size it must have.
-        needed: u64,
-    },
-    /// More bytes than a mapping can hold.
-    TooLarge {
-        /// Bytes asked for.
-        nbytes: usize,
-    },
-    /// The calling thread already holds the lock (it is not recursive).
-    AlreadyHeld,
-    /// The calling thread does not hold the lock it is releasing.
-    NotHeld,
-    /// The plan does not fit in the header page.
-    PlanTooLarge {
-        /// The plan's text length.
-        len: usize,
-    },
-    /// The plan's arrays need more bytes than the segment's data holds.
-    PlanDoesNotFit {
-        /// The bytes the plan needs.
-        plan: usize,
-        /// The bytes of data the segment holds.
-        nbytes: usize,
-    },
-    /// The name now names another segment: this one's name was unlinked
-    /// and the name given to a new segment since.
-    Replaced {
-        /// The name.
-        name: String,
-    },
-    /// The stored plan is not valid.
-    BadPlan(LayoutError),
-    /// The lock was not free within the timeout.
-    Timeout {
-        /// How long was waited.
-        waited: Duration,
-    },
-    /// An operating-system call failed.
-    Os {
-        /// What was being done.
-        what: &'static str,
-        /// The error.
-        err: std::io::Error,
-    },
-}
-
-impl std::fmt::Display for SharedError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SharedError::BadName { name } => write!(
-                f,
-                "{} is not a usable shared-memory name: 1 to {MAX_NAME} bytes, \
-                 without '/', NUL, or being '.' or '..'",
-                Quoted(name)
-            ),
-            SharedError::Missing { name } => write!(f, "no shared memory named {}", Quoted(name)),
-            SharedError::Exists { name } => {
-                write!(f, "shared memory named {} already exists", Quoted(name))
-            }
-            SharedError::WrongFormat { name, why } => {
-                write!(f, "shared memory {} is not a bytelens buffer: {why}", Quoted(name))
-            }
-            SharedError::TooSmall { name, size, needed } => write!(
-                f,
-                "shared memory {} holds {size} bytes, but its header needs {needed}",
-                Quoted(name)
-            ),
-            SharedError::TooLarge { nbytes } => {
-                write!(f, "{nbytes} bytes is more than a shared segment can hold")
-            }
-            SharedError::AlreadyHeld => f.write_str(
-                "this thread already holds the lock (it is not recursive: nesting it would deadlock)",
-            ),
-            SharedError::NotHeld => f.write_str("this thread does not hold the lock it is releasing"),
-            SharedError::PlanTooLarge { len } => write!(
-                f,
-                "the plan takes {len} bytes as text, more than the {} the header holds",
-                DATA_OFFSET - AT_PLAN
-            ),
-            SharedError::PlanDoesNotFit { plan, nbytes } => write!(
-                f,
-                "the plan needs {plan} bytes, more than the {nbytes} bytes of data the segment holds"
-            ),
-            SharedError::Replaced { name } => write!(
-                f,
-                "the name {} now belongs to another shared-memory segment (this one's name \
-                 was unlinked and taken again), so it was not unlinked; to remove that segment, \
-                 attach to it and unlink that, or unlink by name",
-                Quoted(name)
-            ),
-            SharedError::BadPlan(err) => write!(f, "the stored plan is not valid: {err}"),
-            SharedError::Timeout { waited } => {
-                write!(
-                    f,
-                    "the lock was not free within {:.3} s",
-                    waited.as_secs_f64()
-                )
-            }
-            SharedError::Os { what, err } => write!(f, "{what}: {err}"),
-        }
-    }
-}
-
-impl std::error::Error for SharedError {}
-
-/// A name as a message quotes it: in double quotes, escaped as the core's
-/// [`Escaped`](crate::Escaped) does (control characters, quotes and
-/// backslashes), and cut after [`Quoted::KEEP`] characters of that, saying
-/// how many bytes the whole name has, so that no name (a 10,000-byte one
-/// refused as too long, or 254 control characters) makes a message long.
-struct Quoted<'a>(&'a str);
-
-impl Quoted<'_> {
-    /// Characters of the escaped name a message keeps.
-    const KEEP: usize = 64;
-}
-
-impl std::fmt::Display for Quoted<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut kept = 0;
-        let mut cut = false;
-        f.write_str("\"")?;
-        for (i, c) in self.0.char_indices() {
-            let escaped = crate::Escaped(&self.0[i..i + c.len_utf8()]).to_string();
-            kept += escaped.chars().count();
-            if kept > Quoted::KEEP {
-                cut = true;
-                break;
-            }
-            f.write_str(&escaped)?;
-        }
-        f.write_str("\"")?;
-        if cut {
-            write!(f, "... ({} bytes)", self.0.len())?;
-        }
-        Ok(())
-    }
-}
 
 fn os(what: &'static str) -> impl FnOnce(std::io::Error) -> SharedError {
     move |err| SharedError::Os { what, err }
