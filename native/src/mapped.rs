@@ -7,9 +7,8 @@
 //! [`SharedBuffer::create`](crate::SharedBuffer::create) and
 //! [`SharedBuffer::attach`](crate::SharedBuffer::attach).
 
-use std::fs::OpenOptions;
+use std::fs::{File, FileType, OpenOptions};
 use std::io::ErrorKind;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 
 use memmap2::{MmapMut, MmapOptions};
@@ -39,13 +38,16 @@ pub enum MappedFile {
 impl MappedFile {
     /// Maps `path` whole. Only regular files can be mapped: a directory is
     /// an `IsADirectory` error, and a FIFO, socket or device is refused
-    /// without waiting (the file is opened non-blocking).
+    /// without waiting (on Unix the file is opened non-blocking). An empty
+    /// file maps to no bytes, on every system.
     ///
     /// # Safety
-    /// No process may shrink the file while it is mapped: touching a page
-    /// past the new end raises SIGBUS (as with any mapping, numpy.memmap's
-    /// too). Writes by other processes are fine: the bytes are only ever
-    /// read and written as plain bytes.
+    /// No process may shrink the file while it is mapped: on Unix, touching
+    /// a page past the new end raises SIGBUS (as with any mapping,
+    /// numpy.memmap's too). Windows refuses to shrink a file while any
+    /// view of it is mapped, so there the condition holds by itself.
+    /// Writes by other processes are fine: the bytes are only ever read and
+    /// written as plain bytes.
     ///
     /// # Examples
     /// ```
@@ -66,62 +68,41 @@ impl MappedFile {
                 err: std::io::Error::new(err.kind(), format!("{}: {err}", path.display())),
             }
         };
-        // Non-blocking, so that a FIFO with no writer (or a device that
-        // waits) is refused below instead of blocking `open` forever; the
-        // flag changes nothing for a regular file, and nothing for mapping.
-        let file = OpenOptions::new()
-            .read(true)
-            .write(mode == MapMode::ReadWrite)
-            .custom_flags(libc::O_NONBLOCK)
+        // A directory is refused before the open, from the path's metadata
+        // (a failure to read it is left to the open): Windows opens no
+        // directory without a flag std does not pass, and would say only
+        // "access denied"; Unix opens none for writing (EISDIR), which would
+        // make "r+" say it otherwise than "r". One message on both.
+        if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+            return Err(not_regular(path, ErrorKind::IsADirectory, "a directory"));
+        }
+        let file = open_options(mode)
             .open(path)
             .map_err(with_path("opening the file"))?;
+        // A pipe or a device on Windows: std's metadata would call it a file.
+        #[cfg(windows)]
+        if let Some(what) = windows_device(&file) {
+            return Err(not_regular(path, ErrorKind::InvalidInput, what));
+        }
+        // The opened file's own type: the path may name another file by now.
         let kind = file
             .metadata()
             .map_err(with_path("reading the file's type"))?
             .file_type();
         if !kind.is_file() {
-            let (err_kind, what) = if kind.is_dir() {
-                (ErrorKind::IsADirectory, "a directory")
-            } else if kind.is_fifo() {
-                (ErrorKind::InvalidInput, "a FIFO (named pipe)")
-            } else if kind.is_socket() {
-                (ErrorKind::InvalidInput, "a socket")
-            } else if kind.is_char_device() {
-                (ErrorKind::InvalidInput, "a character device")
-            } else {
-                (ErrorKind::InvalidInput, "a block device")
-            };
-            return Err(SharedError::Os {
-                what: "mapping the file",
-                err: std::io::Error::new(
-                    err_kind,
-                    format!(
-                        "{} is {what}: only regular files can be mapped",
-                        path.display()
-                    ),
-                ),
-            });
+            let (err_kind, what) = not_regular_kind(kind);
+            return Err(not_regular(path, err_kind, what));
         }
-        // SAFETY: the caller keeps the file from shrinking while mapped.
-        unsafe {
-            Ok(match mode {
-                MapMode::Read => MappedFile::Read(
-                    MmapOptions::new()
-                        .map(&file)
-                        .map_err(with_path("mapping the file"))?,
-                ),
-                MapMode::ReadWrite => MappedFile::Write(
-                    MmapOptions::new()
-                        .map_mut(&file)
-                        .map_err(with_path("mapping the file"))?,
-                ),
-                MapMode::Copy => MappedFile::Write(
-                    MmapOptions::new()
-                        .map_copy(&file)
-                        .map_err(with_path("mapping the file"))?,
-                ),
-            })
-        }
+        // SAFETY: `file` is a regular file opened for reading (and for
+        // writing under `ReadWrite`, which `map_mut` needs). The mapping
+        // stays valid as long as the file does not shrink: on Unix the
+        // caller promises that; on Windows the system refuses to truncate a
+        // file below any mapped view of it (SetEndOfFile fails while a
+        // mapping exists), so no process can. An empty file maps to no
+        // bytes on both: memmap2 makes a one-byte mapping on Unix (mmap
+        // takes no length 0) and none on Windows (which maps no empty
+        // file), and exposes zero bytes of either.
+        unsafe { map(&file, mode) }.map_err(with_path("mapping the file"))
     }
 
     /// The bytes.
@@ -138,5 +119,119 @@ impl MappedFile {
             MappedFile::Read(m) => m.as_ptr().cast_mut(),
             MappedFile::Write(m) => m.as_mut_ptr(),
         }
+    }
+}
+
+/// Maps `file` whole as `mode` says.
+///
+/// # Safety
+/// As for [`MmapOptions::map`]: the file must not shrink while mapped.
+unsafe fn map(file: &File, mode: MapMode) -> std::io::Result<MappedFile> {
+    let options = MmapOptions::new();
+    // SAFETY: passed on to the caller.
+    unsafe {
+        Ok(match mode {
+            MapMode::Read => MappedFile::Read(options.map(file)?),
+            MapMode::ReadWrite => MappedFile::Write(options.map_mut(file)?),
+            MapMode::Copy => MappedFile::Write(options.map_copy(file)?),
+        })
+    }
+}
+
+/// How `path` is opened: for reading, and for writing under `ReadWrite`.
+#[cfg(unix)]
+fn open_options(mode: MapMode) -> OpenOptions {
+    use std::os::unix::fs::OpenOptionsExt;
+    let mut options = OpenOptions::new();
+    // Non-blocking, so that a FIFO with no writer (or a device that
+    // waits) is refused after the open instead of blocking it forever; the
+    // flag changes nothing for a regular file, and nothing for mapping.
+    options
+        .read(true)
+        .write(mode == MapMode::ReadWrite)
+        .custom_flags(libc::O_NONBLOCK);
+    options
+}
+
+/// How `path` is opened: for reading, and for writing under `ReadWrite`.
+#[cfg(not(unix))]
+fn open_options(mode: MapMode) -> OpenOptions {
+    // Windows has no non-blocking open, and needs none: opening a named
+    // pipe or a device does not wait for data, and no byte is read from
+    // what is not a regular file (the check after the open refuses a
+    // directory; the mapping itself fails on any handle that is not a
+    // file's). std opens with every share mode, so other programs may
+    // still open, write and rename the file while it is mapped.
+    let mut options = OpenOptions::new();
+    options.read(true).write(mode == MapMode::ReadWrite);
+    options
+}
+
+/// The error kind and the name of a file type that is not a regular file.
+#[cfg(unix)]
+fn not_regular_kind(kind: FileType) -> (ErrorKind, &'static str) {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_dir() {
+        (ErrorKind::IsADirectory, "a directory")
+    } else if kind.is_fifo() {
+        (ErrorKind::InvalidInput, "a FIFO (named pipe)")
+    } else if kind.is_socket() {
+        (ErrorKind::InvalidInput, "a socket")
+    } else if kind.is_char_device() {
+        (ErrorKind::InvalidInput, "a character device")
+    } else {
+        (ErrorKind::InvalidInput, "a block device")
+    }
+}
+
+/// The error kind and the name of a file type that is not a regular file.
+#[cfg(not(unix))]
+fn not_regular_kind(kind: FileType) -> (ErrorKind, &'static str) {
+    // std tells Windows' files only from directories (and symlinks, which
+    // `metadata` of an opened file has already followed).
+    if kind.is_dir() {
+        (ErrorKind::IsADirectory, "a directory")
+    } else {
+        (ErrorKind::InvalidInput, "not a regular file")
+    }
+}
+
+/// What the handle of `file` is, where it is not a file on a disk: Windows
+/// tells pipes and character devices (`NUL`, `CON`, a serial port) apart
+/// only by `GetFileType`, and std reports them as files (of length 0,
+/// which memmap2 would map as no bytes instead of refusing).
+#[cfg(windows)]
+fn windows_device(file: &File) -> Option<&'static str> {
+    use std::os::windows::io::AsRawHandle;
+    #[link(name = "kernel32")]
+    unsafe extern "system" {
+        // https://learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-getfiletype
+        fn GetFileType(file: std::os::windows::io::RawHandle) -> u32;
+    }
+    const FILE_TYPE_CHAR: u32 = 0x0002;
+    const FILE_TYPE_PIPE: u32 = 0x0003;
+    // SAFETY: GetFileType only reads the handle's type; the handle is
+    // `file`'s, open for as long as `file` is borrowed here.
+    match unsafe { GetFileType(file.as_raw_handle()) } {
+        FILE_TYPE_CHAR => Some("a character device"),
+        FILE_TYPE_PIPE => Some("a pipe or socket"),
+        // FILE_TYPE_DISK, and FILE_TYPE_UNKNOWN (0, also its error value):
+        // left to std's metadata and the mapping, which refuse what is
+        // not a file.
+        _ => None,
+    }
+}
+
+/// "`path` is `what`: only regular files can be mapped", as an error of `kind`.
+fn not_regular(path: &Path, kind: ErrorKind, what: &str) -> SharedError {
+    SharedError::Os {
+        what: "mapping the file",
+        err: std::io::Error::new(
+            kind,
+            format!(
+                "{} is {what}: only regular files can be mapped",
+                path.display()
+            ),
+        ),
     }
 }

@@ -199,8 +199,8 @@ impl PyBuf {
     /// The file at `path` mapped into memory: mode "r" (read-only views),
     /// "r+" (writes go to the file) or "c" (copy-on-write, private). As with
     /// numpy.memmap, no process may shrink the file while it is mapped:
-    /// touching the missing pages would crash the process (SIGBUS).
-    #[cfg(unix)]
+    /// touching the missing pages would crash the process (SIGBUS; Windows
+    /// refuses to shrink a mapped file at all).
     #[classmethod]
     #[pyo3(signature = (path, mode = "r"))]
     fn map(
@@ -224,6 +224,7 @@ impl PyBuf {
         // every other thread.
         // SAFETY: shrinking a mapped file under the mapping is the one thing the
         // caller must not do; the docstring says so (as numpy.memmap's does).
+        // On Windows no process can: the system refuses while it is mapped.
         let file = py.detach(|| unsafe { crate::MappedFile::open(&path, how) });
         let mut file = file.py_err(py)?;
         let (address, len) = (file.as_ptr(), file.as_bytes().len());
