@@ -9,11 +9,9 @@ mod buffer;
 mod copy;
 #[cfg(feature = "gpu")]
 pub mod gpu;
-#[cfg(unix)]
 mod mapped;
 #[cfg(feature = "python")]
 mod python;
-#[cfg(unix)]
 mod shared;
 
 use std::fmt;
@@ -22,10 +20,8 @@ pub use buffer::Buffer;
 /// The core's layout error: what is wrong with a view, with the numbers.
 pub use bytelens_core::Error as LayoutError;
 pub use copy::{can_cast, copy_into, gather_into};
-#[cfg(unix)]
 pub use mapped::{MapMode, MappedFile};
-#[cfg(unix)]
-pub use shared::{DATA_OFFSET, LockGuard, MAX_NAME, SharedBuffer, SharedError};
+pub use shared::{DATA_OFFSET, LockGuard, LockKind, MAX_NAME, SharedBuffer, SharedError};
 // Everything else of the core (the local `Error` below shadows the core's).
 pub use bytelens_core::*;
 

@@ -53,6 +53,7 @@ pub(super) struct Tile {
 
 /// Moves `rows × cols` tiles, column of tiles by column of tiles (all `r`
 /// for one `j`, then the next `j`).
+#[cfg(all(target_arch = "x86_64", not(miri)))]
 type Grids = unsafe fn(*const u8, Grid, *mut u8, Grid, usize, usize);
 
 #[derive(Clone, Copy)]

@@ -8,7 +8,6 @@
 //! and the `kind` attribute needs the interpreter.)
 
 use pyo3::create_exception;
-#[cfg(unix)]
 use pyo3::exceptions::{
     PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
     PyRuntimeError, PyTimeoutError,
@@ -154,7 +153,6 @@ impl IntoPyErr for Error {
 
 /// The built-in exception for each shared-memory error (`FileNotFoundError`,
 /// `FileExistsError`, `TimeoutError`, ...); a bad stored plan as the core's.
-#[cfg(unix)]
 impl IntoPyErr for crate::SharedError {
     fn into_py_err(self, py: Python<'_>) -> PyErr {
         use crate::SharedError;

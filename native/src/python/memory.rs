@@ -51,13 +51,11 @@ pub(crate) enum Storage {
     /// A DLPack tensor whose deleter runs on drop.
     Tensor(#[expect(dead_code, reason = "held only to be deleted on drop")] Foreign),
     /// A named shared-memory segment (unmapped on drop).
-    #[cfg(unix)]
     Shared(
         #[expect(dead_code, reason = "held only to be unmapped on drop")]
         std::sync::Arc<crate::SharedBuffer>,
     ),
     /// A memory-mapped file (unmapped on drop).
-    #[cfg(unix)]
     Mapped(#[expect(dead_code, reason = "held only to be unmapped on drop")] crate::MappedFile),
 }
 

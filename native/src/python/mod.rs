@@ -38,7 +38,6 @@ mod files;
 mod gpu;
 mod layout;
 mod memory;
-#[cfg(unix)]
 mod shared;
 mod source;
 
@@ -54,9 +53,7 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<layout::PyPlan>()?;
     m.add_function(wrap_pyfunction!(copy::ascontiguous, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_header, m)?)?;
-    #[cfg(unix)]
     m.add_class::<shared::PySharedBuffer>()?;
-    #[cfg(unix)]
     m.add_class::<shared::PyLock>()?;
     #[cfg(feature = "gpu")]
     gpu::register(m)?;

@@ -16,14 +16,16 @@ use super::buffer::PyBuf;
 use super::error::{IntoPyErr, PyErrResult};
 use super::layout::PyPlan;
 use super::memory::{Memory, Storage};
-use crate::{SharedBuffer, SharedError};
+use crate::{LockKind, SharedBuffer, SharedError};
 
 /// Named shared memory that other processes attach to by name, with a
-/// process-shared lock. SharedBuffer.create(name, nbytes, plan=None) makes
-/// it (mode 0600; a plan must fit in nbytes); SharedBuffer.attach(name)
-/// opens it elsewhere; unlink() removes the name while it is still this
-/// segment's. As with Buffer.map, no process may shrink the segment while it
-/// is mapped: touching the missing pages would crash the process (SIGBUS).
+/// process-shared lock. SharedBuffer.create(name, nbytes, plan=None, *,
+/// lock=None) makes it (mode 0600 on Unix; a plan must fit in nbytes);
+/// SharedBuffer.attach(name) opens it elsewhere; unlink() removes the name
+/// while it is still this segment's (on Windows, where a segment lives while
+/// any process has it open, it only hides it from attach). As with
+/// Buffer.map, no process may shrink the segment while it is mapped:
+/// touching the missing pages would crash the process (SIGBUS).
 #[pyclass(name = "SharedBuffer", module = "bytelens._native", frozen)]
 pub struct PySharedBuffer {
     shared: Arc<SharedBuffer>,
@@ -50,24 +52,44 @@ impl PySharedBuffer {
 #[pymethods]
 impl PySharedBuffer {
     /// Creates the segment `name` with `nbytes` zeroed bytes and, optionally,
-    /// a Plan stored in its header for attaching processes.
+    /// a Plan stored in its header for attaching processes. `lock` is the
+    /// lock's kind: None for this OS's own ("robust-mutex" on Linux, "file"
+    /// on macOS, "named-mutex" on Windows), or one of those this OS has
+    /// ("file" works on Linux too); attaching processes use the same.
     #[classmethod]
-    #[pyo3(signature = (name, nbytes, plan = None))]
+    #[pyo3(signature = (name, nbytes, plan = None, *, lock = None))]
     fn create(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
         name: &str,
         nbytes: usize,
         plan: Option<&Bound<'_, PyPlan>>,
+        lock: Option<&str>,
     ) -> PyResult<PySharedBuffer> {
+        let kind = match lock {
+            None => LockKind::native(),
+            Some(name) => LockKind::from_name(name)
+                .filter(|kind| kind.is_available())
+                .ok_or_else(|| {
+                    let have: Vec<_> = LockKind::ALL
+                        .iter()
+                        .filter(|k| k.is_available())
+                        .map(|k| format!("{:?}", k.name()))
+                        .collect();
+                    PyValueError::new_err(format!(
+                        "lock={name:?} is not a lock this OS has: {}",
+                        have.join(", ")
+                    ))
+                })?,
+        };
         let shared = match plan {
             // SAFETY: shrinking the segment under its mappings is the one thing no
             // process may do; the class docstring says so (as Buffer.map's does).
-            None => unsafe { SharedBuffer::create(name, nbytes, None) },
+            None => unsafe { SharedBuffer::create_with(name, nbytes, None, kind) },
             Some(plan) => {
                 let plan = plan.get().plan.spec().build().py_err(py)?;
                 // SAFETY: as above.
-                unsafe { SharedBuffer::create(name, nbytes, Some(&plan)) }
+                unsafe { SharedBuffer::create_with(name, nbytes, Some(&plan), kind) }
             }
         };
         PySharedBuffer::new(py, shared.py_err(py)?)
@@ -97,6 +119,12 @@ impl PySharedBuffer {
     #[getter]
     fn nbytes(&self) -> usize {
         self.shared.len()
+    }
+
+    /// The lock's kind: "robust-mutex", "file" or "named-mutex".
+    #[getter]
+    fn lock_kind(&self) -> &'static str {
+        self.shared.lock_kind().name()
     }
 
     /// The segment's memory as a bytelens.Buffer.

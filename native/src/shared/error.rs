@@ -3,14 +3,16 @@
 
 use std::time::Duration;
 
-use super::{AT_PLAN, DATA_OFFSET, MAX_NAME};
+use super::{AT_PLAN, DATA_OFFSET, LockKind, sys};
 use crate::LayoutError;
 
 /// What can go wrong with shared memory and mapped files.
 #[derive(Debug)]
 #[non_exhaustive]
 pub enum SharedError {
-    /// A segment name that is empty, too long, or holds `/`, `..` or NUL.
+    /// A segment name this OS does not take: empty, longer than
+    /// [`MAX_NAME`](crate::MAX_NAME), or holding a character the OS keeps
+    /// for itself (`/` and NUL on Unix, `\\` and NUL on Windows).
     BadName {
         /// The name given.
         name: String,
@@ -70,6 +72,12 @@ pub enum SharedError {
     },
     /// The stored plan is not valid.
     BadPlan(LayoutError),
+    /// A lock this OS does not have: asked for at `create`, or the kind of
+    /// a segment made with it.
+    LockUnavailable {
+        /// The kind.
+        kind: LockKind,
+    },
     /// The lock was not free within the timeout.
     Timeout {
         /// How long was waited.
@@ -89,13 +97,14 @@ impl std::fmt::Display for SharedError {
         match self {
             SharedError::BadName { name } => write!(
                 f,
-                "{} is not a usable shared-memory name: 1 to {MAX_NAME} bytes, \
-                 without '/', NUL, or being '.' or '..'",
-                Quoted(name)
+                "{} is not a usable shared-memory name {}",
+                Quoted(name),
+                sys::NAME_RULE
             ),
             SharedError::Missing { name } => write!(f, "no shared memory named {}", Quoted(name)),
             SharedError::Exists { name } => {
-                write!(f, "shared memory named {} already exists", Quoted(name))
+                write!(f, "shared memory named {} already exists", Quoted(name))?;
+                f.write_str(sys::EXISTS_NOTE)
             }
             SharedError::WrongFormat { name, why } => {
                 write!(f, "shared memory {} is not a bytelens buffer: {why}", Quoted(name))
@@ -136,6 +145,17 @@ impl std::fmt::Display for SharedError {
                     waited.as_secs_f64()
                 )
             }
+            SharedError::LockUnavailable { kind } => write!(
+                f,
+                "this OS has no {} lock (it has: {})",
+                kind.name(),
+                LockKind::ALL
+                    .iter()
+                    .filter(|k| k.is_available())
+                    .map(|k| k.name())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             SharedError::Os { what, err } => write!(f, "{what}: {err}"),
         }
     }

@@ -1,32 +1,45 @@
-//! Named POSIX shared memory that other processes attach to by name, with a
-//! process-shared lock that survives its holder's death. (Mapped files
-//! share the mapping's hazard but nothing else, and live in `mapped.rs`.)
+//! Named shared memory that other processes attach to by name, with a
+//! process-shared lock that survives its holder's death, on Linux, macOS
+//! and Windows. (Mapped files share the mapping's hazard but nothing else,
+//! and live in `mapped.rs`.)
 //!
 //! A segment starts with a one-page header: a magic number and version, the
 //! data length, a token that tells this segment from a later one of the same
-//! name, a robust process-shared `pthread_mutex_t`, and optionally a [`Plan`]
-//! written as text, so an attaching process gets the same named views. The
-//! data follows at [`DATA_OFFSET`] (page-aligned, so every dtype is aligned).
+//! name, the kind of lock it has and the lock's state (a robust
+//! process-shared `pthread_mutex_t` on Linux, the holder of a file lock or
+//! named mutex elsewhere: `lock.rs`), and optionally a [`Plan`] written as
+//! text, so an attaching process gets the same named views. The data follows
+//! at [`DATA_OFFSET`] (page-aligned, so every dtype is aligned).
 //! [`SharedBuffer::read_header`] reads a header from bytes alone, whatever
-//! they hold.
+//! they hold. The OS's part, naming, making, mapping and unlinking a
+//! segment, is in `unix.rs` (`shm_open`) and `windows.rs` (named file
+//! mappings).
 
-use std::ffi::CString;
-use std::fs::File;
 use std::hash::{BuildHasher, RandomState};
-use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::fs::{FileExt, MetadataExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, SystemTime};
-
-use memmap2::{MmapMut, MmapOptions};
 
 use crate::{Plan, PlanSpec};
 
 mod error;
+#[cfg(unix)]
+mod flock;
 mod lock;
+#[cfg(windows)]
+mod named;
+#[cfg(target_os = "linux")]
+mod robust;
+#[cfg_attr(unix, path = "unix.rs")]
+#[cfg_attr(windows, path = "windows.rs")]
+mod sys;
+#[cfg(windows)]
+use sys as windows;
 
 pub use error::SharedError;
-use lock::{init_robust_mutex, timed_lock};
+pub use lock::LockKind;
+use lock::{Holder, Lock, this_thread};
+pub use sys::MAX_NAME;
+use sys::Mapping;
 
 /// Where the data starts: one page of header.
 pub const DATA_OFFSET: usize = 4096;
@@ -40,56 +53,41 @@ const AT_PLAN_LEN: usize = 24;
 /// Version-1 headers from before it hold zeros here, as every header did.
 const AT_TOKEN: usize = 32;
 const TOKEN_LEN: usize = 16;
+/// The lock's kind ([`LockKind::code`]; 0, the robust mutex, in headers
+/// from before kinds).
+const AT_LOCK_KIND: usize = 48;
+/// Flags: [`UNLINKED`].
+const AT_FLAGS: usize = 52;
+/// Set (on Windows, where a name cannot be removed) once the segment is
+/// unlinked: attaching then finds it missing.
+const UNLINKED: u32 = 1;
+/// The holder word of the file lock and the named mutex ([`Holder`]).
+const AT_HOLDER: usize = 56;
+/// The header's fixed fields, all before the lock.
+const HEAD: usize = 64;
 /// The robust mutex, cache-line aligned.
+#[cfg(target_os = "linux")]
 const AT_LOCK: usize = 64;
 /// The plan's text, up to the end of the header page.
 const AT_PLAN: usize = 256;
-/// Longest name: NAME_MAX (255) less the leading '/'.
-pub const MAX_NAME: usize = 254;
 
-fn os(what: &'static str) -> impl FnOnce(std::io::Error) -> SharedError {
-    move |err| SharedError::Os { what, err }
-}
-
-/// Checks a segment name and gives the `/name` that `shm_open` takes.
-fn shm_path(name: &str) -> Result<CString, SharedError> {
-    let bad = || SharedError::BadName {
-        name: name.to_owned(),
-    };
-    if name.is_empty() || name.len() > MAX_NAME || name.contains('/') || name == "." || name == ".."
-    {
-        return Err(bad());
-    }
-    CString::new(format!("/{name}")).map_err(|_| bad())
-}
-
-/// `shm_open` of the (checked) name, with its errors as [`SharedError`]s.
-fn open_segment(name: &str, flags: libc::c_int, mode: libc::mode_t) -> Result<File, SharedError> {
-    let path = shm_path(name)?;
-    // SAFETY: `path` is a NUL-terminated C string; shm_open has no other
-    // preconditions. The returned descriptor is owned by `OwnedFd` below.
-    let fd = unsafe { libc::shm_open(path.as_ptr(), flags, mode) };
-    if fd < 0 {
-        let err = std::io::Error::last_os_error();
-        let name = name.to_owned();
-        return Err(match err.kind() {
-            std::io::ErrorKind::AlreadyExists => SharedError::Exists { name },
-            std::io::ErrorKind::NotFound => SharedError::Missing { name },
-            _ => SharedError::Os {
-                what: "shm_open",
-                err,
-            },
+/// `name`, if this OS takes it as a segment name.
+fn checked(name: &str) -> Result<&str, SharedError> {
+    if name.is_empty() || name.len() > MAX_NAME || !sys::name_is_usable(name) {
+        return Err(SharedError::BadName {
+            name: name.to_owned(),
         });
     }
-    // SAFETY: `fd` is a fresh descriptor that nothing else owns.
-    Ok(File::from(unsafe { OwnedFd::from_raw_fd(fd) }))
+    Ok(name)
 }
 
 /// A named shared-memory segment, mapped read-write.
 ///
-/// Another process of the same user could shrink the segment (it is a file
-/// under /dev/shm, mode 0600); touching the data then raises SIGBUS, as with
-/// any shared mapping, [`MappedFile`](crate::MappedFile)s included. So
+/// On Linux and macOS, another process of the same user could shrink the
+/// segment (it is a file under /dev/shm on Linux, mode 0600); touching the
+/// data then raises SIGBUS, as with any shared mapping,
+/// [`MappedFile`](crate::MappedFile)s included (Windows cannot shrink a
+/// mapped section). So
 /// [`create`](Self::create) and [`attach`](Self::attach) are `unsafe`, as
 /// [`MappedFile::open`](crate::MappedFile::open) is: the caller promises
 /// that no process does that. bytelens itself never resizes a segment.
@@ -114,37 +112,29 @@ fn open_segment(name: &str, flags: libc::c_int, mode: libc::mode_t) -> Result<Fi
 pub struct SharedBuffer {
     name: String,
     /// `None` only while dropping.
-    map: Option<MmapMut>,
+    map: Option<Mapping>,
     len: usize,
     /// Which segment this maps, for [`unlink_checked`](Self::unlink_checked).
     identity: Identity,
     /// The thread ([`this_thread`]) holding the lock through this mapping, or
     /// 0. Written only by the holder, while it holds the lock (so plain
-    /// relaxed loads and stores suffice: the mutex orders them), and read by
+    /// relaxed loads and stores suffice: the lock orders them), and read by
     /// `Drop`, which has the object to itself.
     holder: AtomicU64,
+    /// The lock, as this process has it open. Declared after `map`, so the
+    /// mapping goes first when dropped.
+    lock: Lock,
 }
 
-/// Which segment a mapping is of: its file (device and inode, from `fstat`
-/// of the descriptor it was mapped from) and the token in its header. A name
-/// unlinked and given to a new segment names another file; the token also
-/// tells apart a new file that happens to get a freed inode number.
+/// Which segment a mapping is of: its file (on Unix: device and inode, from
+/// `fstat` of the descriptor it was mapped from) and the token in its
+/// header. A name unlinked and given to a new segment names another file;
+/// the token also tells apart a new file that happens to get a freed inode
+/// number, and is all Windows has.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Identity {
-    dev: u64,
-    ino: u64,
+    file: sys::Ident,
     token: [u8; TOKEN_LEN],
-}
-
-impl Identity {
-    fn of(file: &File, token: [u8; TOKEN_LEN]) -> Result<Identity, SharedError> {
-        let meta = file.metadata().map_err(os("reading the segment's inode"))?;
-        Ok(Identity {
-            dev: meta.dev(),
-            ino: meta.ino(),
-            token,
-        })
-    }
 }
 
 /// 16 bytes unlikely to repeat, for a new segment's header: not secret, only
@@ -167,34 +157,16 @@ fn new_token() -> [u8; TOKEN_LEN] {
     token
 }
 
-/// Whether `name` names the file with device `dev` and inode `ino` and, if
-/// `token` is given, with that token in its header. `Missing` if nothing has
-/// the name.
-fn is_at(
-    name: &str,
-    dev: u64,
-    ino: u64,
-    token: Option<[u8; TOKEN_LEN]>,
-) -> Result<bool, SharedError> {
-    let file = open_segment(name, libc::O_RDONLY, 0)?;
-    let meta = file.metadata().map_err(os("reading the segment's inode"))?;
-    if (meta.dev(), meta.ino()) != (dev, ino) {
-        return Ok(false);
-    }
-    // The same device and inode number: the same file, unless the file system
-    // gave a new file a number still in use (tmpfs's 32-bit counter can wrap),
-    // which the new segment's own token tells.
-    Ok(token.is_none_or(|token| {
-        let mut found = [0; TOKEN_LEN];
-        file.read_exact_at(&mut found, AT_TOKEN as u64).is_ok() && found == token
-    }))
-}
-
 /// The `N` bytes at `at` in the header page (`at + N` is within it: the
 /// header's offsets are constants).
 fn field<const N: usize>(page: &[u8; DATA_OFFSET], at: usize) -> [u8; N] {
+    field_of(page, at)
+}
+
+/// The `N` bytes at `at` of `bytes`, zeros where it is shorter.
+fn field_of<const N: usize>(bytes: &[u8], at: usize) -> [u8; N] {
     let mut out = [0; N];
-    if let Some(bytes) = page.get(at..at + N) {
+    if let Some(bytes) = bytes.get(at..at + N) {
         out.copy_from_slice(bytes);
     }
     out
@@ -211,6 +183,10 @@ pub struct Header<'a> {
     pub plan: &'a [u8],
     /// The token `create` drew (zeros in headers from before tokens).
     pub token: [u8; TOKEN_LEN],
+    /// The segment's lock.
+    pub lock: LockKind,
+    /// Whether it was unlinked (Windows only: see [`SharedBuffer::unlink`]).
+    pub unlinked: bool,
 }
 
 impl<'a> Header<'a> {
@@ -239,31 +215,26 @@ fn stored_plan(text: &str, nbytes: usize) -> Result<Option<PlanSpec>, SharedErro
     Ok(Some(spec))
 }
 
-/// A number for the calling thread, never 0 (cheaper than `gettid`).
-fn this_thread() -> u64 {
-    static NEXT: AtomicU64 = AtomicU64::new(1);
-    thread_local! {
-        static ID: u64 = NEXT.fetch_add(1, Ordering::Relaxed);
-    }
-    ID.with(|id| *id)
-}
-
 impl Drop for SharedBuffer {
     fn drop(&mut self) {
-        if self.holder.load(Ordering::Relaxed) != 0 {
+        if self.holder.load(Ordering::Relaxed) != 0 && self.lock.lives_in_header() {
             // A held robust mutex is linked into its thread's robust list, which
             // glibc and the kernel walk through the mutex's own memory (on the next
             // lock, and when the process dies). Unmapping it now would make those
             // walks fault, or silently skip it so no one ever learns its holder
-            // died. So a mapping whose lock is still held stays mapped.
+            // died. So a mapping whose robust mutex is still held stays mapped.
+            // (The other kinds' OS locks live outside the mapping: dropping the
+            // lock file or the mutex's handle releases them, and the holder
+            // word left set tells the next taker.)
             std::mem::forget(self.map.take());
         }
     }
 }
 
 impl SharedBuffer {
-    /// Creates the segment `name` (mode 0600) with `nbytes` zeroed bytes of
-    /// data and, optionally, a plan that attaching processes read back.
+    /// Creates the segment `name` (mode 0600 on Unix) with `nbytes` zeroed
+    /// bytes of data and, optionally, a plan that attaching processes read
+    /// back, with this OS's lock ([`LockKind::native`]).
     ///
     /// Fails with [`PlanDoesNotFit`](SharedError::PlanDoesNotFit), creating
     /// nothing, when the plan's arrays need more than `nbytes`.
@@ -271,15 +242,49 @@ impl SharedBuffer {
     /// # Safety
     /// No process may shrink the segment while this mapping of it exists:
     /// touching a page past the new end raises SIGBUS. Any process of the
-    /// same user can open the segment by name and `ftruncate` it; bytelens
-    /// never does. Writes by other processes are fine: the data is only ever
-    /// read and written as plain bytes.
+    /// same user can open the segment by name and `ftruncate` it (on Unix;
+    /// Windows cannot); bytelens never does. Writes by other processes are
+    /// fine: the data is only ever read and written as plain bytes.
     pub unsafe fn create(
         name: &str,
         nbytes: usize,
         plan: Option<&Plan<'_>>,
     ) -> Result<SharedBuffer, SharedError> {
-        shm_path(name)?; // a bad name first, whatever else is wrong
+        // SAFETY: the caller's promise, passed on.
+        unsafe { SharedBuffer::create_with(name, nbytes, plan, LockKind::native()) }
+    }
+
+    /// [`create`](Self::create) with a lock of the given kind (one this OS
+    /// has: [`LockKind::is_available`]); attaching processes use the same.
+    ///
+    /// # Safety
+    /// As for [`create`](Self::create).
+    ///
+    /// # Examples
+    /// ```
+    /// # #[cfg(unix)] {
+    /// use bytelens::{LockKind, SharedBuffer};
+    /// let name = format!("bl-doc-file-{}", std::process::id());
+    /// // SAFETY: no process shrinks this example's segment while it is mapped.
+    /// let sh = unsafe { SharedBuffer::create_with(&name, 8, None, LockKind::FileLock) }?;
+    /// // SAFETY: as above.
+    /// let other = unsafe { SharedBuffer::attach(&name) }?;
+    /// assert_eq!(other.lock_kind(), LockKind::FileLock);
+    /// assert!(!other.lock(None)?.owner_died());
+    /// SharedBuffer::unlink(&name)?;
+    /// # }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub unsafe fn create_with(
+        name: &str,
+        nbytes: usize,
+        plan: Option<&Plan<'_>>,
+        lock: LockKind,
+    ) -> Result<SharedBuffer, SharedError> {
+        checked(name)?; // a bad name first, whatever else is wrong
+        if !lock.is_available() {
+            return Err(SharedError::LockUnavailable { kind: lock });
+        }
         let plan_text = plan
             .map(|p| PlanSpec::from(p).to_text())
             .unwrap_or_default();
@@ -299,41 +304,39 @@ impl SharedBuffer {
             .checked_add(nbytes)
             .filter(|&size| size <= isize::MAX as usize)
             .ok_or(SharedError::TooLarge { nbytes })?;
-        let file = open_segment(name, libc::O_CREAT | libc::O_EXCL | libc::O_RDWR, 0o600)?;
-        let identity = Identity::of(&file, new_token());
-        let made = identity.and_then(|identity| {
-            file.set_len(size as u64)
-                .map_err(os("sizing the segment"))?;
-            // SAFETY: the segment is ours and sized above, and the caller keeps any
-            // process from shrinking it while mapped. Other processes may map it
-            // too, which is the point: the data is shared bytes (like a file
-            // another process writes), read and written through `as_bytes[_mut]`.
-            let mut map =
-                unsafe { MmapOptions::new().map_mut(&file) }.map_err(os("mapping the segment"))?;
-            write_header(&mut map, nbytes, &plan_text, identity.token);
-            init_robust_mutex(&mut map)?;
-            // Last, so that an attaching process sees a bytelens header only
-            // once everything it describes (the lock included) is ready.
-            std::sync::atomic::fence(Ordering::Release);
-            map[..8].copy_from_slice(&MAGIC);
-            Ok(SharedBuffer {
-                name: name.to_owned(),
-                map: Some(map),
-                len: nbytes,
-                identity,
-                holder: AtomicU64::new(0),
-            })
-        });
-        if made.is_err() {
-            // Best effort: do not leave a half-made segment behind, but do not
-            // remove one that someone else put under the name meanwhile either.
-            if let Ok(meta) = file.metadata() {
-                if is_at(name, meta.dev(), meta.ino(), None).unwrap_or(false) {
-                    let _ = SharedBuffer::unlink(name);
-                }
+        // The caller keeps any process from shrinking the segment while
+        // mapped. Other processes may map it too, which is the point: the
+        // data is shared bytes (like a file another process writes), read and
+        // written through `as_bytes[_mut]`.
+        let (mut map, file) = sys::create(name, size)?;
+        let identity = Identity {
+            file,
+            token: new_token(),
+        };
+        write_header(&mut map, nbytes, &plan_text, identity.token, lock);
+        match Lock::create(lock, &mut map[..DATA_OFFSET], identity.token) {
+            Ok(lock) => {
+                // Last, so that an attaching process sees a bytelens header only
+                // once everything it describes (the lock included) is ready.
+                std::sync::atomic::fence(Ordering::Release);
+                map[..8].copy_from_slice(&MAGIC);
+                Ok(SharedBuffer {
+                    name: name.to_owned(),
+                    map: Some(map),
+                    len: nbytes,
+                    identity,
+                    holder: AtomicU64::new(0),
+                    lock,
+                })
+            }
+            Err(err) => {
+                // Best effort: do not leave a half-made segment behind, but do not
+                // remove one that someone else put under the name meanwhile either.
+                drop(map);
+                sys::discard(name, file);
+                Err(err)
             }
         }
-        made
     }
 
     /// Attaches to the segment `name`, checking that it is a bytelens segment.
@@ -345,32 +348,29 @@ impl SharedBuffer {
     /// never does. Writes by other processes are fine: the data is only ever
     /// read and written as plain bytes.
     pub unsafe fn attach(name: &str) -> Result<SharedBuffer, SharedError> {
-        let file = open_segment(name, libc::O_RDWR, 0)?;
-        let size = file
-            .metadata()
-            .map_err(os("reading the segment's size"))?
-            .len();
-        if size < DATA_OFFSET as u64 {
-            return Err(SharedError::TooSmall {
-                name: name.to_owned(),
-                size,
-                needed: DATA_OFFSET as u64,
-            });
-        }
-        // SAFETY: as in `create`: shared bytes, accessed as bytes, in a segment
-        // the caller keeps from shrinking (its size was checked just above).
-        let map =
-            unsafe { MmapOptions::new().map_mut(&file) }.map_err(os("mapping the segment"))?;
+        // As in `create`: shared bytes, accessed as bytes, in a segment the
+        // caller keeps from shrinking (`sys::attach` checks it holds a page).
+        let (map, file) = sys::attach(name)?;
         // The mapping's length is the size it was made with, which `read_header`
         // checks the header against.
         let header = SharedBuffer::read_header(name, &map)?;
-        let (len, identity) = (header.nbytes, Identity::of(&file, header.token)?);
+        if header.unlinked {
+            return Err(SharedError::Missing {
+                name: name.to_owned(),
+            });
+        }
+        let identity = Identity {
+            file,
+            token: header.token,
+        };
+        let (len, lock) = (header.nbytes, Lock::attach(header.lock, header.token)?);
         Ok(SharedBuffer {
             name: name.to_owned(),
             map: Some(map),
             len,
             identity,
             holder: AtomicU64::new(0),
+            lock,
         })
     }
 
@@ -425,10 +425,15 @@ impl SharedBuffer {
         let Some(plan) = page[AT_PLAN..].get(..plan_len) else {
             return Err(wrong("its plan runs past the header page"));
         };
+        let Some(lock) = LockKind::from_code(u32::from_le_bytes(field(page, AT_LOCK_KIND))) else {
+            return Err(wrong("a lock kind this bytelens does not know"));
+        };
         Ok(Header {
             nbytes,
             plan,
             token: field(page, AT_TOKEN),
+            lock,
+            unlinked: u32::from_le_bytes(field(page, AT_FLAGS)) & UNLINKED != 0,
         })
     }
 
@@ -436,20 +441,18 @@ impl SharedBuffer {
     /// (this process's and others') stay valid. To remove the name only while
     /// it still names a segment you have mapped, use
     /// [`unlink_checked`](Self::unlink_checked).
+    ///
+    /// On Windows a name cannot be removed: it lives while any process has
+    /// the segment open, and goes with the last close, unlinked or not. There
+    /// `unlink` marks the segment unlinked, so that [`attach`](Self::attach)
+    /// finds it missing, as on Unix; `create` of the name fails
+    /// ([`Exists`](SharedError::Exists)) until every process has closed it.
     pub fn unlink(name: &str) -> Result<(), SharedError> {
-        let path = shm_path(name)?;
-        // SAFETY: `path` is a NUL-terminated C string.
-        if unsafe { libc::shm_unlink(path.as_ptr()) } < 0 {
-            let err = std::io::Error::last_os_error();
-            return Err(match err.kind() {
-                std::io::ErrorKind::NotFound => SharedError::Missing {
-                    name: name.to_owned(),
-                },
-                _ => SharedError::Os {
-                    what: "shm_unlink",
-                    err,
-                },
-            });
+        let head = sys::unlink(name)?;
+        if head[..8] == MAGIC {
+            // What the lock keeps outside the segment (a lock file) goes too.
+            let kind = LockKind::from_code(u32::from_le_bytes(field_of(&head, AT_LOCK_KIND)));
+            lock::forget(kind, field_of(&head, AT_TOKEN));
         }
         Ok(())
     }
@@ -479,8 +482,8 @@ impl SharedBuffer {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn unlink_checked(&self) -> Result<(), SharedError> {
-        let Identity { dev, ino, token } = self.identity;
-        if !is_at(&self.name, dev, ino, Some(token))? {
+        let Identity { file, token } = self.identity;
+        if !sys::names(&self.name, file, Some(token))? {
             return Err(SharedError::Replaced {
                 name: self.name.clone(),
             });
@@ -491,6 +494,11 @@ impl SharedBuffer {
     /// The segment's name.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// The segment's lock's kind, as it was created with.
+    pub fn lock_kind(&self) -> LockKind {
+        self.lock.kind()
     }
 
     /// Bytes of data.
@@ -550,84 +558,58 @@ impl SharedBuffer {
     /// [`unlock_raw`](SharedBuffer::unlock_raw) themselves): `Ok(owner_died)`.
     /// A zero timeout only tries.
     pub fn lock_raw(&self, timeout: Option<Duration>) -> Result<bool, SharedError> {
-        let mutex = self.mutex();
-        // SAFETY: `mutex` points at the robust process-shared mutex `create`
-        // initialised in this mapping, which lives as long as `self`.
-        let rc = unsafe {
-            match timeout {
-                None => libc::pthread_mutex_lock(mutex),
-                Some(t) if t.is_zero() => libc::pthread_mutex_trylock(mutex),
-                Some(t) => timed_lock(mutex, t),
-            }
-        };
-        let owner_died = match rc {
-            0 => false,
-            libc::EOWNERDEAD => {
-                // SAFETY: EOWNERDEAD means we now hold the mutex; marking it
-                // consistent lets later lockers take it normally.
-                unsafe { libc::pthread_mutex_consistent(mutex) };
-                true
-            }
-            libc::EDEADLK => return Err(SharedError::AlreadyHeld),
-            libc::ETIMEDOUT | libc::EBUSY => {
-                return Err(SharedError::Timeout {
-                    waited: timeout.unwrap_or_default(),
-                });
-            }
-            err => {
-                return Err(SharedError::Os {
-                    what: "pthread_mutex_lock",
-                    err: std::io::Error::from_raw_os_error(err),
-                });
-            }
-        };
+        let owner_died = self.lock.lock(self.header(), self.holder_word(), timeout)?;
         self.holder.store(this_thread(), Ordering::Relaxed);
         Ok(owner_died)
     }
 
     /// Releases the lock taken by [`lock_raw`](SharedBuffer::lock_raw);
-    /// [`NotHeld`](SharedError::NotHeld) if this thread does not hold it (the
-    /// mutex checks its owner, so nothing else happens then).
+    /// [`NotHeld`](SharedError::NotHeld) if this thread does not hold it
+    /// through this mapping (nothing else happens then).
     pub fn unlock_raw(&self) -> Result<(), SharedError> {
         if self.holder.load(Ordering::Relaxed) != this_thread() {
             return Err(SharedError::NotHeld);
         }
         self.holder.store(0, Ordering::Relaxed);
-        // SAFETY: the mutex lives as long as `self`, and this thread holds it
-        // (checked above; being error-checking, it would refuse otherwise).
-        match unsafe { libc::pthread_mutex_unlock(self.mutex()) } {
-            0 => Ok(()),
-            libc::EPERM => Err(SharedError::NotHeld),
-            err => Err(SharedError::Os {
-                what: "pthread_mutex_unlock",
-                err: std::io::Error::from_raw_os_error(err),
-            }),
-        }
+        self.lock.unlock(self.header(), self.holder_word())
     }
 
-    fn mutex(&self) -> *mut libc::pthread_mutex_t {
-        // The header page is part of the mapping; the mutex lives at AT_LOCK,
-        // 64-byte aligned within a page-aligned mapping.
-        self.mapping()
-            .as_ptr()
-            .wrapping_add(AT_LOCK)
-            .cast::<libc::pthread_mutex_t>()
-            .cast_mut()
+    /// The header page, where the robust mutex lives (the lock itself
+    /// synchronises what is done through the pointer).
+    fn header(&self) -> *mut u8 {
+        self.mapping().as_ptr().cast_mut()
     }
 
-    fn mapping(&self) -> &MmapMut {
+    fn holder_word(&self) -> Holder<'_> {
+        let word = self.mapping()[AT_HOLDER..AT_HOLDER + 8].as_ptr();
+        // SAFETY: the word lies in the header page of a page-aligned mapping,
+        // 8-byte aligned (AT_HOLDER is), and is only ever accessed atomically
+        // (by every process: it is shared); the reference lives no longer
+        // than `self`, which keeps the mapping.
+        Holder(unsafe { &*word.cast::<AtomicU64>() })
+    }
+
+    fn mapping(&self) -> &Mapping {
         self.map.as_ref().expect("mapped until dropped")
     }
 
-    fn mapping_mut(&mut self) -> &mut MmapMut {
+    fn mapping_mut(&mut self) -> &mut Mapping {
         self.map.as_mut().expect("mapped until dropped")
     }
 }
 
 /// Writes the header of a segment with `nbytes` bytes of data into the
-/// zeroed `page`, but for the magic number and the lock: the version, the
-/// data length, the token and the plan's text (which `create` checked fits).
-fn write_header(page: &mut [u8], nbytes: usize, plan_text: &str, token: [u8; TOKEN_LEN]) {
+/// zeroed `page`, but for the magic number and the lock's state: the
+/// version, the data length, the token, the lock's kind and the plan's text
+/// (which `create` checked fits).
+fn write_header(
+    page: &mut [u8],
+    nbytes: usize,
+    plan_text: &str,
+    token: [u8; TOKEN_LEN],
+    lock: LockKind,
+) {
+    page[AT_LOCK_KIND..AT_LOCK_KIND + 4].copy_from_slice(&lock.code().to_le_bytes());
     page[AT_VERSION..AT_VERSION + 4].copy_from_slice(&VERSION.to_le_bytes());
     page[AT_NBYTES..AT_NBYTES + 8].copy_from_slice(&(nbytes as u64).to_le_bytes());
     page[AT_PLAN_LEN..AT_PLAN_LEN + 4].copy_from_slice(&(plan_text.len() as u32).to_le_bytes());

@@ -1,20 +1,23 @@
-//! The segment's lock: a robust, process-shared `pthread_mutex_t` in the
-//! header page, and timed waits for it on the monotonic clock where the C
-//! library has `pthread_mutex_clocklock`.
+//! [`LockKind::RobustMutex`](super::LockKind::RobustMutex): a robust,
+//! process-shared `pthread_mutex_t` in the header page, and timed waits for
+//! it on the monotonic clock where the C library has
+//! `pthread_mutex_clocklock`. Linux only (macOS has no robust mutexes).
 
 use std::sync::OnceLock;
 use std::time::Duration;
 
-use memmap2::MmapMut;
-
 use super::{AT_LOCK, SharedError};
 
-/// Initialises the robust, process-shared mutex in a fresh header.
-pub(super) fn init_robust_mutex(map: &mut MmapMut) -> Result<(), SharedError> {
-    let mutex = map
-        .as_mut_ptr()
-        .wrapping_add(AT_LOCK)
-        .cast::<libc::pthread_mutex_t>();
+/// The mutex in a header page.
+fn mutex_in(header: *mut u8) -> *mut libc::pthread_mutex_t {
+    // 64-byte aligned within a page-aligned mapping.
+    header.wrapping_add(AT_LOCK).cast::<libc::pthread_mutex_t>()
+}
+
+/// Initialises the robust, process-shared mutex in a fresh header page.
+pub(super) fn init(header: &mut [u8]) -> Result<(), SharedError> {
+    assert!(header.len() >= super::AT_PLAN, "a whole header page");
+    let mutex = mutex_in(header.as_mut_ptr());
     let check = |rc: i32, what| {
         if rc == 0 {
             Ok(())
@@ -64,6 +67,58 @@ pub(super) fn init_robust_mutex(map: &mut MmapMut) -> Result<(), SharedError> {
     }
 }
 
+/// Takes the mutex in `header`, waiting at most `timeout` (forever if
+/// `None`, only trying if zero): `Ok(owner_died)`.
+///
+/// # Safety
+/// `header` is the header page of a mapping that outlives the call, whose
+/// mutex [`init`] initialised.
+pub(super) unsafe fn lock(header: *mut u8, timeout: Option<Duration>) -> Result<bool, SharedError> {
+    let mutex = mutex_in(header);
+    // SAFETY: `mutex` is the initialised robust mutex (the caller's promise).
+    let rc = unsafe {
+        match timeout {
+            None => libc::pthread_mutex_lock(mutex),
+            Some(t) if t.is_zero() => libc::pthread_mutex_trylock(mutex),
+            Some(t) => timed_lock(mutex, t),
+        }
+    };
+    match rc {
+        0 => Ok(false),
+        libc::EOWNERDEAD => {
+            // SAFETY: EOWNERDEAD means we now hold the mutex; marking it
+            // consistent lets later lockers take it normally.
+            unsafe { libc::pthread_mutex_consistent(mutex) };
+            Ok(true)
+        }
+        libc::EDEADLK => Err(SharedError::AlreadyHeld),
+        libc::ETIMEDOUT | libc::EBUSY => Err(SharedError::Timeout {
+            waited: timeout.unwrap_or_default(),
+        }),
+        err => Err(SharedError::Os {
+            what: "pthread_mutex_lock",
+            err: std::io::Error::from_raw_os_error(err),
+        }),
+    }
+}
+
+/// Releases the mutex in `header`, which this thread holds.
+///
+/// # Safety
+/// As for [`lock`].
+pub(super) unsafe fn unlock(header: *mut u8) -> Result<(), SharedError> {
+    // SAFETY: the mutex is initialised (the caller's promise); being
+    // error-checking, it refuses a thread that does not hold it.
+    match unsafe { libc::pthread_mutex_unlock(mutex_in(header)) } {
+        0 => Ok(()),
+        libc::EPERM => Err(SharedError::NotHeld),
+        err => Err(SharedError::Os {
+            what: "pthread_mutex_unlock",
+            err: std::io::Error::from_raw_os_error(err),
+        }),
+    }
+}
+
 /// `pthread_mutex_clocklock`'s type (glibc 2.30+, POSIX.1-2024), as glibc's
 /// `<pthread.h>` declares it.
 type ClockLock = unsafe extern "C" fn(
@@ -98,10 +153,7 @@ pub(super) fn clocklock() -> Option<ClockLock> {
 ///
 /// # Safety
 /// `mutex` points at an initialised mutex that outlives the call.
-pub(super) unsafe fn timed_lock(
-    mutex: *mut libc::pthread_mutex_t,
-    timeout: Duration,
-) -> libc::c_int {
+unsafe fn timed_lock(mutex: *mut libc::pthread_mutex_t, timeout: Duration) -> libc::c_int {
     if let Some(clocklock) = clocklock() {
         let deadline = deadline_after(libc::CLOCK_MONOTONIC, timeout);
         // SAFETY: `clocklock` is pthread_mutex_clocklock (see `clocklock`),

@@ -1,13 +1,20 @@
 //! Headers read from bytes alone, the lock's clock, names.
 
-use super::lock::{clocklock, deadline_after};
+#[cfg(target_os = "linux")]
+use super::robust::{clocklock, deadline_after};
 use super::*;
 
 /// A whole segment as `create` lays it out, `nbytes` of data after the
 /// header page; no lock (these tests only read headers).
 fn segment(nbytes: usize, plan_text: &str) -> Vec<u8> {
     let mut bytes = vec![0; DATA_OFFSET + nbytes];
-    write_header(&mut bytes, nbytes, plan_text, [7; TOKEN_LEN]);
+    write_header(
+        &mut bytes,
+        nbytes,
+        plan_text,
+        [7; TOKEN_LEN],
+        LockKind::native(),
+    );
     bytes[..8].copy_from_slice(&MAGIC);
     bytes
 }
@@ -94,6 +101,7 @@ fn damaged_headers_are_errors_not_panics() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn deadlines_are_on_the_clock_asked_for() {
     for clock in [libc::CLOCK_MONOTONIC, libc::CLOCK_REALTIME] {
         let mut now = libc::timespec {
@@ -114,6 +122,7 @@ fn deadlines_are_on_the_clock_asked_for() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 #[cfg_attr(miri, ignore = "dlsym of a C library function")]
 fn glibc_2_30_and_later_wait_on_the_monotonic_clock() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
@@ -134,7 +143,7 @@ fn glibc_2_30_and_later_wait_on_the_monotonic_clock() {
 #[test]
 fn messages_quote_names_short_and_escaped() {
     let long = "n".repeat(10_000);
-    let message = shm_path(&long).unwrap_err().to_string();
+    let message = checked(&long).unwrap_err().to_string();
     assert!(message.len() <= 200, "{} bytes: {message}", message.len());
     assert!(message.starts_with(&format!("\"{}\"... (10000 bytes) is not", "n".repeat(64))));
     // Every escape counts against the length: 254 control characters
@@ -142,7 +151,10 @@ fn messages_quote_names_short_and_escaped() {
     let controls = "\u{1}".repeat(MAX_NAME);
     let message = SharedError::Missing { name: controls }.to_string();
     assert!(message.len() <= 200, "{} bytes: {message}", message.len());
-    assert!(message.ends_with("\"... (254 bytes)"), "{message}");
+    assert!(
+        message.ends_with(&format!("\"... ({MAX_NAME} bytes)")),
+        "{message}"
+    );
     // A short name stays whole, quotes escaped.
     let message = SharedError::Exists {
         name: "a\"b".into(),

@@ -1,0 +1,274 @@
+//! [`LockKind::FileLock`](super::LockKind::FileLock): `flock` on a file of
+//! the segment's own, for systems without robust mutexes (macOS).
+//!
+//! The kernel drops a `flock` lock when the last descriptor of its open
+//! file is closed, so also when its holder dies, however it dies. macOS
+//! refuses `flock` on a shared-memory descriptor (it locks only vnodes),
+//! so the file is a separate one: `bytelens-locks-<uid>/<token>` in the
+//! temporary directory (mode 0700 and 0600), named by the segment's token,
+//! so that a later segment of the same name never shares it. `create`
+//! makes it, `attach` opens it (and fails if it is gone, rather than lock
+//! nothing), `unlink` removes it.
+//!
+//! `flock` excludes open files, not threads: threads sharing one
+//! [`FileLock`] are kept apart by its own mutex and condition variable
+//! first. A thread that ends holding it releases it (as a robust mutex
+//! does), leaving the holder word set, so the next taker learns
+//! `owner_died`. `flock` has no timed wait: a timed lock polls, backing
+//! off from 50 µs to 2 ms.
+
+use std::fs::{File, OpenOptions};
+use std::io::ErrorKind;
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::time::{Duration, Instant};
+
+use super::lock::{hex, this_thread};
+use super::{SharedError, TOKEN_LEN};
+
+/// A segment's lock file, open.
+pub(super) struct FileLock {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    state: Mutex<State>,
+    freed: Condvar,
+}
+
+struct State {
+    /// Open in this process (reopened after a fork: a child's descriptor
+    /// would share the parent's open file, and so its lock).
+    file: File,
+    pid: u32,
+    /// The [`this_thread`] that holds the lock through this file, or 0.
+    holder: u64,
+}
+
+thread_local! {
+    /// The locks this thread holds, released if it ends holding them.
+    static HELD: Held = const { Held(std::cell::RefCell::new(Vec::new())) };
+}
+
+struct Held(std::cell::RefCell<Vec<Weak<Inner>>>);
+
+impl Drop for Held {
+    fn drop(&mut self) {
+        let me = this_thread();
+        for inner in self.0.get_mut().drain(..).filter_map(|w| w.upgrade()) {
+            let mut state = inner.state();
+            if state.holder == me {
+                // Unlocked without clearing the holder word: the next taker
+                // learns that this holder is gone.
+                let _ = flock(&state.file, libc::LOCK_UN);
+                state.holder = 0;
+                inner.freed.notify_one();
+            }
+        }
+    }
+}
+
+/// The directory of this user's lock files, made (mode 0700) if missing,
+/// and checked to be a directory of this user's that no one else can use.
+fn lock_dir() -> Result<PathBuf, SharedError> {
+    // SAFETY: getuid has no preconditions and cannot fail.
+    let uid = unsafe { libc::getuid() };
+    let dir = std::env::temp_dir().join(format!("bytelens-locks-{uid}"));
+    let fail = |err: std::io::Error| SharedError::Os {
+        what: "the lock files' directory",
+        err: std::io::Error::new(err.kind(), format!("{}: {err}", dir.display())),
+    };
+    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
+        Ok(()) => {}
+        Err(err) if err.kind() == ErrorKind::AlreadyExists => {}
+        Err(err) => return Err(fail(err)),
+    }
+    let meta = std::fs::symlink_metadata(&dir).map_err(fail)?;
+    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
+        return Err(fail(std::io::Error::new(
+            ErrorKind::PermissionDenied,
+            "not a directory of this user's alone (mode 0700)",
+        )));
+    }
+    Ok(dir)
+}
+
+fn path_of(token: [u8; TOKEN_LEN]) -> Result<PathBuf, SharedError> {
+    Ok(lock_dir()?.join(hex(token)))
+}
+
+fn flock(file: &File, op: libc::c_int) -> std::io::Result<()> {
+    loop {
+        // SAFETY: the descriptor is open (owned by `file`); flock has no
+        // other preconditions.
+        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+            return Ok(());
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != ErrorKind::Interrupted {
+            return Err(err);
+        }
+    }
+}
+
+impl FileLock {
+    fn open(path: PathBuf, create: bool) -> Result<FileLock, SharedError> {
+        let file = open_file(&path, create)?;
+        Ok(FileLock {
+            inner: Arc::new(Inner {
+                path,
+                state: Mutex::new(State {
+                    file,
+                    pid: std::process::id(),
+                    holder: 0,
+                }),
+                freed: Condvar::new(),
+            }),
+        })
+    }
+
+    /// Makes the lock file of a new segment.
+    pub(super) fn create(token: [u8; TOKEN_LEN]) -> Result<FileLock, SharedError> {
+        FileLock::open(path_of(token)?, true)
+    }
+
+    /// Opens the lock file of an existing segment.
+    pub(super) fn attach(token: [u8; TOKEN_LEN]) -> Result<FileLock, SharedError> {
+        FileLock::open(path_of(token)?, false)
+    }
+
+    /// Removes a segment's lock file (best effort).
+    pub(super) fn remove(token: [u8; TOKEN_LEN]) {
+        if let Ok(path) = path_of(token) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+
+    /// Takes the lock: first from the other threads using this file, then
+    /// from other open files of it. `timeout` as [`super::Lock::lock`]'s.
+    pub(super) fn lock(&self, timeout: Option<Duration>) -> Result<(), SharedError> {
+        let deadline = timeout.map(|t| Instant::now().checked_add(t));
+        let timed_out = || SharedError::Timeout {
+            waited: timeout.unwrap_or_default(),
+        };
+        let me = this_thread();
+        let mut state = self.inner.state();
+        if state.holder == me {
+            return Err(SharedError::AlreadyHeld);
+        }
+        while state.holder != 0 {
+            state = match deadline {
+                None | Some(None) => self
+                    .inner
+                    .freed
+                    .wait(state)
+                    .unwrap_or_else(|e| e.into_inner()),
+                Some(Some(deadline)) => {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    if left.is_zero() {
+                        return Err(timed_out());
+                    }
+                    let (state, _) = self
+                        .inner
+                        .freed
+                        .wait_timeout(state, left)
+                        .unwrap_or_else(|e| e.into_inner());
+                    state
+                }
+            };
+        }
+        if state.pid != std::process::id() {
+            state.file = open_file(&self.inner.path, false)?;
+            state.pid = std::process::id();
+        }
+        // Claimed in this process; the state's mutex is let go while waiting
+        // for other processes, so other threads wait on `freed` meanwhile.
+        state.holder = me;
+        let file = state.file.try_clone().map_err(|err| SharedError::Os {
+            what: "the lock file",
+            err,
+        });
+        drop(state);
+        let taken = file.and_then(|file| match deadline {
+            None | Some(None) => {
+                flock(&file, libc::LOCK_EX).map_err(|err| SharedError::Os { what: "flock", err })
+            }
+            Some(Some(deadline)) => poll(&file, deadline).map_err(|err| match err {
+                None => timed_out(),
+                Some(err) => SharedError::Os { what: "flock", err },
+            }),
+        });
+        if let Err(err) = taken {
+            let mut state = self.inner.state();
+            state.holder = 0;
+            self.inner.freed.notify_one();
+            return Err(err);
+        }
+        HELD.with(|held| held.0.borrow_mut().push(Arc::downgrade(&self.inner)));
+        Ok(())
+    }
+
+    /// Releases the lock this thread holds.
+    pub(super) fn unlock(&self) -> Result<(), SharedError> {
+        let me = this_thread();
+        let mut state = self.inner.state();
+        if state.holder != me {
+            return Err(SharedError::NotHeld);
+        }
+        let released = flock(&state.file, libc::LOCK_UN);
+        state.holder = 0;
+        drop(state);
+        self.inner.freed.notify_one();
+        HELD.with(|held| {
+            held.0
+                .borrow_mut()
+                .retain(|w| !std::ptr::eq(w.as_ptr(), Arc::as_ptr(&self.inner)))
+        });
+        released.map_err(|err| SharedError::Os { what: "flock", err })
+    }
+}
+
+impl Inner {
+    fn state(&self) -> MutexGuard<'_, State> {
+        // A panic while holding it leaves nothing half-done in `State`.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn open_file(path: &PathBuf, create: bool) -> Result<File, SharedError> {
+    let mut options = OpenOptions::new();
+    options.read(true).write(true).mode(0o600);
+    options.custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW);
+    if create {
+        options.create_new(true);
+    }
+    options.open(path).map_err(|err| SharedError::Os {
+        what: if create {
+            "making the segment's lock file"
+        } else {
+            "opening the segment's lock file (removed while the segment lived?)"
+        },
+        err: std::io::Error::new(err.kind(), format!("{}: {err}", path.display())),
+    })
+}
+
+/// `flock` tries until `deadline`: `Err(None)` when it passes.
+fn poll(file: &File, deadline: Instant) -> Result<(), Option<std::io::Error>> {
+    let mut pause = Duration::from_micros(50);
+    loop {
+        match flock(file, libc::LOCK_EX | libc::LOCK_NB) {
+            Ok(()) => return Ok(()),
+            Err(err) if err.kind() == ErrorKind::WouldBlock => {}
+            Err(err) => return Err(Some(err)),
+        }
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Err(None);
+        }
+        std::thread::sleep(pause.min(left));
+        pause = (pause * 2).min(Duration::from_millis(2));
+    }
+}
