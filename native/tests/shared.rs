@@ -1,14 +1,23 @@
-//! Shared memory in one process: names, formats, sizes, the plan in the
-//! header, and the lock (its timeout, and a holder that dies, in a thread
-//! standing in for a process). Across processes: tests/python/test_shared.py.
-#![cfg(unix)]
+//! Shared memory: names, formats, sizes, the plan in the header, and the
+//! lock, in every kind this OS has (its timeout, a holder thread that ends
+//! holding it), on Linux, macOS and Windows (run under Wine here). Across
+//! processes (children of this test binary, see [`child_process`]): locked
+//! increments from several processes, a killed holder, a second create.
+//! Python's side: tests/python/test_shared.py.
 
+use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use bytelens::{DType, Plan, SharedBuffer, SharedError};
+use bytelens::{DType, LockKind, MAX_NAME, Plan, SharedBuffer, SharedError};
 
 fn unique(tag: &str) -> String {
-    format!("bytelens-test-{tag}-{}", std::process::id())
+    // Short: macOS takes 30 bytes at most.
+    format!("bl-{tag}-{}", std::process::id())
+}
+
+/// The lock kinds this OS has: every lock test runs for each.
+fn kinds() -> impl Iterator<Item = LockKind> {
+    LockKind::ALL.into_iter().filter(|k| k.is_available())
 }
 
 /// [`SharedBuffer::create`], for segments these tests never shrink.
@@ -16,6 +25,12 @@ fn create(name: &str, nbytes: usize, plan: Option<&Plan<'_>>) -> Result<SharedBu
     // SAFETY: no test shrinks a segment while it is mapped (the one that sizes a
     // segment itself does so before attaching, and only ever grows it).
     unsafe { SharedBuffer::create(name, nbytes, plan) }
+}
+
+/// [`SharedBuffer::create_with`] a lock of `kind`.
+fn create_with(name: &str, nbytes: usize, kind: LockKind) -> Result<SharedBuffer, SharedError> {
+    // SAFETY: as in `create`.
+    unsafe { SharedBuffer::create_with(name, nbytes, None, kind) }
 }
 
 /// [`SharedBuffer::attach`], for segments these tests never shrink.
@@ -48,14 +63,67 @@ fn create_attach_share_bytes_and_unlink() {
 
 #[test]
 fn names_are_checked() {
-    for bad in ["", "a/b", "..", ".", "nul\0byte", &"x".repeat(255)] {
+    let too_long = "x".repeat(MAX_NAME + 1);
+    let mut bad = vec!["", "nul\0byte", &too_long];
+    if cfg!(unix) {
+        bad.extend(["a/b", "..", "."]);
+    } else {
+        bad.push("a\\b");
+    }
+    for bad in bad {
         let err = create(bad, 8, None).err().unwrap();
         assert!(matches!(err, SharedError::BadName { .. }), "{bad:?}");
-        assert!(err.to_string().contains("not a usable shared-memory name"));
+        let message = err.to_string();
+        assert!(
+            message.contains("not a usable shared-memory name"),
+            "{message}"
+        );
+        assert!(
+            message.contains(&format!("1 to {MAX_NAME} bytes")),
+            "{message}"
+        );
     }
+    // The longest name this OS takes works.
+    let longest = format!("{}{}", unique("l"), "x".repeat(MAX_NAME))
+        .split_at(MAX_NAME)
+        .0
+        .to_owned();
+    let sh = create(&longest, 8, None).unwrap();
+    sh.unlink_checked().unwrap();
 }
 
 #[test]
+fn a_lock_this_os_lacks_is_refused_naming_those_it_has() {
+    for kind in LockKind::ALL.into_iter().filter(|k| !k.is_available()) {
+        let err = create_with(&unique("nolock"), 8, kind).err().unwrap();
+        assert!(matches!(err, SharedError::LockUnavailable { .. }), "{err}");
+        let message = err.to_string();
+        assert!(message.contains(&format!("no {kind} lock")), "{message}");
+        assert!(message.contains(LockKind::native().name()), "{message}");
+    }
+    for kind in kinds() {
+        let name = unique(&format!("kind-{kind}"));
+        let a = create_with(&name, 8, kind).unwrap();
+        assert_eq!(
+            (a.lock_kind(), attach(&name).unwrap().lock_kind()),
+            (kind, kind)
+        );
+        a.unlink_checked().unwrap();
+    }
+    assert_eq!(
+        create(&unique("native"), 8, None)
+            .map(|a| {
+                let kind = a.lock_kind();
+                a.unlink_checked().unwrap();
+                kind
+            })
+            .unwrap(),
+        LockKind::native()
+    );
+}
+
+#[test]
+#[cfg(unix)]
 fn segments_of_another_format_or_too_small_are_refused() {
     // A segment someone else made: no bytelens header.
     let name = unique("foreign");
@@ -115,11 +183,15 @@ fn the_plan_travels_in_the_header() {
 
 #[test]
 fn the_lock_times_out_and_survives_a_dead_holder() {
-    let name = unique("lock");
-    let a = create(&name, 8, None).unwrap();
+    kinds().for_each(the_lock_times_out_and_survives_a_dead_holder_with);
+}
+
+fn the_lock_times_out_and_survives_a_dead_holder_with(kind: LockKind) {
+    let name = unique(&format!("lock-{kind}"));
+    let a = create_with(&name, 8, kind).unwrap();
     let guard = a.lock(None).unwrap();
     assert!(!guard.owner_died());
-    // Another thread (robust mutexes track the holding thread) waits in vain.
+    // Another thread (every kind excludes threads too) waits in vain.
     let waited = std::thread::scope(|s| {
         s.spawn(|| {
             let start = Instant::now();
@@ -152,12 +224,26 @@ fn the_lock_times_out_and_survives_a_dead_holder() {
 
 #[test]
 fn relocking_in_one_thread_is_an_error_and_only_the_holder_unlocks() {
-    let name = unique("relock");
-    let a = create(&name, 8, None).unwrap();
+    kinds().for_each(relocking_in_one_thread_is_an_error_with);
+}
+
+fn relocking_in_one_thread_is_an_error_with(kind: LockKind) {
+    let name = unique(&format!("relock-{kind}"));
+    let a = create_with(&name, 8, kind).unwrap();
     let guard = a.lock(None).unwrap();
     assert!(
         matches!(a.lock(None), Err(SharedError::AlreadyHeld)),
         "not a deadlock"
+    );
+    // Through a second mapping too (a named mutex would let its holder in
+    // again; flock would wait forever for itself).
+    let b = attach(&name).unwrap();
+    assert!(
+        matches!(
+            b.lock(Some(Duration::from_secs(5))),
+            Err(SharedError::AlreadyHeld)
+        ),
+        "{kind}"
     );
     std::thread::scope(|s| {
         s.spawn(|| assert!(matches!(a.unlock_raw(), Err(SharedError::NotHeld))));
@@ -168,6 +254,26 @@ fn relocking_in_one_thread_is_an_error_and_only_the_holder_unlocks() {
 }
 
 #[test]
+fn a_mapping_dropped_holding_the_lock_leaves_it_to_the_next_taker() {
+    for kind in kinds().filter(|&k| k != LockKind::RobustMutex) {
+        let name = unique(&format!("drop-{kind}"));
+        let a = create_with(&name, 8, kind).unwrap();
+        let b = attach(&name).unwrap();
+        assert!(!a.lock_raw(None).unwrap());
+        drop(a);
+        let guard = b.lock(Some(Duration::from_secs(5))).unwrap();
+        assert!(
+            guard.owner_died(),
+            "{kind}: the holder left without unlocking"
+        );
+        drop(guard);
+        assert!(!b.lock(None).unwrap().owner_died());
+        b.unlink_checked().unwrap();
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
 fn dropping_a_mapping_whose_lock_is_held_keeps_it_mapped() {
     // glibc links held robust mutexes through their own memory: unmapping one
     // and then locking another would fault. The held mapping is kept instead.
@@ -182,6 +288,31 @@ fn dropping_a_mapping_whose_lock_is_held_keeps_it_mapped() {
 }
 
 #[test]
+#[cfg(windows)]
+fn on_windows_an_unlinked_name_stays_taken_while_open() {
+    let name = unique("win-unlink");
+    let old = create(&name, 8, None).unwrap();
+    let other = attach(&name).unwrap();
+    old.unlink_checked().unwrap();
+    assert!(matches!(attach(&name), Err(SharedError::Missing { .. })));
+    assert!(matches!(
+        SharedBuffer::unlink(&name),
+        Err(SharedError::Missing { .. })
+    ));
+    let err = create(&name, 8, None).err().unwrap();
+    assert!(matches!(err, SharedError::Exists { .. }), "{err}");
+    assert!(
+        err.to_string()
+            .contains("while any process has its segment open"),
+        "{err}"
+    );
+    drop((old, other));
+    // The last close freed it.
+    create(&name, 8, None).unwrap().unlink_checked().unwrap();
+}
+
+#[test]
+#[cfg(unix)]
 fn a_stale_handle_does_not_unlink_the_segment_that_took_its_name() {
     let name = unique("stale");
     let old = create(&name, 8, None).unwrap();
@@ -209,6 +340,7 @@ fn a_stale_handle_does_not_unlink_the_segment_that_took_its_name() {
 }
 
 #[test]
+#[cfg(unix)]
 fn unlinking_by_name_removes_whichever_segment_has_it() {
     let name = unique("by-name");
     let old = create(&name, 8, None).unwrap();
@@ -263,8 +395,12 @@ fn a_plan_larger_than_the_data_is_refused_at_create() {
 
 #[test]
 fn timed_waits_end_on_time() {
-    let name = unique("timed");
-    let a = create(&name, 8, None).unwrap();
+    kinds().for_each(timed_waits_end_on_time_with);
+}
+
+fn timed_waits_end_on_time_with(kind: LockKind) {
+    let name = unique(&format!("timed-{kind}"));
+    let a = create_with(&name, 8, kind).unwrap();
     let held = a.lock(None).unwrap();
     std::thread::scope(|s| {
         s.spawn(|| {
@@ -289,4 +425,138 @@ fn timed_waits_end_on_time() {
     });
     drop(held);
     SharedBuffer::unlink(&name).unwrap();
+}
+
+/// The environment variable that makes this test binary a child process
+/// playing a role for a test below, instead of running tests.
+const ROLE: &str = "BYTELENS_SHARED_CHILD";
+
+/// This test binary again, running only [`child_process`] in `role`.
+fn child(role: &str) -> Child {
+    Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ROLE, role)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+/// The children's side. Run as a test, without the role variable, it does
+/// nothing; with it (set only by [`child`]), it plays one of the roles:
+/// `count NAME N`, N locked increments of the segment's first u64, read and
+/// written back non-atomically with a yield between, so that a lock that
+/// failed to exclude would lose increments; `hold NAME`, takes the lock,
+/// says so in byte 8 and waits to be killed; `create NAME`, tries to create
+/// the segment and reports how it went in byte 9 (1: refused as existing).
+#[test]
+fn child_process() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let words: Vec<&str> = role.split(' ').collect();
+    match words[..] {
+        ["count", name, n] => {
+            let sh = attach(name).unwrap();
+            for _ in 0..n.parse::<u32>().unwrap() {
+                let guard = sh.lock(Some(Duration::from_secs(60))).unwrap();
+                let at = sh.as_bytes().as_ptr().cast::<u64>().cast_mut();
+                // SAFETY: the first 8 bytes of the data (page-aligned) are the
+                // counter, written only under the lock, which this process holds.
+                let value = unsafe { at.read_volatile() };
+                std::thread::yield_now();
+                // SAFETY: as above.
+                unsafe { at.write_volatile(value + 1) };
+                drop(guard);
+            }
+        }
+        ["hold", name] => {
+            let mut sh = attach(name).unwrap();
+            std::mem::forget(sh.lock(None).unwrap());
+            sh.as_bytes_mut()[8] = 1;
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        ["create", name] => {
+            let outcome = match create(name, 8, None) {
+                Err(SharedError::Exists { .. }) => 1,
+                _ => 2,
+            };
+            attach(name).unwrap().as_bytes_mut()[9] = outcome;
+        }
+        _ => panic!("unknown role {role:?}"),
+    }
+}
+
+fn wait_ok(mut child: Child) {
+    let status = child.wait().unwrap();
+    assert!(status.success(), "child: {status}");
+}
+
+#[test]
+fn locked_increments_from_several_processes_add_up() {
+    for kind in kinds() {
+        let name = unique(&format!("count-{kind}"));
+        let sh = create_with(&name, 64, kind).unwrap();
+        let (processes, each) = (4, 300);
+        let children: Vec<_> = (0..processes)
+            .map(|_| child(&format!("count {name} {each}")))
+            .collect();
+        children.into_iter().for_each(wait_ok);
+        let total = u64::from_ne_bytes(sh.as_bytes()[..8].try_into().unwrap());
+        assert_eq!(total, processes * each, "{kind}");
+        sh.unlink_checked().unwrap();
+    }
+}
+
+#[test]
+fn a_killed_holder_is_recovered_and_the_next_taker_told() {
+    for kind in kinds() {
+        let name = unique(&format!("kill-{kind}"));
+        let sh = create_with(&name, 64, kind).unwrap();
+        let mut holder = child(&format!("hold {name}"));
+        let start = Instant::now();
+        while sh.as_bytes()[8] == 0 {
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "the holder never locked"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        assert!(matches!(
+            sh.lock(Some(Duration::from_millis(50))),
+            Err(SharedError::Timeout { .. })
+        ));
+        holder.kill().unwrap(); // SIGKILL; TerminateProcess on Windows
+        holder.wait().unwrap();
+        let start = Instant::now();
+        let guard = sh.lock(Some(Duration::from_secs(10))).unwrap();
+        let waited = start.elapsed();
+        assert!(guard.owner_died(), "{kind}");
+        assert!(waited < Duration::from_secs(5), "{kind}: {waited:?}");
+        drop(guard);
+        assert!(
+            !sh.lock(None).unwrap().owner_died(),
+            "{kind}: consistent again"
+        );
+        sh.unlink_checked().unwrap();
+    }
+}
+
+#[test]
+fn a_second_create_of_a_live_name_is_refused_in_another_process() {
+    let name = unique("twice");
+    let sh = create(&name, 64, None).unwrap();
+    wait_ok(child(&format!("create {name}")));
+    assert_eq!(
+        sh.as_bytes()[9],
+        1,
+        "the child's create was refused as existing"
+    );
+    sh.unlink_checked().unwrap();
 }

@@ -231,6 +231,19 @@ impl FileLock {
     }
 }
 
+impl FileLock {
+    /// Releases the lock whichever thread holds it (its mapping is being
+    /// dropped).
+    pub(super) fn abandon(&self) {
+        let mut state = self.inner.state();
+        if state.holder != 0 {
+            let _ = flock(&state.file, libc::LOCK_UN);
+            state.holder = 0;
+            self.inner.freed.notify_one();
+        }
+    }
+}
+
 impl Inner {
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding it leaves nothing half-done in `State`.

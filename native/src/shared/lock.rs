@@ -142,6 +142,13 @@ impl Holder<'_> {
     pub(super) fn leaving(&self) {
         self.0.store(0, Ordering::Release);
     }
+
+    /// Just before the OS lock is released by a mapping dropped holding
+    /// it: a value no thread has, so that the next taker, this thread
+    /// included, learns `owner_died`.
+    fn abandoning(&self) {
+        self.0.store(u64::MAX, Ordering::Release);
+    }
 }
 
 /// A segment's lock as this process holds it open.
@@ -254,6 +261,30 @@ impl Lock {
             Lock::Named(mutex) => {
                 holder.leaving();
                 mutex.unlock()
+            }
+        }
+    }
+
+    /// Lets go of the lock held through a mapping being dropped, for the
+    /// kinds that live outside the header, so the next taker gets it and
+    /// learns `owner_died` (a robust mutex is left held: see
+    /// [`lives_in_header`](Self::lives_in_header)).
+    pub(super) fn abandon(&self, holder: Holder<'_>) {
+        let _ = &holder;
+        match self {
+            #[cfg(target_os = "linux")]
+            Lock::Robust => {}
+            #[cfg(unix)]
+            Lock::File(file) => {
+                holder.abandoning();
+                file.abandon();
+            }
+            #[cfg(windows)]
+            Lock::Named(mutex) => {
+                // Only the owning thread can release it; dropped on another,
+                // it is abandoned when the owner ends.
+                holder.abandoning();
+                let _ = mutex.unlock();
             }
         }
     }

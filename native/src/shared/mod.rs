@@ -217,15 +217,16 @@ fn stored_plan(text: &str, nbytes: usize) -> Result<Option<PlanSpec>, SharedErro
 
 impl Drop for SharedBuffer {
     fn drop(&mut self) {
-        if self.holder.load(Ordering::Relaxed) != 0 && self.lock.lives_in_header() {
+        if self.holder.load(Ordering::Relaxed) != 0 && !self.lock.lives_in_header() {
+            self.lock.abandon(self.holder_word());
+        } else if self.holder.load(Ordering::Relaxed) != 0 {
             // A held robust mutex is linked into its thread's robust list, which
             // glibc and the kernel walk through the mutex's own memory (on the next
             // lock, and when the process dies). Unmapping it now would make those
             // walks fault, or silently skip it so no one ever learns its holder
             // died. So a mapping whose robust mutex is still held stays mapped.
-            // (The other kinds' OS locks live outside the mapping: dropping the
-            // lock file or the mutex's handle releases them, and the holder
-            // word left set tells the next taker.)
+            // (The other kinds' OS locks live outside the mapping: `abandon`
+            // above released them, marking the holder word for the next taker.)
             std::mem::forget(self.map.take());
         }
     }

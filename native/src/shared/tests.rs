@@ -56,6 +56,11 @@ fn damaged_headers_are_errors_not_panics() {
     }
     assert!(wrong(&damaged(0, b"BYTELENZ")));
     assert!(wrong(&damaged(AT_VERSION, &2u32.to_le_bytes())));
+    assert!(wrong(&damaged(AT_LOCK_KIND, &7u32.to_le_bytes())));
+    for kind in LockKind::ALL {
+        let header = damaged(AT_LOCK_KIND, &kind.code().to_le_bytes());
+        assert_eq!(read(&header).unwrap().lock, kind);
+    }
     // Data past the end of the segment, as far as a u64 reaches.
     for nbytes in [17, u64::MAX - 4095, u64::MAX] {
         let err = read(&damaged(AT_NBYTES, &nbytes.to_le_bytes())).unwrap_err();
