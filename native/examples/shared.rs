@@ -5,7 +5,6 @@
 //!   B: i16[3], then D: i32[7] over the same bytes) and writes A and B;
 //! - `shared read NAME`: attaches to NAME and prints every field of its
 //!   stored plan, one line each: `name value value ...`.
-#[cfg(unix)]
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     use bytelens::{DType, Plan, Scalar, SharedBuffer};
 
@@ -50,9 +49,4 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         other => return Err(format!("unknown command {other:?}").into()),
     }
     Ok(())
-}
-
-#[cfg(not(unix))]
-fn main() {
-    eprintln!("shared memory needs a POSIX system");
 }

@@ -19,7 +19,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
 use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
@@ -63,7 +63,7 @@ impl Drop for Held {
             if state.holder == me {
                 // Unlocked without clearing the holder word: the next taker
                 // learns that this holder is gone.
-                let _ = flock(&state.file, libc::LOCK_UN);
+                let _ = flock(state.file.as_raw_fd(), libc::LOCK_UN);
                 state.holder = 0;
                 inner.freed.notify_one();
             }
@@ -100,11 +100,12 @@ fn path_of(token: [u8; TOKEN_LEN]) -> Result<PathBuf, SharedError> {
     Ok(lock_dir()?.join(hex(token)))
 }
 
-fn flock(file: &File, op: libc::c_int) -> std::io::Result<()> {
+/// `flock` of `fd`, which the caller keeps open, retried when interrupted.
+fn flock(fd: RawFd, op: libc::c_int) -> std::io::Result<()> {
     loop {
-        // SAFETY: the descriptor is open (owned by `file`); flock has no
-        // other preconditions.
-        if unsafe { libc::flock(file.as_raw_fd(), op) } == 0 {
+        // SAFETY: flock takes any descriptor number (a closed one is EBADF);
+        // it touches no memory of ours.
+        if unsafe { libc::flock(fd, op) } == 0 {
             return Ok(());
         }
         let err = std::io::Error::last_os_error();
@@ -186,21 +187,20 @@ impl FileLock {
         }
         // Claimed in this process; the state's mutex is let go while waiting
         // for other processes, so other threads wait on `freed` meanwhile.
+        // The file stays open meanwhile: only a claimant replaces it (above),
+        // and `self` keeps `Inner`.
         state.holder = me;
-        let file = state.file.try_clone().map_err(|err| SharedError::Os {
-            what: "the lock file",
-            err,
-        });
+        let fd = state.file.as_raw_fd();
         drop(state);
-        let taken = file.and_then(|file| match deadline {
+        let taken = match deadline {
             None | Some(None) => {
-                flock(&file, libc::LOCK_EX).map_err(|err| SharedError::Os { what: "flock", err })
+                flock(fd, libc::LOCK_EX).map_err(|err| SharedError::Os { what: "flock", err })
             }
-            Some(Some(deadline)) => poll(&file, deadline).map_err(|err| match err {
+            Some(Some(deadline)) => poll(fd, deadline).map_err(|err| match err {
                 None => timed_out(),
                 Some(err) => SharedError::Os { what: "flock", err },
             }),
-        });
+        };
         if let Err(err) = taken {
             let mut state = self.inner.state();
             state.holder = 0;
@@ -218,7 +218,7 @@ impl FileLock {
         if state.holder != me {
             return Err(SharedError::NotHeld);
         }
-        let released = flock(&state.file, libc::LOCK_UN);
+        let released = flock(state.file.as_raw_fd(), libc::LOCK_UN);
         state.holder = 0;
         drop(state);
         self.inner.freed.notify_one();
@@ -237,7 +237,7 @@ impl FileLock {
     pub(super) fn abandon(&self) {
         let mut state = self.inner.state();
         if state.holder != 0 {
-            let _ = flock(&state.file, libc::LOCK_UN);
+            let _ = flock(state.file.as_raw_fd(), libc::LOCK_UN);
             state.holder = 0;
             self.inner.freed.notify_one();
         }
@@ -269,10 +269,10 @@ fn open_file(path: &PathBuf, create: bool) -> Result<File, SharedError> {
 }
 
 /// `flock` tries until `deadline`: `Err(None)` when it passes.
-fn poll(file: &File, deadline: Instant) -> Result<(), Option<std::io::Error>> {
+fn poll(fd: RawFd, deadline: Instant) -> Result<(), Option<std::io::Error>> {
     let mut pause = Duration::from_micros(50);
     loop {
-        match flock(file, libc::LOCK_EX | libc::LOCK_NB) {
+        match flock(fd, libc::LOCK_EX | libc::LOCK_NB) {
             Ok(()) => return Ok(()),
             Err(err) if err.kind() == ErrorKind::WouldBlock => {}
             Err(err) => return Err(Some(err)),
