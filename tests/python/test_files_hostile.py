@@ -3,6 +3,7 @@
 bounded by what is touched. Whatever crashed or hung before runs in a
 child process with a time limit, so that a regression fails, not hangs."""
 
+import errno
 import json
 import os
 import stat
@@ -56,6 +57,7 @@ SAVE_BACK = """
 """
 
 
+@pytest.mark.skipif(os.name == "nt", reason="Windows renames over no mapped file (section 16: save says so)")
 @pytest.mark.parametrize("name", ["m.safetensors", "a.npy"])
 @pytest.mark.parametrize("n", [5, 1 << 20])
 def test_save_over_the_loaded_file_keeps_its_views(tmp_path, name, n):
@@ -548,3 +550,99 @@ def test_a_layout_the_core_refuses_is_named_with_the_file(tmp_path):
 
 def test_load_documents_sigbus():
     assert "SIGBUS" in bl.load.__doc__ and "truncates" in bl.load.__doc__
+
+
+# 16. Windows' refusals, simulated here (os.name set to "nt" for one call,
+# the system call that fails there made to fail as it does): what bl.save
+# and bl.load say instead of a bare "access is denied".
+
+
+def windows_error(winerror, message="Access is denied"):
+    """An OSError as Windows raises it (its `winerror` set, as POSIX
+    Python cannot through the constructor)."""
+    err = PermissionError(13, message) if winerror == 5 else OSError(22, message)
+    err.winerror = winerror
+    return err
+
+
+@pytest.mark.parametrize("winerror", [5, 32, 1224])
+def test_save_over_a_file_windows_will_not_replace_says_why(tmp_path, monkeypatch, winerror):
+    path = tmp_path / "m.safetensors"
+    bl.save(path, {"w": np.arange(10, dtype="<f4")})
+    before = path.read_bytes()
+    loaded = bl.load(path)
+
+    def refused(src, dst):
+        raise windows_error(winerror)
+
+    monkeypatch.setattr(os, "replace", refused)
+    monkeypatch.setattr(os, "name", "nt")
+    with pytest.raises(PermissionError, match="Windows cannot replace the file while it is mapped or open") as caught:
+        bl.save(path, loaded)
+    monkeypatch.undo()
+    assert str(caught.value).startswith(f"{path}: ") and "arrays bl.load returned" in str(caught.value)
+    assert (caught.value.errno, caught.value.winerror) == (errno.EACCES, winerror)
+    assert path.read_bytes() == before
+    assert os.listdir(tmp_path) == ["m.safetensors"]  # the new file removed
+    # On POSIX the same failure is raised as it came, the new file removed too.
+    monkeypatch.setattr(os, "replace", refused)
+    with pytest.raises(OSError, match=r"^\[Errno (13|22)\] Access is denied$"):
+        bl.save(path, loaded)
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == ["m.safetensors"]
+
+
+def test_save_over_a_read_only_file_on_windows_is_refused_before_writing(tmp_path, monkeypatch):
+    path = tmp_path / "a.npy"
+    bl.save(path, np.arange(3))
+    os.chmod(path, 0o444)
+    monkeypatch.setattr(os, "name", "nt")
+    with pytest.raises(PermissionError, match="the file is read-only, and Windows replaces no read-only file"):
+        bl.save(path, np.arange(4))
+    monkeypatch.undo()
+    assert os.listdir(tmp_path) == ["a.npy"] and np.load(path).tolist() == [0, 1, 2]
+    bl.save(path, np.arange(4))  # POSIX renames over it, keeping its bits
+    assert np.load(path).tolist() == [0, 1, 2, 3] and stat.S_IMODE(path.stat().st_mode) == 0o444
+
+
+def test_a_folder_windows_will_not_open_is_still_a_folder(tmp_path, monkeypatch):
+    folder = tmp_path / "folder.npy"
+    folder.mkdir()
+    real_open = os.open
+
+    def windows_open(path, flags, *mode):
+        if os.path.isdir(path):
+            raise windows_error(5, "Permission denied")
+        return real_open(path, flags, *mode)
+
+    monkeypatch.setattr(os, "open", windows_open)
+    monkeypatch.setattr(os, "name", "nt")
+    for call in (bl.load, bl.inspect):
+        with pytest.raises(IsADirectoryError, match=r"folder\.npy: not a regular file \(a directory\)$"):
+            call(folder)
+    monkeypatch.undo()
+    # The same words as on POSIX, where the folder opens and fstat refuses it.
+    with pytest.raises(IsADirectoryError, match=r"folder\.npy: not a regular file \(a directory\)$"):
+        bl.load(folder)
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["a" * 300, "é" * 200, "a" + "é" * 200, "ab" + "€" * 100, "a" + "\U0001f600" * 60, "\udce9" * 200, "short.npy"],
+)
+def test_the_new_files_name_keeps_whole_characters(name):
+    start = bl._files._name_start(name, 180)
+    encoded = os.fsencode(start)
+    assert name.startswith(start) and len(encoded) <= 180
+    # The longest such start: one more character would not fit.
+    assert start == name or len(os.fsencode(name[: len(start) + 1])) > 180
+    if not any("\udc80" <= c <= "\udcff" for c in name):
+        encoded.decode("utf-8")  # valid UTF-8: APFS and NTFS (as UTF-16) take it
+
+
+def test_save_to_a_long_name_cut_inside_a_character(tmp_path):
+    # 1 + 2 * 124 + 4 bytes: the first 180 end inside an "é", where the new
+    # file's name used to be cut (a name macOS and Windows refuse).
+    path = tmp_path / ("a" + "é" * 124 + ".npy")
+    bl.save(path, np.arange(2))
+    assert np.load(path).tolist() == [0, 1] and os.listdir(tmp_path) == [path.name]

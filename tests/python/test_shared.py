@@ -1,4 +1,8 @@
-"""Shared memory across processes, its robust lock, and mapped files."""
+"""Shared memory across processes, its locks, and mapped files.
+
+The cross-process lock tests run for every lock kind this OS has (both
+Linux's: the robust mutex and the file lock); a segment attached by name
+takes the kind it was created with."""
 
 import multiprocessing
 import os
@@ -6,7 +10,9 @@ import pathlib
 import pickle
 import signal
 import subprocess
+import sys
 import time
+import zlib
 
 import numpy as np
 import pytest
@@ -17,17 +23,26 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 SPAWN = multiprocessing.get_context("spawn")  # workers attach by name: nothing inherited
 FORK = multiprocessing.get_context("fork")
 COUNTER = 0  # byte offset of the int64 counter
+#: The lock kinds each OS has; the first is its default (lock=None).
+LOCKS = {"linux": ["robust-mutex", "file"], "darwin": ["file"], "win32": ["named-mutex"]}[sys.platform]
 
 
 @pytest.fixture
 def name(request):
-    """A segment name unique to this test, removed afterwards."""
-    name = f"bytelens-{request.node.name[:60]}-{os.getpid()}".replace("[", "-").replace("]", "")
+    """A segment name unique to this test (and its parameters), removed
+    afterwards: short, as macOS takes at most 30 bytes (and tests add "-a")."""
+    name = f"bl{os.getpid()}-{zlib.crc32(request.node.nodeid.encode()):08x}"
     yield name
     try:
         bl.SharedBuffer.attach(name).unlink()
     except FileNotFoundError:
         pass
+
+
+@pytest.fixture(params=LOCKS)
+def lock(request):
+    """Each lock kind this OS has, by the name SharedBuffer.create takes."""
+    return request.param
 
 
 def test_create_attach_and_views_share_bytes(name):
@@ -62,6 +77,28 @@ def test_pickles_to_its_name(name):
 def test_bad_names(bad):
     with pytest.raises(ValueError, match="not a usable shared-memory name"):
         bl.SharedBuffer.create(bad, 8)
+
+
+def test_the_lock_kind_is_chosen_at_create_and_attach_takes_it(name, lock):
+    sh = bl.SharedBuffer.create(name, 8, lock=lock)
+    assert sh.lock_kind == lock
+    assert bl.SharedBuffer.attach(name).lock_kind == lock
+    assert pickle.loads(pickle.dumps(sh)).lock_kind == lock
+    sh.unlink()
+    assert bl.SharedBuffer.create(name, 8).lock_kind == LOCKS[0]  # the OS's own
+
+
+@pytest.mark.parametrize(
+    "bad", [kind for kind in ["robust-mutex", "file", "named-mutex"] if kind not in LOCKS] + ["robust_mutex", "File", ""]
+)
+def test_a_lock_kind_this_os_lacks_is_a_value_error_naming_those_it_has(name, bad):
+    has = ", ".join(f'"{kind}"' for kind in LOCKS)
+    with pytest.raises(ValueError, match=f"is not a lock this OS has: {has}$"):
+        bl.SharedBuffer.create(name, 8, lock=bad)
+    with pytest.raises(FileNotFoundError):
+        bl.SharedBuffer.attach(name)  # nothing left behind
+    with pytest.raises(TypeError):
+        bl.SharedBuffer.create(name, 8, None, "file")  # keyword only
 
 
 def test_missing_existing_foreign_and_small_segments(name):
@@ -149,15 +186,15 @@ def _run_workers(name, times, locked):
         assert w.exitcode == 0
 
 
-def test_four_processes_count_exactly_under_the_lock(name):
-    sh = bl.SharedBuffer.create(name, 64)
+def test_four_processes_count_exactly_under_the_lock(name, lock):
+    sh = bl.SharedBuffer.create(name, 64, lock=lock)
     _run_workers(name, 100_000, locked=True)
     assert sh.view("<i8", offset=COUNTER, shape=1)[0] == 400_000
 
 
-def test_without_the_lock_updates_are_lost(name):
+def test_without_the_lock_updates_are_lost(name, lock):
     """Proves the counting test can fail: the same work, unlocked, loses updates."""
-    sh = bl.SharedBuffer.create(name, 64)
+    sh = bl.SharedBuffer.create(name, 64, lock=lock)
     _run_workers(name, 100_000, locked=False)
     assert sh.view("<i8", offset=COUNTER, shape=1)[0] < 400_000
 
@@ -175,8 +212,8 @@ def _die_holding_the_lock(name, ready):
     time.sleep(60)
 
 
-def test_a_holder_killed_by_sigkill_does_not_deadlock_the_others(name):
-    sh = bl.SharedBuffer.create(name, 16 * 16)
+def test_a_holder_killed_by_sigkill_does_not_deadlock_the_others(name, lock):
+    sh = bl.SharedBuffer.create(name, 16 * 16, lock=lock)
     ready = FORK.Event()
     victim = FORK.Process(target=_die_holding_the_lock, args=(name, ready))
     victim.start()
@@ -194,8 +231,8 @@ def test_a_holder_killed_by_sigkill_does_not_deadlock_the_others(name):
         assert not held.owner_died  # consistent again
 
 
-def test_a_busy_lock_times_out(name):
-    sh = bl.SharedBuffer.create(name, 8)
+def test_a_busy_lock_times_out(name, lock):
+    sh = bl.SharedBuffer.create(name, 8, lock=lock)
     ready, release = FORK.Event(), FORK.Event()
 
     def hold():
@@ -252,11 +289,11 @@ def test_python_writes_rust_reads(name):
     assert lines[2] == "D 0 0 128 62"  # the bytes of 0.25f, seen as uint8
 
 
-def test_seed_workers_fill_int16_the_parent_reads_int32(name):
+def test_seed_workers_fill_int16_the_parent_reads_int32(name, lock):
     """The seed's multiprocessing.Array + np.frombuffer example, the bytelens way."""
     plan = bl.Plan("Seed").struct(halves=("i2", 8)).union(words=("i4", 4))
-    sh = bl.SharedBuffer.create(name, plan.nbytes, plan)
-    workers = [SPAWN.Process(target=_fill_halves, args=(sh, i)) for i in range(2)]
+    sh = bl.SharedBuffer.create(name, plan.nbytes, plan, lock=lock)
+    workers = [SPAWN.Process(target=_fill_halves, args=(sh, i, lock)) for i in range(2)]
     for w in workers:
         w.start()
     for w in workers:
@@ -267,8 +304,9 @@ def test_seed_workers_fill_int16_the_parent_reads_int32(name):
     assert words.tolist() == expected.tolist()
 
 
-def _fill_halves(sh, worker):
+def _fill_halves(sh, worker, lock):
     halves = sh.arrays()["halves"]  # `sh` arrived pickled: attached by name
+    assert sh.lock_kind == lock  # and with the creator's kind of lock
     with sh.lock():
         for i in range(worker * 4, worker * 4 + 4):
             halves[i] = i + 1
@@ -300,13 +338,11 @@ def test_mapped_files_read_what_numpy_wrote(tmp_path):
 
 def _run_python(code, timeout=30):
     """Runs `code` in a fresh interpreter: for cases that must not crash this one."""
-    import sys
-
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout)
 
 
-def test_nesting_the_lock_in_one_thread_is_an_error_not_a_deadlock(name):
-    sh = bl.SharedBuffer.create(name, 8)
+def test_nesting_the_lock_in_one_thread_is_an_error_not_a_deadlock(name, lock):
+    sh = bl.SharedBuffer.create(name, 8, lock=lock)
     with sh.lock():
         with pytest.raises(RuntimeError, match="already holds the lock"):
             with sh.lock():
@@ -321,11 +357,12 @@ def test_nesting_the_lock_in_one_thread_is_an_error_not_a_deadlock(name):
         pass
 
 
-def test_a_lock_object_dropped_while_held_does_not_crash_the_next_lock(name):
+def test_a_lock_object_dropped_while_held_does_not_crash_the_next_lock(name, lock):
     result = _run_python(
         f"""
 import gc, bytelens as bl
-a = bl.SharedBuffer.create("{name}-a", 64); b = bl.SharedBuffer.create("{name}-b", 64)
+a = bl.SharedBuffer.create("{name}-a", 64, lock="{lock}")
+b = bl.SharedBuffer.create("{name}-b", 64, lock="{lock}")
 a.unlink(); b.unlink()
 held = a.lock(); held.__enter__()
 del held, a; gc.collect()      # the last reference to a's mapping goes while its lock is held
@@ -336,8 +373,8 @@ print("ok")
     assert result.returncode == 0 and result.stdout.strip() == "ok", result.stderr
 
 
-def test_a_holder_that_lets_go_of_its_mapping_and_exits_is_still_seen_dead(name):
-    sh = bl.SharedBuffer.create(name, 8)
+def test_a_holder_that_lets_go_of_its_mapping_and_exits_is_still_seen_dead(name, lock):
+    sh = bl.SharedBuffer.create(name, 8, lock=lock)
     result = _run_python(
         f"""
 import gc, os, bytelens as bl
@@ -352,12 +389,12 @@ os._exit(0)
         assert held.owner_died
 
 
-def test_ctrl_c_interrupts_a_wait_for_the_lock(name):
-    sh = bl.SharedBuffer.create(name, 8)
+def test_ctrl_c_interrupts_a_wait_for_the_lock(name, lock):
+    sh = bl.SharedBuffer.create(name, 8, lock=lock)
     with sh.lock():  # held by this process while the child waits
         child = subprocess.Popen(
             [
-                __import__("sys").executable,
+                sys.executable,
                 "-c",
                 f"""
 import bytelens as bl, time

@@ -24,6 +24,8 @@ from ._native import (
     Layout,
     LayoutError,
     Plan,
+    SharedBuffer,
+    SharedLock,
     __version__,
 )
 
@@ -38,6 +40,8 @@ __all__ = [
     "Layout",
     "LayoutError",
     "Plan",
+    "SharedBuffer",
+    "SharedLock",
     "View",
     "__version__",
     "ascontiguous",
@@ -45,13 +49,6 @@ __all__ = [
     "load",
     "save",
 ]
-
-try:  # POSIX shared memory: not on Windows
-    from ._native import SharedBuffer, SharedLock
-except ImportError:  # pragma: no cover
-    pass
-else:
-    __all__ += ["SharedBuffer", "SharedLock"]
 
 try:  # only in a build with the `gpu` feature (every wheel has it)
     from ._native import GpuError

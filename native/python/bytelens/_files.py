@@ -11,6 +11,7 @@ and alignment. Only a file's first bytes are read to describe it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import secrets
@@ -233,6 +234,10 @@ def _open(path: str, what: str = "") -> tuple[BinaryIO, os.stat_result]:
     try:
         fd = os.open(path, flags)
     except OSError as err:
+        # Windows opens no folder with os.open ("permission denied"), where
+        # POSIX opens it for the fstat below to refuse: the same error here.
+        if os.name == "nt" and isinstance(err, PermissionError) and os.path.isdir(path):
+            raise _not_regular(f"{what}{path}", stat.S_IFDIR) from None
         raise type(err)(f"{what}{path}: {_reason(err)}") from None
     try:
         info = os.fstat(fd)
@@ -512,9 +517,11 @@ def load(
 
     The views read the mapped file itself: if another program truncates
     it while they live, touching the lost bytes kills the process with
-    ``SIGBUS`` (as with any memory map, numpy's included). :func:`save`
-    never does this to a loaded file: it writes a new file and renames it
-    over the old one, whose views keep reading the old bytes.
+    ``SIGBUS`` (as with any memory map, numpy's included; Windows refuses
+    to truncate a mapped file). :func:`save` never does this to a loaded
+    file: it writes a new file and renames it over the old one, whose
+    views keep reading the old bytes (Windows refuses that rename while
+    they live, and ``save`` says so).
 
     >>> import bytelens as bl, numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "a.npy")
@@ -769,10 +776,14 @@ def save(
     moment the old file whole or the new one whole; a save that fails
     leaves the old file as it was and no temporary file behind. Arrays
     loaded from the old file, here or in another process, stay valid and
-    keep the old bytes, so ``bl.save(path, bl.load(path))`` is safe. A
-    new file gets the permissions ``open(path, "wb")`` would give it; a
-    replaced one keeps its permission bits (but, renamed over, no longer
-    shares its bytes with hard links to the old file).
+    keep the old bytes, so ``bl.save(path, bl.load(path))`` is safe.
+    (Windows renames over no file that is mapped: there ``save`` raises a
+    ``PermissionError`` while such arrays live, and leaves the old file
+    as it was; nor over a read-only file.) A new file gets the
+    permissions ``open(path, "wb")`` would give it; a replaced one keeps
+    its permission bits (on Windows, its read-only bit is all there is),
+    but, renamed over, no longer shares its bytes with hard links to the
+    old file.
 
     >>> import bytelens as bl, numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "m.safetensors")
@@ -915,11 +926,21 @@ def _safetensors_parts(
     return head, [_raw_bytes(array) for _, _, array in tensors]
 
 
+# Why Windows refuses to rename over a file (Win32 error codes): access
+# denied, a sharing violation, or a mapped view of it still open.
+_IN_USE_WINERRORS = (5, 32, 1224)
+
+
 def _write_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
     """Calls ``write`` on a new file beside ``path``, flushes it to disk
     and renames it over ``path``: readers see the old file whole or the new
     one whole, and the old file's bytes live on for whatever maps them.
-    On any error the new file is removed and the old one is untouched."""
+    On any error the new file is removed and the old one is untouched.
+
+    On Windows the rename is refused while the old file is mapped (by
+    ``bl.load``'s arrays, in this process or another) or open without
+    delete sharing, and over a read-only file: a ``PermissionError`` that
+    says so, the old file untouched."""
     target = os.path.realpath(path)  # through a symlink: replace its target
     folder, name = os.path.split(target)
     try:
@@ -928,8 +949,17 @@ def _write_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
         old = None
     if old is not None and not stat.S_ISREG(old.st_mode):
         raise _not_regular(path, old.st_mode)
-    # A name of at most 180 bytes of the target's, so that it fits in 255.
-    temp = os.path.join(folder, f".{os.fsdecode(os.fsencode(name)[:180])}.{secrets.token_hex(6)}.tmp")
+    if os.name == "nt" and old is not None and not old.st_mode & stat.S_IWRITE:
+        # POSIX renames over a read-only file in a writable folder; Windows
+        # does not. Refused before the new file exists, which would copy
+        # the old one's read-only bit and then be impossible to remove.
+        read_only = PermissionError(
+            f"{path}: the file is read-only, and Windows replaces no read-only file: "
+            "clear its read-only attribute first (os.chmod(path, stat.S_IWRITE))"
+        )
+        read_only.errno = errno.EACCES
+        raise read_only
+    temp = os.path.join(folder, f".{_name_start(name, 180)}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
     try:
         # 0o666 less the umask, as open(path, "wb") gives a new file.
@@ -946,15 +976,50 @@ def _write_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
             write(f)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(temp, target)
+        try:
+            os.replace(temp, target)
+        except OSError as err:
+            if os.name == "nt" and old is not None and getattr(err, "winerror", None) in _IN_USE_WINERRORS:
+                raise _in_use(path, err) from None
+            raise
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(temp)
         raise
-    if os.name == "posix":  # the rename itself, to disk
+    # The rename itself, to disk: POSIX syncs it through the folder. Windows
+    # cannot open a folder with os.open, so there the rename reaches the
+    # disk when the system next writes the volume's metadata (the new
+    # file's bytes were synced above either way).
+    if os.name == "posix":
         with contextlib.suppress(OSError):  # some file systems cannot sync a folder
             folder_fd = os.open(folder, os.O_RDONLY)
             try:
                 os.fsync(folder_fd)
             finally:
                 os.close(folder_fd)
+
+
+def _in_use(path: str, err: OSError) -> PermissionError:
+    """Why Windows would not rename over ``path`` (``err``), and what to do."""
+    refused = PermissionError(
+        f"{path}: Windows cannot replace the file while it is mapped or open "
+        f"({_reason(err).rstrip('.')}): arrays bl.load returned for it, here or in another process, "
+        "map it until they are gone (del them, or copy what you need first), or save to another path"
+    )
+    refused.errno = errno.EACCES
+    refused.winerror = getattr(err, "winerror", None)  # type: ignore[attr-defined]
+    return refused
+
+
+def _name_start(name: str, limit: int) -> str:
+    """The longest start of ``name`` that is at most ``limit`` bytes as
+    the OS encodes file names, cut between characters: bytes cut inside
+    one are no name on macOS (whose file systems take only valid UTF-8)
+    nor on Windows (whose names are UTF-16: ``os.fsdecode`` refuses the
+    broken UTF-8)."""
+    used = 0
+    for i, char in enumerate(name):
+        used += len(os.fsencode(char))
+        if used > limit:
+            return name[:i]
+    return name
