@@ -157,6 +157,14 @@ impl FileLock {
         };
         let me = this_thread();
         let mut state = self.inner.state();
+        if state.pid != std::process::id() {
+            // A forked child: what the parent held is the parent's (no
+            // thread of the child holds it), and the inherited descriptor
+            // shares the parent's open file, so its lock: open another.
+            state.file = open_file(&self.inner.path, false)?;
+            state.pid = std::process::id();
+            state.holder = 0;
+        }
         if state.holder == me {
             return Err(SharedError::AlreadyHeld);
         }
@@ -180,10 +188,6 @@ impl FileLock {
                     state
                 }
             };
-        }
-        if state.pid != std::process::id() {
-            state.file = open_file(&self.inner.path, false)?;
-            state.pid = std::process::id();
         }
         // Claimed in this process; the state's mutex is let go while waiting
         // for other processes, so other threads wait on `freed` meanwhile.
@@ -215,7 +219,8 @@ impl FileLock {
     pub(super) fn unlock(&self) -> Result<(), SharedError> {
         let me = this_thread();
         let mut state = self.inner.state();
-        if state.holder != me {
+        // (A forked child's copy of its parent's hold is not the child's.)
+        if state.holder != me || state.pid != std::process::id() {
             return Err(SharedError::NotHeld);
         }
         let released = flock(state.file.as_raw_fd(), libc::LOCK_UN);
@@ -234,9 +239,13 @@ impl FileLock {
 impl FileLock {
     /// Releases the lock whichever thread holds it (its mapping is being
     /// dropped).
-    pub(super) fn abandon(&self) {
+    /// `mark` runs first, under the lock, so the next taker sees its mark;
+    /// neither happens in a forked child, whose copy of a parent's hold is
+    /// the parent's.
+    pub(super) fn abandon(&self, mark: impl FnOnce()) {
         let mut state = self.inner.state();
-        if state.holder != 0 {
+        if state.holder != 0 && state.pid == std::process::id() {
+            mark();
             let _ = flock(state.file.as_raw_fd(), libc::LOCK_UN);
             state.holder = 0;
             self.inner.freed.notify_one();

@@ -275,10 +275,7 @@ impl Lock {
             #[cfg(target_os = "linux")]
             Lock::Robust => {}
             #[cfg(unix)]
-            Lock::File(file) => {
-                holder.abandoning();
-                file.abandon();
-            }
+            Lock::File(file) => file.abandon(|| holder.abandoning()),
             #[cfg(windows)]
             Lock::Named(mutex) => {
                 // Only the owning thread can release it; dropped on another,
