@@ -3,11 +3,12 @@
 //! - `cargo xtask test [SUITE...]`  installs what the suites need
 //!   (idempotently), then runs them in order; with no suite, every suite of
 //!   the full run: fmt and clippy, every crate's tests and doctests, the GPU
-//!   tests on lavapipe, the no_std builds, Miri, the Python package's tests
-//!   with numpy 2.x and 1.26 in venvs of its own, the wasm package's tests
-//!   in Node and Chromium, and the web demo end to end. `core` is the quick
-//!   loop (bytelens-core's tests and its no_std builds); `--list` says what
-//!   each suite runs (see [`test::SUITES`]);
+//!   tests on lavapipe, the no_std builds, clippy for macOS, Windows and
+//!   Arm Linux with the Windows tests under Wine, Miri, the Python
+//!   package's tests with numpy 2.x and 1.26 in venvs of its own, the wasm
+//!   package's tests in Node and Chromium, and the web demo end to end.
+//!   `core` is the quick loop (bytelens-core's tests and its no_std
+//!   builds); `--list` says what each suite runs (see [`test::SUITES`]);
 //! - `cargo xtask demo`  builds the wasm package and serves the web demo on
 //!   http://127.0.0.1:8000;
 //! - `cargo xtask bench [python | gpu | wasm]` runs the benchmarks and prints
@@ -30,6 +31,7 @@ use std::process::{Command, ExitCode};
 use pico_args::Arguments;
 use serde_json::Value;
 
+mod cross;
 mod fuzz;
 mod gpu;
 mod test;
@@ -78,6 +80,7 @@ usage: cargo xtask [--no-install] <task>
                           and/or N inputs (20 s if neither), FLAGs passed on to libFuzzer
   build-python            the wheel, installed into the venvs under target/py/
   build-wasm              the release wasm package in web-demo/pkg/, size checked
+  cross-wine              bytelens' unit, shared and mapped tests for Windows, run under Wine
 
   --no-install            skip every install step (also BYTELENS_NO_INSTALL=1)";
 
@@ -102,6 +105,7 @@ enum Task {
     },
     BuildPython,
     BuildWasm,
+    CrossWine,
 }
 
 fn main() -> ExitCode {
@@ -141,6 +145,9 @@ fn main() -> ExitCode {
         }
         Task::BuildWasm => {
             installing(install, || web::ensure_web_tools(false)).and_then(|()| web::build_package())
+        }
+        Task::CrossWine => {
+            installing(install, cross::ensure_tools).and_then(|()| cross::wine_tests())
         }
     };
     match result {
@@ -232,11 +239,12 @@ fn parse(mut args: Arguments) -> Result<(Task, bool)> {
             }
             Task::Demo(files.pop().map(PathBuf::from))
         }
-        Some(name @ ("build-python" | "build-wasm")) => {
+        Some(name @ ("build-python" | "build-wasm" | "cross-wine")) => {
             no_more(args, name)?;
             match name {
                 "build-python" => Task::BuildPython,
-                _ => Task::BuildWasm,
+                "build-wasm" => Task::BuildWasm,
+                _ => Task::CrossWine,
             }
         }
         Some(other) => return Err(format!("no task named '{other}'")),

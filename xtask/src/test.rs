@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::{
-    PY_ENVS, Result, cmd, ensure_python_envs, fuzz, gpu, py_dir, root, run, venv_python, web,
+    PY_ENVS, Result, cmd, cross, ensure_python_envs, fuzz, gpu, py_dir, root, run, venv_python, web,
 };
 
 /// Targets the core must build for without std: a microcontroller and the browser.
@@ -33,6 +33,8 @@ enum Need {
     WebTools,
     /// Mesa's lavapipe and the Vulkan loader.
     Lavapipe,
+    /// The [`cross::TARGETS`], Wine, mingw-w64's gcc and clang.
+    CrossTools,
     /// The release wasm package in web-demo/pkg/: built first unless the
     /// `wasm` suite (whose last step builds it) ran earlier in the same run.
     WasmPackage,
@@ -41,7 +43,7 @@ enum Need {
 }
 
 /// The installs, in the order they run; `--no-install` skips them all.
-const INSTALLS: [Need; 7] = [
+const INSTALLS: [Need; 8] = [
     Need::Lints,
     Need::NoStdTargets,
     Need::Miri,
@@ -49,6 +51,7 @@ const INSTALLS: [Need; 7] = [
     Need::PythonEnvs,
     Need::WebTools,
     Need::Lavapipe,
+    Need::CrossTools,
 ];
 
 impl Need {
@@ -61,6 +64,7 @@ impl Need {
             Need::PythonEnvs => "the venvs under target/py/",
             Need::WebTools => "wasm-pack, wasm-bindgen, npm packages, Chromium",
             Need::Lavapipe => "lavapipe (Vulkan on the CPU)",
+            Need::CrossTools => "the macOS, Windows and Arm Linux targets, Wine, mingw-w64, clang",
             Need::WasmPackage => "web-demo/pkg/ (built unless `wasm` ran before)",
             Need::DemoServer => "the demo served on 127.0.0.1",
         }
@@ -76,6 +80,7 @@ impl Need {
             Need::PythonEnvs => ensure_python_envs(),
             Need::WebTools => web::ensure_web_tools(true),
             Need::Lavapipe => gpu::ensure_lavapipe(),
+            Need::CrossTools => cross::ensure_tools(),
             Need::WasmPackage | Need::DemoServer => Ok(()),
         }
     }
@@ -102,7 +107,7 @@ pub struct Suite {
 }
 
 /// Every suite, in the order the full run runs them.
-pub const SUITES: [Suite; 10] = [
+pub const SUITES: [Suite; 11] = [
     Suite {
         name: "lint",
         about: "rustfmt and clippy (-D warnings) on every crate, target and feature",
@@ -137,6 +142,13 @@ pub const SUITES: [Suite; 10] = [
         full_run: true,
         needs: &[Need::NoStdTargets],
         steps: no_std,
+    },
+    Suite {
+        name: "cross",
+        about: "clippy for macOS (Arm, Intel), Windows and Arm Linux; the Windows tests under Wine",
+        full_run: true,
+        needs: &[Need::CrossTools],
+        steps: cross,
     },
     Suite {
         name: "miri",
@@ -331,6 +343,10 @@ fn no_std(_: &Run) -> Vec<Step> {
             (format!("no_std build, {target}"), cmd("cargo", &build))
         })
         .into()
+}
+
+fn cross(_: &Run) -> Vec<Step> {
+    cross::steps()
 }
 
 fn miri(_: &Run) -> Vec<Step> {
