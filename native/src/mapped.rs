@@ -203,13 +203,7 @@ fn not_regular_kind(kind: FileType) -> (ErrorKind, &'static str) {
 #[cfg(windows)]
 fn windows_device(file: &File) -> Option<&'static str> {
     use std::os::windows::io::AsRawHandle;
-    #[link(name = "kernel32")]
-    unsafe extern "system" {
-        // https://learn.microsoft.com/windows/win32/api/fileapi/nf-fileapi-getfiletype
-        fn GetFileType(file: std::os::windows::io::RawHandle) -> u32;
-    }
-    const FILE_TYPE_CHAR: u32 = 0x0002;
-    const FILE_TYPE_PIPE: u32 = 0x0003;
+    use windows_sys::Win32::Storage::FileSystem::{FILE_TYPE_CHAR, FILE_TYPE_PIPE, GetFileType};
     // SAFETY: GetFileType only reads the handle's type; the handle is
     // `file`'s, open for as long as `file` is borrowed here.
     match unsafe { GetFileType(file.as_raw_handle()) } {
