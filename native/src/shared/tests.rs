@@ -165,5 +165,11 @@ fn messages_quote_names_short_and_escaped() {
         name: "a\"b".into(),
     }
     .to_string();
-    assert_eq!(message, "shared memory named \"a\\\"b\" already exists");
+    assert_eq!(
+        message,
+        format!(
+            "shared memory named \"a\\\"b\" already exists{}",
+            sys::EXISTS_NOTE
+        )
+    );
 }
