@@ -60,6 +60,13 @@ impl Ident {
     }
 }
 
+/// The checked name as `shm_open` takes it: `/name`.
+fn shm_path(name: &str) -> Result<CString, SharedError> {
+    CString::new(format!("/{}", super::checked(name)?)).map_err(|_| SharedError::BadName {
+        name: name.to_owned(),
+    })
+}
+
 /// `shm_open` of the (checked) name, with its errors as [`SharedError`]s.
 fn open_segment(name: &str, flags: libc::c_int, mode: libc::mode_t) -> Result<File, SharedError> {
     let path =
