@@ -69,10 +69,7 @@ fn shm_path(name: &str) -> Result<CString, SharedError> {
 
 /// `shm_open` of the (checked) name, with its errors as [`SharedError`]s.
 fn open_segment(name: &str, flags: libc::c_int, mode: libc::mode_t) -> Result<File, SharedError> {
-    let path =
-        CString::new(format!("/{}", super::checked(name)?)).map_err(|_| SharedError::BadName {
-            name: name.to_owned(),
-        })?;
+    let path = shm_path(name)?;
     // SAFETY: `path` is a NUL-terminated C string; shm_open has no other
     // preconditions. The returned descriptor is owned by `OwnedFd` below.
     // (Apple's C library declares shm_open variadic, where a `mode_t`, 16
@@ -155,10 +152,7 @@ pub(super) fn unlink(name: &str) -> Result<[u8; HEAD], SharedError> {
     if let Ok(file) = open_segment(name, libc::O_RDONLY, 0) {
         let _ = file.read_exact_at(&mut head, 0);
     }
-    let path =
-        CString::new(format!("/{}", super::checked(name)?)).map_err(|_| SharedError::BadName {
-            name: name.to_owned(),
-        })?;
+    let path = shm_path(name)?;
     // SAFETY: `path` is a NUL-terminated C string.
     if unsafe { libc::shm_unlink(path.as_ptr()) } < 0 {
         let err = std::io::Error::last_os_error();
