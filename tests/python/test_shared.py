@@ -265,6 +265,36 @@ def test_a_busy_lock_times_out(name, lock):
         assert not held.owner_died
 
 
+def test_a_forked_child_is_kept_out_while_its_parent_holds_the_lock(name, lock):
+    """The child inherits the parent's SharedBuffer object itself (fork, not
+    pickled). A file lock's descriptor would share the parent's open file,
+    and so its lock: the child must open its own, and wait like anyone."""
+    sh = bl.SharedBuffer.create(name, 8, lock=lock)
+    outcome = FORK.Queue()
+
+    def child():
+        try:
+            with sh.lock(timeout=0.2):
+                outcome.put("locked while the parent held it")
+        except TimeoutError:
+            outcome.put("timed out")
+        released.wait(30)
+        with sh.lock(timeout=10) as held:
+            outcome.put(f"locked after, owner_died={held.owner_died}")
+
+    released = FORK.Event()
+    with sh.lock():
+        worker = FORK.Process(target=child)
+        worker.start()
+        assert outcome.get(timeout=30) == "timed out"
+    released.set()
+    assert outcome.get(timeout=30) == "locked after, owner_died=False"
+    worker.join(10)
+    assert worker.exitcode == 0
+    with sh.lock(timeout=1.0) as held:  # the child's exit left it free and consistent
+        assert not held.owner_died
+
+
 def _example():
     """The Rust side: native/examples/shared.rs, built by `cargo test` (or here)."""
     path = ROOT / "target" / "debug" / "examples" / "shared"
