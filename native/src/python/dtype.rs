@@ -11,7 +11,21 @@ use super::error::{IntoPyErr, layout_error};
 use crate::{ByteOrder, DType, Descr, LayoutError, ShortStr};
 
 /// Every dtype in both byte orders: index `2 * dtype + (order == Big)`.
-const CACHE_LEN: usize = 2 * (DType::F64 as usize + 1);
+/// Sized from [`DType::ALL`], not from one variant, so a dtype added after
+/// it cannot index past the cache; the check below proves that `ALL` lists
+/// the variants in their order, so every `dtype as usize` is below it.
+const CACHE_LEN: usize = 2 * DType::ALL.len();
+
+const _: () = {
+    let mut i = 0;
+    while i < DType::ALL.len() {
+        assert!(
+            DType::ALL[i] as usize == i,
+            "DType::ALL is in the enum's order"
+        );
+        i += 1;
+    }
+};
 
 /// numpy dtypes made once per interpreter and handed out by reference.
 static NUMPY_DESCRS: [PyOnceLock<Py<PyArrayDescr>>; CACHE_LEN] =
