@@ -206,6 +206,58 @@ def test_save_aligns_and_other_loaders_read_it(tmp_path):
         bl.save(tmp_path / "x.bin", {"a": np.zeros(2)})
 
 
+@pytest.mark.parametrize("align", [8, 64, 256, 4096])
+def test_save_aligns_to_what_it_is_asked(tmp_path, align):
+    tensors = {
+        "bytes": np.arange(5, dtype="u1"),
+        "odd_f8": sample("<f8", (3,)),
+        "odd_bf16": np.arange(7, dtype=np.float32).astype(ml_dtypes.bfloat16),
+        "page": sample("<f4", (32, 32)),  # 4096 bytes: a multiple of every align
+        "rows": sample("<f2", (2, 64)),  # 256 bytes
+        "odd_i4": sample("<i4", (3,)),
+    }
+    path = tmp_path / "a.safetensors"
+    bl.save(path, tensors, align=align)
+    theirs = load_file(str(path))
+    report = bl.inspect(path)
+    for name, array in tensors.items():
+        assert theirs[name].tobytes() == array.tobytes(), name
+        info = report[name]
+        assert info.copy is None, name  # mapped, zero-copy
+        assert info.offset % array.dtype.itemsize == 0, name
+        if array.nbytes % align == 0:
+            assert info.offset % align == 0, (name, info.offset)
+    # The data starts at a multiple of align (its first tensor does).
+    assert min(a.offset for a in report.arrays) % align == 0
+    assert bl.load(path)["odd_bf16"].tobytes() == tensors["odd_bf16"].tobytes()
+    one = sample("<f8", (5, 3))
+    bl.save(tmp_path / "a.npy", one, align=align)
+    np.testing.assert_array_equal(np.load(tmp_path / "a.npy"), one)
+    assert bl.inspect(tmp_path / "a.npy")["array"].offset % max(align, 64) == 0
+
+
+@pytest.mark.parametrize("align", [0, -64, 3, 96, 8192, 1 << 40])
+def test_save_refuses_an_align_that_is_no_power_of_two_up_to_a_page(tmp_path, align):
+    path = tmp_path / "a.safetensors"
+    with pytest.raises(ValueError, match=f"align={align}: a power of two"):
+        bl.save(path, {"a": np.zeros(4, "u1")}, align=align)
+    assert not path.exists()
+
+
+def test_save_refuses_an_align_below_an_itemsize_and_non_ints(tmp_path):
+    path = tmp_path / "a.safetensors"
+    with pytest.raises(ValueError, match=r"align=4 is below the itemsize of float64 \(tensor 'w'\) \(8 bytes\)"):
+        bl.save(path, {"b": np.zeros(4, "u1"), "w": np.zeros(2, "<f8")}, align=4)
+    with pytest.raises(ValueError, match="align=2 is below the itemsize of float32"):
+        bl.save(tmp_path / "a.npy", np.zeros(2, "<f4"), align=2)
+    for bad in (64.0, "64", True, None):
+        with pytest.raises(TypeError, match="align is an int"):
+            bl.save(path, {"a": np.zeros(4, "u1")}, align=bad)
+    assert not path.exists() and not (tmp_path / "a.npy").exists()
+    bl.save(path, {"b": np.zeros(4, "u1")}, align=1)  # bytes need no more
+    assert bl.load(path)["b"].tolist() == [0, 0, 0, 0]
+
+
 def npy_bytes(array):
     path = Path(os.environ.get("TMPDIR", "/tmp")) / f"bytelens-fuzz-{os.getpid()}.npy"
     np.save(path, array)

@@ -37,8 +37,10 @@ HEAD = 1 << 16
 MAX_HEADER = 100_000_000
 #: Bytes hashed or decompressed at a time.
 _CHUNK = 1 << 20
-#: Where ``save`` starts the data (and every tensor it can).
+#: Where ``save`` starts the data (and every tensor it can) unless given ``align``.
 ALIGN = 64
+#: The largest ``align`` :func:`save` takes: a page.
+MAX_ALIGN = 4096
 #: Why a compressed ``.npz`` member is copied.
 COMPRESSED = "the member is compressed"
 
@@ -748,18 +750,24 @@ def save(
     path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
     arrays: np.ndarray | Mapping[str, np.ndarray],
     metadata: Mapping[str, str] | None = None,
+    *,
+    align: int = ALIGN,
 ) -> None:
     """Writes ``arrays`` so that :func:`load` maps every one zero-copy.
 
     ``.npy``: one array (or a mapping with one), its data at a multiple of
-    64 bytes. ``.safetensors``: a mapping of names to arrays (and optional
-    string ``metadata``), little-endian, the header padded with spaces (as
-    the format allows) so that the data starts at a multiple of 64.
-    safetensors forbids gaps between tensors, so tensors whose sizes are
-    multiples of 64 come first (each at a multiple of 64), then the rest
-    from the widest dtype down, which keeps every tensor aligned for its
-    dtype. Both files read back with numpy's and the safetensors package's
-    own loaders.
+    ``align`` bytes (and of 64, as the format asks). ``.safetensors``: a
+    mapping of names to arrays (and optional string ``metadata``),
+    little-endian, the header padded with spaces (as the format allows) so
+    that the data starts at a multiple of ``align``. safetensors forbids
+    gaps between tensors, so tensors whose sizes are multiples of ``align``
+    come first (each at a multiple of ``align``), then the rest from the
+    widest dtype down, which keeps every tensor aligned for its dtype. Both
+    files read back with numpy's and the safetensors package's own loaders.
+
+    ``align`` (64 by default; cuBLAS and others want 256) is a power of two
+    from the widest dtype's itemsize up to 4096 (a page): anything else is
+    a ``ValueError``, before a byte is written.
 
     Whatever :func:`load` would refuse is refused before a byte is
     written: tensor names and metadata keys and values that are not
@@ -794,6 +802,10 @@ def save(
     ([1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0])
     """
     path = _fspath(path)
+    if isinstance(align, bool) or not isinstance(align, int):
+        raise TypeError(f"align is an int, a power of two up to {MAX_ALIGN}, not {type(align).__name__}")
+    if align < 1 or align > MAX_ALIGN or align & (align - 1):
+        raise ValueError(f"align={align}: a power of two from the widest dtype's itemsize up to {MAX_ALIGN}")
     if path.endswith(".npy"):
         if metadata:
             raise ValueError(f"{path}: an .npy file has no metadata; safetensors files do")
@@ -801,13 +813,13 @@ def save(
             if len(arrays) != 1:
                 raise ValueError(f"an .npy file holds one array, not {len(arrays)}")
             [arrays] = arrays.values()
-        head, parts = _npy_parts(path, np.asanyarray(arrays))
+        head, parts = _npy_parts(path, np.asanyarray(arrays), align)
     elif path.endswith(".safetensors"):
         if not isinstance(arrays, Mapping):
             raise TypeError("a safetensors file holds named arrays: pass a dict of name -> array")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise TypeError(f"metadata is a dict of str -> str, not {type(metadata).__name__}")
-        head, parts = _safetensors_parts(path, arrays, metadata or {})
+        head, parts = _safetensors_parts(path, arrays, metadata or {}, align)
     else:
         raise ValueError(f"save writes .npy or .safetensors files, not {_short(path)!r}")
 
@@ -820,16 +832,27 @@ def save(
     _write_atomically(path, write)
 
 
-def _npy_parts(path: str, array: np.ndarray) -> tuple[bytes, list[memoryview]]:
-    """The header of ``array``'s ``.npy`` file and its data."""
+def _check_align(align: int, itemsize: int, what: str) -> None:
+    """Refuses an ``align`` below the itemsize of ``what``."""
+    if align < itemsize:
+        raise ValueError(
+            f"align={align} is below the itemsize of {what} ({itemsize} bytes): it could not keep it aligned"
+        )
+
+
+def _npy_parts(path: str, array: np.ndarray, align: int) -> tuple[bytes, list[memoryview]]:
+    """The header of ``array``'s ``.npy`` file and its data, at a multiple
+    of ``align`` (and of 64, as the format asks)."""
     if array.dtype.hasobject or array.dtype.names is not None or array.dtype.kind == "V":
         raise TypeError(f"save writes arrays of numbers, not {array.dtype}")
+    _check_align(align, array.dtype.itemsize, str(array.dtype))
+    align = max(align, ALIGN)
     fortran = array.flags.f_contiguous and not array.flags.c_contiguous
     data = np.asfortranarray(array) if fortran else np.ascontiguousarray(array)
     dict_text = repr({"descr": array.dtype.str, "fortran_order": fortran, "shape": array.shape})
     # Version 1.0 has a 2-byte header length; 2.0 a 4-byte one.
-    version, lead = (1, 10) if len(dict_text) + ALIGN + 10 < 65536 else (2, 12)
-    total = -(-(lead + len(dict_text) + 1) // ALIGN) * ALIGN
+    version, lead = (1, 10) if len(dict_text) + align + 10 < 65536 else (2, 12)
+    total = -(-(lead + len(dict_text) + 1) // align) * align
     header = dict_text.ljust(total - lead - 1) + "\n"
     head = (
         b"\x93NUMPY"
@@ -879,7 +902,7 @@ def _text(text: object, what: str) -> str:
 
 
 def _safetensors_parts(
-    path: str, arrays: Mapping[str, np.ndarray], metadata: Mapping[str, str]
+    path: str, arrays: Mapping[str, np.ndarray], metadata: Mapping[str, str], align: int
 ) -> tuple[bytes, list[memoryview]]:
     """The header of a safetensors file of ``arrays`` and its data, in order."""
     tensors = []
@@ -900,9 +923,10 @@ def _safetensors_parts(
             )
         if array.dtype.byteorder == ">":
             array = array.astype(array.dtype.newbyteorder("<"))
+        _check_align(align, array.dtype.itemsize, f"{array.dtype} (tensor {_short(name)!r})")
         tensors.append((name, code, np.ascontiguousarray(array)))
-    # Sizes that keep 64-byte alignment first, then the widest dtypes first.
-    tensors.sort(key=lambda t: (t[2].nbytes % ALIGN != 0, -t[2].dtype.itemsize))
+    # Sizes that keep `align` first, then the widest dtypes first.
+    tensors.sort(key=lambda t: (t[2].nbytes % align != 0, -t[2].dtype.itemsize))
     header: dict[str, Any] = {}
     if metadata:
         header["__metadata__"] = {
@@ -914,8 +938,8 @@ def _safetensors_parts(
         header[name] = {"dtype": code, "shape": list(array.shape), "data_offsets": [at, at + array.nbytes]}
         at += array.nbytes
     encoded = json.dumps(header, separators=(",", ":")).encode()
-    # Spaces after the JSON, so that the data starts at a multiple of 64.
-    encoded += b" " * (-(8 + len(encoded)) % ALIGN)
+    # Spaces after the JSON, so that the data starts at a multiple of `align`.
+    encoded += b" " * (-(8 + len(encoded)) % align)
     if len(encoded) > MAX_HEADER:
         raise ValueError(
             f"{path}: the header would be {len(encoded)} bytes, more than the {MAX_HEADER} bl.load reads "
