@@ -15,11 +15,6 @@ fn unique(tag: &str) -> String {
     format!("bl-{tag}-{}", std::process::id())
 }
 
-/// The lock kinds this OS has: every lock test runs for each.
-fn kinds() -> impl Iterator<Item = LockKind> {
-    LockKind::ALL.into_iter().filter(|k| k.is_available())
-}
-
 /// [`SharedBuffer::create`], for segments these tests never shrink.
 fn create(name: &str, nbytes: usize, plan: Option<&Plan<'_>>) -> Result<SharedBuffer, SharedError> {
     // SAFETY: no test shrinks a segment while it is mapped (the one that sizes a
@@ -101,7 +96,7 @@ fn a_lock_this_os_lacks_is_refused_naming_those_it_has() {
         assert!(message.contains(&format!("no {kind} lock")), "{message}");
         assert!(message.contains(LockKind::native().name()), "{message}");
     }
-    for kind in kinds() {
+    for kind in LockKind::available() {
         let name = unique(&format!("kind-{kind}"));
         let a = create_with(&name, 8, kind).unwrap();
         assert_eq!(
@@ -183,7 +178,7 @@ fn the_plan_travels_in_the_header() {
 
 #[test]
 fn the_lock_times_out_and_survives_a_dead_holder() {
-    kinds().for_each(the_lock_times_out_and_survives_a_dead_holder_with);
+    LockKind::available().for_each(the_lock_times_out_and_survives_a_dead_holder_with);
 }
 
 fn the_lock_times_out_and_survives_a_dead_holder_with(kind: LockKind) {
@@ -224,7 +219,7 @@ fn the_lock_times_out_and_survives_a_dead_holder_with(kind: LockKind) {
 
 #[test]
 fn relocking_in_one_thread_is_an_error_and_only_the_holder_unlocks() {
-    kinds().for_each(relocking_in_one_thread_is_an_error_with);
+    LockKind::available().for_each(relocking_in_one_thread_is_an_error_with);
 }
 
 fn relocking_in_one_thread_is_an_error_with(kind: LockKind) {
@@ -255,7 +250,7 @@ fn relocking_in_one_thread_is_an_error_with(kind: LockKind) {
 
 #[test]
 fn a_mapping_dropped_holding_the_lock_leaves_it_to_the_next_taker() {
-    for kind in kinds().filter(|&k| k != LockKind::RobustMutex) {
+    for kind in LockKind::available().filter(|&k| k != LockKind::RobustMutex) {
         let name = unique(&format!("drop-{kind}"));
         let a = create_with(&name, 8, kind).unwrap();
         let b = attach(&name).unwrap();
@@ -395,7 +390,7 @@ fn a_plan_larger_than_the_data_is_refused_at_create() {
 
 #[test]
 fn timed_waits_end_on_time() {
-    kinds().for_each(timed_waits_end_on_time_with);
+    LockKind::available().for_each(timed_waits_end_on_time_with);
 }
 
 fn timed_waits_end_on_time_with(kind: LockKind) {
@@ -500,7 +495,7 @@ fn wait_ok(mut child: Child) {
 
 #[test]
 fn locked_increments_from_several_processes_add_up() {
-    for kind in kinds() {
+    for kind in LockKind::available() {
         let name = unique(&format!("count-{kind}"));
         let sh = create_with(&name, 64, kind).unwrap();
         let (processes, each) = (4, 300);
@@ -516,7 +511,7 @@ fn locked_increments_from_several_processes_add_up() {
 
 #[test]
 fn a_killed_holder_is_recovered_and_the_next_taker_told() {
-    for kind in kinds() {
+    for kind in LockKind::available() {
         let name = unique(&format!("kill-{kind}"));
         let sh = create_with(&name, 64, kind).unwrap();
         let mut holder = child(&format!("hold {name}"));

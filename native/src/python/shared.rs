@@ -71,9 +71,7 @@ impl PySharedBuffer {
             Some(name) => LockKind::from_name(name)
                 .filter(|kind| kind.is_available())
                 .ok_or_else(|| {
-                    let have: Vec<_> = LockKind::ALL
-                        .iter()
-                        .filter(|k| k.is_available())
+                    let have: Vec<_> = LockKind::available()
                         .map(|k| format!("{:?}", k.name()))
                         .collect();
                     PyValueError::new_err(format!(

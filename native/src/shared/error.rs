@@ -149,9 +149,7 @@ impl std::fmt::Display for SharedError {
                 f,
                 "this OS has no {} lock (it has: {})",
                 kind.name(),
-                LockKind::ALL
-                    .iter()
-                    .filter(|k| k.is_available())
+                LockKind::available()
                     .map(|k| k.name())
                     .collect::<Vec<_>>()
                     .join(", ")

@@ -116,7 +116,10 @@ fn flock(fd: RawFd, op: libc::c_int) -> std::io::Result<()> {
 }
 
 impl FileLock {
-    fn open(path: PathBuf, create: bool) -> Result<FileLock, SharedError> {
+    /// Makes the lock file of a new segment with `token` (`create`), or
+    /// opens an existing segment's.
+    pub(super) fn open(token: [u8; TOKEN_LEN], create: bool) -> Result<FileLock, SharedError> {
+        let path = path_of(token)?;
         let file = open_file(&path, create)?;
         Ok(FileLock {
             inner: Arc::new(Inner {
@@ -129,16 +132,6 @@ impl FileLock {
                 freed: Condvar::new(),
             }),
         })
-    }
-
-    /// Makes the lock file of a new segment.
-    pub(super) fn create(token: [u8; TOKEN_LEN]) -> Result<FileLock, SharedError> {
-        FileLock::open(path_of(token)?, true)
-    }
-
-    /// Opens the lock file of an existing segment.
-    pub(super) fn attach(token: [u8; TOKEN_LEN]) -> Result<FileLock, SharedError> {
-        FileLock::open(path_of(token)?, false)
     }
 
     /// Removes a segment's lock file (best effort).

@@ -58,6 +58,17 @@ impl LockKind {
         }
     }
 
+    /// The kinds this OS has, [`native`](Self::native) first.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::LockKind;
+    /// assert_eq!(LockKind::available().next(), Some(LockKind::native()));
+    /// ```
+    pub fn available() -> impl Iterator<Item = LockKind> {
+        LockKind::ALL.into_iter().filter(|k| k.is_available())
+    }
+
     /// Whether this OS has the kind.
     pub const fn is_available(self) -> bool {
         match self {
@@ -172,30 +183,28 @@ impl Lock {
         header: &mut [u8],
         token: [u8; TOKEN_LEN],
     ) -> Result<Lock, SharedError> {
-        let _ = (&header, token);
-        match kind {
-            #[cfg(target_os = "linux")]
-            LockKind::RobustMutex => {
-                super::robust::init(header)?;
-                Ok(Lock::Robust)
-            }
-            #[cfg(unix)]
-            LockKind::FileLock => Ok(Lock::File(super::flock::FileLock::create(token)?)),
-            #[cfg(windows)]
-            LockKind::NamedMutex => Ok(Lock::Named(super::named::NamedMutex::open(token)?)),
-            #[allow(unreachable_patterns, reason = "the kinds this OS lacks")]
-            kind => Err(SharedError::LockUnavailable { kind }),
+        #[cfg(target_os = "linux")]
+        if kind == LockKind::RobustMutex {
+            super::robust::init(header)?;
         }
+        let _ = header;
+        Lock::open(kind, token, true)
     }
 
     /// Opens an existing segment's lock of `kind`.
     pub(super) fn attach(kind: LockKind, token: [u8; TOKEN_LEN]) -> Result<Lock, SharedError> {
-        let _ = token;
+        Lock::open(kind, token, false)
+    }
+
+    /// Opens the lock of `kind` of the segment with `token`; `new`: the
+    /// segment is being created (its lock file is made, not opened).
+    fn open(kind: LockKind, token: [u8; TOKEN_LEN], new: bool) -> Result<Lock, SharedError> {
+        let _ = (token, new);
         match kind {
             #[cfg(target_os = "linux")]
             LockKind::RobustMutex => Ok(Lock::Robust),
             #[cfg(unix)]
-            LockKind::FileLock => Ok(Lock::File(super::flock::FileLock::attach(token)?)),
+            LockKind::FileLock => Ok(Lock::File(super::flock::FileLock::open(token, new)?)),
             #[cfg(windows)]
             LockKind::NamedMutex => Ok(Lock::Named(super::named::NamedMutex::open(token)?)),
             #[allow(unreachable_patterns, reason = "the kinds this OS lacks")]

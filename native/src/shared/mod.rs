@@ -217,9 +217,12 @@ fn stored_plan(text: &str, nbytes: usize) -> Result<Option<PlanSpec>, SharedErro
 
 impl Drop for SharedBuffer {
     fn drop(&mut self) {
-        if self.holder.load(Ordering::Relaxed) != 0 && !self.lock.lives_in_header() {
+        if self.holder.load(Ordering::Relaxed) == 0 {
+            return;
+        }
+        if !self.lock.lives_in_header() {
             self.lock.abandon(self.holder_word());
-        } else if self.holder.load(Ordering::Relaxed) != 0 {
+        } else {
             // A held robust mutex is linked into its thread's robust list, which
             // glibc and the kernel walk through the mutex's own memory (on the next
             // lock, and when the process dies). Unmapping it now would make those
