@@ -60,12 +60,10 @@ impl Drop for Held {
         let me = this_thread();
         for inner in self.0.get_mut().drain(..).filter_map(|w| w.upgrade()) {
             let mut state = inner.state();
-            if state.holder == me {
+            if state.holds(me) {
                 // Unlocked without clearing the holder word: the next taker
                 // learns that this holder is gone.
-                let _ = flock(state.file.as_raw_fd(), libc::LOCK_UN);
-                state.holder = 0;
-                inner.freed.notify_one();
+                let _ = inner.release(&mut state);
             }
         }
     }
@@ -210,16 +208,12 @@ impl FileLock {
 
     /// Releases the lock this thread holds.
     pub(super) fn unlock(&self) -> Result<(), SharedError> {
-        let me = this_thread();
         let mut state = self.inner.state();
-        // (A forked child's copy of its parent's hold is not the child's.)
-        if state.holder != me || state.pid != std::process::id() {
+        if !state.holds(this_thread()) {
             return Err(SharedError::NotHeld);
         }
-        let released = flock(state.file.as_raw_fd(), libc::LOCK_UN);
-        state.holder = 0;
+        let released = self.inner.release(&mut state);
         drop(state);
-        self.inner.freed.notify_one();
         HELD.with(|held| {
             held.0
                 .borrow_mut()
@@ -227,21 +221,16 @@ impl FileLock {
         });
         released.map_err(|err| SharedError::Os { what: "flock", err })
     }
-}
 
-impl FileLock {
     /// Releases the lock whichever thread holds it (its mapping is being
-    /// dropped).
-    /// `mark` runs first, under the lock, so the next taker sees its mark;
-    /// neither happens in a forked child, whose copy of a parent's hold is
-    /// the parent's.
+    /// dropped). `mark` runs first, under the lock, so the next taker sees
+    /// its mark; neither happens in a forked child, whose copy of a
+    /// parent's hold is the parent's.
     pub(super) fn abandon(&self, mark: impl FnOnce()) {
         let mut state = self.inner.state();
-        if state.holder != 0 && state.pid == std::process::id() {
+        if state.holds(state.holder) {
             mark();
-            let _ = flock(state.file.as_raw_fd(), libc::LOCK_UN);
-            state.holder = 0;
-            self.inner.freed.notify_one();
+            let _ = self.inner.release(&mut state);
         }
     }
 }
@@ -250,6 +239,25 @@ impl Inner {
     fn state(&self) -> MutexGuard<'_, State> {
         // A panic while holding it leaves nothing half-done in `State`.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Releases the lock held through `state` (checked by the caller with
+    /// [`State::holds`]) and wakes a thread waiting for it.
+    fn release(&self, state: &mut State) -> std::io::Result<()> {
+        let released = flock(state.file.as_raw_fd(), libc::LOCK_UN);
+        state.holder = 0;
+        self.freed.notify_one();
+        released
+    }
+}
+
+impl State {
+    /// Whether `thread` (not 0) holds the lock through this file, in this
+    /// process: a forked child's copy of its parent's hold is the parent's,
+    /// and releasing it would release the parent's lock (the descriptor
+    /// shares the parent's open file).
+    fn holds(&self, thread: u64) -> bool {
+        thread != 0 && self.holder == thread && self.pid == std::process::id()
     }
 }
 
