@@ -139,31 +139,20 @@ unsafe fn map(file: &File, mode: MapMode) -> std::io::Result<MappedFile> {
 }
 
 /// How `path` is opened: for reading, and for writing under `ReadWrite`.
-#[cfg(unix)]
 fn open_options(mode: MapMode) -> OpenOptions {
-    use std::os::unix::fs::OpenOptionsExt;
     let mut options = OpenOptions::new();
-    // Non-blocking, so that a FIFO with no writer (or a device that
+    options.read(true).write(mode == MapMode::ReadWrite);
+    // Non-blocking on Unix, so that a FIFO with no writer (or a device that
     // waits) is refused after the open instead of blocking it forever; the
     // flag changes nothing for a regular file, and nothing for mapping.
-    options
-        .read(true)
-        .write(mode == MapMode::ReadWrite)
-        .custom_flags(libc::O_NONBLOCK);
-    options
-}
-
-/// How `path` is opened: for reading, and for writing under `ReadWrite`.
-#[cfg(not(unix))]
-fn open_options(mode: MapMode) -> OpenOptions {
     // Windows has no non-blocking open, and needs none: opening a named
     // pipe or a device does not wait for data, and no byte is read from
     // what is not a regular file (the check after the open refuses a
     // directory; the mapping itself fails on any handle that is not a
     // file's). std opens with every share mode, so other programs may
     // still open, write and rename the file while it is mapped.
-    let mut options = OpenOptions::new();
-    options.read(true).write(mode == MapMode::ReadWrite);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
     options
 }
 
