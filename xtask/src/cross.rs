@@ -43,7 +43,7 @@ use std::process::Command;
 use std::thread;
 use std::time::Instant;
 
-use crate::{Result, cmd, run, target_dir, test::rustup_list};
+use crate::{Result, apt_install, cmd, run, target_dir, test::rustup_list};
 
 /// What the suite checks: macOS on Apple silicon and on Intel, Windows
 /// (mingw-w64's ABI, which Wine runs here) and Linux on Arm.
@@ -90,10 +90,7 @@ pub fn ensure_tools() -> Result {
     if APT_PROGRAMS.iter().all(|p| on_path(p)) {
         return Ok(());
     }
-    run(cmd("apt-get", &["update"]))?;
-    let mut apt = cmd("apt-get", &["install", "-y", "--no-install-recommends"]);
-    apt.args(APT).env("DEBIAN_FRONTEND", "noninteractive");
-    run(apt)
+    apt_install(&APT)
 }
 
 fn on_path(program: &str) -> bool {
@@ -163,13 +160,11 @@ pub fn wine_tests() -> Result {
             return Err(err);
         }
     };
-    let mut test = cmd("cargo", &["test", "-p", "bytelens", "--target", WINDOWS]);
+    let mut test = wine_cmd("cargo", &["test", "-p", "bytelens", "--target", WINDOWS]);
     // Every binary runs even after one fails: all of Windows' failures at once.
     test.arg("--no-fail-fast")
         .args(["--lib", "--test", "shared", "--test", "mapped"])
-        .env("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER", "wine")
-        .env("WINEPREFIX", &prefix)
-        .env("WINEDEBUG", "-all");
+        .env("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER", "wine");
     let log = run_logged(test, stop)?;
     let ran = check_wine_run(&tally(&log))?;
     println!(

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-use crate::{Result, cmd, root, run, target_dir};
+use crate::{Result, apt_install, cmd, root, run, target_dir};
 
 /// Debian's packages for a Vulkan driver-less CPU machine: the loader,
 /// lavapipe, and vulkaninfo for looking around.
@@ -27,10 +27,7 @@ pub fn ensure_lavapipe() -> Result {
     if has_lavapipe && has_loader() {
         return Ok(());
     }
-    run(cmd("apt-get", &["update"]))?;
-    let mut apt = cmd("apt-get", &["install", "-y", "--no-install-recommends"]);
-    apt.args(LAVAPIPE).env("DEBIAN_FRONTEND", "noninteractive");
-    run(apt)
+    apt_install(&LAVAPIPE)
 }
 
 fn has_loader() -> bool {

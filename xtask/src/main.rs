@@ -295,6 +295,15 @@ fn cmd(program: &str, args: &[&str]) -> Command {
     c
 }
 
+/// Installs Debian's `packages` (without the ones they only recommend),
+/// after refreshing the package lists.
+fn apt_install(packages: &[&str]) -> Result {
+    run(cmd("apt-get", &["update"]))?;
+    let mut apt = cmd("apt-get", &["install", "-y", "--no-install-recommends"]);
+    apt.args(packages).env("DEBIAN_FRONTEND", "noninteractive");
+    run(apt)
+}
+
 fn run(mut c: Command) -> Result {
     let shown = format!("{c:?}").replace('"', "");
     println!("\n$ {shown}");
