@@ -57,7 +57,11 @@ SAVE_BACK = """
 """
 
 
-@pytest.mark.skipif(os.name == "nt", reason="Windows renames over no mapped file (section 16: save says so)")
+@pytest.mark.skipif(
+    os.name == "nt",
+    reason="Windows renames over no mapped file: there save refuses, as "
+    "test_save_over_a_file_windows_will_not_replace_says_why checks",
+)
 @pytest.mark.parametrize("name", ["m.safetensors", "a.npy"])
 @pytest.mark.parametrize("n", [5, 1 << 20])
 def test_save_over_the_loaded_file_keeps_its_views(tmp_path, name, n):
