@@ -4,9 +4,14 @@
 use core::fmt;
 use core::str::FromStr;
 
-use crate::{Error, ShortStr};
+use crate::{Error, FloatFormat, ShortStr};
 
 /// The type of one element, as numpy names it.
+///
+/// Everything a binding needs to know about a dtype is a column of the one
+/// dtype table, [`DType::info`]: names, numpy's and ml_dtypes' spellings, the
+/// safetensors code, DLPack's code, the JavaScript array `read` returns, and
+/// the float format. Bindings ask it and keep no per-dtype rule of their own.
 ///
 /// # Examples
 /// ```
@@ -15,6 +20,8 @@ use crate::{Error, ShortStr};
 /// assert_eq!(DType::BF16.align(), 2);
 /// assert_eq!(DType::F16.to_string(), "float16");
 /// assert_eq!("int16".parse::<DType>(), Ok(DType::I16));
+/// assert_eq!("F8_E4M3".parse::<DType>(), Err(bytelens_core::Error::BadDType { text: bytelens_core::ShortStr::new("F8_E4M3") }));
+/// assert_eq!(DType::from_safetensors("F8_E4M3"), Some(DType::F8E4M3FN));
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
@@ -44,16 +51,331 @@ pub enum DType {
     F32,
     /// `float64`
     F64,
+    /// `float8_e4m3fn`: 4 exponent bits, 3 mantissa bits, no infinity (OCP FP8 E4M3)
+    F8E4M3FN,
+    /// `float8_e5m2`: binary16's top byte (OCP FP8 E5M2)
+    F8E5M2,
+    /// `float8_e8m0fnu`: an unsigned power of two (OCP MX scale, E8M0)
+    F8E8M0FNU,
 }
+
+/// The JavaScript typed array the wasm package's `read` returns for a dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)] // one variant per JS class, named after it
+pub enum JsArray {
+    Uint8Array,
+    Int8Array,
+    Uint16Array,
+    Int16Array,
+    Uint32Array,
+    Int32Array,
+    BigUint64Array,
+    BigInt64Array,
+    Float32Array,
+    Float64Array,
+}
+
+impl JsArray {
+    /// The class's name, as JavaScript spells it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            JsArray::Uint8Array => "Uint8Array",
+            JsArray::Int8Array => "Int8Array",
+            JsArray::Uint16Array => "Uint16Array",
+            JsArray::Int16Array => "Int16Array",
+            JsArray::Uint32Array => "Uint32Array",
+            JsArray::Int32Array => "Int32Array",
+            JsArray::BigUint64Array => "BigUint64Array",
+            JsArray::BigInt64Array => "BigInt64Array",
+            JsArray::Float32Array => "Float32Array",
+            JsArray::Float64Array => "Float64Array",
+        }
+    }
+}
+
+/// DLPack's `DLDataTypeCode` values bytelens uses (dlpack.h, v1.1).
+pub mod dlpack_code {
+    /// `kDLInt`
+    pub const INT: u8 = 0;
+    /// `kDLUInt`
+    pub const UINT: u8 = 1;
+    /// `kDLFloat`
+    pub const FLOAT: u8 = 2;
+    /// `kDLBfloat`
+    pub const BFLOAT: u8 = 4;
+    /// `kDLBool`
+    pub const BOOL: u8 = 6;
+    /// `kDLFloat8_e4m3fn`
+    pub const FLOAT8_E4M3FN: u8 = 10;
+    /// `kDLFloat8_e5m2`
+    pub const FLOAT8_E5M2: u8 = 12;
+    /// `kDLFloat8_e8m0fnu`
+    pub const FLOAT8_E8M0FNU: u8 = 14;
+}
+
+/// One row of the dtype table: everything about a dtype that a binding or a
+/// file format needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DTypeInfo {
+    /// The dtype the row describes.
+    pub dtype: DType,
+    /// Every spelling [`parse`](str::parse) accepts (without a byte order):
+    /// the name first, numpy's type code second (the name again where numpy
+    /// has no code), then numpy's other names and one-character codes.
+    pub spellings: &'static [&'static str],
+    /// Bytes per element, which is also the alignment an element needs.
+    pub size: usize,
+    /// numpy's kind character (`b`, `u`, `i`, `f`; `V` for ml_dtypes' bfloat16
+    /// and float8_e4m3fn/e8m0fnu, `f` for its float8_e5m2).
+    pub kind: char,
+    /// The ml_dtypes type numpy arrays of it use, where numpy has none.
+    pub ml_dtypes: Option<&'static str>,
+    /// The safetensors `dtype` code.
+    pub safetensors: &'static str,
+    /// Whether an `.npy` header can say it: numpy's own dtypes only (numpy
+    /// writes ml_dtypes' types as raw `|V2`, losing what they were).
+    pub npy: bool,
+    /// DLPack's type code and width in bits.
+    pub dlpack: (u8, u8),
+    /// The typed array the wasm package's `read` returns.
+    pub js_array: JsArray,
+    /// The bit layout of a float dtype.
+    pub float: Option<FloatFormat>,
+}
+
+const fn row(
+    dtype: DType,
+    spellings: &'static [&'static str],
+    size: usize,
+    kind: char,
+    safetensors: &'static str,
+    dlpack: (u8, u8),
+    js_array: JsArray,
+) -> DTypeInfo {
+    DTypeInfo {
+        dtype,
+        spellings,
+        size,
+        kind,
+        ml_dtypes: None,
+        safetensors,
+        npy: true,
+        dlpack,
+        js_array,
+        float: None,
+    }
+}
+
+const fn float(
+    mut info: DTypeInfo,
+    format: FloatFormat,
+    ml_dtypes: Option<&'static str>,
+) -> DTypeInfo {
+    info.float = Some(format);
+    info.ml_dtypes = ml_dtypes;
+    info.npy = ml_dtypes.is_none();
+    info
+}
+
+use JsArray as Js;
+use dlpack_code as dl;
+
+/// The dtype table, in the enum's order.
+static TABLE: [DTypeInfo; 16] = [
+    row(
+        DType::Bool,
+        &["bool", "b1", "bool_", "?"],
+        1,
+        'b',
+        "BOOL",
+        (dl::BOOL, 8),
+        Js::Uint8Array,
+    ),
+    row(
+        DType::U8,
+        &["uint8", "u1", "ubyte", "B"],
+        1,
+        'u',
+        "U8",
+        (dl::UINT, 8),
+        Js::Uint8Array,
+    ),
+    row(
+        DType::I8,
+        &["int8", "i1", "byte", "b"],
+        1,
+        'i',
+        "I8",
+        (dl::INT, 8),
+        Js::Int8Array,
+    ),
+    row(
+        DType::U16,
+        &["uint16", "u2", "ushort", "H"],
+        2,
+        'u',
+        "U16",
+        (dl::UINT, 16),
+        Js::Uint16Array,
+    ),
+    row(
+        DType::I16,
+        &["int16", "i2", "short", "h"],
+        2,
+        'i',
+        "I16",
+        (dl::INT, 16),
+        Js::Int16Array,
+    ),
+    row(
+        DType::U32,
+        &["uint32", "u4", "uintc", "I"],
+        4,
+        'u',
+        "U32",
+        (dl::UINT, 32),
+        Js::Uint32Array,
+    ),
+    row(
+        DType::I32,
+        &["int32", "i4", "intc", "i"],
+        4,
+        'i',
+        "I32",
+        (dl::INT, 32),
+        Js::Int32Array,
+    ),
+    // numpy 2: `int` and `uint` are the pointer-sized integers.
+    row(
+        DType::U64,
+        &["uint64", "u8", "ulonglong", "uint", "Q"],
+        8,
+        'u',
+        "U64",
+        (dl::UINT, 64),
+        Js::BigUint64Array,
+    ),
+    row(
+        DType::I64,
+        &["int64", "i8", "longlong", "int", "q"],
+        8,
+        'i',
+        "I64",
+        (dl::INT, 64),
+        Js::BigInt64Array,
+    ),
+    float(
+        row(
+            DType::F16,
+            &["float16", "f2", "half", "e"],
+            2,
+            'f',
+            "F16",
+            (dl::FLOAT, 16),
+            Js::Float32Array,
+        ),
+        FloatFormat::F16,
+        None,
+    ),
+    float(
+        row(
+            DType::BF16,
+            &["bfloat16", "bfloat16", "bf16"],
+            2,
+            'V',
+            "BF16",
+            (dl::BFLOAT, 16),
+            Js::Float32Array,
+        ),
+        FloatFormat::BF16,
+        Some("bfloat16"),
+    ),
+    float(
+        row(
+            DType::F32,
+            &["float32", "f4", "single", "f"],
+            4,
+            'f',
+            "F32",
+            (dl::FLOAT, 32),
+            Js::Float32Array,
+        ),
+        FloatFormat::F32,
+        None,
+    ),
+    float(
+        row(
+            DType::F64,
+            &["float64", "f8", "double", "float", "d"],
+            8,
+            'f',
+            "F64",
+            (dl::FLOAT, 64),
+            Js::Float64Array,
+        ),
+        FloatFormat::F64,
+        None,
+    ),
+    float(
+        row(
+            DType::F8E4M3FN,
+            &["float8_e4m3fn", "float8_e4m3fn", "f8e4m3fn", "e4m3fn"],
+            1,
+            'V',
+            "F8_E4M3",
+            (dl::FLOAT8_E4M3FN, 8),
+            Js::Float32Array,
+        ),
+        FloatFormat::F8E4M3FN,
+        Some("float8_e4m3fn"),
+    ),
+    float(
+        row(
+            DType::F8E5M2,
+            &["float8_e5m2", "float8_e5m2", "f8e5m2", "e5m2"],
+            1,
+            'f',
+            "F8_E5M2",
+            (dl::FLOAT8_E5M2, 8),
+            Js::Float32Array,
+        ),
+        FloatFormat::F8E5M2,
+        Some("float8_e5m2"),
+    ),
+    float(
+        row(
+            DType::F8E8M0FNU,
+            &["float8_e8m0fnu", "float8_e8m0fnu", "f8e8m0fnu", "e8m0fnu"],
+            1,
+            'V',
+            "F8_E8M0",
+            (dl::FLOAT8_E8M0FNU, 8),
+            Js::Float32Array,
+        ),
+        FloatFormat::F8E8M0FNU,
+        Some("float8_e8m0fnu"),
+    ),
+];
+
+// The table is in the enum's order, and `ALL` lists the enum, so
+// `TABLE[dtype as usize]` is that dtype's row.
+const _: () = {
+    let mut i = 0;
+    while i < TABLE.len() {
+        assert!(TABLE[i].dtype as usize == i && DType::ALL[i] as usize == i);
+        assert!(TABLE[i].dlpack.1 as usize == 8 * TABLE[i].size);
+        i += 1;
+    }
+};
 
 impl DType {
     /// Every dtype, in the order of the enum.
     ///
     /// # Examples
     /// ```
-    /// assert_eq!(bytelens_core::DType::ALL.len(), 13);
+    /// assert_eq!(bytelens_core::DType::ALL.len(), 16);
     /// ```
-    pub const ALL: [DType; 13] = [
+    pub const ALL: [DType; 16] = [
         DType::Bool,
         DType::U8,
         DType::I8,
@@ -67,7 +389,23 @@ impl DType {
         DType::BF16,
         DType::F32,
         DType::F64,
+        DType::F8E4M3FN,
+        DType::F8E5M2,
+        DType::F8E8M0FNU,
     ];
+
+    /// The dtype's row of the dtype table.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::DType;
+    /// let info = DType::F8E5M2.info();
+    /// assert_eq!((info.safetensors, info.ml_dtypes, info.dlpack), ("F8_E5M2", Some("float8_e5m2"), (12, 8)));
+    /// assert_eq!(DType::I64.info().js_array.name(), "BigInt64Array");
+    /// ```
+    pub const fn info(self) -> &'static DTypeInfo {
+        &TABLE[self as usize]
+    }
 
     /// Size of one element in bytes.
     ///
@@ -77,12 +415,7 @@ impl DType {
     /// assert_eq!((DType::Bool.size(), DType::F16.size(), DType::U64.size()), (1, 2, 8));
     /// ```
     pub const fn size(self) -> usize {
-        match self {
-            DType::Bool | DType::U8 | DType::I8 => 1,
-            DType::U16 | DType::I16 | DType::F16 | DType::BF16 => 2,
-            DType::U32 | DType::I32 | DType::F32 => 4,
-            DType::U64 | DType::I64 | DType::F64 => 8,
-        }
+        self.info().size
     }
 
     /// Alignment of one element in bytes (equal to its size for every dtype
@@ -109,8 +442,9 @@ impl DType {
     }
 
     /// The type code without a byte order: numpy's kind and size (`"i4"`,
-    /// `"f2"`, `"b1"`), and `"bfloat16"` for bfloat16, which numpy has no
-    /// code for. A byte order prefix makes it a [`Descr`]'s text.
+    /// `"f2"`, `"b1"`), and the name for the ml_dtypes types (`"bfloat16"`),
+    /// which numpy has no code for. A byte order prefix makes it a
+    /// [`Descr`]'s text.
     ///
     /// # Examples
     /// ```
@@ -121,9 +455,8 @@ impl DType {
         self.spellings()[1]
     }
 
-    /// numpy's kind character: `b` bool, `u` unsigned, `i` signed, `f` float.
-    /// bfloat16 has no numpy kind of its own and reports `V` (raw), as
-    /// `ml_dtypes.bfloat16` does.
+    /// numpy's kind character: `b` bool, `u` unsigned, `i` signed, `f` float,
+    /// and what ml_dtypes reports for its types (`V` for bfloat16).
     ///
     /// # Examples
     /// ```
@@ -131,13 +464,7 @@ impl DType {
     /// assert_eq!((DType::I8.kind(), DType::U8.kind(), DType::F32.kind()), ('i', 'u', 'f'));
     /// ```
     pub const fn kind(self) -> char {
-        match self {
-            DType::Bool => 'b',
-            DType::U8 | DType::U16 | DType::U32 | DType::U64 => 'u',
-            DType::I8 | DType::I16 | DType::I32 | DType::I64 => 'i',
-            DType::F16 | DType::F32 | DType::F64 => 'f',
-            DType::BF16 => 'V',
-        }
+        self.info().kind
     }
 
     /// True for the floating-point dtypes.
@@ -148,65 +475,61 @@ impl DType {
     /// assert!(DType::BF16.is_float() && !DType::I32.is_float());
     /// ```
     pub const fn is_float(self) -> bool {
-        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+        self.info().float.is_some()
     }
-}
 
-/// The dtype table: every spelling each dtype answers to, the name first
-/// and the type code second. [`DType::spellings`], parsing and the
-/// bindings' tables (Python, the wasm package's `dtypes()`, the web demo)
-/// all come from this one list.
-macro_rules! dtype_table {
-    ($($dtype:ident => [$($spelling:literal),+ $(,)?],)+) => {
-        impl DType {
-            /// Every spelling [`parse`](str::parse) accepts for this dtype
-            /// (without a byte order): the [`name`](DType::name), the
-            /// [`code`](DType::code), then numpy's other names and its
-            /// one-character codes.
-            ///
-            /// # Examples
-            /// ```
-            /// use bytelens_core::DType;
-            /// assert_eq!(DType::BF16.spellings(), ["bfloat16", "bfloat16", "bf16"]);
-            /// for dtype in DType::ALL {
-            ///     for spelling in dtype.spellings() {
-            ///         assert_eq!(spelling.parse::<DType>(), Ok(dtype));
-            ///     }
-            /// }
-            /// ```
-            pub const fn spellings(self) -> &'static [&'static str] {
-                match self {
-                    $(DType::$dtype => &[$($spelling),+],)+
-                }
-            }
+    /// The bit layout of a float dtype.
+    pub const fn float_format(self) -> Option<FloatFormat> {
+        self.info().float
+    }
 
-            fn from_spelling(text: &str) -> Option<DType> {
-                // bfloat16's name is also its code: its second pattern never matches.
-                #[allow(unreachable_patterns)]
-                match text {
-                    $($($spelling)|+ => Some(DType::$dtype),)+
-                    _ => None,
-                }
-            }
-        }
-    };
-}
+    /// Every spelling [`parse`](str::parse) accepts for this dtype (without
+    /// a byte order): the [`name`](DType::name), the [`code`](DType::code),
+    /// then numpy's other names and its one-character codes.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::DType;
+    /// assert_eq!(DType::BF16.spellings(), ["bfloat16", "bfloat16", "bf16"]);
+    /// for dtype in DType::ALL {
+    ///     for spelling in dtype.spellings() {
+    ///         assert_eq!(spelling.parse::<DType>(), Ok(dtype));
+    ///     }
+    /// }
+    /// ```
+    pub const fn spellings(self) -> &'static [&'static str] {
+        self.info().spellings
+    }
 
-dtype_table! {
-    Bool => ["bool", "b1", "bool_", "?"],
-    U8 => ["uint8", "u1", "ubyte", "B"],
-    I8 => ["int8", "i1", "byte", "b"],
-    U16 => ["uint16", "u2", "ushort", "H"],
-    I16 => ["int16", "i2", "short", "h"],
-    U32 => ["uint32", "u4", "uintc", "I"],
-    I32 => ["int32", "i4", "intc", "i"],
-    // numpy 2: `int` and `uint` are the pointer-sized integers.
-    U64 => ["uint64", "u8", "ulonglong", "uint", "Q"],
-    I64 => ["int64", "i8", "longlong", "int", "q"],
-    F16 => ["float16", "f2", "half", "e"],
-    BF16 => ["bfloat16", "bfloat16", "bf16"],
-    F32 => ["float32", "f4", "single", "f"],
-    F64 => ["float64", "f8", "double", "float", "d"],
+    /// The dtype a safetensors header's `dtype` code names, if bytelens has it.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::DType;
+    /// assert_eq!(DType::from_safetensors("BF16"), Some(DType::BF16));
+    /// assert_eq!(DType::from_safetensors("C64"), None);
+    /// ```
+    pub fn from_safetensors(code: &str) -> Option<DType> {
+        TABLE
+            .iter()
+            .find(|row| row.safetensors == code)
+            .map(|row| row.dtype)
+    }
+
+    /// The dtype whose ml_dtypes type has this name (`"bfloat16"`, `"float8_e5m2"`).
+    pub fn from_ml_dtypes(name: &str) -> Option<DType> {
+        TABLE
+            .iter()
+            .find(|row| row.ml_dtypes == Some(name))
+            .map(|row| row.dtype)
+    }
+
+    fn from_spelling(text: &str) -> Option<DType> {
+        TABLE
+            .iter()
+            .find(|row| row.spellings.contains(&text))
+            .map(|row| row.dtype)
+    }
 }
 
 impl fmt::Display for DType {

@@ -5,7 +5,7 @@ use core::fmt;
 
 use half::{bf16, f16};
 
-use crate::{ByteOrder, DType, Descr, Error};
+use crate::{ByteOrder, DType, Descr, Error, F8E4M3FN, F8E5M2, F8E8M0FNU};
 
 /// One element of any [`DType`], read from or written to bytes in either
 /// byte order. For code that learns the dtype at run time (bindings, the
@@ -37,6 +37,9 @@ pub enum Scalar {
     BF16(bf16),
     F32(f32),
     F64(f64),
+    F8E4M3FN(F8E4M3FN),
+    F8E5M2(F8E5M2),
+    F8E8M0FNU(F8E8M0FNU),
 }
 
 /// `N` bytes from the start of `bytes`, turned to native order.
@@ -129,6 +132,7 @@ macro_rules! scalar_bytes {
 scalar_bytes! {
     U8: u8, I8: i8, U16: u16, I16: i16, U32: u32, I32: i32, U64: u64, I64: i64,
     F16: f16, BF16: bf16, F32: f32, F64: f64,
+    F8E4M3FN: F8E4M3FN, F8E5M2: F8E5M2, F8E8M0FNU: F8E8M0FNU,
 }
 
 impl Scalar {
@@ -156,6 +160,9 @@ impl Scalar {
             Scalar::BF16(v) => v.into(),
             Scalar::F32(v) => v.into(),
             Scalar::F64(v) => v,
+            Scalar::F8E4M3FN(v) => v.to_f64(),
+            Scalar::F8E5M2(v) => v.to_f64(),
+            Scalar::F8E8M0FNU(v) => v.to_f64(),
         }
     }
 
@@ -185,6 +192,9 @@ impl Scalar {
             DType::F32 => Scalar::F32(value as f32),
             DType::F16 => Scalar::F16(f16::from_f32(f32_round_to_odd(value))),
             DType::BF16 => Scalar::BF16(bf16::from_f32(f32_round_to_odd(value))),
+            DType::F8E4M3FN => Scalar::F8E4M3FN(F8E4M3FN::from_f64(value)),
+            DType::F8E5M2 => Scalar::F8E5M2(F8E5M2::from_f64(value)),
+            DType::F8E8M0FNU => Scalar::F8E8M0FNU(F8E8M0FNU::from_f64(value)),
             _ => return None,
         })
     }
@@ -208,7 +218,13 @@ impl Scalar {
             Scalar::I32(v) => v.into(),
             Scalar::U64(v) => v.into(),
             Scalar::I64(v) => v.into(),
-            Scalar::F16(_) | Scalar::BF16(_) | Scalar::F32(_) | Scalar::F64(_) => return None,
+            Scalar::F16(_)
+            | Scalar::BF16(_)
+            | Scalar::F32(_)
+            | Scalar::F64(_)
+            | Scalar::F8E4M3FN(_)
+            | Scalar::F8E5M2(_)
+            | Scalar::F8E8M0FNU(_) => return None,
         })
     }
 }
@@ -246,6 +262,9 @@ impl fmt::Display for Scalar {
             Scalar::BF16(v) => write!(f, "{v}"),
             Scalar::F32(v) => write!(f, "{v}"),
             Scalar::F64(v) => write!(f, "{v}"),
+            Scalar::F8E4M3FN(v) => write!(f, "{v}"),
+            Scalar::F8E5M2(v) => write!(f, "{v}"),
+            Scalar::F8E8M0FNU(v) => write!(f, "{v}"),
             other => match other.to_i128() {
                 Some(v) => write!(f, "{v}"),
                 None => Ok(()),
@@ -294,6 +313,9 @@ mod tests {
             Scalar::BF16(bf16::from_f32(256.0)),
             Scalar::F32(-0.5),
             Scalar::F64(1e-300),
+            Scalar::F8E4M3FN(F8E4M3FN::from_bits(0x7e)),
+            Scalar::F8E5M2(F8E5M2::from_bits(0x80)),
+            Scalar::F8E8M0FNU(F8E8M0FNU::from_bits(0)),
         ];
         for v in values {
             for order in [ByteOrder::Little, ByteOrder::Big] {

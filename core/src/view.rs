@@ -41,6 +41,7 @@ macro_rules! elements {
 elements! {
     u8 => U8, i8 => I8, u16 => U16, i16 => I16, u32 => U32, i32 => I32,
     u64 => U64, i64 => I64, f16 => F16, bf16 => BF16, f32 => F32, f64 => F64,
+    crate::F8E4M3FN => F8E4M3FN, crate::F8E5M2 => F8E5M2, crate::F8E8M0FNU => F8E8M0FNU,
 }
 
 /// Checks everything a view needs before its unchecked accesses.

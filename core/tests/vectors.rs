@@ -181,6 +181,16 @@ impl FromJson for f64 {
         json_f64(v)
     }
 }
+macro_rules! from_json_float8 {
+    ($($t:ident),*) => {$(
+        impl FromJson for bytelens_core::$t {
+            fn from_json(v: &Value) -> bytelens_core::$t {
+                bytelens_core::$t::from_f64(json_f64(v))
+            }
+        }
+    )*};
+}
+from_json_float8!(F8E4M3FN, F8E5M2, F8E8M0FNU);
 
 /// Writes through a typed `ViewMut<T>`.
 fn write_typed<T: FromJson>(
@@ -263,6 +273,21 @@ macro_rules! dispatch {
             DType::F64 => {
                 type $t = f64;
                 let $wrap = Scalar::F64;
+                $body
+            }
+            DType::F8E4M3FN => {
+                type $t = bytelens_core::F8E4M3FN;
+                let $wrap = Scalar::F8E4M3FN;
+                $body
+            }
+            DType::F8E5M2 => {
+                type $t = bytelens_core::F8E5M2;
+                let $wrap = Scalar::F8E5M2;
+                $body
+            }
+            DType::F8E8M0FNU => {
+                type $t = bytelens_core::F8E8M0FNU;
+                let $wrap = Scalar::F8E8M0FNU;
                 $body
             }
         }

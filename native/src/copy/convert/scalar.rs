@@ -51,6 +51,13 @@ pub(super) fn run(from: Descr, to: Descr, src: &[u8], dst: &mut [u8]) {
         (F64, F16) => map(src, dst, a, b, f64_to_f16),
         (F64, BF16) => map(src, dst, a, b, f64_to_bf16),
         (F64, F32) => map(src, dst, a, b, f64_to_f32),
+        // float8 to or from any float: through the core's reference
+        // conversion, exact into float64 and rounded once out of it.
+        (F8E4M3FN | F8E5M2 | F8E8M0FNU, _) | (_, F8E4M3FN | F8E5M2 | F8E8M0FNU)
+            if from.dtype.is_float() && to.dtype.is_float() =>
+        {
+            through_f64(from, to, src, dst)
+        }
         (Bool, _) => from_int::<Flag>(a, to, src, dst),
         (U8, _) => from_int::<u8>(a, to, src, dst),
         (I8, _) => from_int::<i8>(a, to, src, dst),
@@ -62,7 +69,9 @@ pub(super) fn run(from: Descr, to: Descr, src: &[u8], dst: &mut [u8]) {
         (I64, _) => from_int::<i64>(a, to, src, dst),
         // A float source with an integer destination: `same_kind` refuses
         // it, so `Convert::new` never builds one.
-        (F16 | BF16 | F32 | F64, _) => unreachable!("{from} → {to} is not a same_kind cast"),
+        (F16 | BF16 | F32 | F64 | F8E4M3FN | F8E5M2 | F8E8M0FNU, _) => {
+            unreachable!("{from} → {to} is not a same_kind cast")
+        }
     }
 }
 
@@ -96,6 +105,34 @@ fn from_int<S: Int>(a: ByteOrder, to: Descr, src: &[u8], dst: &mut [u8]) {
         BF16 => map(src, dst, a, b, |v: S| f64_to_bf16(v.to_f64_odd().to_bits())),
         F32 => map(src, dst, a, b, |v: S| v.to_f32().to_bits()),
         F64 => map(src, dst, a, b, |v: S| v.to_f64().to_bits()),
+        // Rounded once, as for bfloat16: float64 rounded to odd keeps far
+        // more than float8's bits and a sticky bit.
+        F8E4M3FN | F8E5M2 | F8E8M0FNU => {
+            let format = to.dtype.float_format().expect("a float dtype");
+            map(src, dst, a, b, |v: S| format.encode(v.to_f64_odd()) as u8)
+        }
+    }
+}
+
+/// Float to float through `f64`, where either side is a float8: exact into
+/// `f64` (every format here fits in it) and rounded once out of it by the
+/// core's reference ([`FloatFormat`](bytelens_core::FloatFormat)), which is
+/// ml_dtypes' rounding, NaNs and overflow included.
+fn through_f64(from: Descr, to: Descr, src: &[u8], dst: &mut [u8]) {
+    let (Some(f), Some(t)) = (from.dtype.float_format(), to.dtype.float_format()) else {
+        unreachable!("{from} → {to}: float formats on both sides")
+    };
+    let (a, b) = (from.order, to.order);
+    let decode = |bits: u64| f.decode(bits);
+    match (from.dtype.size(), to.dtype.size()) {
+        (1, 1) => map(src, dst, a, b, |v: u8| t.encode(decode(v.into())) as u8),
+        (1, 2) => map(src, dst, a, b, |v: u8| t.encode(decode(v.into())) as u16),
+        (1, 4) => map(src, dst, a, b, |v: u8| t.encode(decode(v.into())) as u32),
+        (1, 8) => map(src, dst, a, b, |v: u8| t.encode(decode(v.into()))),
+        (2, 1) => map(src, dst, a, b, |v: u16| t.encode(decode(v.into())) as u8),
+        (4, 1) => map(src, dst, a, b, |v: u32| t.encode(decode(v.into())) as u8),
+        (8, 1) => map(src, dst, a, b, |v: u64| t.encode(decode(v)) as u8),
+        (x, y) => unreachable!("{from} → {to}: a float8 on one side, not {x} → {y} bytes"),
     }
 }
 
