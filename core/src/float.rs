@@ -385,7 +385,9 @@ mod tests {
     #[test]
     fn every_small_pattern_decodes_and_encodes_back() {
         for format in ALL.into_iter().filter(|f| f.bits() <= 16) {
-            for bits in 0..1u64 << format.bits() {
+            // Every pattern; a sample under Miri, which is ~10^4 times slower.
+            let step = if cfg!(miri) { 251 } else { 1 };
+            for bits in (0..1u64 << format.bits()).step_by(step) {
                 let value = format.decode(bits);
                 let back = format.encode(value);
                 if format.is_nan(bits) {
