@@ -42,7 +42,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::{Descr, Error, Escaped, Layout, MAX_NDIM};
+use crate::{DType, Descr, Error, Escaped, Layout, MAX_NDIM};
 
 /// The largest header either reader accepts: 100 MB, the limit the
 /// safetensors library itself applies.
@@ -109,8 +109,45 @@ impl FileArray {
     /// without a copy: its offset is a multiple of its dtype's alignment,
     /// or it has no elements (which, as in numpy, need no alignment).
     pub fn is_aligned(&self) -> bool {
-        self.descr
-            .is_some_and(|d| self.nbytes == 0 || self.offset.is_multiple_of(d.dtype.align() as u64))
+        self.access(0) == Access::View
+    }
+
+    /// How a binding can hand the array out from a mapping of the file
+    /// that starts at a page boundary, where the header was read at byte
+    /// `base` of the file (an `.npz` member's; 0 for a file of its own):
+    /// in place, copied into aligned memory, or not at all.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{ByteOrder, DType, Descr};
+    /// use bytelens_core::files::{Access, FileArray};
+    /// let f4 = Some(Descr::new(DType::F32, ByteOrder::Little));
+    /// let at = |descr, offset| FileArray { name: "w".into(), dtype: "F32".into(), descr, shape: vec![2], fortran: false, offset, nbytes: 8 };
+    /// assert_eq!(at(f4, 64).access(0), Access::View);
+    /// let moved = at(f4, 64).access(2);
+    /// assert_eq!(moved, Access::Misaligned { offset: 66, align: 4, dtype: DType::F32 });
+    /// assert_eq!(moved.to_string(), "offset 66 is not a multiple of 4, the alignment of float32");
+    /// let lacking = at(None, 64).access(0);
+    /// assert_eq!(lacking.to_string(), "bytelens has no dtype F32");
+    /// ```
+    pub fn access(&self, base: u64) -> Access {
+        let Some(descr) = self.descr else {
+            return Access::NoDType {
+                dtype: self.dtype.clone(),
+                raw: is_raw_void(&self.dtype),
+            };
+        };
+        let offset = base.saturating_add(self.offset);
+        let align = descr.dtype.align() as u64;
+        if self.nbytes == 0 || offset.is_multiple_of(align) {
+            Access::View
+        } else {
+            Access::Misaligned {
+                offset,
+                align,
+                dtype: descr.dtype,
+            }
+        }
     }
 
     /// Its layout over the whole file: C or Fortran order, at its offset, in
@@ -150,6 +187,67 @@ impl FileArray {
         };
         Ok(layout.with_byte_order(descr.order))
     }
+}
+
+/// How an array of a file can be handed out from a page-aligned mapping of
+/// it ([`FileArray::access`]). The text of each (its `Display`) says why,
+/// with the numbers, for a binding's report or error.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Access {
+    /// A view of the mapped file, in place.
+    View,
+    /// Its first byte is not a multiple of the alignment its dtype needs:
+    /// a view needs a copy into aligned memory.
+    Misaligned {
+        /// Its first byte in the file.
+        offset: u64,
+        /// The alignment its dtype needs.
+        align: u64,
+        /// Its dtype.
+        dtype: DType,
+    },
+    /// bytelens has no dtype for it, so there is nothing to view it as.
+    NoDType {
+        /// The dtype as the file spells it.
+        dtype: String,
+        /// It is numpy's raw bytes (`|V1`, `<V2`), which is how `np.save`
+        /// writes ml_dtypes' types, and which says nothing of what they were.
+        raw: bool,
+    },
+}
+
+impl fmt::Display for Access {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Access::View => f.write_str("a view of the mapped file"),
+            Access::Misaligned {
+                offset,
+                align,
+                dtype,
+            } => write!(
+                f,
+                "offset {offset} is not a multiple of {align}, the alignment of {dtype}"
+            ),
+            Access::NoDType { dtype, raw } => {
+                write!(f, "bytelens has no dtype {}", Escaped(dtype))?;
+                if *raw {
+                    f.write_str(
+                        " (raw bytes: np.save writes ml_dtypes' types, bfloat16 and float8 \
+                         among them, so, and an .npy header cannot say which; save them to a \
+                         .safetensors file)",
+                    )?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// numpy's raw-bytes type string: an optional order mark, `V`, a size.
+fn is_raw_void(text: &str) -> bool {
+    let rest = text.strip_prefix(['<', '>', '|', '=']).unwrap_or(text);
+    rest.strip_prefix('V')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
 }
 
 /// What a header says: the format, the arrays, and where the data starts.

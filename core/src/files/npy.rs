@@ -110,7 +110,9 @@ pub fn read_npy(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
 /// A dtype bytelens has, spelled as numpy reads it in an npy header:
 /// a byte order and a type code (`<f4`, `|u1`, `>i8`, `<f`, `=h`), or a
 /// name or code alone (`int16`, `float32`, `bool`, `f4`), read
-/// little-endian (see [`read_npy`]). numpy has no bfloat16, and reads no
+/// little-endian (see [`read_npy`]). Only the dtypes the table says an
+/// npy header can name (numpy's own: not ml_dtypes' bfloat16 and float8,
+/// which `np.save` writes as raw bytes, `<V2` and `|V1`); numpy reads no
 /// name after a byte order (`<int16`).
 fn npy_descr(text: &str) -> Option<Descr> {
     let (order, rest) = match text.as_bytes().first()? {
@@ -122,7 +124,7 @@ fn npy_descr(text: &str) -> Option<Descr> {
     let dtype: DType = rest.parse().ok()?;
     // After an order mark, only type codes (`f4`, `f`), which are the
     // spellings of at most two characters.
-    let ok = dtype != DType::BF16 && (order.is_none() || rest.len() <= 2);
+    let ok = dtype.info().npy && (order.is_none() || rest.len() <= 2);
     ok.then(|| Descr::new(dtype, order.unwrap_or(ByteOrder::Little)))
 }
 

@@ -23,33 +23,33 @@ use super::{
 };
 use crate::{ByteOrder, DType, Descr, MAX_NDIM};
 
-/// A safetensors dtype: bytelens's, or the itemsize of one it lacks (F8
-/// formats, complex) so that the byte range can still be checked. `None`
-/// for a name the format does not have.
-fn safetensors_dtype(name: &str) -> Option<(Option<Descr>, usize)> {
-    let little = |dtype| Some((Some(Descr::new(dtype, ByteOrder::Little)), 0));
-    let (descr, size) = match name {
-        "BOOL" => little(DType::Bool),
-        "U8" => little(DType::U8),
-        "I8" => little(DType::I8),
-        "I16" => little(DType::I16),
-        "U16" => little(DType::U16),
-        "F16" => little(DType::F16),
-        "BF16" => little(DType::BF16),
-        "I32" => little(DType::I32),
-        "U32" => little(DType::U32),
-        "F32" => little(DType::F32),
-        "F64" => little(DType::F64),
-        "I64" => little(DType::I64),
-        "U64" => little(DType::U64),
-        "F8_E5M2" | "F8_E4M3" | "F8_E8M0" => Some((None, 1)),
-        "C64" => Some((None, 8)),
-        _ => None,
-    }?;
-    Some(match descr {
-        Some(d) => (Some(d), d.dtype.size()),
-        None => (None, size),
-    })
+/// The dtypes safetensors defines (as of its 0.8 release) that the dtype
+/// table has no row for, with their bits per element, so that such a
+/// tensor's byte range can still be checked and the rest of its file
+/// loaded. A code the table gains is found there first; the unit test
+/// `no_lacking_code_is_in_the_dtype_table` makes its line here an error.
+pub(super) const LACKING: [(&str, u32); 6] = [
+    ("F4", 4),
+    ("F6_E2M3", 6),
+    ("F6_E3M2", 6),
+    ("F8_E4M3FNUZ", 8),
+    ("F8_E5M2FNUZ", 8),
+    ("C64", 64),
+];
+
+/// A safetensors dtype code: bytelens's dtype (from the dtype table), or
+/// `None` for one it lacks, and its bits per element. `None` for a code
+/// the format does not have.
+fn safetensors_dtype(code: &str) -> Option<(Option<Descr>, u32)> {
+    if let Some(dtype) = DType::from_safetensors(code) {
+        // safetensors is little-endian whatever the machine.
+        let descr = Descr::new(dtype, ByteOrder::Little);
+        return Some((Some(descr), 8 * dtype.size() as u32));
+    }
+    LACKING
+        .iter()
+        .find(|&&(lacking, _)| lacking == code)
+        .map(|&(_, bits)| (None, bits))
 }
 
 /// The key under which safetensors keeps its metadata.
@@ -584,7 +584,7 @@ impl TensorParts<'_> {
         let Some(Part::Text(dtype)) = self.dtype else {
             return Err(bad(name, "has no dtype string"));
         };
-        let (descr, itemsize) = safetensors_dtype(&dtype).ok_or_else(|| {
+        let (descr, bits) = safetensors_dtype(&dtype).ok_or_else(|| {
             bad(
                 name,
                 alloc::format!(
@@ -620,13 +620,31 @@ impl TensorParts<'_> {
             ),
             _ => return Err(bad(name, "has no data_offsets pair")),
         };
-        let nbytes = size_of(name, &shape, itemsize)?;
+        let (count, nbytes) = if bits >= 8 {
+            let nbytes = size_of(name, &shape, bits as usize / 8)?;
+            (nbytes / (bits as u64 / 8), nbytes)
+        } else {
+            // Packed below a byte (F4: two to a byte): the shape's rule at
+            // a byte an element holds the bytes too.
+            let count = size_of(name, &shape, 1)?;
+            // Below 2^63 * 8 in u128: exact.
+            let bits_in_all = u128::from(count) * u128::from(bits);
+            if !bits_in_all.is_multiple_of(8) {
+                return Err(bad(
+                    name,
+                    alloc::format!(
+                        "has {count} elements of {} ({bits} bits each), which do not fill whole bytes",
+                        quoted(&dtype)
+                    ),
+                ));
+            }
+            (count, (bits_in_all / 8) as u64) // below count: fits
+        };
         if end < begin || end - begin != nbytes {
             return Err(bad(
                 name,
                 alloc::format!(
-                    "data_offsets {begin}..{end} do not hold its {} elements of {} ({nbytes} bytes)",
-                    nbytes / itemsize as u64,
+                    "data_offsets {begin}..{end} do not hold its {count} elements of {} ({nbytes} bytes)",
                     quoted(&dtype)
                 ),
             ));

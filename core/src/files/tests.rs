@@ -171,7 +171,119 @@ fn safetensors_with_metadata_and_every_dtype() {
         (b.offset, b.layout().unwrap().descr().to_string()),
         (8 + json.len() as u64 + 8, "<bfloat16".into())
     );
-    assert_eq!(header.arrays[3].descr, None);
+    let q = &header.arrays[3];
+    assert_eq!(
+        (q.descr, q.access(0)),
+        (
+            Some(Descr::new(DType::F8E4M3FN, ByteOrder::Little)),
+            Access::View
+        )
+    );
+}
+
+/// A safetensors file of one tensor `t`.
+fn one_tensor(dtype: &str, shape: &str, nbytes: u64) -> Result<FileHeader, FileError> {
+    let json =
+        format!(r#"{{"t":{{"dtype":"{dtype}","shape":{shape},"data_offsets":[0,{nbytes}]}}}}"#);
+    read(&safetensors(&json, nbytes as usize))
+}
+
+#[test]
+fn every_dtype_of_the_table_reads_from_its_safetensors_code() {
+    for dtype in DType::ALL {
+        let code = dtype.info().safetensors;
+        let header = one_tensor(code, "[3]", 3 * dtype.size() as u64).unwrap();
+        let t = &header.arrays[0];
+        assert_eq!(
+            t.descr,
+            Some(Descr::new(dtype, ByteOrder::Little)),
+            "{code}"
+        );
+        assert_eq!(t.layout().unwrap().descr().dtype, dtype, "{code}");
+    }
+}
+
+#[test]
+fn no_lacking_code_is_in_the_dtype_table() {
+    for (code, _) in safetensors::LACKING {
+        assert_eq!(
+            DType::from_safetensors(code),
+            None,
+            "{code} has a row now: remove it from LACKING"
+        );
+    }
+}
+
+#[test]
+fn safetensors_dtypes_bytelens_lacks_are_described_not_refused() {
+    // Bits per element as safetensors 0.8 counts them: F4 packs two to a byte.
+    for (code, shape, nbytes) in [
+        ("F4", "[8]", 4),
+        ("F6_E2M3", "[4]", 3),
+        ("F6_E3M2", "[2,4]", 6),
+        ("F8_E4M3FNUZ", "[5]", 5),
+        ("F8_E5M2FNUZ", "[5]", 5),
+        ("C64", "[3]", 24),
+        ("F4", "[0]", 0),
+    ] {
+        let header = one_tensor(code, shape, nbytes).unwrap();
+        let t = &header.arrays[0];
+        assert_eq!((t.descr, t.nbytes), (None, nbytes), "{code}");
+        let access = t.access(0);
+        assert_eq!(
+            access,
+            Access::NoDType {
+                dtype: code.into(),
+                raw: false
+            }
+        );
+        assert_eq!(access.to_string(), format!("bytelens has no dtype {code}"));
+        assert_eq!(t.layout().unwrap_err().kind(), "BadDType");
+    }
+    assert_eq!(
+        one_tensor("F4", "[3]", 2).unwrap_err().to_string(),
+        "array \"t\": has 3 elements of \"F4\" (4 bits each), which do not fill whole bytes"
+    );
+    assert_eq!(
+        one_tensor("F4", "[8]", 8).unwrap_err().to_string(),
+        "array \"t\": data_offsets 0..8 do not hold its 8 elements of \"F4\" (4 bytes)"
+    );
+    // The shape's rule still holds below a byte.
+    let big = 1u64 << 62;
+    assert!(matches!(
+        one_tensor("F4", &format!("[{big},4]"), 0),
+        Err(FileError::BadEntry { .. })
+    ));
+}
+
+#[test]
+fn access_says_where_a_copy_is_needed_and_why() {
+    let header = one_tensor("F32", "[2]", 8).unwrap();
+    let t = &header.arrays[0];
+    // The data starts after 8 + the JSON's length: not a multiple of 4 here.
+    let start = t.offset;
+    let aligned = (4 - start % 4) % 4;
+    assert_eq!(t.access(aligned), Access::View);
+    let off = t.access(aligned + 1);
+    assert_eq!(
+        off,
+        Access::Misaligned {
+            offset: start + aligned + 1,
+            align: 4,
+            dtype: DType::F32
+        }
+    );
+    assert_eq!(
+        off.to_string(),
+        format!(
+            "offset {} is not a multiple of 4, the alignment of float32",
+            start + aligned + 1
+        )
+    );
+    // No elements, no alignment needed (as in numpy).
+    let empty = one_tensor("F64", "[0]", 0).unwrap();
+    assert_eq!(empty.arrays[0].access(3), Access::View);
+    assert_eq!(t.is_aligned(), t.access(0) == Access::View);
 }
 
 #[test]
@@ -428,6 +540,9 @@ fn npy_descr_as_numpy_reads_it() {
         ("<int16", None),
         ("bfloat16", None),
         ("<bfloat16", None),
+        ("float8_e4m3fn", None),
+        ("float8_e5m2", None),
+        ("float8_e8m0fnu", None),
         ("float33", None),
     ] {
         let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2,), }}");
@@ -518,5 +633,49 @@ fn offsets_past_4_gib_are_exact() {
             end: u64::MAX,
             len: file.len() as u64
         }
+    );
+}
+
+#[test]
+fn npy_names_every_numpy_dtype_and_no_ml_dtypes_one() {
+    for dtype in DType::ALL {
+        let descr = Descr::new(dtype, ByteOrder::Little).to_string();
+        let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (2,), }}");
+        let header = read(&npy(1, &dict, 2 * dtype.size())).unwrap();
+        let read_as = header.arrays[0].descr.map(|d| d.dtype);
+        assert_eq!(read_as, dtype.info().npy.then_some(dtype), "{descr}");
+    }
+}
+
+#[test]
+fn npy_raw_bytes_say_what_np_save_did() {
+    for (descr, size) in [("|V1", 1), ("<V2", 2)] {
+        let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (3,), }}");
+        let header = read(&npy(1, &dict, 3 * size)).unwrap();
+        let access = header.arrays[0].access(0);
+        assert_eq!(
+            access,
+            Access::NoDType {
+                dtype: descr.into(),
+                raw: true
+            }
+        );
+        let text = access.to_string();
+        assert!(
+            text.starts_with(&format!(
+                "bytelens has no dtype {descr} (raw bytes: np.save writes ml_dtypes'"
+            )),
+            "{text}"
+        );
+    }
+    let complex = read(&npy(
+        1,
+        "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }",
+        8,
+    ))
+    .unwrap();
+    assert_eq!(
+        complex.arrays[0].access(0).to_string(),
+        "bytelens has no dtype <c8"
     );
 }
