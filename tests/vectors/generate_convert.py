@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Writes tests/vectors/convert.txt: dtype conversions with numpy (and
-ml_dtypes for bfloat16) as the oracle, for bytelens' convert kernels.
+ml_dtypes for bfloat16) as the oracle, for bytelens' convert kernels; and
+tests/vectors/convert_float8.txt: conversions to and from ml_dtypes' float8
+types (float8_e4m3fn, float8_e5m2, float8_e8m0fnu), ml_dtypes the oracle.
 
 Every line that is not blank or a comment is one case:
 
@@ -17,7 +19,21 @@ sign bits), random bit patterns, and for every narrowing float pair the
 values at, just above and just below the midpoints between neighbouring
 destination values (ties), overflow and underflow thresholds included.
 
-Needs numpy (2.x; 1.26 gives the same bits) and ml_dtypes.
+convert_float8.txt has the same lines, except that SRC may be `all`: every
+bit pattern of FROM in increasing order (256 of a float8, 65536 of a float16
+or bfloat16), so that the exhaustive cases need no source hex. Its cases:
+every float8 pattern into every float (float8 included); every float16 and
+every bfloat16 pattern into each float8; float32 and float64 values at, one
+unit above and one below each float8 value and each midpoint between
+neighbouring float8 values (the rounding boundaries: ties, the smallest
+subnormal's half, the overflow thresholds), both signs, with float64 also
+just past each midpoint by less than float32 can hold (double rounding
+would get those wrong), the sources' own edges (zeros, subnormals, largest
+finite, infinities, NaNs with payloads) and random bits; integers of every
+width around the same boundaries, with every int8 and uint8.
+
+Needs numpy (2.x; 1.26 gives the same bits) and ml_dtypes (0.7: older
+versions round float64 to float8 twice, through float32).
 Run: python tests/vectors/generate_convert.py
 """
 
@@ -29,6 +45,7 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "convert.txt")
+OUT_FLOAT8 = os.path.join(HERE, "convert_float8.txt")
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 NAMES = ["bool", "uint8", "int8", "uint16", "int16", "uint32", "int32",
@@ -175,6 +192,132 @@ def main():
     with open(OUT, "w") as f:
         f.write("\n".join(lines) + "\n")
     print("%s: %d lines, %d elements" % (OUT, len(lines) - 2, cases))
+    write_float8()
+
+
+FLOAT8 = ["float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"]
+F8 = {name: np.dtype(getattr(ml_dtypes, name)) for name in FLOAT8}
+INTS = ["uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64"]
+RNG8 = np.random.default_rng(20261202)  # its own, so convert.txt stays as it was
+
+
+def f8_dtype(name):
+    return F8[name] if name in F8 else dtype(name)
+
+
+def f8_bits(name):
+    return np.dtype("<u%d" % f8_dtype(name).itemsize)
+
+
+def as_bits(values, name):
+    """`values` (Python ints, any sign or size) as FROM's bit patterns."""
+    width = f8_dtype(name).itemsize * 8
+    mask = (1 << width) - 1
+    return np.array([v & mask for v in values], dtype=np.uint64).astype(f8_bits(name))
+
+
+def boundaries(f8):
+    """float64 values of every finite non-negative float8 value and of each
+    midpoint between neighbours, the midpoint past the largest finite value
+    (toward the next power of the format, where it overflows) included."""
+    with np.errstate(all="ignore"):
+        v = np.arange(256, dtype=np.uint8).view(F8[f8]).astype(np.float64)
+    v = np.unique(v[np.isfinite(v) & (v >= 0)])
+    top = v[-1] + (v[-1] - v[-2])  # one unit past the largest finite value
+    ext = np.append(v, top)
+    mids = (ext[:-1] + ext[1:]) / 2  # exact: float8 values have few bits
+    if v[0] > 0:  # no zero (float8_e8m0fnu): below the smallest, and half of it
+        mids = np.append(mids, [v[0] / 2, v[0] * 0.75])
+    return np.concatenate([v, mids, [top]])
+
+
+def float_samples(src, f8, count):
+    """Bit patterns of `src` (float32 or float64) for conversion to `f8`."""
+    fd = np.dtype(src)
+    bits = f8_bits(src)
+    width = fd.itemsize * 8
+    out = []
+    with np.errstate(all="ignore"):
+        edges = boundaries(f8)
+        at = edges.astype(fd)
+        b = [int(x) for x in at.view(bits)]
+        out += [x + d for x in b for d in (-1, 0, 1)]
+        if src == "float64":
+            # Just past a midpoint (or a value) by 2^-30 of it, which float32
+            # would lose: through float32 it lands on the tie.
+            nudge = edges * (1 + 2.0 ** -30)
+            under = edges * (1 - 2.0 ** -30)
+            out += [int(x) for x in np.concatenate([nudge, under]).view(bits)]
+    out += [int(x) for x in as_bits(float_edges("float32" if src == "float32" else "float64"), src)]
+    out += [int(x) for x in RNG8.integers(0, 1 << width, count, dtype=np.uint64)]
+    # Random values spread over the float8's range and a little past it.
+    lo, hi = np.log2(edges[edges > 0].min()) - 3, np.log2(edges.max()) + 2
+    mag = np.exp2(RNG8.uniform(lo, hi, count)).astype(fd)
+    out += [int(x) for x in mag.view(bits)]
+    out += [x | 1 << (width - 1) for x in out]  # both signs
+    return np.unique(as_bits(out, src))
+
+
+def int_samples(name, f8, count):
+    """Bit patterns of integers of `name` for conversion to `f8`: every one
+    of a one-byte type; else the boundaries (rounded to integers, with
+    their neighbours), the extremes and random ones, both signs."""
+    d = np.dtype(name)
+    if d.itemsize == 1:
+        return np.arange(256, dtype=np.uint8)
+    info = np.iinfo(d)
+    n = d.itemsize * 8
+    v = [0, 1, 2, 3, int(info.max), int(info.max) - 1, int(info.min), int(info.min) + 1]
+    for e in boundaries(f8):
+        if 1 <= e < 2.0 ** 64:
+            k = int(e)
+            v += [k - 1, k, k + 1]
+    for k in range(4, n):  # powers of two and their neighbours
+        v += [(1 << k) - 1, 1 << k, (1 << k) + 1, 3 << (k - 1), (3 << (k - 1)) + 1]
+    v += [int(x) for x in RNG8.integers(0, 1 << n, count, dtype=np.uint64)]
+    v += [-x for x in v]
+    return np.unique(as_bits(v, name))
+
+
+def float8_cases():
+    """(FROM, TO, source bits or None for every pattern) for convert_float8.txt."""
+    cases = []
+    for a in FLOAT8:
+        for b in FLOAT8 + ["float16", "bfloat16", "float32", "float64"]:
+            cases.append((a, b, None))
+    for b in FLOAT8:
+        cases.append(("float16", b, None))
+        cases.append(("bfloat16", b, None))
+        cases.append(("float32", b, float_samples("float32", b, 1500)))
+        cases.append(("float64", b, float_samples("float64", b, 1500)))
+        # ml_dtypes reads a bool's byte as a number (2 -> 2.0); numpy, and
+        # bytelens, read any non-zero byte as True.
+        cases.append(("bool", b, np.array([0, 1], np.uint8)))
+        for i in INTS:
+            cases.append((i, b, int_samples(i, b, 200)))
+    return cases
+
+
+def write_float8():
+    lines = [
+        "# Generated by tests/vectors/generate_convert.py with numpy %s and "
+        "ml_dtypes %s; do not edit." % (np.__version__, ml_dtypes.__version__),
+        "# FROM TO SRC DST: little-endian hex, DST = SRC.astype(TO); SRC `all`: "
+        "every pattern of FROM, in increasing order.",
+    ]
+    elements = 0
+    for a, b, s in float8_cases():
+        every = s is None
+        if every:
+            s = np.arange(1 << (8 * f8_dtype(a).itemsize), dtype=np.uint64).astype(f8_bits(a))
+        with np.errstate(all="ignore"):
+            got = s.view(f8_bits(a)).view(f8_dtype(a)).astype(f8_dtype(b))
+        src = "all" if every else s.tobytes().hex()
+        lines.append("%s %s %s %s" % (a, b, src, got.view(f8_bits(b)).tobytes().hex()))
+        elements += len(s)
+    with open(OUT_FLOAT8, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print("%s: %d lines, %d elements" % (OUT_FLOAT8, len(lines) - 2, elements))
 
 
 if __name__ == "__main__":

@@ -8,6 +8,7 @@
 //! the tail of a SIMD run, off x86-64 and under Miri. Every kernel gives
 //! the reference's bits: numpy's (ml_dtypes' for bfloat16), NaNs included.
 
+mod float8;
 mod scalar;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 mod x86;
@@ -69,6 +70,8 @@ enum Kernel {
     Copy,
     /// The scalar reference, element by element.
     Scalar,
+    /// float8's tables and encoders (portable).
+    Float8(float8::Kernel),
     /// A SIMD kernel the CPU was found to support.
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     X86(x86::Kernel),
@@ -84,7 +87,9 @@ impl Convert {
         let kernel = if is_copy(from, to) {
             Kernel::Copy
         } else {
-            Self::simd(from, to).unwrap_or(Kernel::Scalar)
+            Self::simd(from, to)
+                .or_else(|| float8::Kernel::detect(from, to).map(Kernel::Float8))
+                .unwrap_or(Kernel::Scalar)
         };
         Ok(Convert { from, to, kernel })
     }
@@ -145,6 +150,7 @@ impl Convert {
         match self.kernel {
             Kernel::Copy => dst.copy_from_slice(src),
             Kernel::Scalar => scalar::run(self.from, self.to, src, dst),
+            Kernel::Float8(k) => k.run(self.from, self.to, src, dst),
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             Kernel::X86(k) => k.run(self.from, self.to, src, dst),
         }

@@ -139,7 +139,7 @@ fn through_f64(from: Descr, to: Descr, src: &[u8], dst: &mut [u8]) {
 /// Applies `f` to every element of `src`, read in byte order `a`, and
 /// writes the results to `dst` in byte order `b`.
 #[inline(always)]
-fn map<S: Elem, D: Elem>(
+pub(super) fn map<S: Elem, D: Elem>(
     src: &[u8],
     dst: &mut [u8],
     a: ByteOrder,
@@ -169,7 +169,7 @@ fn map_in<S: Elem, D: Elem, const A_BIG: bool, const B_BIG: bool>(
 }
 
 /// An element read from and written to bytes in either byte order.
-trait Elem: Copy {
+pub(super) trait Elem: Copy {
     const SIZE: usize;
     /// `bytes` is exactly `SIZE` long.
     fn read<const BIG: bool>(bytes: &[u8]) -> Self;

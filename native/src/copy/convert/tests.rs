@@ -90,8 +90,32 @@ fn hex(s: &str) -> Vec<u8> {
 #[test]
 fn conversions_match_numpy_and_ml_dtypes() {
     const VECTORS: &str = include_str!("../../../../tests/vectors/convert.txt");
+    let (lines, elements) = check_vectors(VECTORS);
+    // Every allowed pair has a line (float pairs that round have two).
+    assert!(lines >= 112, "only {lines} lines of conversions");
+    assert!(elements > 8000, "only {elements} elements");
+}
+
+/// Every case of convert_float8.txt (ml_dtypes' answers), the same way:
+/// every float8 pattern into every float, every float16 and bfloat16
+/// pattern into each float8, float32, float64 and integers at every
+/// float8 rounding boundary.
+#[test]
+fn float8_conversions_match_ml_dtypes() {
+    const VECTORS: &str = include_str!("../../../../tests/vectors/convert_float8.txt");
+    let (lines, elements) = check_vectors(VECTORS);
+    // 3 × 7 float8 sources, and 13 sources into each of the 3 float8s.
+    assert_eq!(lines, 60, "lines of float8 conversions");
+    assert!(elements > 450_000, "only {elements} elements");
+}
+
+/// Runs every line of a vectors file (`FROM TO SRC DST`, SRC `all` for
+/// every pattern of FROM) in all four byte orders through both kernels;
+/// panics at the first element that differs. Returns the lines and the
+/// elements checked.
+fn check_vectors(text: &str) -> (usize, usize) {
     let (mut lines, mut elements) = (0, 0);
-    for line in VECTORS
+    for line in text
         .lines()
         .filter(|l| !l.is_empty() && !l.starts_with('#'))
     {
@@ -100,51 +124,166 @@ fn conversions_match_numpy_and_ml_dtypes() {
         let from: DType = field().parse().expect("a dtype");
         let to: DType = field().parse().expect("a dtype");
         let (src, want) = (field(), field());
-        let n = src.len() / 2 / from.size();
+        let src = if src == "all" {
+            every_pattern(from)
+        } else {
+            hex(src)
+        };
+        let n = src.len() / from.size();
         assert_eq!(want.len() / 2, n * to.size(), "{from} → {to}");
         lines += 1;
         elements += n;
         // Miri runs a sample: a few elements of every pair.
         let n = if cfg!(miri) { n.min(6) } else { n };
-        let src = hex(&src[..2 * n * from.size()]);
+        let src = &src[..n * from.size()];
         let want = hex(&want[..2 * n * to.size()]);
-        let (src, want) = (&src[..], &want[..]);
-        for a in [ByteOrder::Little, ByteOrder::Big] {
-            for b in [ByteOrder::Little, ByteOrder::Big] {
-                let (f, t) = (Descr::new(from, a), Descr::new(to, b));
-                let src = if a == ByteOrder::Big {
-                    swapped(src, from.size())
-                } else {
-                    src.to_vec()
-                };
-                let want = if b == ByteOrder::Big {
-                    swapped(want, to.size())
-                } else {
-                    want.to_vec()
-                };
-                for c in [Convert::new(f, t).unwrap(), Convert::scalar(f, t)] {
-                    let mut got = vec![0xa5; want.len()];
-                    c.run(&src, &mut got);
-                    if got != want {
-                        let k = (0..n)
-                            .find(|&k| {
-                                got[k * to.size()..][..to.size()]
-                                    != want[k * to.size()..][..to.size()]
-                            })
-                            .unwrap_or(0);
-                        panic!(
-                            "{f} → {t} ({:?}), element {k}: {:02x?} gave {:02x?}, numpy {:02x?}",
-                            c.kernel,
-                            &src[k * from.size()..][..from.size()],
-                            &got[k * to.size()..][..to.size()],
-                            &want[k * to.size()..][..to.size()],
-                        );
-                    }
+        check_line(from, to, src, &want);
+    }
+    (lines, elements)
+}
+
+/// Every bit pattern of `dtype` (one or two bytes), little-endian, in
+/// increasing order.
+fn every_pattern(dtype: DType) -> Vec<u8> {
+    match dtype.size() {
+        1 => (0..=u8::MAX).collect(),
+        2 => (0..=u16::MAX).flat_map(u16::to_le_bytes).collect(),
+        n => panic!("every pattern of {n}-byte {dtype}: too many"),
+    }
+}
+
+/// `src` (little-endian `from`) must convert to `want` (little-endian
+/// `to`) in every byte order, through `Convert::new`'s kernel and the
+/// reference.
+fn check_line(from: DType, to: DType, src: &[u8], want: &[u8]) {
+    let n = src.len() / from.size();
+    for a in [ByteOrder::Little, ByteOrder::Big] {
+        for b in [ByteOrder::Little, ByteOrder::Big] {
+            let (f, t) = (Descr::new(from, a), Descr::new(to, b));
+            let src = if a == ByteOrder::Big {
+                swapped(src, from.size())
+            } else {
+                src.to_vec()
+            };
+            let want = if b == ByteOrder::Big {
+                swapped(want, to.size())
+            } else {
+                want.to_vec()
+            };
+            for c in [Convert::new(f, t).unwrap(), Convert::scalar(f, t)] {
+                let mut got = vec![0xa5; want.len()];
+                c.run(&src, &mut got);
+                if got != want {
+                    let k = (0..n)
+                        .find(|&k| {
+                            got[k * to.size()..][..to.size()] != want[k * to.size()..][..to.size()]
+                        })
+                        .unwrap_or(0);
+                    panic!(
+                        "{f} → {t} ({:?}), element {k}: {:02x?} gave {:02x?}, expected {:02x?}",
+                        c.kernel,
+                        &src[k * from.size()..][..from.size()],
+                        &got[k * to.size()..][..to.size()],
+                        &want[k * to.size()..][..to.size()],
+                    );
                 }
             }
         }
     }
-    // Every allowed pair has a line (float pairs that round have two).
-    assert!(lines >= 112, "only {lines} lines of conversions");
-    assert!(elements > 8000, "only {elements} elements");
+}
+
+/// splitmix64: a seeded source of test bits.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// The kernel `Convert::new` picks for every pair with a float8 on one side
+/// and a float on the other, in every byte order, against the reference:
+/// random bits (the exponent bits often near the float8s' range), random
+/// lengths (around every SIMD width) and misalignments.
+#[test]
+fn float8_kernels_match_the_reference_on_random_runs() {
+    use DType::*;
+    let floats = [F16, BF16, F32, F64, F8E4M3FN, F8E5M2, F8E8M0FNU];
+    let orders = [ByteOrder::Little, ByteOrder::Big];
+    let mut rng = Rng(0x7261_6e64_6638);
+    let trials = if cfg!(miri) { 2 } else { 60 };
+    let mut checked = 0;
+    for from in floats {
+        for to in floats {
+            if from.size() != 1 && to.size() != 1 {
+                continue;
+            }
+            for (a, b) in orders.into_iter().flat_map(|a| orders.map(|b| (a, b))) {
+                let (f, t) = (Descr::new(from, a), Descr::new(to, b));
+                let (fast, reference) = (Convert::new(f, t).unwrap(), Convert::scalar(f, t));
+                for trial in 0..trials {
+                    let n = (rng.next() % if trial % 8 == 0 { 3000 } else { 150 }) as usize;
+                    let (os, od) = ((rng.next() % 32) as usize, (rng.next() % 32) as usize);
+                    let (sa, sb) = (from.size(), to.size());
+                    let mut src = vec![0u8; os + n * sa];
+                    for e in src[os..].chunks_exact_mut(sa) {
+                        let bits = near_float8(&mut rng, from).to_le_bytes();
+                        e.copy_from_slice(&bits[..sa]);
+                        if a == ByteOrder::Big {
+                            e.reverse();
+                        }
+                    }
+                    let mut want = vec![0x5au8; od + n * sb + 8];
+                    let mut got = want.clone();
+                    reference.run(&src[os..], &mut want[od..od + n * sb]);
+                    fast.run(&src[os..], &mut got[od..od + n * sb]);
+                    if got != want {
+                        let k = (0..n)
+                            .find(|&k| got[od + k * sb..][..sb] != want[od + k * sb..][..sb])
+                            .unwrap_or(n);
+                        panic!(
+                            "{f} → {t} ({:?}), {n} elements, element {k}: {:02x?} gave {:02x?}, reference {:02x?}",
+                            fast.kernel,
+                            &src[os + k * sa..][..sa],
+                            &got[od + k * sb..][..sb.min(got.len() - od - k * sb)],
+                            &want[od + k * sb..][..sb.min(want.len() - od - k * sb)],
+                        );
+                    }
+                    checked += n;
+                }
+            }
+        }
+    }
+    assert!(cfg!(miri) || checked > 100_000, "{checked} elements");
+}
+
+/// Random bits of `dtype`, the exponent often within a few binades of the
+/// float8s' range, the low mantissa bits often zero (exact float8 values
+/// and ties) or all but one (next to them).
+fn near_float8(rng: &mut Rng, dtype: DType) -> u64 {
+    let r = rng.next();
+    let (exp, man) = match dtype {
+        DType::F16 => (5, 10),
+        DType::BF16 => (8, 7),
+        DType::F32 => (8, 23),
+        DType::F64 => (11, 52),
+        _ => return r,
+    };
+    if r % 4 == 0 {
+        return r >> 8;
+    }
+    let bias = (1u64 << (exp - 1)) - 1;
+    let max = (1 << exp) - 1;
+    // 2^-140 ..= 2^130, clamped to the format (infinity and NaN included).
+    let e = (bias + (r >> 8) % 271).saturating_sub(140).min(max);
+    let mut m = rng.next() & ((1 << man) - 1);
+    if man > 4 && r % 4 == 1 {
+        m &= !0 << (man - 4); // four bits or fewer
+        m = m.wrapping_add([0, 1, u64::MAX][(r >> 4) as usize % 3]) & ((1 << man) - 1);
+    }
+    (r >> 7 & 1) << (exp + man) | e << man | m
 }
