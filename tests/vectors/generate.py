@@ -4,7 +4,8 @@
 Each case is written here as inputs plus, for the cases the seeds spell out,
 the values a person expects; numpy computes every expected value, layout and
 error, and the script stops if numpy disagrees with a stated expectation.
-Needs numpy (any of 1.26 / 2.x). Run: python tests/vectors/generate.py
+Needs numpy (any of 1.26 / 2.x) and ml_dtypes (the float8 dtypes' values and
+rounding). Run: python tests/vectors/generate.py
 
 Case format (what every language's runner reads):
   bytes    hex string, the whole buffer
@@ -21,7 +22,8 @@ Case format (what every language's runner reads):
   expect   {"error": kind} or {"shape", "strides", "offset", "values"[, "bytes"]}
 args.json has a format of its own, described above ARGS.
 Values: bool, int and float as JSON; 64-bit integers as decimal strings;
-"nan", "inf", "-inf" for non-finite floats.
+"nan", "inf", "-inf" for non-finite floats. Dtypes are type strings as
+bytelens writes them: "<i4", "|u1", ">bfloat16", "|float8_e4m3fn".
 """
 
 import json
@@ -29,6 +31,7 @@ import math
 import os
 import struct
 
+import ml_dtypes
 import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -43,9 +46,13 @@ def h(*chunks):
 
 
 def np_dtype(s):
-    """numpy dtype for a vector dtype string; bf16 is read through uint16."""
+    """numpy dtype for a vector dtype string; bf16 is read through uint16, the
+    float8s are ml_dtypes' (one byte: no byte order)."""
     if s.endswith("bfloat16"):
         return np.dtype(s[0] + "u2" if s[0] in "<>" else "u2")
+    name = s.lstrip("<>|=")
+    if name.startswith("float8_"):
+        return np.dtype(getattr(ml_dtypes, name))
     return np.dtype(s)
 
 
@@ -232,6 +239,33 @@ DTYPES = [
          values=[0x1122, 0x3344]),
     case("float32 written big-endian", "00000000", L(">f4"), write=[1.0], out_bytes="3f800000"),
     case("float16 written", "0000", L("<f2"), write=[-2.0], out_bytes="00c0"),
+] + [
+    # The float8s, with ml_dtypes computing every value: the special
+    # patterns read, and writes that round (ties, overflow, underflow, NaN).
+    case("float8_e4m3fn: zeros, subnormals, normals, the largest, NaN", "0080010708387efe7fff",
+         L("|float8_e4m3fn"),
+         values=[0.0, -0.0, 2.0**-9, 7 * 2.0**-9, 2.0**-6, 1.0, 448.0, -448.0, "nan", "nan"]),
+    case("float8_e5m2: zeros, subnormals, the largest, infinities, NaN", "008001043c7bfb7cfc7d7eff",
+         L("|float8_e5m2"),
+         values=[0.0, -0.0, 2.0**-16, 2.0**-14, 1.0, 57344.0, -57344.0, "inf", "-inf", "nan", "nan", "nan"]),
+    case("float8_e8m0fnu: powers of two from 2^-127, NaN at 0xff", "00017f80feff", L("|float8_e8m0fnu"),
+         values=[2.0**-127, 2.0**-126, 1.0, 2.0, 2.0**127, "nan"]),
+    case("float8_e5m2 strided from an offset", "003c003c00c0", L("|float8_e5m2", 1, [3], [2]),
+         values=[1.0, 1.0, -2.0]),
+    case("uint8 bytes reinterpreted as float8_e4m3fn", "3840c8", L("|u1"), [R("|float8_e4m3fn")],
+         values=[1.0, 2.0, -4.0]),
+    case("float8_e4m3fn written: ties to even, overflow to NaN, underflow to zero", "00" * 13,
+         L("|float8_e4m3fn"),
+         write=[0.3, 1.0625, 1.1875, 1.0625 + 2.0**-40, 464.0, 470.0, 1e6, -1e6, 2.0**-10, 3 * 2.0**-10,
+                "inf", "nan", -0.0],
+         out_bytes="2a383a397e7f7fff00027f7f80"),
+    case("float8_e5m2 written: ties to even, overflow to infinity", "00" * 12, L("|float8_e5m2"),
+         write=[57344.0, 61440.0, 61439.0, 1e6, -1e6, 2.0**-17, 3 * 2.0**-17, 1.125, 1.375, "nan", -0.0, "-inf"],
+         out_bytes="7b7c7b7cfc0002" "3c3e7e80fc"),
+    case("float8_e8m0fnu written: ties away, zero and negatives NaN, underflow to 2^-127", "00" * 12,
+         L("|float8_e8m0fnu"),
+         write=[1.0, 1.5, 3.0, 0.75, 0.0, -1.0, 2.0**-127, 1e-300, 2.0**127, 1.5 * 2.0**127, "inf", "nan"],
+         out_bytes="7f80817fffff0000feffffff"),
 ]
 
 WORDS = h(*[("<H", i) for i in range(12)])  # 24 bytes: uint16 0..11
