@@ -27,6 +27,7 @@ from ._native import (
     SharedBuffer,
     SharedLock,
     __version__,
+    dtypes,
 )
 
 __all__ = [
@@ -45,6 +46,7 @@ __all__ = [
     "View",
     "__version__",
     "ascontiguous",
+    "dtypes",
     "inspect",
     "load",
     "save",

@@ -7,7 +7,7 @@ from types import TracebackType
 from typing import Any, ClassVar, Literal, final
 
 import numpy.typing as npt
-from typing_extensions import Self
+from typing_extensions import Self, TypedDict
 
 __version__: str
 # In the order the extension registers them. The gpu names exist only in a
@@ -25,6 +25,7 @@ __all__ = [
     "Layout",
     "Plan",
     "ascontiguous",
+    "dtypes",
     "read_header",
 ]
 if sys.platform != "win32":
@@ -111,6 +112,16 @@ class Buffer:
         copy: bool | None = None,
     ) -> Any: ...
     def __dlpack_device__(self) -> tuple[int, int]: ...
+    def _dlpack_view(
+        self,
+        layout: Layout,
+        *,
+        stream: Any = None,
+        max_version: tuple[int, int] | None = None,
+        dl_device: tuple[int, int] | None = None,
+        copy: bool | None = None,
+        legacy_read_only: bool = False,
+    ) -> Any: ...
     def __reduce_ex__(self, protocol: int) -> tuple[Any, ...]: ...  # type: ignore[override]
 
 @final
@@ -252,6 +263,31 @@ class SharedBuffer:
 def ascontiguous(
     a: Any, dtype: npt.DTypeLike | None = None, out: npt.NDArray[Any] | None = None
 ) -> npt.NDArray[Any]: ...
+
+class _FloatFormat(TypedDict):
+    signed: bool
+    exponent_bits: int
+    mantissa_bits: int
+    bias: int
+    subnormals: bool
+    specials: Literal["ieee", "nan_only"]
+    rounding: Literal["nearest_even", "nearest_away"]
+
+class _DTypeInfo(TypedDict):
+    name: str
+    code: str
+    spellings: tuple[str, ...]
+    size: int
+    kind: str
+    ml_dtypes: str | None
+    safetensors: str
+    npy: bool
+    dlpack: tuple[int, int]
+    js_array: str
+    float: _FloatFormat | None
+
+def dtypes() -> list[_DTypeInfo]:
+    """The core's dtype table, one dict per dtype in the table's order."""
 
 def read_header(head: bytes, length: int) -> dict[str, Any]: ...
 

@@ -123,6 +123,31 @@ impl PyBuf {
         )
     }
 
+    /// The elements of `layout` (checked against this buffer) copied into a
+    /// new buffer in C order and native byte order, and the layout of the copy.
+    fn contiguous_copy(&self, py: Python<'_>, layout: &Layout) -> PyResult<(PyBuf, Layout)> {
+        let contiguous = Layout::contiguous(layout.dtype(), layout.shape()).py_err(py)?;
+        let nbytes = contiguous.nbytes();
+        let memory = Memory::for_result(py, nbytes, self.address() as usize)?;
+        let copied = PyBuf::new(py, memory)?;
+        if nbytes > 0 {
+            // SAFETY: the buffer is open (checked by the caller) and cannot close
+            // while this call holds the GIL, so its `len` bytes are readable; the
+            // copy's `nbytes` bytes were allocated above and nothing else has
+            // seen them yet (no view, no export), so this is their one reference.
+            let (bytes, dst) = unsafe {
+                (
+                    std::slice::from_raw_parts(self.address(), self.len()),
+                    std::slice::from_raw_parts_mut(copied.address(), nbytes),
+                )
+            };
+            let to = contiguous.descr();
+            py.detach(|| crate::copy_into(bytes, layout, dst, to))
+                .py_err(py)?;
+        }
+        Ok((copied, contiguous))
+    }
+
     /// Live exports: references to the [`Export`] other than the buffer's own
     /// (one per numpy array made over the buffer, memoryview and DLPack capsule).
     fn live_exports(&self, _py: Python<'_>) -> usize {
@@ -541,32 +566,62 @@ impl PyBuf {
         copy: Option<bool>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = slf.py();
+        let this = slf.get();
         // Closed first: no other answer may suggest a way in.
-        slf.get().check_open()?;
-        if stream.is_some_and(|s| !s.is_none()) {
-            return Err(PyBufferError::new_err("a CPU Buffer takes stream=None"));
-        }
-        if let Some(device) = dl_device
-            && device != (dlpack::DEVICE_CPU, 0)
-        {
-            return Err(PyBufferError::new_err(format!(
-                "a Buffer lives in CPU memory (device (1, 0)), not on device {device:?}"
-            )));
-        }
-        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
-        if !versioned && slf.get().is_readonly() && copy != Some(true) {
-            // As numpy does: a legacy capsule cannot say "read-only", and its
-            // consumer might write.
-            return Err(PyBufferError::new_err(
-                "a read-only Buffer is exported only as a versioned DLPack capsule \
-                 (pass max_version=(1, 0)), since legacy capsules cannot mark memory read-only",
-            ));
-        }
+        this.check_open()?;
+        let versioned = dlpack::versioned("Buffer", stream, max_version, dl_device)?;
         if copy == Some(true) {
-            let copied = slf.get().copy(py)?;
-            return dlpack::export(copied.export(py)?, versioned, true);
+            let copied = this.copy(py)?;
+            let parts = dlpack::Parts::bytes(copied.address(), copied.len(), false);
+            return dlpack::export(copied.export(py)?, &parts, versioned, true);
         }
-        dlpack::export(slf.get().export(py)?, versioned, false)
+        if !versioned && this.is_readonly() {
+            return Err(dlpack::refuse_read_only_legacy("Buffer"));
+        }
+        let parts = dlpack::Parts::bytes(this.address(), this.len(), this.is_readonly());
+        dlpack::export(this.export(py)?, &parts, versioned, false)
+    }
+
+    /// DLPack export of `layout` over this buffer, as a tensor of its dtype
+    /// (the dtype table's DLPack code), shape and strides in elements:
+    /// `bytelens.View.__dlpack__`, whose docstring says what is refused and
+    /// when `copy=True` copies. The capsule holds the buffer's export, so the
+    /// memory outlives it and `close()` refuses meanwhile.
+    ///
+    /// `legacy_read_only=True` lets a read-only view go in a legacy capsule,
+    /// which cannot mark it: only for a consumer known never to write, as
+    /// `bytelens._frameworks` knows of JAX (its arrays are immutable, and it
+    /// takes legacy capsules only).
+    #[pyo3(signature = (
+        layout, *, stream = None, max_version = None, dl_device = None, copy = None,
+        legacy_read_only = false
+    ))]
+    #[allow(clippy::too_many_arguments)] // DLPack's keywords, and one of ours
+    fn _dlpack_view<'py>(
+        slf: &Bound<'py, Self>,
+        layout: &Bound<'py, PyLayout>,
+        stream: Option<&Bound<'py, PyAny>>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+        legacy_read_only: bool,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let this = slf.get();
+        this.check_open()?;
+        let versioned = dlpack::versioned("View", stream, max_version, dl_device)?;
+        let layout = &layout.get().inner;
+        layout.check(this.len()).py_err(py)?;
+        if copy == Some(true) {
+            let (copied, contiguous) = this.contiguous_copy(py, layout)?;
+            let parts = dlpack::Parts::view(&contiguous, copied.address(), false)?;
+            return dlpack::export(copied.export(py)?, &parts, versioned, true);
+        }
+        let parts = dlpack::Parts::view(layout, this.address(), this.is_readonly())?;
+        if !versioned && !legacy_read_only && (this.is_readonly() || layout.is_read_only()) {
+            return Err(dlpack::refuse_read_only_legacy("View"));
+        }
+        dlpack::export(this.export(py)?, &parts, versioned, false)
     }
 
     fn __dlpack_device__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {

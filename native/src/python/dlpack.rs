@@ -1,5 +1,7 @@
 //! DLPack in both directions: `Buffer.__dlpack__` exports the buffer as a
-//! one-dimensional uint8 tensor; `Buffer.from_dlpack` wraps any CPU tensor.
+//! one-dimensional uint8 tensor, `bytelens.View.__dlpack__` a view as a
+//! tensor of its dtype, shape and strides (one export path, [`export`], for
+//! both); `Buffer.from_dlpack` wraps any CPU tensor.
 //!
 //! The structs follow `dlpack.h` (v1.0: `DLManagedTensorVersioned`, and the
 //! legacy `DLManagedTensor`). A capsule named `dltensor[_versioned]` owns
@@ -15,10 +17,10 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::memory::{Export, Foreign, Memory, Storage, span};
+use crate::{ByteOrder, DType, Layout, MAX_NDIM};
 
 /// `kDLCPU`.
 pub(crate) const DEVICE_CPU: i32 = 1;
-const DTYPE_UINT: u8 = 1;
 const FLAG_READ_ONLY: u64 = 1 << 0;
 const FLAG_IS_COPIED: u64 = 1 << 1;
 
@@ -75,14 +77,14 @@ struct ManagedLegacy {
     deleter: Option<unsafe extern "C" fn(*mut ManagedLegacy)>,
 }
 
-/// An exported tensor and all it owns, in one allocation: its shape and
-/// strides, and a reference to the buffer's `Export` (dropped by the deleter).
+/// An exported tensor and all it owns, in one allocation: a reference to
+/// the buffer's `Export` (dropped by the deleter), then, right after the
+/// struct, its `ndim` shape entries and `ndim` strides (so a view of any
+/// rank costs one small allocation, as a one-dimensional Buffer does).
 #[repr(C)]
 struct Exported<M> {
     /// First, so that a pointer to `Exported<M>` is a pointer to `M`.
     managed: M,
-    shape: [i64; 1],
-    strides: [i64; 1],
     /// Keeps the memory alive and counted.
     export: Py<Export>,
 }
@@ -111,69 +113,198 @@ impl Managed for ManagedLegacy {
     }
 }
 
-/// Moves `exported` to the interpreter's heap (pymalloc: a DLPack export
-/// lives briefly, and glibc's malloc and free cost more than the rest of
-/// the export), points its tensor at its own shape and strides, and returns
-/// the managed tensor's address. Called holding the GIL, as `PyMem_Malloc`
-/// must be.
-fn leak<M: Managed>(py: Python<'_>, exported: Exported<M>) -> PyResult<*mut c_void> {
+/// Moves `exported` and `parts`' shape and strides to the interpreter's heap
+/// (pymalloc: a DLPack export lives briefly, and glibc's malloc and free
+/// cost more than the rest of the export), points its tensor at them, and
+/// returns the managed tensor's address. Called holding the GIL, as
+/// `PyMem_Malloc` must be.
+fn leak<M: Managed>(py: Python<'_>, exported: Exported<M>, parts: &Parts) -> PyResult<*mut c_void> {
     // pymalloc's blocks are aligned to 16 bytes on 64-bit systems, 8 on
-    // 32-bit ones; `Exported` needs the alignment of an i64 or a pointer.
-    const { assert!(align_of::<Exported<M>>() <= 8) };
-    // SAFETY: the GIL is held (`py`); the size is that of a non-empty struct.
-    let raw = unsafe { ffi::PyMem_Malloc(size_of::<Exported<M>>()) }.cast::<Exported<M>>();
+    // 32-bit ones; `Exported` and the i64s after it need the alignment of
+    // an i64 or a pointer, and start at a multiple of it (the struct's size).
+    const { assert!(align_of::<Exported<M>>() <= 8 && align_of::<i64>() <= 8) };
+    const { assert!(size_of::<Exported<M>>().is_multiple_of(align_of::<i64>())) };
+    let ndim = parts.ndim;
+    let size = size_of::<Exported<M>>() + 2 * ndim * size_of::<i64>();
+    // SAFETY: the GIL is held (`py`); the size is that of a non-empty struct
+    // and at most 2 * MAX_NDIM i64s more.
+    let raw = unsafe { ffi::PyMem_Malloc(size) }.cast::<Exported<M>>();
     if raw.is_null() {
         drop(exported); // its reference, dropped holding the GIL
         return Err(PyErr::fetch(py));
     }
-    // SAFETY: `raw` is a fresh allocation of the size and alignment of an
-    // `Exported<M>` (checked above), uniquely owned here; the pointers stored
+    // SAFETY: `raw` is a fresh allocation of `size` bytes, aligned for an
+    // `Exported<M>` (checked above), uniquely owned here: the struct fills
+    // its first `size_of::<Exported<M>>()` bytes and `2 * ndim` i64s the rest
+    // (aligned: the struct's size is a multiple of 8). The pointers stored
     // into it stay valid until `free` releases the whole allocation at once.
     unsafe {
         raw.write(exported);
+        let dims = raw.cast::<u8>().add(size_of::<Exported<M>>()).cast::<i64>();
+        ptr::copy_nonoverlapping(parts.shape.as_ptr(), dims, ndim);
+        ptr::copy_nonoverlapping(parts.strides.as_ptr(), dims.add(ndim), ndim);
         let exported = &mut *raw;
         exported.managed.set_context(raw.cast());
         let tensor = exported.managed.tensor();
-        tensor.shape = exported.shape.as_mut_ptr();
-        tensor.strides = exported.strides.as_mut_ptr();
+        tensor.shape = dims;
+        tensor.strides = dims.add(ndim);
     }
     Ok(raw.cast())
 }
 
-/// Exports the memory of `export` (a buffer's, taken while it is open) as a
-/// DLPack capsule that holds `export`, and so counts as an export.
+/// What one export describes: the address of its first element, its dtype,
+/// and its shape and strides in elements, as DLPack counts them.
+pub(crate) struct Parts {
+    data: *mut u8,
+    dtype: DType,
+    ndim: usize,
+    shape: [i64; MAX_NDIM],
+    strides: [i64; MAX_NDIM],
+    readonly: bool,
+}
+
+impl Parts {
+    /// `len` bytes at `data` as one-dimensional uint8: how a Buffer exports.
+    pub(crate) fn bytes(data: *mut u8, len: usize, readonly: bool) -> Parts {
+        let mut parts = Parts {
+            data,
+            dtype: DType::U8,
+            ndim: 1,
+            shape: [0; MAX_NDIM],
+            strides: [0; MAX_NDIM],
+            readonly,
+        };
+        // A buffer's length fits in isize (every allocation's does).
+        parts.shape[0] = len as i64;
+        parts.strides[0] = 1;
+        parts
+    }
+
+    /// The elements of `layout` (checked against the memory at `base`)
+    /// as DLPack describes them, or a `BufferError` saying why DLPack cannot
+    /// describe them without a copy: the view is in the non-native byte
+    /// order (DLPack has no byte order), a byte stride is not a multiple of
+    /// the itemsize (DLPack counts strides in elements), or the first element
+    /// is not aligned for the dtype (consumers read elements in place).
+    pub(crate) fn view(layout: &Layout, base: *mut u8, readonly: bool) -> PyResult<Parts> {
+        let dtype = layout.dtype();
+        let size = dtype.size();
+        let refuse = |why: String| {
+            Err(PyBufferError::new_err(format!(
+                "DLPack cannot describe this {dtype} view without a copy: {why}; \
+                 pass copy=True for a C-contiguous copy in native byte order"
+            )))
+        };
+        if size > 1 && layout.byte_order() != ByteOrder::NATIVE {
+            return refuse(format!(
+                "it is {} and DLPack has no byte order (its tensors are in the machine's, {})",
+                order_name(layout.byte_order()),
+                order_name(ByteOrder::NATIVE)
+            ));
+        }
+        let mut parts = Parts {
+            data: base.wrapping_offset(layout.offset()),
+            dtype,
+            ndim: layout.ndim(),
+            shape: [0; MAX_NDIM],
+            strides: [0; MAX_NDIM],
+            readonly: readonly || layout.is_read_only(),
+        };
+        if layout.size() > 0 && !(parts.data as usize).is_multiple_of(size) {
+            return refuse(format!(
+                "its first element, at address {:#x}, is not a multiple of {size}, the \
+                 alignment of {dtype}",
+                parts.data as usize
+            ));
+        }
+        for (axis, (&n, &stride)) in layout.shape().iter().zip(layout.strides()).enumerate() {
+            if stride % size as isize != 0 {
+                return refuse(format!(
+                    "its stride {stride} on axis {axis} is not a multiple of {size}, the size \
+                     of {dtype}, and DLPack counts strides in elements"
+                ));
+            }
+            // A checked layout's lengths and strides fit in isize.
+            parts.shape[axis] = n as i64;
+            parts.strides[axis] = (stride / size as isize) as i64;
+        }
+        Ok(parts)
+    }
+}
+
+fn order_name(order: ByteOrder) -> &'static str {
+    match order {
+        ByteOrder::Little => "little-endian",
+        ByteOrder::Big => "big-endian",
+    }
+}
+
+/// Checks the arguments of a `__dlpack__` call on a CPU `what` (`"Buffer"`,
+/// `"View"`), and says whether the consumer takes versioned capsules.
+pub(crate) fn versioned(
+    what: &str,
+    stream: Option<&Bound<'_, PyAny>>,
+    max_version: Option<(u32, u32)>,
+    dl_device: Option<(i32, i32)>,
+) -> PyResult<bool> {
+    if stream.is_some_and(|s| !s.is_none()) {
+        return Err(PyBufferError::new_err(format!(
+            "a CPU {what} takes stream=None"
+        )));
+    }
+    if let Some(device) = dl_device
+        && device != (DEVICE_CPU, 0)
+    {
+        return Err(PyBufferError::new_err(format!(
+            "a {what} lives in CPU memory (device (1, 0)), not on device {device:?}"
+        )));
+    }
+    Ok(max_version.is_some_and(|(major, _)| major >= 1))
+}
+
+/// As numpy does: a legacy capsule cannot say "read-only", and its consumer
+/// might write, so read-only memory goes only in versioned ones.
+pub(crate) fn refuse_read_only_legacy(what: &str) -> PyErr {
+    PyBufferError::new_err(format!(
+        "a read-only {what} is exported only as a versioned DLPack capsule \
+         (pass max_version=(1, 0)), since legacy capsules cannot mark memory read-only"
+    ))
+}
+
+/// Exports `parts`, memory that `export` (a buffer's, taken while it is open)
+/// keeps alive, as a DLPack capsule that holds `export`, and so counts as an
+/// export of the buffer. The dtype's DLPack code and width are its row of
+/// the dtype table.
 pub(crate) fn export<'py>(
     export: Bound<'py, Export>,
+    parts: &Parts,
     versioned: bool,
     copied: bool,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = export.py();
-    let (address, len, readonly) = {
-        let mem = export.get().memory();
-        (mem.address(), mem.len(), mem.is_readonly())
-    };
     let export = export.unbind();
+    let (code, bits) = parts.dtype.info().dlpack;
     let tensor = Tensor {
-        data: address.cast(),
+        data: parts.data.cast(),
         device: Device {
             device_type: DEVICE_CPU,
             device_id: 0,
         },
-        ndim: 1,
+        // At most MAX_NDIM (32).
+        ndim: parts.ndim as i32,
         dtype: DataType {
-            code: DTYPE_UINT,
-            bits: 8,
+            code,
+            bits,
             lanes: 1,
         },
         shape: ptr::null_mut(),
         strides: ptr::null_mut(),
         byte_offset: 0,
     };
-    let (shape, strides) = ([len as i64], [1]);
     let (pointer, name, destructor): (*mut c_void, &CStr, ffi::PyCapsule_Destructor) = if versioned
     {
         let mut flags = if copied { FLAG_IS_COPIED } else { 0 };
-        if readonly {
+        if parts.readonly {
             flags |= FLAG_READ_ONLY;
         }
         let managed = ManagedVersioned {
@@ -183,26 +314,20 @@ pub(crate) fn export<'py>(
             flags,
             dl_tensor: tensor,
         };
-        let exported = Exported {
-            managed,
-            shape,
-            strides,
-            export,
-        };
-        (leak(py, exported)?, VERSIONED, destroy_versioned_capsule)
+        let exported = Exported { managed, export };
+        (
+            leak(py, exported, parts)?,
+            VERSIONED,
+            destroy_versioned_capsule,
+        )
     } else {
         let managed = ManagedLegacy {
             dl_tensor: tensor,
             manager_ctx: ptr::null_mut(),
             deleter: Some(delete_legacy),
         };
-        let exported = Exported {
-            managed,
-            shape,
-            strides,
-            export,
-        };
-        (leak(py, exported)?, LEGACY, destroy_legacy_capsule)
+        let exported = Exported { managed, export };
+        (leak(py, exported, parts)?, LEGACY, destroy_legacy_capsule)
     };
     // SAFETY: `pointer` is a live, leaked managed tensor and `name` a 'static C
     // string. On failure no capsule owns the tensor, so it is freed here.

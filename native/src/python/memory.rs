@@ -352,11 +352,6 @@ impl Export {
     pub(crate) fn new(mem: Arc<Memory>) -> Export {
         Export { mem }
     }
-
-    /// The memory this export keeps alive.
-    pub(crate) fn memory(&self) -> &Memory {
-        &self.mem
-    }
 }
 
 #[pymethods]

@@ -52,6 +52,7 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<layout::PyLayout>()?;
     m.add_class::<layout::PyPlan>()?;
     m.add_function(wrap_pyfunction!(copy::ascontiguous, m)?)?;
+    m.add_function(wrap_pyfunction!(dtype::dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_header, m)?)?;
     m.add_class::<shared::PySharedBuffer>()?;
     m.add_class::<shared::PyLock>()?;

@@ -13,7 +13,7 @@ use numpy::{PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::PyMemoryView;
 
-use super::dtype::to_descr;
+use super::dtype::{dtype_names, to_descr};
 use super::error::{LayoutError, PyErrResult};
 use super::memory::span;
 use crate::Layout;
@@ -54,9 +54,9 @@ impl<'py> Source<'py> {
         let dtype = array.dtype();
         let descr = to_descr(dtype.as_any()).map_err(|_| {
             LayoutError::new_err(format!(
-                "cannot {verb} an array of dtype {}: bytelens moves bool, int8 to uint64, \
-                 float16, float32, float64 and bfloat16 (either byte order)",
-                dtype.str().map_or_else(|_| "?".into(), |s| s.to_string())
+                "cannot {verb} an array of dtype {}: bytelens moves {} (either byte order)",
+                dtype.str().map_or_else(|_| "?".into(), |s| s.to_string()),
+                dtype_names()
             ))
         })?;
         let strides = array.strides();
