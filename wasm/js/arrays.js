@@ -29,6 +29,16 @@ export function typedCopy(kind, bytes) {
   return new CLASSES[kind](bytes.slice().buffer);
 }
 
+/**
+ * A typed array of `kind` over `bytes`, a view of wasm memory, with no copy
+ * (Buffer.typed's): detached when that memory grows. `bytes` starts at a
+ * multiple of the class's element size and holds whole elements.
+ */
+export function typedView(kind, bytes) {
+  const Class = CLASSES[kind];
+  return new Class(bytes.buffer, bytes.byteOffset, bytes.length / Class.BYTES_PER_ELEMENT);
+}
+
 /** A typed array's bytes: a Uint8Array over the same memory. */
 export function bytesOf(array) {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
@@ -177,4 +187,33 @@ export function copyInto(out, array) {
   if (bytes.length !== out.length) return false;
   out.set(bytes);
   return true;
+}
+
+/**
+ * One row of the core's dtype table, which src/dtypes.rs writes as a JSON
+ * array of its columns in this order (names here, not in the size-budgeted
+ * .wasm), as the object the DTypeInfo TypeScript type describes.
+ */
+function dtypeInfo(row) {
+  const [name, code, size, align, kind, float, little, big, safetensors, mlDtypes, npy,
+    dlpackCode, dlpackBits, jsArray, format, spellings] = row;
+  return {
+    name, code, spellings, size, align, kind, float, typeStrings: { little, big },
+    safetensors, mlDtypes, npy, dlpack: { code: dlpackCode, bits: dlpackBits }, jsArray,
+    format: format && {
+      signed: format[0], exponentBits: format[1], mantissaBits: format[2], bias: format[3],
+      subnormals: format[4], specials: format[5], rounding: format[6],
+    },
+  };
+}
+
+/** The dtype table from src/dtypes.rs's JSON: an array of rows. */
+export function dtypeTable(json) {
+  return JSON.parse(json).map(dtypeInfo);
+}
+
+/** A type string's description from src/dtypes.rs's JSON: [row, order, typeString]. */
+export function dtypeDescription(json) {
+  const [row, order, typeString] = JSON.parse(json);
+  return { ...dtypeInfo(row), order, typeString };
 }

@@ -45,8 +45,8 @@ fn sweep_quarantine() {
 const MAX_NBYTES: usize = i32::MAX as usize;
 
 /// What `typed` takes.
-const TYPED: &str = "little-endian, and not float16 or bfloat16, which JS has no typed arrays \
-                     for (read() and write() take every dtype)";
+const TYPED: &str = "little-endian, and of a dtype a JS typed array holds as it is: not \
+                     float16, bfloat16 or a float8 (read() and write() take every dtype)";
 
 /// What a buffer's size must be (for a size wasm memory cannot find room
 /// for, too: a `RangeError`, as `new ArrayBuffer` throws).
@@ -190,7 +190,8 @@ impl Buffer {
     /// end). Made anew on every call, and good until the next allocation:
     /// growing wasm memory detaches it. After `free()` the buffer's bytes
     /// are not reused until that growth, so a forgotten view never reaches
-    /// another buffer. Little-endian dtypes with a JS typed array only;
+    /// another buffer. Little-endian dtypes whose elements a JS typed array
+    /// holds as they are only (not float16, bfloat16 or the float8s);
     /// `read` handles the rest.
     pub fn typed(
         &self,
@@ -200,7 +201,7 @@ impl Buffer {
     ) -> Result<TypedArray, BindingError> {
         let descr = dtype_arg(dtype)?;
         let big = descr.dtype.size() > 1 && descr.order != ByteOrder::Little;
-        if big || matches!(descr.dtype, DType::F16 | DType::BF16) {
+        if big || !transfer::same_width(descr.dtype) {
             return Err(BindingError::Argument {
                 what: "a typed array's dtype",
                 expected: TYPED,
@@ -219,7 +220,8 @@ impl Buffer {
     /// The elements of a view, in C order, copied into a new typed array
     /// of the dtype's class: `Float32Array` for float32, `BigInt64Array`
     /// for int64, …; `Uint8Array` of 0 and 1 for bool; `Float32Array` for
-    /// float16 and bfloat16, which it holds exactly.
+    /// float16, bfloat16 and the float8s, which it holds exactly (the class
+    /// is the core's table's, `jsArray` in `dtypes()`).
     pub fn read(
         &self,
         dtype: &JsString,
@@ -272,44 +274,26 @@ impl Buffer {
 }
 
 /// A JS typed array over the bytes of `layout`, checked (so aligned and
-/// contiguous) over `buffer`; a little-endian dtype with a JS typed array.
+/// contiguous) over `buffer`; a little-endian dtype of its class's width.
 fn typed_view(buffer: &[u8], layout: &Layout) -> Result<TypedArray, BindingError> {
     let (dtype, range) = (layout.dtype(), byte_range(layout));
-    let misaligned = Error::Misaligned {
-        offset: range.start,
-        align: dtype.align(),
-        dtype,
-    };
+    let offset = range.start;
     let bytes = &buffer[range];
-    macro_rules! view {
-        ($t:ty, $array:ident) => {{
-            let elements: &[$t] = bytemuck::try_cast_slice(bytes).map_err(|_| misaligned)?;
-            // SAFETY: the typed array views `elements` in wasm memory. It is
-            // handed straight to JS; wasm memory is never unmapped, and when it
-            // grows JS detaches the array rather than leaving it dangling. Until
-            // then it aliases the buffer as JS typed arrays alias an ArrayBuffer.
-            let array = unsafe { js_sys::$array::view(elements) };
-            array.unchecked_into::<TypedArray>()
-        }};
-    }
-    Ok(match dtype {
-        DType::Bool | DType::U8 => view!(u8, Uint8Array),
-        DType::I8 => view!(i8, Int8Array),
-        DType::U16 => view!(u16, Uint16Array),
-        DType::I16 => view!(i16, Int16Array),
-        DType::U32 => view!(u32, Uint32Array),
-        DType::I32 => view!(i32, Int32Array),
-        DType::U64 => view!(u64, BigUint64Array),
-        DType::I64 => view!(i64, BigInt64Array),
-        DType::F32 => view!(f32, Float32Array),
-        DType::F64 => view!(f64, Float64Array),
-        DType::F16 | DType::BF16 => {
-            return Err(BindingError::Argument {
-                what: "a typed array's dtype",
-                expected: TYPED,
-                got: dtype.name().into(),
-                type_error: false,
-            });
+    // The core checked the offset against the buffer's start, whose words
+    // are 8-byte aligned: so is the address, as a typed array needs.
+    if !(bytes.as_ptr() as usize).is_multiple_of(dtype.align()) {
+        let align = dtype.align();
+        return Err(Error::Misaligned {
+            offset,
+            align,
+            dtype,
         }
-    })
+        .into());
+    }
+    // A view of wasm memory, made in JS (one call for every class, not one
+    // import per class): it aliases the buffer as typed arrays alias an
+    // ArrayBuffer, wasm memory is never unmapped, and when the memory grows
+    // JS detaches the view rather than leaving it dangling (see `typed` and
+    // QUARANTINE for the buffer's bytes after `free()`).
+    Ok(transfer::typed_view(transfer::kind_of(dtype), bytes))
 }

@@ -9,19 +9,24 @@
 //! [`scatter`] does the reverse. A contiguous little-endian view needs
 //! neither: its bytes are copied to or from JS as they are.
 //!
-//! What JS gets from `read`, one typed array class per dtype: the natural
-//! one for each integer and for float32/float64 (`BigInt64Array` and
-//! `BigUint64Array` for 64-bit integers), `Uint8Array` of 0 and 1 for bool,
-//! and `Float32Array` for float16 and bfloat16, which hold every such value
-//! exactly (`Float16Array` is not in every engine yet).
+//! What JS gets from `read` is the class the core's dtype table names for
+//! the dtype ([`DTypeInfo::js_array`](bytelens_core::DTypeInfo)): the
+//! natural one for each integer and for float32/float64 (`BigInt64Array`
+//! and `BigUint64Array` for 64-bit integers), `Uint8Array` of 0 and 1 for
+//! bool, and `Float32Array` for the narrower floats (float16, bfloat16, the
+//! float8s), which hold every such value exactly (`Float16Array` is not in
+//! every engine yet). Whether a dtype's elements are its class's as they
+//! are, or converted, follows from the table too (the class's width against
+//! the dtype's), so no dtype has a rule of its own here.
 #![forbid(unsafe_code)]
 
-use bytelens_core::{ByteOrder, DType, Descr, Error, Layout, Scalar};
+use bytelens_core::{ByteOrder, DType, Error, JsArray, Layout};
 use js_sys::{Array, BigInt};
 use wasm_bindgen::prelude::*;
 
 use crate::BindingError;
 use crate::convert::items;
+use crate::types::TypedArray;
 use crate::value::{from_js, from_number, from_wide};
 
 #[wasm_bindgen(module = "/js/arrays.js")]
@@ -30,6 +35,9 @@ extern "C" {
     fn typed_kind(value: &JsValue) -> i32;
     #[wasm_bindgen(js_name = typedCopy)]
     fn typed_copy(kind: u32, bytes: &[u8]) -> JsValue;
+    /// A typed array of `kind` over `bytes` in wasm memory, no copy.
+    #[wasm_bindgen(js_name = typedView)]
+    pub(crate) fn typed_view(kind: u32, bytes: &[u8]) -> TypedArray;
     #[wasm_bindgen(js_name = copyInto)]
     fn copy_into(out: &mut [u8], array: &JsValue) -> bool;
     #[wasm_bindgen(js_name = toFloat64)]
@@ -47,32 +55,30 @@ extern "C" {
     pub(crate) fn describe(value: &JsValue) -> Result<String, JsValue>;
 }
 
-/// Kinds of typed array, as `js/arrays.js` numbers its classes.
-const U8: u32 = 0;
-const U64: u32 = 6;
-const I64: u32 = 7;
-const F32: u32 = 8;
-const F64: u32 = 9;
+/// Kinds of typed array, as `js/arrays.js` numbers its classes: the order
+/// of the core's [`JsArray`] (Uint8Array, Int8Array, …, Float64Array).
+const U64: u32 = JsArray::BigUint64Array as u32;
+const I64: u32 = JsArray::BigInt64Array as u32;
+const F32: u32 = JsArray::Float32Array as u32;
+const F64: u32 = JsArray::Float64Array as u32;
 
-/// The typed array class `read` returns for `dtype`, by kind.
-fn kind_of(dtype: DType) -> u32 {
-    match dtype {
-        DType::Bool | DType::U8 => U8,
-        DType::I8 => 1,
-        DType::U16 => 2,
-        DType::I16 => 3,
-        DType::U32 => 4,
-        DType::I32 => 5,
-        DType::U64 => U64,
-        DType::I64 => I64,
-        DType::F16 | DType::BF16 | DType::F32 => F32,
-        DType::F64 => F64,
-    }
+/// Bytes per element of each kind of typed array.
+const KIND_SIZE: [u8; 10] = [1, 1, 2, 2, 4, 4, 8, 8, 4, 8];
+
+/// The typed array class `read` returns for `dtype`, by kind: the table's.
+pub(crate) fn kind_of(dtype: DType) -> u32 {
+    dtype.info().js_array as u32
+}
+
+/// Whether an element of `dtype` has the bits of one of its class's
+/// elements: the same width (not float16, bfloat16 or a float8, whose
+/// class is the wider Float32Array). bool's bytes are its Uint8Array's too.
+pub(crate) fn same_width(dtype: DType) -> bool {
+    KIND_SIZE.get(kind_of(dtype) as usize).copied() == Some(dtype.size() as u8)
 }
 
 /// Whether `layout`'s bytes are its elements as JS typed arrays hold them:
-/// packed in C order, little-endian, and read as they are (not bool,
-/// float16 or bfloat16, which `read` converts and `write` checks).
+/// packed in C order, little-endian, and read as they are (see [`unchecked`]).
 fn as_is(layout: &Layout) -> bool {
     let dtype = layout.dtype();
     (layout.byte_order() == ByteOrder::Little || dtype.size() == 1)
@@ -204,20 +210,34 @@ pub(crate) fn read(buffer: &[u8], layout: &Layout) -> Result<JsValue, BindingErr
         return Ok(typed_copy(kind_of(dtype), &buffer[byte_range(layout)]));
     }
     let mut packed = gather(buffer, layout)?;
-    match dtype {
-        DType::Bool => packed.iter_mut().for_each(|b| *b = u8::from(*b != 0)),
-        DType::F16 | DType::BF16 => {
-            let little = Descr::new(dtype, ByteOrder::Little);
-            let mut wide = vec![0; 2 * packed.len()];
-            for (element, out) in packed.chunks_exact(2).zip(wide.chunks_exact_mut(4)) {
-                let x = Scalar::read(little, element).map_or(0.0, Scalar::to_f64) as f32;
-                out.copy_from_slice(&x.to_le_bytes());
-            }
-            packed = wide;
-        }
-        _ => {}
+    if dtype == DType::Bool {
+        packed.iter_mut().for_each(|b| *b = u8::from(*b != 0));
+    } else if !same_width(dtype) {
+        packed = widen(dtype, &packed);
     }
     Ok(typed_copy(kind_of(dtype), &packed))
+}
+
+/// Packed elements of a float dtype narrower than its class (Float32Array
+/// or Float64Array) as that class's elements, each value exact: decoded by
+/// the dtype's [`FloatFormat`](bytelens_core::FloatFormat), the table's.
+/// Every NaN reads as the quiet NaN with its sign.
+fn widen(dtype: DType, packed: &[u8]) -> Vec<u8> {
+    let (size, format) = (dtype.size(), dtype.float_format());
+    let wide = kind_of(dtype) == F64;
+    let width = if wide { 8 } else { 4 };
+    let mut out = vec![0; packed.len() / size * width];
+    for (element, out) in packed.chunks_exact(size).zip(out.chunks_exact_mut(width)) {
+        let mut bits = [0; 8];
+        bits[..size].copy_from_slice(element);
+        let x = format.map_or(0.0, |f| f.decode(u64::from_le_bytes(bits)));
+        if wide {
+            out.copy_from_slice(&x.to_le_bytes());
+        } else {
+            out.copy_from_slice(&(x as f32).to_le_bytes());
+        }
+    }
+    out
 }
 
 /// What `write` takes, read once: its kind and length, and nothing else
@@ -234,10 +254,11 @@ pub(crate) enum Source {
     Plain { array: JsValue, len: usize },
 }
 
-/// Whether elements of `dtype` are written from typed array class
-/// `kind_of(dtype)` as they are, unchecked (not bool, float16, bfloat16).
+/// Whether elements of `dtype` are read into and written from typed array
+/// class `kind_of(dtype)` as they are, unchecked: of its width, and not
+/// bool (whose bytes `read` makes 0 or 1 and `write` checks).
 fn unchecked(dtype: DType) -> bool {
-    !matches!(dtype, DType::Bool | DType::F16 | DType::BF16)
+    dtype != DType::Bool && same_width(dtype)
 }
 
 impl Source {
@@ -279,7 +300,7 @@ impl Source {
                 // Converted by the engine to the typed array class `kind`
                 // in `raw` (little-endian, back to back) in one call.
                 let (numbers, bigints) = match dtype {
-                    DType::F32 => (F32, 0),
+                    _ if kind_of(dtype) == F32 && unchecked(dtype) => (F32, 0),
                     _ if dtype.is_float() || dtype == DType::Bool => (F64, 0),
                     _ if dtype.kind() == 'i' => (F64, I64),
                     _ => (F64, U64),

@@ -35,11 +35,30 @@ export interface PlanField {
   nbytes: number;
   alternative: number;
 }
-/** One dtype of the core's table, as `dtypes()` lists them. */
+/** The bit layout of a float dtype: a value is `1.m × 2^(e − bias)` (or `0.m × 2^(1 − bias)` for exponent 0, where there are subnormals). */
+export interface FloatFormat {
+  /** Whether the top bit is a sign (false for float8_e8m0fnu). */
+  signed: boolean;
+  /** Width of the exponent field in bits. */
+  exponentBits: number;
+  /** Width of the stored mantissa (fraction) in bits. */
+  mantissaBits: number;
+  /** The exponent bias. */
+  bias: number;
+  /** Whether exponent 0 holds zero and the subnormals; without them it is the smallest power. */
+  subnormals: boolean;
+  /** "Ieee": the all-ones exponent is infinity or NaN; "NanOnly": only the all-ones pattern is NaN, no infinity (float8_e4m3fn, float8_e8m0fnu). */
+  specials: "Ieee" | "NanOnly";
+  /** How ties round: "NearestEven", or "NearestAway" (float8_e8m0fnu). */
+  rounding: "NearestEven" | "NearestAway";
+}
+/** The typed array class `read` returns for a dtype. */
+export type JsArrayName = "Uint8Array" | "Int8Array" | "Uint16Array" | "Int16Array" | "Uint32Array" | "Int32Array" | "BigUint64Array" | "BigInt64Array" | "Float32Array" | "Float64Array";
+/** One dtype of the core's table (a row of its `DTypeInfo`), as `dtypes()` lists them. */
 export interface DTypeInfo {
-  /** numpy's name: "int32", "float16", "bfloat16", "bool". */
+  /** numpy's name (ml_dtypes' for its types): "int32", "float16", "bfloat16", "float8_e4m3fn", "bool". */
   name: string;
-  /** The type code without a byte order: "i4", "f2", "b1", "bfloat16". */
+  /** The type code without a byte order: "i4", "f2", "b1"; the name for ml_dtypes' types ("bfloat16"). */
   code: string;
   /** Every spelling accepted without a byte order, the name first, the code second. */
   spellings: string[];
@@ -47,12 +66,24 @@ export interface DTypeInfo {
   size: number;
   /** The alignment an element needs, in bytes. */
   align: number;
-  /** numpy's kind character: "b" bool, "u" unsigned, "i" signed, "f" float; "V" for bfloat16. */
+  /** numpy's kind character: "b" bool, "u" unsigned, "i" signed, "f" float; what ml_dtypes reports for its types ("V" for bfloat16, float8_e4m3fn and float8_e8m0fnu, "f" for float8_e5m2). */
   kind: string;
-  /** True for float16, bfloat16, float32, float64. */
+  /** True for the float dtypes (those with a `format`). */
   float: boolean;
   /** The type string in each byte order: "<i4" and ">i4"; "|u1" for one byte. */
   typeStrings: { little: string; big: string };
+  /** The safetensors `dtype` code: "F32", "BF16", "F8_E4M3". */
+  safetensors: string;
+  /** The ml_dtypes type numpy arrays of it use, where numpy has none: "bfloat16", "float8_e5m2"; else null. */
+  mlDtypes: string | null;
+  /** Whether an .npy header can say it (numpy's own dtypes only). */
+  npy: boolean;
+  /** DLPack's type code (dlpack.h's DLDataTypeCode: 0 int, 1 uint, 2 float, 4 bfloat, 6 bool, 10 float8_e4m3fn, 12 float8_e5m2, 14 float8_e8m0fnu) and width in bits. */
+  dlpack: { code: number; bits: number };
+  /** The class of the typed array `read` returns: "Float32Array" for float16, bfloat16 and the float8s, which it holds exactly. */
+  jsArray: JsArrayName;
+  /** The bit layout of a float dtype; null for the others. */
+  format: FloatFormat | null;
 }
 /** What a type string says (`describeDType(">i2")`): its dtype and byte order. */
 export interface DTypeDescription extends DTypeInfo {

@@ -39,8 +39,15 @@ pub(crate) fn from_js(value: &JsValue, dtype: DType) -> Result<Scalar, BindingEr
 /// floats (rounded once), a whole number in range for integers, 0 or 1 for
 /// bool.
 pub(crate) fn from_number(x: f64, dtype: DType) -> Option<Scalar> {
-    if dtype.is_float() {
-        return Scalar::float(dtype, x);
+    if let Some(format) = dtype.float_format() {
+        // Rounded once, by the format: float32 and float64 as JS rounds to
+        // them, a narrower float by its format's rule (ml_dtypes').
+        let bits = match format.bits() {
+            64 => x.to_bits(),
+            32 => u64::from((x as f32).to_bits()),
+            _ => format.encode(x),
+        };
+        return element(dtype, bits);
     }
     if dtype == DType::Bool {
         return (x == 0.0 || x == 1.0).then_some(Scalar::Bool(x == 1.0));
@@ -67,7 +74,12 @@ pub(crate) fn from_wide(wide: i128, dtype: DType) -> Option<Scalar> {
     if wide < low || wide > high {
         return None;
     }
-    // In range, its low bytes are the element's, little-endian.
+    // In range, its low bits are the element's.
+    element(dtype, wide as u64)
+}
+
+/// The element of `dtype` whose bits are the low bits of `bits`.
+fn element(dtype: DType, bits: u64) -> Option<Scalar> {
     let little = Descr::new(dtype, ByteOrder::Little);
-    Scalar::read(little, &wide.to_le_bytes()[..dtype.size()]).ok()
+    Scalar::read(little, &bits.to_le_bytes()[..dtype.size()]).ok()
 }

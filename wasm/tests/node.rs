@@ -352,7 +352,7 @@ fn a_field_s_errors_name_the_field() {
 
 #[wasm_bindgen_test]
 fn the_dtype_table_is_the_core_s() {
-    let table = Array::from(&dtypes().unwrap());
+    let table = Array::from(&dtypes());
     let get = |row: &JsValue, key: &str| Reflect::get(row, &key.into()).unwrap();
     let names: Vec<String> = table
         .iter()
@@ -361,12 +361,27 @@ fn the_dtype_table_is_the_core_s() {
     assert_eq!(
         names,
         [
-            "bool", "uint8", "int8", "uint16", "int16", "uint32", "int32", "uint64", "int64",
-            "float16", "bfloat16", "float32", "float64"
+            "bool",
+            "uint8",
+            "int8",
+            "uint16",
+            "int16",
+            "uint32",
+            "int32",
+            "uint64",
+            "int64",
+            "float16",
+            "bfloat16",
+            "float32",
+            "float64",
+            "float8_e4m3fn",
+            "float8_e5m2",
+            "float8_e8m0fnu"
         ]
     );
-    for row in table.iter() {
+    for (row, dtype) in table.iter().zip(bytelens_core::DType::ALL) {
         let name = get(&row, "name").as_string().unwrap();
+        assert_eq!(row_of(dtype), json_of(&row), "{name}");
         // Every spelling, in either byte order, describes this row's dtype.
         for spelling in Array::from(&get(&row, "spellings")).iter() {
             let spelling = spelling.as_string().unwrap();
@@ -397,6 +412,224 @@ fn the_dtype_table_is_the_core_s() {
     assert_eq!(get(&f2, "float").as_bool(), Some(true));
     let err = thrown(describe_dtype(&js("float33")));
     assert_thrown(&err, "BadDType", "unknown dtype \"float33\"");
+    // A row as a person reads it in the DLPack and safetensors specs and
+    // ml_dtypes, for a float8 and for an integer (no float columns).
+    let e4m3 = describe_dtype(&js("f8e4m3fn")).unwrap();
+    assert_eq!(
+        json_of(&e4m3),
+        serde_json::json!({
+            "name": "float8_e4m3fn", "code": "float8_e4m3fn", "size": 1, "align": 1, "kind": "V",
+            "float": true, "typeStrings": { "little": "|float8_e4m3fn", "big": "|float8_e4m3fn" },
+            "safetensors": "F8_E4M3", "mlDtypes": "float8_e4m3fn", "npy": false,
+            "dlpack": { "code": 10, "bits": 8 }, "jsArray": "Float32Array",
+            "format": {
+                "signed": true, "exponentBits": 4, "mantissaBits": 3, "bias": 7,
+                "subnormals": true, "specials": "NanOnly", "rounding": "NearestEven"
+            },
+            "spellings": ["float8_e4m3fn", "float8_e4m3fn", "f8e4m3fn", "e4m3fn"],
+            "order": "little", "typeString": "|float8_e4m3fn"
+        })
+    );
+    let i8 = json_of(&describe_dtype(&js(">i8")).unwrap());
+    assert_eq!(
+        (
+            &i8["safetensors"],
+            &i8["mlDtypes"],
+            &i8["npy"],
+            &i8["dlpack"]
+        ),
+        (
+            &serde_json::json!("I64"),
+            &serde_json::Value::Null,
+            &serde_json::json!(true),
+            &serde_json::json!({ "code": 0, "bits": 64 })
+        )
+    );
+    assert_eq!(
+        (&i8["jsArray"], &i8["format"]),
+        (
+            &serde_json::json!("BigInt64Array"),
+            &serde_json::Value::Null
+        )
+    );
+    let e8m0 = json_of(&table.get(15));
+    assert_eq!(
+        (
+            &e8m0["format"]["signed"],
+            &e8m0["format"]["subnormals"],
+            &e8m0["format"]["rounding"]
+        ),
+        (
+            &serde_json::json!(false),
+            &serde_json::json!(false),
+            &serde_json::json!("NearestAway")
+        )
+    );
+}
+
+/// A JS value as JSON (through `JSON.stringify`), to compare whole.
+fn json_of(value: &JsValue) -> serde_json::Value {
+    let text = js_sys::JSON::stringify(value).unwrap().as_string().unwrap();
+    serde_json::from_str(&text).unwrap()
+}
+
+/// What `dtypes()` must say for `dtype`: the core's table row, each column
+/// under its TypeScript name.
+fn row_of(dtype: bytelens_core::DType) -> serde_json::Value {
+    use bytelens_core::{ByteOrder, Descr};
+    let info = dtype.info();
+    let format = info.float.map(|f| {
+        serde_json::json!({
+            "signed": f.signed, "exponentBits": f.exponent_bits, "mantissaBits": f.mantissa_bits,
+            "bias": f.bias, "subnormals": f.subnormals,
+            "specials": format!("{:?}", f.specials), "rounding": format!("{:?}", f.rounding),
+        })
+    });
+    serde_json::json!({
+        "name": dtype.name(), "code": dtype.code(), "spellings": info.spellings,
+        "size": info.size, "align": dtype.align(), "kind": info.kind.to_string(),
+        "float": dtype.is_float(),
+        "typeStrings": {
+            "little": Descr::new(dtype, ByteOrder::Little).to_string(),
+            "big": Descr::new(dtype, ByteOrder::Big).to_string(),
+        },
+        "safetensors": info.safetensors, "mlDtypes": info.ml_dtypes, "npy": info.npy,
+        "dlpack": { "code": info.dlpack.0, "bits": info.dlpack.1 },
+        "jsArray": info.js_array.name(), "format": format,
+    })
+}
+
+/// The float8 cases of tests/vectors/dtypes.json (ml_dtypes' values): each
+/// read's values, and each write's bytes, through every source `write`
+/// takes (a plain array, a Float64Array, a Float32Array where its values
+/// are float32s, one element at a time), in both byte orders.
+#[wasm_bindgen_test]
+fn float8_reads_and_writes_are_ml_dtypes() {
+    let vectors: serde_json::Value =
+        serde_json::from_str(include_str!("../../tests/vectors/dtypes.json")).unwrap();
+    let number = |v: &serde_json::Value| match v.as_str() {
+        Some("nan") => f64::NAN,
+        Some("inf") => f64::INFINITY,
+        Some("-inf") => f64::NEG_INFINITY,
+        _ => v.as_f64().unwrap(),
+    };
+    let (mut reads, mut writes) = (0, 0);
+    for case in vectors["cases"].as_array().unwrap() {
+        let dtype = case["layout"]["dtype"].as_str().unwrap();
+        let Some(name) = dtype.strip_prefix('|').filter(|d| d.starts_with("float8_")) else {
+            continue;
+        };
+        if case.get("ops").is_some() || case["layout"].get("shape").is_some() {
+            continue; // the shared vector test runs those
+        }
+        let label = case["name"].as_str().unwrap();
+        let bytes = common::hex(case["bytes"].as_str().unwrap());
+        let expected: Vec<f64> = case["expect"]["values"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(number)
+            .collect();
+        let n = bytes.len();
+        let mut buf = Buffer::new(&(n as f64).into()).unwrap();
+        let Some(written) = case.get("write").and_then(|w| w.as_array()) else {
+            buf.set_bytes(&0.0.into(), common::byte_source(&bytes))
+                .unwrap();
+            for text in [format!("|{name}"), format!(">{name}"), name.to_owned()] {
+                let read: JsValue = buf.read(&js(&text), None).unwrap().into();
+                assert_eq!(
+                    common::transfer::class_name(&read),
+                    "Float32Array",
+                    "{label}"
+                );
+                let got: Vec<f64> = Array::from(&read)
+                    .iter()
+                    .map(|v| v.as_f64().unwrap())
+                    .collect();
+                assert_eq!(got.len(), expected.len(), "{label}");
+                for (i, (g, e)) in got.iter().zip(&expected).enumerate() {
+                    assert!(
+                        g.to_bits() == e.to_bits() || g.is_nan() && e.is_nan(),
+                        "{label}[{i}]: {g} vs {e}"
+                    );
+                }
+                reads += 1;
+            }
+            continue;
+        };
+        let want = common::hex(case["expect"]["bytes"].as_str().unwrap());
+        let numbers: Vec<f64> = written.iter().map(number).collect();
+        let plain: JsValue = list(&numbers);
+        let wide: JsValue = js_sys::Float64Array::from(numbers.as_slice()).into();
+        let mut sources = vec![("an Array", plain), ("a Float64Array", wide)];
+        if numbers
+            .iter()
+            .all(|&x| f64::from(x as f32).to_bits() == x.to_bits() || x.is_nan())
+        {
+            let narrow: Vec<f32> = numbers.iter().map(|&x| x as f32).collect();
+            sources.push((
+                "a Float32Array",
+                js_sys::Float32Array::from(narrow.as_slice()).into(),
+            ));
+        }
+        for (source, values) in sources {
+            for text in [format!("|{name}"), format!(">{name}")] {
+                buf.set_bytes(&0.0.into(), common::byte_source(&vec![0x55; n]))
+                    .unwrap();
+                buf.write(&js(&text), None, values.clone().unchecked_into())
+                    .unwrap_or_else(|e| panic!("{label} from {source}: {:?}", JsValue::from(e)));
+                assert_eq!(buf.bytes(), want, "{label}, {text} from {source}");
+                writes += 1;
+            }
+        }
+        // One element at a time, at its offset.
+        buf.set_bytes(&0.0.into(), common::byte_source(&vec![0x55; n]))
+            .unwrap();
+        for (i, &x) in numbers.iter().enumerate() {
+            let at = options(&[("offset", (i as f64).into())]);
+            buf.write(&js(dtype), Some(at), values(&[x])).unwrap();
+        }
+        assert_eq!(buf.bytes(), want, "{label}, one element at a time");
+        // Read back: the values ml_dtypes gives for what it wrote.
+        let got = Array::from(&buf.read(&js(dtype), None).unwrap());
+        for (i, e) in expected.iter().enumerate() {
+            let g = got.get(i as u32).as_f64().unwrap();
+            assert!(
+                g.to_bits() == e.to_bits() || g.is_nan() && e.is_nan(),
+                "{label}[{i}]: {g} vs {e}"
+            );
+        }
+    }
+    // Three reads in three spellings; the writes from two sources each (three
+    // for float8_e5m2, whose values are all float32s), in two byte orders.
+    assert_eq!((reads, writes), (3 * 3, 2 * (2 + 3 + 2)));
+}
+
+#[wasm_bindgen_test]
+fn float8_values_refuse_what_is_not_a_number_and_typed_views_refuse_float8() {
+    let mut buf = Buffer::new(&4.0.into()).unwrap();
+    for dtype in ["|float8_e4m3fn", "|float8_e5m2", "|float8_e8m0fnu"] {
+        // A bigint is not a float's value: a TypeError, and nothing written.
+        let err = thrown(buf.write(&js(dtype), None, eval("[1, 2n]").unchecked_into()));
+        assert!(
+            err.is_instance_of::<js_sys::TypeError>(),
+            "{dtype}: {err:?}"
+        );
+        let name = &dtype[1..];
+        assert_eq!(message(&err), format!("2n is not a value of {name}"));
+        assert_eq!(buf.bytes(), [0; 4], "{dtype}");
+        // Not a class of their own: `typed` refuses, naming what it takes.
+        let err = thrown(buf.typed(&js(dtype), &JsValue::UNDEFINED, &JsValue::UNDEFINED));
+        assert_eq!(kind(&err), "");
+        assert!(
+            message(&err).contains("not float16, bfloat16 or a float8"),
+            "{}",
+            message(&err)
+        );
+    }
+    // Booleans are bool's only.
+    let err = thrown(buf.write(&js("|float8_e5m2"), None, eval("[true]").unchecked_into()));
+    assert!(err.is_instance_of::<js_sys::TypeError>());
 }
 
 #[wasm_bindgen_test]

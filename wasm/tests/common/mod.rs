@@ -13,7 +13,7 @@ macro_rules! shared_tests {
     (layouts: $layouts:expr, args: $args:expr) => {
         #[wasm_bindgen_test::wasm_bindgen_test]
         fn every_vector_agrees_with_data_view() {
-            assert_eq!($crate::common::vectors(), 64);
+            assert_eq!($crate::common::vectors(), 72);
         }
 
         #[wasm_bindgen_test::wasm_bindgen_test]
@@ -41,13 +41,13 @@ macro_rules! shared_tests {
         fn reads_are_the_dtype_s_typed_array_with_the_element_path_s_values() {
             assert_eq!(
                 $crate::common::transfer::read_agrees_with_the_element_path(),
-                26 * 9
+                32 * 9
             );
         }
 
         #[wasm_bindgen_test::wasm_bindgen_test]
         fn writes_from_typed_arrays_and_arrays_read_back() {
-            assert!($crate::common::transfer::writes_from_every_source_round_trip() > 26 * 8 * 2);
+            assert!($crate::common::transfer::writes_from_every_source_round_trip() > 32 * 8 * 2);
         }
 
         #[wasm_bindgen_test::wasm_bindgen_test]
@@ -126,7 +126,8 @@ fn options(
     object.unchecked_into()
 }
 
-fn hex(text: &str) -> Vec<u8> {
+/// The bytes of a hex string.
+pub fn hex(text: &str) -> Vec<u8> {
     (0..text.len())
         .step_by(2)
         .map(|i| u8::from_str_radix(&text[i..i + 2], 16).unwrap())
@@ -193,6 +194,7 @@ fn dtype(text: &str) -> Dtype {
     };
     let size = match code {
         "bfloat16" => 2,
+        _ if code.starts_with("float8_") => 1,
         _ => code[1..].parse().unwrap(),
     };
     Dtype {
@@ -211,6 +213,31 @@ fn f16_to_f64(bits: u16) -> f64 {
         31 if mantissa == 0.0 => sign * f64::INFINITY,
         31 => f64::NAN,
         _ => sign * (1.0 + mantissa / 1024.0) * 2f64.powi(exponent - 15),
+    }
+}
+
+/// A float8 byte's value, by the OCP 8-bit formats' definitions (written
+/// here, not the core's `FloatFormat`): `e4m3fn` has bias 7, no infinity
+/// and NaN only at S.1111.111; `e5m2` is binary16's top byte; `e8m0fnu` is
+/// an unsigned 2^(bits - 127), NaN at 0xff.
+fn f8_to_f64(bits: u8, code: &str) -> f64 {
+    if code == "float8_e8m0fnu" {
+        return if bits == 0xff {
+            f64::NAN
+        } else {
+            2f64.powi(i32::from(bits) - 127)
+        };
+    }
+    if code == "float8_e5m2" {
+        return f16_to_f64(u16::from(bits) << 8);
+    }
+    assert_eq!(code, "float8_e4m3fn");
+    let sign = if bits >> 7 == 1 { -1.0 } else { 1.0 };
+    let (exponent, mantissa) = (i32::from((bits >> 3) & 0xf), f64::from(bits & 7));
+    match exponent {
+        15 if mantissa == 7.0 => f64::NAN,
+        0 => sign * mantissa * 2f64.powi(-9),
+        _ => sign * (1.0 + mantissa / 8.0) * 2f64.powi(exponent - 7),
     }
 }
 
@@ -244,6 +271,7 @@ fn data_view_read(view: &DataView, at: usize, dtype: &Dtype) -> JsValue {
         .into(),
         "f4" => f64::from(view.get_float32_endian(at, le)).into(),
         "f8" => view.get_float64_endian(at, le).into(),
+        float8 if float8.starts_with("float8_") => f8_to_f64(view.get_uint8(at), float8).into(),
         other => panic!("no DataView reading for {other}"),
     }
 }
@@ -435,7 +463,7 @@ impl Rng {
     }
 }
 
-const DTYPES: [&str; 22] = [
+const DTYPES: [&str; 25] = [
     "|b1",
     "|u1",
     "|i1",
@@ -458,6 +486,9 @@ const DTYPES: [&str; 22] = [
     "<f4",
     ">f4",
     "<f8",
+    "|float8_e4m3fn",
+    "|float8_e5m2",
+    "|float8_e8m0fnu",
 ];
 
 /// Random layouts over random bytes: `read` agrees with DataView where the

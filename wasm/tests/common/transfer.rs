@@ -22,6 +22,7 @@ pub fn class_of(dtype: DType) -> &'static str {
         DType::U64 => "BigUint64Array",
         DType::I64 => "BigInt64Array",
         DType::F16 | DType::BF16 | DType::F32 => "Float32Array",
+        DType::F8E4M3FN | DType::F8E5M2 | DType::F8E8M0FNU => "Float32Array",
         DType::F64 => "Float64Array",
     }
 }
