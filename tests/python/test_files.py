@@ -161,15 +161,134 @@ def test_a_misaligned_tensor_is_copied_or_refused(tmp_path):
     assert bl.load(empty, strict=True)["none"].shape == (0, 4)
 
 
-def test_bfloat16_and_unknown_dtypes(tmp_path):
+FLOAT8 = {"float8_e4m3fn": "F8_E4M3", "float8_e5m2": "F8_E5M2", "float8_e8m0fnu": "F8_E8M0"}
+
+
+def every_pattern(name):
+    """Every byte as the ml_dtypes float8 type ``name``."""
+    return np.arange(256, dtype=np.uint8).view(getattr(ml_dtypes, name))
+
+
+def test_bfloat16_and_float8_load_and_unknown_dtypes_load_the_rest(tmp_path):
     path = tmp_path / "bf.safetensors"
     halves = np.array([1.0, -2.5, 3.0], dtype=ml_dtypes.bfloat16)
-    raw_safetensors(path, [("h", "BF16", [3], halves.tobytes()), ("q", "F8_E4M3", [2], b"\x01\x02")])
+    e4m3 = np.array([0.5, -448.0], dtype=ml_dtypes.float8_e4m3fn)
+    raw_safetensors(
+        path,
+        [
+            ("h", "BF16", [3], halves.tobytes()),
+            ("q", "F8_E4M3", [2], e4m3.tobytes()),
+            ("c", "C64", [1], np.array([1 + 2j], "<c8").tobytes()),
+            ("nibbles", "F4", [4], b"\x12\x34"),
+            ("fnuz", "F8_E4M3FNUZ", [2], b"\x01\x02"),
+        ],
+    )
     report = bl.inspect(path)
-    assert report["h"].descr == "<bfloat16" and report["q"].descr is None
-    assert "no dtype F8_E4M3" in report["q"].copy
-    with pytest.raises(bl.FormatError, match="F8_E4M3"):
-        bl.load(path)
+    assert (report["h"].descr, report["q"].descr, report["c"].descr) == ("<bfloat16", "|float8_e4m3fn", None)
+    assert report["q"].unavailable is None and report["q"].copy is None
+    for name, code in [("c", "C64"), ("nibbles", "F4"), ("fnuz", "F8_E4M3FNUZ")]:
+        assert report[name].unavailable == f"bytelens has no dtype {code}" and report[name].copy is None
+        assert f"none: bytelens has no dtype {code}" in str(report)
+    assert report["nibbles"].nbytes == 2  # F4: two to a byte, as safetensors counts them
+    loaded = bl.load(path)
+    assert list(loaded) == ["h", "q", "c", "nibbles", "fnuz"]  # nothing dropped silently
+    assert_same(loaded["h"], halves)
+    assert_same(loaded["q"], e4m3)
+    assert loaded.unavailable == {
+        "c": "bytelens has no dtype C64",
+        "nibbles": "bytelens has no dtype F4",
+        "fnuz": "bytelens has no dtype F8_E4M3FNUZ",
+    }
+    with pytest.raises(bl.FormatError, match=r"array 'c' has the dtype C64, which bytelens cannot view .*other arrays"):
+        loaded["c"]
+    assert "unavailable: bytelens has no dtype F4" in repr(loaded)
+    rest = {k: loaded[k] for k in loaded if k not in loaded.unavailable}
+    assert list(rest) == ["h", "q"]
+    with pytest.raises(bl.FormatError, match=r"array 'c' has the dtype C64.*strict=True refuses the file"):
+        bl.load(path, strict=True)
+    # The safetensors package agrees on the rest of the file.
+    from safetensors import safe_open
+
+    with safe_open(str(path), "np") as f:
+        assert f.get_slice("fnuz").get_shape() == [2]
+
+
+@pytest.mark.parametrize("name", sorted(FLOAT8))
+def test_float8_saves_under_its_code_and_reads_back_bit_for_bit(tmp_path, name):
+    values = every_pattern(name).reshape(16, 16)
+    path = tmp_path / f"{name}.safetensors"
+    bl.save(path, {"w": values, "scale": np.float32([2.0])})
+    header = bl.inspect(path)
+    assert header["w"].dtype == FLOAT8[name] and header["w"].descr == f"|{name}"
+    loaded = bl.load(path)["w"]
+    assert loaded.dtype == values.dtype and loaded.view(np.uint8).tobytes() == values.view(np.uint8).tobytes()
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import load_file as torch_load
+
+    theirs = torch_load(str(path))["w"]
+    assert str(theirs.dtype) == f"torch.{name}"
+    assert theirs.view(torch.uint8).numpy().tobytes() == values.view(np.uint8).tobytes()
+
+
+def test_float8_from_safetensors_torch_save_file(tmp_path):
+    torch = pytest.importorskip("torch")
+    from safetensors.torch import save_file as torch_save
+
+    patterns = torch.arange(256, dtype=torch.uint8)
+    tensors = {name: patterns.clone().view(getattr(torch, name)) for name in FLOAT8}
+    tensors["fnuz"] = patterns.clone().view(torch.float8_e4m3fnuz)  # bytelens lacks it
+    tensors["bf16"] = torch.tensor([1.5, -3.0], dtype=torch.bfloat16)
+    path = tmp_path / "torch.safetensors"
+    torch_save(tensors, str(path))
+    report = bl.inspect(path)
+    assert {a.name: a.dtype for a in report.arrays} == {
+        "float8_e4m3fn": "F8_E4M3",
+        "float8_e5m2": "F8_E5M2",
+        "float8_e8m0fnu": "F8_E8M0",
+        "fnuz": "F8_E4M3FNUZ",
+        "bf16": "BF16",
+    }
+    loaded = bl.load(path)
+    for name in FLOAT8:
+        assert loaded[name].dtype == np.dtype(getattr(ml_dtypes, name))
+        assert loaded[name].view(np.uint8).tobytes() == bytes(range(256)), name
+        # The values, not only the bits: ml_dtypes decodes what torch encoded.
+        decoded = tensors[name].float().numpy()
+        np.testing.assert_array_equal(loaded[name].astype(np.float32), decoded)
+    assert loaded["bf16"].astype(np.float32).tolist() == [1.5, -3.0]
+    assert loaded.unavailable == {"fnuz": "bytelens has no dtype F8_E4M3FNUZ"}
+
+
+@pytest.mark.parametrize("name", ["bfloat16"] + sorted(FLOAT8))
+def test_npy_refuses_ml_dtypes_clearly(tmp_path, name):
+    values = np.zeros(3, getattr(ml_dtypes, name))
+    path = tmp_path / "a.npy"
+    code = "BF16" if name == "bfloat16" else FLOAT8[name]
+    with pytest.raises(TypeError, match=rf"an \.npy header cannot name {name} .*\.safetensors file, as {code}"):
+        bl.save(path, values)
+    assert not path.exists()
+    np.save(path, values)  # numpy writes raw bytes; load says so
+    report = bl.inspect(path)
+    assert report["array"].dtype in ("<V2", "<V1", "<f1")  # what np.save writes: no name of them
+    assert report["array"].unavailable.startswith(f"bytelens has no dtype {report['array'].dtype} (np.save writes")
+    with pytest.raises(bl.FormatError, match=r"np\.save writes ml_dtypes' types"):
+        bl.load(path)["array"]
+
+
+@pytest.mark.parametrize("spelling", ["numpy", "np"])
+def test_framework_numpy_is_the_arrays_as_they_are(tmp_path, spelling):
+    path = tmp_path / "m.safetensors"
+    bl.save(path, {"w": np.arange(6, dtype="<f4")})
+    loaded = bl.load(path, framework=spelling)["w"]
+    assert type(loaded) is np.ndarray and not loaded.flags.writeable and loaded.tolist() == list(range(6))
+
+
+@pytest.mark.parametrize("bad", ["tensorflow", "Torch ", ""])
+def test_framework_bad_spellings_are_refused_before_the_file_is_read(tmp_path, bad):
+    with pytest.raises(ValueError, match="framework|tensorflow"):
+        bl.load(tmp_path / "missing.safetensors", framework=bad)
+    with pytest.raises(TypeError, match="framework is a str"):
+        bl.load(tmp_path / "missing.safetensors", framework=3)
 
 
 def test_save_aligns_and_other_loaders_read_it(tmp_path):

@@ -229,9 +229,13 @@ def test_save_refuses_npy_dtypes_load_cannot_map(tmp_path, dtype):
     with pytest.raises(TypeError, match=r"bl\.load could not map an \.npy of dtype"):
         bl.save(path, np.zeros(3, dtype))
     assert not path.exists()
-    np.save(path, np.zeros(3, dtype))  # numpy writes it; load says why it refuses
-    with pytest.raises(bl.FormatError, match="cannot view"):
-        bl.load(path)
+    np.save(path, np.zeros(3, dtype))  # numpy writes it; load says why it cannot view it
+    loaded = bl.load(path)
+    assert list(loaded) == ["array"] and loaded.unavailable == {"array": f"bytelens has no dtype {np.dtype(dtype).str}"}
+    with pytest.raises(bl.FormatError, match=r"array 'array' has the dtype .*, which bytelens cannot view"):
+        loaded["array"]
+    with pytest.raises(bl.FormatError, match="strict=True refuses the file"):
+        bl.load(path, strict=True)
 
 
 def test_save_of_npy_refuses_metadata_and_takes_bytes_paths(tmp_path):

@@ -210,8 +210,10 @@ pub enum Access {
     NoDType {
         /// The dtype as the file spells it.
         dtype: String,
-        /// It is numpy's raw bytes (`|V1`, `<V2`), which is how `np.save`
-        /// writes ml_dtypes' types, and which says nothing of what they were.
+        /// It is a type string `np.save` writes for ml_dtypes' types: raw
+        /// bytes (`<V2` for bfloat16, `<V1` for float8_e4m3fn) or `<f1`
+        /// (float8_e5m2, whose numpy kind is `f`), which numpy reads as no
+        /// such dtype: it says nothing of what they were.
         raw: bool,
     },
 }
@@ -232,9 +234,9 @@ impl fmt::Display for Access {
                 write!(f, "bytelens has no dtype {}", Escaped(dtype))?;
                 if *raw {
                     f.write_str(
-                        " (raw bytes: np.save writes ml_dtypes' types, bfloat16 and float8 \
-                         among them, so, and an .npy header cannot say which; save them to a \
-                         .safetensors file)",
+                        " (np.save writes ml_dtypes' types, bfloat16 and float8 among them, as \
+                         raw bytes or '<f1', and an .npy header cannot say which they were; \
+                         save them to a .safetensors file)",
                     )?;
                 }
                 Ok(())
@@ -243,11 +245,15 @@ impl fmt::Display for Access {
     }
 }
 
-/// numpy's raw-bytes type string: an optional order mark, `V`, a size.
+/// A type string `np.save` writes for an ml_dtypes type: an optional order
+/// mark, then raw bytes (`V` and a size) or a one-byte float (`f1`, which
+/// numpy itself has not).
 fn is_raw_void(text: &str) -> bool {
     let rest = text.strip_prefix(['<', '>', '|', '=']).unwrap_or(text);
-    rest.strip_prefix('V')
-        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    let raw = rest
+        .strip_prefix('V')
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    raw || rest == "f1"
 }
 
 /// What a header says: the format, the arrays, and where the data starts.

@@ -649,7 +649,7 @@ fn npy_names_every_numpy_dtype_and_no_ml_dtypes_one() {
 
 #[test]
 fn npy_raw_bytes_say_what_np_save_did() {
-    for (descr, size) in [("|V1", 1), ("<V2", 2)] {
+    for (descr, size) in [("|V1", 1), ("<V2", 2), ("<f1", 1)] {
         let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': (3,), }}");
         let header = read(&npy(1, &dict, 3 * size)).unwrap();
         let access = header.arrays[0].access(0);
@@ -663,7 +663,7 @@ fn npy_raw_bytes_say_what_np_save_did() {
         let text = access.to_string();
         assert!(
             text.starts_with(&format!(
-                "bytelens has no dtype {descr} (raw bytes: np.save writes ml_dtypes'"
+                "bytelens has no dtype {descr} (np.save writes ml_dtypes'"
             )),
             "{text}"
         );

@@ -10,9 +10,7 @@ import re
 import sys
 from typing import Callable, Iterator, NoReturn
 
-import numpy as np
-
-from ._files import COMPRESSED, ArrayInfo, FileReport, _itemsize, _open, _reason, inspect
+from ._files import COMPRESSED, ArrayInfo, FileReport, _file_dtype, _itemsize, _open, _reason, inspect, read_elements
 from ._native import FormatError, Layout, LayoutError, Plan
 from ._raw import _quote, elements
 
@@ -141,10 +139,14 @@ def dump(path: str, report: FileReport, name: str | None, at: int | None, rows: 
             f"{path}: {_quote(array.name)} is in the compressed member {_quote(array.member or '')}, "
             "so its bytes are not the file's to dump"
         )
-    if at is not None and at >= report.size:
-        raise ValueError(f"{path}: --at {at} is past the end of the file ({report.size:,} bytes)")
+    size = report.size
+    if array.shard is not None:  # a sharded checkpoint's: its bytes are its shard's
+        path = os.path.join(os.path.dirname(report.path), array.shard)
+        size = os.stat(path).st_size
+    if at is not None and at >= size:
+        raise ValueError(f"{path}: --at {at} is past the end of the file ({size:,} bytes)")
     itemsize = _itemsize(array.descr)
-    dtype = np.dtype(array.descr) if "bfloat16" not in array.descr else None
+    is_float = _file_dtype(array.descr)["float"]
     shape, strides = array.shape, array.strides or ()
     yield _title(array)
     start = array.start if at is None else at
@@ -162,7 +164,8 @@ def dump(path: str, report: FileReport, name: str | None, at: int | None, rows: 
                 offset = base + row
                 hexes = " ".join(f"{b:02x}" for b in data[row : row + ROW]).ljust(3 * ROW - 1)
                 found, more = elements(array.offset, shape, strides, offset, offset + ROW, ROW_VALUES)
-                values = [_value(data[b - base : b - base + itemsize], itemsize, dtype, array.descr) for _, b in found]
+                read = read_elements(array.descr, data, [b - base for _, b in found])
+                values = [_value(value, is_float) for value in read]
                 if more:
                     values.append("...")
                 yield f"{offset:>12}  {hexes}  {' '.join(values)}".rstrip()
@@ -195,14 +198,12 @@ def _title(array: ArrayInfo) -> str:
     return line
 
 
-def _value(raw: bytes, itemsize: int, dtype: np.dtype | None, descr: str) -> str:
-    if len(raw) < itemsize:
+def _value(value: bool | int | float | None, is_float: bool) -> str:
+    """An element the core read (``read_elements``: every float format,
+    bfloat16 and float8 included, decoded by the core, not here)."""
+    if value is None:
         return "?"  # the file ended (it shrank since its header was read)
-    if dtype is None:  # bfloat16: the high half of a float32
-        bits = int.from_bytes(raw, "little" if descr.startswith("<") else "big")
-        return f"{np.frombuffer((bits << 16).to_bytes(4, 'little'), '<f4')[0]:g}"
-    value = np.frombuffer(raw, dtype)[0]
-    return f"{value:g}" if dtype.kind == "f" else str(value)
+    return f"{value:g}" if is_float else str(value)
 
 
 def _read_plan(path: str) -> Plan:

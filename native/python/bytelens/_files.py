@@ -26,7 +26,7 @@ from typing import Any, BinaryIO, Mapping, Protocol
 
 import numpy as np
 
-from . import _raw
+from . import _native, _raw
 from ._native import AlignmentError, Buffer, FormatError, Layout, LayoutError, Plan, read_header
 
 #: Bytes read first; a longer header is read again at the length it gives.
@@ -47,22 +47,27 @@ COMPRESSED = "the member is compressed"
 _LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")  # a zip member's local header
 _ZIP_MAGIC = b"PK\x03\x04"
 
-# numpy dtype name -> safetensors dtype, for ``save``.
-_SAFETENSORS = {
-    "bool": "BOOL",
-    "uint8": "U8",
-    "int8": "I8",
-    "int16": "I16",
-    "uint16": "U16",
-    "float16": "F16",
-    "bfloat16": "BF16",
-    "int32": "I32",
-    "uint32": "U32",
-    "float32": "F32",
-    "float64": "F64",
-    "int64": "I64",
-    "uint64": "U64",
-}
+#: A path ending so is a sharded checkpoint's index (Hugging Face's
+#: ``model.safetensors.index.json``), not a file of arrays.
+_INDEX_SUFFIX = ".json"
+#: The longest sharded checkpoint's index :func:`load` reads (Hugging Face's
+#: are a few MB for the largest models): the header limit again.
+MAX_INDEX = MAX_HEADER
+
+# The core's file rules (native/src/python/files.rs), typed here: the
+# extension's stubs (_native.pyi) are the lead's to extend.
+#: What the file formats need of a dtype: ``name``, ``descr``, ``size``,
+#: ``safetensors`` (its code), ``npy`` (whether an .npy header names it), ``float``.
+_file_dtype: Callable[[Any], dict[str, Any]] = getattr(_native, "file_dtype")
+#: ``view_layout(nbytes, dtype, offset=0, shape=None, strides=None)``: the
+#: Layout ``Buffer(nbytes).view(...)`` would have, by the core's rule.
+view_layout: Callable[..., Layout] = getattr(_native, "view_layout")
+#: ``read_header(head, length, base=0)``: the header's dict (see files.rs);
+#: ``base``, the byte of the file the header starts at, is newer than the stubs.
+_read_header: Callable[..., dict[str, Any]] = getattr(_native, "read_header")
+#: ``read_elements(dtype, data, offsets)``: the elements at those byte
+#: offsets of ``data``, read by the core (None where ``data`` ends inside one).
+read_elements: Callable[[Any, bytes, list[int]], list[bool | int | float | None]] = getattr(_native, "read_elements")
 
 
 @dataclass(frozen=True)
@@ -92,6 +97,15 @@ class ArrayInfo:
     #: with a negative stride starts below its offset, and one with a zero
     #: stride covers fewer than ``nbytes`` bytes.
     span: tuple[int, int] | None = None
+    #: Why :func:`load` cannot hand it out at all (a dtype bytelens lacks,
+    #: ``"bytelens has no dtype C64"``); None for every array it loads.
+    #: ``load`` loads the file's other arrays, and raises
+    #: :class:`FormatError` with this reason for this one when it is asked
+    #: for (``strict=True`` refuses the whole file).
+    unavailable: str | None = None
+    #: The shard (file name beside the index) of a sharded checkpoint that
+    #: holds it; ``offset`` is in that file. None for a file of its own.
+    shard: str | None = None
 
     @property
     def alignment(self) -> int:
@@ -133,26 +147,31 @@ class FileReport:
         lines = [f"{self.path}: {self.format}{version}, {self.size:,} bytes, {count}"]
         for key, value in self.metadata.items():
             lines.append(f"  metadata {key}: {_short(value)}")
-        rows = [("name", "dtype", "shape", "bytes", "align", "load")]
+        sharded = any(a.shard is not None for a in self.arrays)
+        rows = [("name", "dtype", "shape") + (("shard",) if sharded else ()) + ("bytes", "align", "load")]
         for a in self.arrays:
             align = "any" if a.offset == 0 else str(min(a.alignment, 1 << 20))
             span = f"{a.start}..{a.end}"
             if a.copy == COMPRESSED:  # the range is in the decompressed member
                 span, align = f"{span} of {a.member}", "-"
+            if a.unavailable is not None:
+                how = f"none: {a.unavailable}"
+            else:
+                how = "view" if a.copy is None else f"copy: {a.copy}"
             rows.append(
                 (
                     _short(a.name, 40),
                     a.dtype,
                     "(" + ", ".join(map(str, a.shape)) + ("," if len(a.shape) == 1 else "") + ")",
-                    span,
-                    align,
-                    "view" if a.copy is None else f"copy: {a.copy}",
                 )
+                + ((_short(a.shard or "", 40),) if sharded else ())
+                + (span, align, how)
             )
-        widths = [max(len(row[i]) for row in rows) for i in range(5)]
+        last = len(rows[0]) - 1
+        widths = [max(len(row[i]) for row in rows) for i in range(last)]
         for row in rows:
             cells = [cell.ljust(width) for cell, width in zip(row, widths)]
-            lines.append("  " + "  ".join(cells + [row[5]]).rstrip())
+            lines.append("  " + "  ".join(cells + [row[last]]).rstrip())
         return "\n".join(lines)
 
 
@@ -168,9 +187,10 @@ class _Readable(Protocol):
     def read(self, n: int, /) -> bytes: ...
 
 
-def _header(f: _Readable, path: str, length: int, what: str = "") -> dict[str, Any]:
+def _header(f: _Readable, path: str, length: int, what: str = "", base: int = 0) -> dict[str, Any]:
     """The header at the start of ``f`` (a file or member of ``length``
-    bytes), read by the core from as few bytes as it needs.
+    bytes, at byte ``base`` of the file, which the core's reasons for a
+    copy count from), read by the core from as few bytes as it needs.
 
     A read that ends early (a file that shrank after its size was taken, a
     member that decompresses to less than its zip entry says) is a
@@ -181,7 +201,7 @@ def _header(f: _Readable, path: str, length: int, what: str = "") -> dict[str, A
         f.seek(0)
         head = _read_up_to(f, want)
         try:
-            header = read_header(head, length)
+            header = _read_header(head, length, base)
         except FormatError as err:
             raise FormatError(f"{path}{what}: {err}") from None
         if len(head) < want:
@@ -268,27 +288,40 @@ def _arrays(
     header: dict[str, Any], base: int, name: str | None = None, member: str | None = None
 ) -> list[ArrayInfo]:
     """The arrays of a header read at byte ``base``; ``name`` names the one
-    array of an ``.npz`` ``member``."""
+    array of an ``.npz`` ``member``. How each is handed out, and why, is
+    the core's to say (``access`` and ``why``)."""
     out = []
     for a in header["arrays"]:
-        copy = None if a["descr"] is not None else f"bytelens has no dtype {a['dtype']}"
+        copy = unavailable = None
+        if a["access"] == "copy":
+            copy = f"{a['why']}; read-only under r+"
+        elif a["access"] != "view":
+            unavailable = a["why"]
         strides = tuple(a["strides"]) if a["strides"] is not None else None
-        offset = base + a["offset"]
-        itemsize = _itemsize(a["descr"])
-        # An empty array needs no alignment (as in numpy): it is never copied.
-        if copy is None and itemsize and a["nbytes"] and offset % itemsize:
-            copy = f"offset {offset} is not a multiple of {itemsize}; read-only under r+"
         out.append(
-            ArrayInfo(name or a["name"], a["dtype"], a["descr"], tuple(a["shape"]), strides, offset, a["nbytes"], copy, member)
+            ArrayInfo(
+                name or a["name"],
+                a["dtype"],
+                a["descr"],
+                tuple(a["shape"]),
+                strides,
+                base + a["offset"],
+                a["nbytes"],
+                copy,
+                member,
+                unavailable=unavailable,
+            )
         )
     return out
 
 
 def _itemsize(descr: str | None) -> int:
-    """The alignment bytelens needs for ``descr`` (its itemsize)."""
+    """The itemsize of ``descr`` (bytelens's type string), from the core's
+    dtype table; 0 for None."""
     if descr is None:
         return 0
-    return Layout(descr, ()).itemsize
+    size: int = _file_dtype(descr)["size"]
+    return size
 
 
 def inspect(
@@ -321,11 +354,152 @@ def inspect(
     ('safetensors', (2, 3), 0, None)
     """
     path = _fspath(path)
+    if dtype is None and plan is None:
+        index = _index_path(path)
+        if index is not None:
+            return _read_index(index)[0]
     f, info = _open(path)
     with f:
         if dtype is None and plan is None:
             return _describe(path, f, info.st_size)[0]
     return _raw._inspect_raw(path, info.st_size, dtype, offset, shape, strides, plan)
+
+
+# Sharded checkpoints: Hugging Face's index (``model.safetensors.index.json``:
+# ``{"metadata": {...}, "weight_map": {tensor: shard file name}}``) beside
+# its shards.
+
+
+def _index_path(path: str) -> str | None:
+    """The index ``path`` names: itself where its name ends in ``.json``,
+    or the one ``*.safetensors.index.json`` in the folder it names (None
+    for a folder without one, which :func:`_open` then refuses as a
+    folder, and for every other path)."""
+    if path.endswith(_INDEX_SUFFIX):
+        return path
+    if not os.path.isdir(path):
+        return None
+    try:
+        names = sorted(name for name in os.listdir(path) if name.endswith(".safetensors.index.json"))
+    except OSError:
+        return None  # _open says why
+    if len(names) > 1:
+        listed = ", ".join(repr(_short(name, 60)) for name in names[:5])
+        raise FormatError(
+            f"{path}: the folder holds {len(names)} sharded checkpoints' indexes ({listed}): load one of them"
+        )
+    return os.path.join(path, names[0]) if names else None
+
+
+def _shard_name(index: str, tensor: str, shard: object) -> str:
+    """``shard``, the file the index puts ``tensor`` in, if it names a
+    file beside the index: a plain file name, never a path (no separator,
+    no ``..``, no drive), so that no index reaches outside its folder."""
+    where = f"{index}: tensor {_short(tensor)!r}"
+    if not isinstance(shard, str):
+        raise FormatError(f"{where}: its shard is {type(shard).__name__} {_short(repr(shard))}, not a file name")
+    bad = None
+    if shard in ("", ".", ".."):
+        bad = "is not a file name"
+    elif "/" in shard or "\\" in shard or os.sep in shard or (os.altsep and os.altsep in shard):
+        bad = "has a path separator: a shard is a file beside the index"
+    elif os.path.isabs(shard) or os.path.splitdrive(shard)[0] or ":" in shard:
+        bad = "is an absolute path or names a drive: a shard is a file beside the index"
+    elif "\0" in shard:
+        bad = "holds a NUL character"
+    if bad is not None:
+        raise FormatError(f"{where}: the shard name {_short(shard)!r} {bad}")
+    return shard
+
+
+def _no_repeats(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object's pairs as a dict; a key given twice is refused (the
+    json module would keep the last silently)."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Repeated(key)
+        out[key] = value
+    return out
+
+
+class _Repeated(Exception):
+    """A key given twice in the index's JSON."""
+
+
+def _read_index(index: str) -> tuple[FileReport, dict[str, str], list[str]]:
+    """A sharded checkpoint's index, checked against its shards' headers:
+    the whole checkpoint's report (every tensor, in the index's order, with
+    its shard), each tensor's shard, and the shards in order of first use.
+    Everything wrong is a ``FormatError`` naming the index and the tensor
+    or shard: JSON that is not an index, a shard name that is a path, a
+    missing shard, a tensor the index names that its shard lacks, a tensor
+    a shard holds that the index does not put there, a tensor in two shards."""
+    f, info = _open(index, "index ")
+    with f:
+        data = f.read(MAX_INDEX + 1)
+    if len(data) > MAX_INDEX:
+        raise FormatError(f"{index}: an index of more than {MAX_INDEX:,} bytes (a sharded checkpoint's is a few MB)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise FormatError(f"{index}: not UTF-8 text (byte {err.start} is 0x{data[err.start]:02x})") from None
+    try:
+        parsed = json.loads(text, object_pairs_hook=_no_repeats)
+    except _Repeated as err:
+        raise FormatError(f"{index}: the key {_short(str(err.args[0]))!r} is given twice") from None
+    except RecursionError:
+        raise FormatError(f"{index}: JSON nested too deeply to be a sharded checkpoint's index") from None
+    except ValueError as err:  # JSONDecodeError, or an integer of too many digits
+        raise FormatError(f"{index}: not JSON: {_short(str(err), 200)}") from None
+    if not isinstance(parsed, dict) or not isinstance(parsed.get("weight_map"), dict):
+        raise FormatError(
+            f"{index}: not a sharded checkpoint's index, a JSON object with a \"weight_map\" object of "
+            "tensor name -> shard file name"
+        )
+    meta = parsed.get("metadata", {})
+    if not isinstance(meta, dict):
+        raise FormatError(f"{index}: its \"metadata\" is {type(meta).__name__}, not an object")
+    metadata = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in meta.items()}
+    folder = os.path.dirname(index)
+    weight_map: dict[str, str] = {}
+    for tensor, shard in parsed["weight_map"].items():
+        weight_map[tensor] = _shard_name(index, tensor, shard)
+    shards = list(dict.fromkeys(weight_map.values()))
+    found: dict[str, ArrayInfo] = {}
+    size = info.st_size
+    for shard in shards:
+        shard_path = os.path.join(folder, shard)
+        try:
+            g, shard_info = _open(shard_path)
+        except FileNotFoundError:
+            raise FormatError(f"{index}: its shard {_short(shard)!r} is missing ({shard_path})") from None
+        with g:
+            report, _ = _describe(shard_path, g, shard_info.st_size)
+        if report.format != "safetensors":
+            raise FormatError(f"{index}: its shard {_short(shard)!r} is {report.format}, not safetensors")
+        size += shard_info.st_size
+        for a in report.arrays:
+            if a.name in found:
+                raise FormatError(
+                    f"{index}: tensor {_short(a.name)!r} is in two shards, {_short(found[a.name].shard or '')!r} "
+                    f"and {_short(shard)!r}"
+                )
+            if a.name not in weight_map:
+                raise FormatError(
+                    f"{index}: shard {_short(shard)!r} holds tensor {_short(a.name)!r}, which the index does not name"
+                )
+            if weight_map[a.name] != shard:
+                raise FormatError(
+                    f"{index}: shard {_short(shard)!r} holds tensor {_short(a.name)!r}, which the index puts in "
+                    f"{_short(weight_map[a.name])!r}"
+                )
+            found[a.name] = replace(a, shard=shard)
+    for tensor, shard in weight_map.items():
+        if tensor not in found:
+            raise FormatError(f"{index}: tensor {_short(tensor)!r} is not in its shard {_short(shard)!r}")
+    arrays = [found[tensor] for tensor in weight_map]
+    return FileReport(index, "safetensors index", size, arrays, metadata), weight_map, shards
 
 
 @dataclass(frozen=True)
@@ -397,7 +571,7 @@ def _inspect_npz(path: str, size: int, f: BinaryIO) -> tuple[FileReport, list[_M
                 f"{path}{what}: a stored member of {info.compress_size} bytes cannot hold {info.file_size} bytes"
             )
         window = _Window(f, start, info.file_size)
-        header = _header(window, path, info.file_size, what)
+        header = _header(window, path, info.file_size, what, start)
         if info.file_size <= HEAD:  # read whole already: its CRC-32 costs nothing more
             window.seek(0)
             _check_crc(zlib.crc32(_read_up_to(window, info.file_size)), info, path + what)
@@ -486,15 +660,40 @@ def load(
     mode: str = "r",
     strict: bool = False,
     verify: bool = False,
+    *,
+    framework: str = "numpy",
 ) -> FileArrays:
-    """The arrays of an ``.npy``, ``.npz`` or safetensors file, name to
-    numpy array, as views over one mapped :class:`Buffer`: read-only for
+    """The arrays of an ``.npy``, ``.npz`` or safetensors file, or of a
+    sharded safetensors checkpoint, name to numpy array (or torch or JAX
+    tensor: ``framework``), as views over the mapped file: read-only for
     ``mode="r"``, writable through to the file for ``"r+"`` (not for an
     ``.npz``, whose members' CRC-32s writes would break), copy-on-write for
     ``"c"``. They equal what ``np.load`` and
     ``safetensors.numpy.load_file`` return (an ``.npy`` file's one array is
     called ``"array"``). Only a regular file is read: a FIFO, device or
     folder is refused before anything can wait on it.
+
+    A sharded checkpoint is loaded from its index (a path ending in
+    ``.json``: Hugging Face's ``model.safetensors.index.json``, whose
+    ``"weight_map"`` gives each tensor's shard) or from a folder holding
+    exactly one ``*.safetensors.index.json``: every tensor of every shard,
+    in the index's order, each shard mapped once. The index is checked as
+    strictly as a header: a shard named by a path (a separator, ``..``, a
+    drive or an absolute path) rather than a file beside the index, a
+    missing shard, a tensor the index names that its shard lacks, a tensor
+    a shard holds that the index does not put in it, a tensor in two
+    shards, a repeated key, JSON that is not an index or not UTF-8: each a
+    :class:`FormatError` naming the index and the tensor or shard.
+
+    ``framework`` is ``"numpy"`` (``"np"``), ``"torch"`` (``"pt"``) or
+    ``"jax"``: each array is handed out as that framework's tensor over the
+    same memory (``bytelens._frameworks.to_framework`` says which dtypes
+    arrive zero-copy; JAX may copy where XLA needs it). torch has no
+    read-only tensors, and a write through one into a read-only mapping
+    would kill the process: with ``framework="torch"``, ``mode="r"`` maps
+    the file copy-on-write (as ``"c"``), so that writes to a tensor change
+    only this process's pages and never reach the file; ``"r+"`` writes
+    through to it.
 
     What it returns is a :class:`FileArrays`, a mapping that acts as a
     dict, in the file's order. A compressed ``.npz`` member is not
@@ -513,9 +712,18 @@ def load(
     its writes could not reach the file, so a write raises instead of
     being lost, while the file's other arrays stay writable views. With
     ``strict=True`` a misaligned array raises :class:`AlignmentError`
-    instead. A dtype bytelens does not have (complex, strings, F8) raises
-    :class:`FormatError`, as does any header that is not valid; every
-    error names the file.
+    instead.
+
+    An array of a dtype bytelens does not have (safetensors' ``C64``,
+    ``F8_E4M3FNUZ``, ``F4``; an ``.npy`` of complex numbers or strings, or
+    the raw ``|V1`` bytes ``np.save`` writes for ml_dtypes' types) does not
+    stop the others: its name stays in the mapping (so that nothing is
+    dropped silently, by ``bl.save(other, bl.load(path))`` say), and
+    asking for it raises :class:`FormatError` naming the file, the array
+    and its dtype; :attr:`FileArrays.unavailable` lists them with the
+    reason, as :func:`inspect` does. ``strict=True`` refuses such a file
+    whole, with a ``FormatError`` naming the array. Any header that is not
+    valid is a ``FormatError`` too; every error names the file.
 
     The views read the mapped file itself: if another program truncates
     it while they live, touching the lost bytes kills the process with
@@ -528,26 +736,74 @@ def load(
     >>> import bytelens as bl, numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "a.npy")
     >>> np.save(path, np.arange(4, dtype=">i4"))
-    >>> a = bl.load(path)["array"]
+    >>> a = bl.load(path, framework="np")["array"]
     >>> a.tolist(), a.dtype.str, a.flags.writeable
     ([0, 1, 2, 3], '>i4', False)
     """
     if mode not in ("r", "r+", "c"):
         raise ValueError(f'mode must be "r", "r+" or "c", not {_short(str(mode))!r}')
+    convert = _converter(framework)
+    if convert is not None and convert.framework == "torch" and mode == "r":
+        mode = "c"  # torch writes to any tensor: never into a read-only mapping
     path = _fspath(path)
+    index = _index_path(path)
+    if index is not None:
+        return _load_sharded(index, mode, strict, verify, convert)
+    out = FileArrays(path)
+    _load_file(out, path, mode, strict, verify, convert)
+    return out
+
+
+class _Converter:
+    """Hands an array out as a ``framework`` tensor (``_frameworks``)."""
+
+    def __init__(self, framework: str, to_framework: Callable[[np.ndarray, str], Any]) -> None:
+        self.framework, self._to = framework, to_framework
+
+    def __call__(self, array: np.ndarray) -> Any:
+        return self._to(array, self.framework)
+
+
+def _converter(framework: object) -> _Converter | None:
+    """None for numpy's arrays as they are; else the converter to the
+    framework ``framework`` names (safetensors' ``"pt"`` and ``"np"`` too).
+    ``_frameworks`` (and torch or JAX) is imported only when asked for."""
+    if framework == "numpy":
+        return None
+    if not isinstance(framework, str):
+        raise TypeError(f'framework is a str ("numpy", "torch", "jax"), not {type(framework).__name__}')
+    from . import _frameworks
+
+    name = _frameworks.framework_name(framework)
+    return None if name == "numpy" else _Converter(name, _frameworks.to_framework)
+
+
+def _load_file(
+    out: FileArrays,
+    path: str,
+    mode: str,
+    strict: bool,
+    verify: bool,
+    convert: _Converter | None,
+    expect: Callable[[FileReport], None] | None = None,
+) -> None:
+    """Maps the file at ``path`` and puts its arrays into ``out``;
+    ``expect`` checks its report first (a shard's against its index)."""
     f, info = _open(path)
     with f:
         report, members = _describe(path, f, info.st_size)
+        if expect is not None:
+            expect(report)
         if report.format == "npz" and mode == "r+":
             raise ValueError(
                 f"{path}: an .npz member written in place would no longer match its CRC-32, and zip "
                 'readers (np.load among them) would refuse it: load it with mode "r" or "c"'
             )
         for a in report.arrays:
-            if a.descr is None:
+            if a.unavailable is not None and strict:
                 raise FormatError(
-                    f"{path}: array {_short(a.name)!r} has the dtype {a.dtype}, which bytelens cannot view; "
-                    "bl.inspect describes it"
+                    f"{path}: array {_short(a.name)!r} has the dtype {_short(a.dtype)}, which bytelens cannot view "
+                    f"({a.unavailable}); strict=True refuses the file (without it the other arrays load)"
                 )
         buf = Buffer.map(path, mode)
         now = os.stat(path)
@@ -556,25 +812,28 @@ def load(
                 f"{path}: the file changed while it was loaded ({info.st_size} bytes, then {buf.nbytes}): "
                 "load it again"
             )
-    out = FileArrays(path)
     archive = _Archive(path, buf) if any(a.copy == COMPRESSED for a in report.arrays) else None
     by_name = {m.info.filename: m for m in members}
     for a in report.arrays:
         where = f"{path}: array {_short(a.name)!r}"
+        if a.unavailable is not None:
+            out._items[a.name] = _Unavailable(where, a)
+            continue
         if a.copy == COMPRESSED:
             assert archive is not None and a.member is not None
-            out._items[a.name] = _Compressed(archive, by_name[a.member], a, mode)
+            out._items[a.name] = _Compressed(archive, by_name[a.member], a, mode, convert)
             continue
-        assert a.descr is not None  # refused above
+        assert a.descr is not None  # available
         try:
             try:
-                out._items[a.name] = buf.view(a.descr, offset=a.offset, shape=a.shape, strides=a.strides)
+                array = buf.view(a.descr, offset=a.offset, shape=a.shape, strides=a.strides)
             except AlignmentError as err:
                 if strict:
                     raise _naming(err, "", " (strict=True refuses the copy that would align it)") from None
-                out._items[a.name] = _aligned_copy(buf, a, mode)
+                array = _aligned_copy(buf, a, mode)
         except LayoutError as err:
             raise _naming(err, f"{where}: ") from None
+        out._items[a.name] = array if convert is None else convert(array)
     if verify:
         data = buf.view("|u1", shape=(buf.nbytes,))
         for m in members:
@@ -583,8 +842,32 @@ def load(
                 for at in range(m.start, m.start + m.info.file_size, 64 * _CHUNK):
                     crc = zlib.crc32(data[at : min(at + 64 * _CHUNK, m.start + m.info.file_size)].data, crc)
                 _check_crc(crc, m.info, f"{path}, member {_short(m.info.filename)!r}")
-        for name in out:
-            out[name]  # decompresses (and checks) a compressed member now
+        for a in report.arrays:
+            if a.copy == COMPRESSED and a.unavailable is None:
+                out[a.name]  # decompresses (and checks) a compressed member now
+
+
+def _load_sharded(index: str, mode: str, strict: bool, verify: bool, convert: _Converter | None) -> FileArrays:
+    """Every tensor of the sharded checkpoint ``index`` describes, each
+    shard mapped once, in the index's order."""
+    report, weight_map, shards = _read_index(index)
+    loaded = FileArrays(index)
+    folder = os.path.dirname(index)
+    for shard in shards:
+        wanted = [a for a in report.arrays if a.shard == shard]
+
+        def same_as_indexed(now: FileReport, shard: str = shard, wanted: list[ArrayInfo] = wanted) -> None:
+            # The shard read again to be mapped: it must still hold what the
+            # index was checked against.
+            if sorted((a.name, a.offset, a.nbytes) for a in now.arrays) != sorted(
+                (a.name, a.offset, a.nbytes) for a in wanted
+            ):
+                raise FormatError(f"{index}: shard {_short(shard)!r} changed while it was loaded: load it again")
+
+        _load_file(loaded, os.path.join(folder, shard), mode, strict, verify, convert, same_as_indexed)
+    out = FileArrays(index)
+    for tensor in weight_map:  # the index's order
+        out._items[tensor] = loaded._items[tensor]
     return out
 
 
@@ -596,28 +879,42 @@ def _naming(err: LayoutError, first: str, then: str = "") -> LayoutError:
     return named
 
 
-class FileArrays(MutableMapping[str, np.ndarray]):
+class FileArrays(MutableMapping[str, Any]):
     """What :func:`load` returns: a file's arrays by name, in the file's
-    order. It acts as a dict of arrays, but for one thing: a compressed
-    ``.npz`` member is decompressed on its first access, exactly once (not
-    by ``load``, and not by ``in``, ``len`` or iterating the names).
+    order (numpy arrays, or the tensors of the ``framework`` asked for). It
+    acts as a dict of arrays, but for two things: a compressed ``.npz``
+    member is decompressed on its first access, exactly once (not by
+    ``load``, and not by ``in``, ``len`` or iterating the names); and an
+    array of a dtype bytelens lacks keeps its name but raises
+    :class:`FormatError` when asked for (:attr:`unavailable` lists them).
 
     >>> import bytelens as bl, numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "z.npz")
     >>> np.savez_compressed(path, a=np.arange(3), b=np.ones(2))
     >>> arrays = bl.load(path)
-    >>> list(arrays), "a" in arrays, arrays["a"].tolist()
-    (['a', 'b'], True, [0, 1, 2])
+    >>> list(arrays), "a" in arrays, arrays["a"].tolist(), arrays.unavailable
+    (['a', 'b'], True, [0, 1, 2], {})
     """
 
     def __init__(self, path: str) -> None:
-        #: The file the arrays were loaded from.
+        #: The file the arrays were loaded from (a sharded checkpoint's index).
         self.path = path
-        self._items: dict[str, np.ndarray | _Compressed] = {}
+        self._items: dict[str, Any] = {}
         self._lock = threading.Lock()
 
-    def __getitem__(self, name: str) -> np.ndarray:
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """The arrays of the file that bytelens cannot hand out, name to
+        why (``"bytelens has no dtype C64"``); asking for one raises
+        :class:`FormatError` (as ``items()`` and ``values()`` do when they
+        reach one). ``{k: arrays[k] for k in arrays if k not in
+        arrays.unavailable}`` holds the rest."""
+        return {name: value.reason for name, value in self._items.items() if isinstance(value, _Unavailable)}
+
+    def __getitem__(self, name: str) -> Any:
         value = self._items[name]
+        if isinstance(value, _Unavailable):
+            raise value.error()
         if isinstance(value, _Compressed):
             with self._lock:  # one decompression, however many threads ask
                 value = self._items[name]
@@ -625,7 +922,7 @@ class FileArrays(MutableMapping[str, np.ndarray]):
                     value = self._items[name] = value.read()
         return value
 
-    def __setitem__(self, name: str, array: np.ndarray) -> None:
+    def __setitem__(self, name: str, array: Any) -> None:
         self._items[name] = array
 
     def __delitem__(self, name: str) -> None:
@@ -641,15 +938,33 @@ class FileArrays(MutableMapping[str, np.ndarray]):
         return len(self._items)
 
     def __repr__(self) -> str:
-        names = [
-            _short(name, 40) + (" (compressed, not read yet)" if isinstance(value, _Compressed) else "")
-            for name, value in list(self._items.items())[:20]
-        ]
+        def note(value: Any) -> str:
+            if isinstance(value, _Compressed):
+                return " (compressed, not read yet)"
+            if isinstance(value, _Unavailable):
+                return f" (unavailable: {value.reason})"
+            return ""
+
+        names = [_short(name, 40) + note(value) for name, value in list(self._items.items())[:20]]
         more = f", and {len(self._items) - 20} more" if len(self._items) > 20 else ""
         return f"<bytelens arrays of {_short(self.path)!r}: {', '.join(names)}{more}>"
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (dict, (dict(self.items()),))
+
+
+class _Unavailable:
+    """An array :func:`load` cannot hand out (a dtype bytelens lacks)."""
+
+    def __init__(self, where: str, array: ArrayInfo) -> None:
+        self.where, self.dtype = where, array.dtype
+        self.reason = array.unavailable or f"bytelens has no dtype {array.dtype}"
+
+    def error(self) -> FormatError:
+        return FormatError(
+            f"{self.where} has the dtype {_short(self.dtype)}, which bytelens cannot view "
+            f"({self.reason}); the file's other arrays loaded, and bl.inspect describes this one"
+        )
 
 
 class _MappedFile:
@@ -698,10 +1013,13 @@ class _Archive:
 class _Compressed:
     """A compressed ``.npz`` member not read yet."""
 
-    def __init__(self, archive: _Archive, member: _Member, array: ArrayInfo, mode: str) -> None:
+    def __init__(
+        self, archive: _Archive, member: _Member, array: ArrayInfo, mode: str, convert: _Converter | None
+    ) -> None:
         self.archive, self.member, self.array, self.mode = archive, member, array, mode
+        self.convert = convert
 
-    def read(self) -> np.ndarray:
+    def read(self) -> Any:
         """The member decompressed in chunks into an aligned Buffer of its
         size (its only copy), its size and CRC-32 checked, viewed as its array."""
         info, a = self.member.info, self.array
@@ -730,7 +1048,7 @@ class _Compressed:
         except LayoutError as err:
             raise _naming(err, f"{self.archive.path}: array {_short(a.name)!r}: ") from None
         array.flags.writeable = self.mode != "r"
-        return array
+        return array if self.convert is None else self.convert(array)
 
 
 def _aligned_copy(buf: Buffer, a: ArrayInfo, mode: str) -> np.ndarray:
@@ -775,8 +1093,10 @@ def save(
     ``"1"`` cannot both become ``"1"``), a tensor named ``__metadata__``,
     text that is not valid Unicode (a lone surrogate), a header past
     :data:`MAX_HEADER` bytes, an ``.npy`` of a dtype bytelens cannot map
-    (datetime, strings, complex: ``np.save`` writes those), metadata for
-    an ``.npy``.
+    (datetime, strings, complex: ``np.save`` writes those), an ``.npy`` of
+    ml_dtypes' bfloat16 or float8 (which ``np.save`` writes as raw bytes
+    and no loader reads back as what they were: safetensors has codes for
+    them, from the core's dtype table), metadata for an ``.npy``.
 
     The save is atomic: the file is written beside ``path`` under a
     temporary name, flushed to disk, then renamed over ``path`` (a
@@ -843,8 +1163,19 @@ def _check_align(align: int, itemsize: int, what: str) -> None:
 def _npy_parts(path: str, array: np.ndarray, align: int) -> tuple[bytes, list[memoryview]]:
     """The header of ``array``'s ``.npy`` file and its data, at a multiple
     of ``align`` (and of 64, as the format asks)."""
-    if array.dtype.hasobject or array.dtype.names is not None or array.dtype.kind == "V":
+    if array.dtype.hasobject or array.dtype.names is not None:
         raise TypeError(f"save writes arrays of numbers, not {array.dtype}")
+    known = _known_dtype(array.dtype)
+    if known is not None and not known["npy"]:
+        # np.save writes ml_dtypes' types as raw bytes ('|V1', '<V2'), which
+        # every loader reads back as bytes, not as what they were.
+        raise TypeError(
+            f"{path}: an .npy header cannot name {known['name']} (np.save writes it as raw bytes "
+            f"{array.dtype.str!r}, and loaders read bytes back): save it to a .safetensors file, "
+            f"as {known['safetensors']}"
+        )
+    if array.dtype.kind == "V":
+        raise TypeError(f"save writes arrays of numbers, not raw bytes ({array.dtype})")
     _check_align(align, array.dtype.itemsize, str(array.dtype))
     align = max(align, ALIGN)
     fortran = array.flags.f_contiguous and not array.flags.c_contiguous
@@ -868,6 +1199,15 @@ def _npy_parts(path: str, array: np.ndarray, align: int) -> tuple[bytes, list[me
             "no such dtype, and bl.save writes only what bl.load maps (np.save writes it)"
         )
     return head, [_raw_bytes(data.T if fortran else data)]
+
+
+def _known_dtype(dtype: np.dtype[Any]) -> dict[str, Any] | None:
+    """The core's table row (``_file_dtype``) of a numpy dtype bytelens
+    has; None for one it lacks (complex, strings, datetimes)."""
+    try:
+        return _file_dtype(dtype)
+    except (TypeError, ValueError):  # LayoutError (BadDType) is a ValueError
+        return None
 
 
 def _loadable(path: str, head: bytes, length: int) -> dict[str, Any]:
@@ -915,12 +1255,13 @@ def _safetensors_parts(
             raise ValueError(f"two tensors are named {_short(name)!r}")
         names.add(name)
         array = np.asanyarray(array)
-        code = _SAFETENSORS.get(array.dtype.name)
-        if code is None:
+        known = _known_dtype(array.dtype)
+        if known is None:
             raise TypeError(
-                f"safetensors has no dtype for {array.dtype} (tensor {_short(name)!r}); it has "
-                + ", ".join(sorted(_SAFETENSORS))
+                f"safetensors has no dtype for {array.dtype} (tensor {_short(name)!r}) that bytelens has: "
+                "bl.save writes the dtypes bytelens views, each under its safetensors code"
             )
+        code = known["safetensors"]
         if array.dtype.byteorder == ">":
             array = array.astype(array.dtype.newbyteorder("<"))
         _check_align(align, array.dtype.itemsize, f"{array.dtype} (tensor {_short(name)!r})")

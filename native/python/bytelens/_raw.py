@@ -15,7 +15,7 @@ import os
 from typing import TYPE_CHECKING, Any, Iterator
 
 from . import _files
-from ._native import Buffer, Layout, LayoutError, Plan
+from ._native import Layout, LayoutError, Plan
 
 if TYPE_CHECKING:
     from ._files import FileReport
@@ -52,21 +52,11 @@ def _inspect_raw(
 
 def _view(size: int, dtype: Any, offset: int, shape: Any, strides: Any) -> Layout:
     """The layout ``Buffer.view(dtype, offset, shape, strides)`` of the
-    file would have, without mapping it."""
-    if shape is None:
-        if strides is not None:
-            # Which lengths the strides go with would be a guess: the core
-            # refuses them (MissingShape). `bl.Layout` always has a shape,
-            # so the refusal is asked of the one call that applies the rule
-            # without a file's bytes, the view of an empty buffer.
-            Buffer(0).view(dtype, 0, None, strides)
-            raise AssertionError("the core took strides without a shape")  # pragma: no cover
-        # Every whole element from `offset` to the end (a raw file often
-        # ends in a partial one); an offset outside the file is the core's
-        # error from `check`.
-        itemsize = Layout(dtype, ()).itemsize
-        shape = (max(size - offset, 0) // itemsize,)
-    return Layout(dtype, shape, strides, offset)
+    file would have, without mapping it: the core's own rule
+    (``_files.view_layout``), so that what ``inspect`` takes ``Buffer.view``
+    takes (without a shape, every element from ``offset`` to the end,
+    which must be a whole number of them; strides need a shape)."""
+    return _files.view_layout(size, dtype, offset, shape, strides)
 
 
 def _info(name: str, layout: Layout) -> _files.ArrayInfo:

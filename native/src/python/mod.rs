@@ -54,6 +54,9 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(copy::ascontiguous, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_header, m)?)?;
+    m.add_function(wrap_pyfunction!(files::file_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(files::view_layout, m)?)?;
+    m.add_function(wrap_pyfunction!(files::read_elements, m)?)?;
     m.add_class::<shared::PySharedBuffer>()?;
     m.add_class::<shared::PyLock>()?;
     #[cfg(feature = "gpu")]
