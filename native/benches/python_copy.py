@@ -14,7 +14,10 @@ time over the row's) against rows measured in this same run. memcpy is
   at least 2x);
 - float32 -> float16 and float16 -> float32 against numpy's astype (goal:
   at least 4x), float32 -> bfloat16 against ml_dtypes' astype (goal: at
-  least 1.5x).
+  least 1.5x);
+- float32 -> float8_e4m3fn and float8_e5m2, and back to float32, against
+  ml_dtypes' astype (goal: at least 4x), the float8 arrays converted from
+  the same 256 MiB of float32.
 
 GB/s counts the bytes read (the source's nbytes) per second.
 """
@@ -141,6 +144,29 @@ def main():
             "ml_dtypes a.astype(bfloat16)": lambda: f32.astype(ml_dtypes.bfloat16),
             "bl.ascontiguous(a, bfloat16)": lambda: bl.ascontiguous(f32, dtype="bf16"),
         })
+        # Values across float8's range (subnormals, every binade, a little
+        # overflow: 2^-10 .. 2^9.2), not uniform ones, which would all land
+        # in a few binades; every other one negative.
+        spread = np.exp2(f32 * np.float32(19.2 / 1000) - np.float32(10))
+        spread[1::2] *= -1
+        for name in ("float8_e4m3fn", "float8_e5m2"):
+            f8 = getattr(ml_dtypes, name)
+            group = f"float32 -> {name}, {args.mib} MiB"
+            measure(group, spread.nbytes, {
+                "memcpy": lambda: np.copyto(same, spread),
+                f"ml_dtypes a.astype({name})": lambda: spread.astype(f8),
+                f"bl.ascontiguous(a, {name})": lambda: bl.ascontiguous(spread, dtype=name),
+            })
+            small = spread.astype(f8)
+            copy = np.empty_like(small)
+            group = f"{name} -> float32, {args.mib // 4} MiB"
+            measure(group, small.nbytes, {
+                "memcpy": lambda: np.copyto(copy, small),
+                "ml_dtypes a.astype(float32)": lambda: small.astype(np.float32),
+                "bl.ascontiguous(a, float32)": lambda: bl.ascontiguous(small, dtype=np.float32),
+            })
+            del small, copy
+        del spread
     del f32, same
 
     report(rows, args)
@@ -186,6 +212,11 @@ def report(rows, args):
         ("float32 -> float16", "bl.ascontiguous(a, float16)", "numpy a.astype(float16)", 4.0),
         ("float16 -> float32", "bl.ascontiguous(a, float32)", "numpy a.astype(float32)", 4.0),
         ("float32 -> bfloat16", "bl.ascontiguous(a, bfloat16)", "ml_dtypes a.astype(bfloat16)", 1.5),
+        ("float32 -> float8_e4m3fn", "bl.ascontiguous(a, float8_e4m3fn)",
+         "ml_dtypes a.astype(float8_e4m3fn)", 4.0),
+        ("float32 -> float8_e5m2", "bl.ascontiguous(a, float8_e5m2)", "ml_dtypes a.astype(float8_e5m2)", 4.0),
+        ("float8_e4m3fn -> float32", "bl.ascontiguous(a, float32)", "ml_dtypes a.astype(float32)", 4.0),
+        ("float8_e5m2 -> float32", "bl.ascontiguous(a, float32)", "ml_dtypes a.astype(float32)", 4.0),
     ]:
         g = next((g for g, *_ in rows if g.startswith(prefix)), None)
         if g is not None:

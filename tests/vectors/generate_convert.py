@@ -32,8 +32,8 @@ would get those wrong), the sources' own edges (zeros, subnormals, largest
 finite, infinities, NaNs with payloads) and random bits; integers of every
 width around the same boundaries, with every int8 and uint8.
 
-Needs numpy (2.x; 1.26 gives the same bits) and ml_dtypes (0.7: older
-versions round float64 to float8 twice, through float32).
+Needs numpy (2.x; 1.26 gives the same bits) and ml_dtypes 0.7 (0.5.4
+rounds float64 to float8 twice, through float32).
 Run: python tests/vectors/generate_convert.py
 """
 

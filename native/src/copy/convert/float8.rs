@@ -20,7 +20,7 @@
 
 use bytelens_core::{DType, Descr, FloatFormat, Specials};
 
-use super::scalar::{f16_to_f32, map};
+use super::scalar::map;
 
 /// A conversion with a float8 on one side that this module speeds up.
 // INVARIANT: only `detect` builds one, for the pairs `run` handles.
@@ -46,7 +46,10 @@ impl Kernel {
         }
     }
 
-    /// Converts `src` into `dst` (as `Convert::run`).
+    /// Converts `src` into `dst` (as `Convert::run`). Inlined, and so are
+    /// the loops, so that a caller compiled for more of the CPU (x86-64's
+    /// AVX2) vectorises them for it.
+    #[inline(always)]
     pub(super) fn run(self, from: Descr, to: Descr, src: &[u8], dst: &mut [u8]) {
         match self {
             Kernel::Widen => widen(from, to, src, dst),
@@ -56,6 +59,7 @@ impl Kernel {
 }
 
 /// A float8 into float16, bfloat16, float32 or float64, by table.
+#[inline(always)]
 fn widen(from: Descr, to: Descr, src: &[u8], dst: &mut [u8]) {
     let t = tables(from.dtype);
     let (a, b) = (from.order, to.order);
@@ -69,6 +73,7 @@ fn widen(from: Descr, to: Descr, src: &[u8], dst: &mut [u8]) {
 }
 
 /// float16, bfloat16, float32 or float64 into a float8.
+#[inline(always)]
 fn narrow(from: Descr, to: Descr, src: &[u8], dst: &mut [u8]) {
     match to.dtype {
         DType::F8E4M3FN => narrow_with(from, to, src, dst, f32_to_e4m3fn),
@@ -91,7 +96,7 @@ fn narrow_with(
     let (a, b) = (from.order, to.order);
     match from.dtype {
         // Exact: float16's and bfloat16's values are all float32 values.
-        DType::F16 => map(src, dst, a, b, |h: u16| encode(f16_to_f32(h))),
+        DType::F16 => map(src, dst, a, b, |h: u16| encode(f16_to_f32_value(h))),
         DType::BF16 => map(src, dst, a, b, |h: u16| encode(u32::from(h) << 16)),
         DType::F32 => map(src, dst, a, b, encode),
         DType::F64 => map(src, dst, a, b, |x: u64| encode(f64_to_f32_odd(x))),
@@ -136,7 +141,7 @@ impl Tables {
             t.f16[i] = decode_bits(format, bits, FloatFormat::F16) as u16;
             t.bf16[i] = decode_bits(format, bits, FloatFormat::BF16) as u16;
             t.f32[i] = decode_bits(format, bits, FloatFormat::F32) as u32;
-            t.f64[i] = decode_bits(format, bits, FloatFormat::F64) as u64;
+            t.f64[i] = decode_bits(format, bits, FloatFormat::F64);
             i += 1;
         }
         t
@@ -273,19 +278,32 @@ pub(super) fn f32_to_e8m0fnu(x: u32) -> u8 {
 pub(super) fn f64_to_f32_odd(x: u64) -> u32 {
     let v = f64::from_bits(x);
     let sign = (x >> 32) as u32 & 0x8000_0000;
-    if v.is_nan() {
-        return sign | 0x7fc0_0000;
-    }
     let y = v as f32; // to nearest: beyond float32's range, infinity
     let back = f64::from(y);
     // Rounded away from zero: one step back toward it (infinity becomes
-    // the largest finite float32).
-    let bits = if back.abs() > v.abs() {
-        y.to_bits() - 1
+    // the largest finite float32). No branches, so loops vectorise.
+    let away = back.abs() > v.abs();
+    let bits = y.to_bits().wrapping_sub(u32::from(away)) | u32::from(back != v);
+    if v.is_nan() { sign | 0x7fc0_0000 } else { bits }
+}
+
+/// float16 bits as float32 bits of the same value, for the encoders: exact
+/// for every finite value and infinity; a NaN stays a NaN with its sign
+/// (its payload, which the encoders drop, is not numpy's). Branch-free:
+/// the float16 exponent and mantissa moved into float32's places read as
+/// the value times 2^-112 (a subnormal float16 as a subnormal float32),
+/// and one exact multiplication scales it back.
+#[inline(always)]
+pub(super) fn f16_to_f32_value(h: u16) -> u32 {
+    let a = u32::from(h & 0x7fff) << 13;
+    let scaled = (f32::from_bits(a) * f32::from_bits((127 + 112) << 23)).to_bits();
+    // The all-ones exponent: float32's, the mantissa kept (infinity or NaN).
+    let magnitude = if a >= 0x7c00 << 13 {
+        a | 0x7f80_0000
     } else {
-        y.to_bits()
+        scaled
     };
-    bits | u32::from(back != v)
+    magnitude | u32::from(h & 0x8000) << 16
 }
 
 #[cfg(test)]
@@ -293,6 +311,9 @@ mod tests {
     use bytelens_core::FloatFormat;
 
     use super::*;
+
+    /// One of the float32 encoders.
+    type Encoder = fn(u32) -> u8;
 
     const FORMATS: [(DType, FloatFormat); 3] = [
         (DType::F8E4M3FN, FloatFormat::F8E4M3FN),
@@ -344,7 +365,7 @@ mod tests {
         } else {
             v
         };
-        let encoders: [(DType, fn(u32) -> u8); 3] = [
+        let encoders: [(DType, Encoder); 3] = [
             (DType::F8E4M3FN, f32_to_e4m3fn),
             (DType::F8E5M2, f32_to_e5m2),
             (DType::F8E8M0FNU, f32_to_e8m0fnu),
@@ -397,6 +418,22 @@ mod tests {
             check_f32(x | 0x8000_0000);
         }
         assert!(checked > 3000, "{checked}");
+    }
+
+    #[test]
+    fn float16_widens_to_its_float32_value() {
+        for h in 0..=u16::MAX {
+            let (got, want) = (f16_to_f32_value(h), super::super::scalar::f16_to_f32(h));
+            if FloatFormat::F16.is_nan(h.into()) {
+                assert!(
+                    FloatFormat::F32.is_nan(got.into()),
+                    "{h:#06x} gave {got:#010x}"
+                );
+                assert_eq!(got >> 31, want >> 31, "{h:#06x}: the sign");
+            } else {
+                assert_eq!(got, want, "{h:#06x}");
+            }
+        }
     }
 
     #[test]
@@ -455,7 +492,7 @@ mod tests {
     fn encoders_are_the_reference_on_random_inputs() {
         let mut rng = Rng(0x6638_6b65_726e);
         let cases = if cfg!(miri) { 64 } else { 400_000 };
-        let encoders: [(FloatFormat, fn(u32) -> u8); 3] = [
+        let encoders: [(FloatFormat, Encoder); 3] = [
             (FloatFormat::F8E4M3FN, f32_to_e4m3fn),
             (FloatFormat::F8E5M2, f32_to_e5m2),
             (FloatFormat::F8E8M0FNU, f32_to_e8m0fnu),

@@ -4,9 +4,23 @@
 //! [`Convert::new`] checks the cast and picks the kernel once: a copy, a
 //! SIMD kernel on x86-64 when the CPU has what it needs (detected at run
 //! time, so a wheel built for any x86-64 uses AVX2 and F16C where they
-//! exist), or the scalar reference ([`scalar`]) for everything else, for
-//! the tail of a SIMD run, off x86-64 and under Miri. Every kernel gives
-//! the reference's bits: numpy's (ml_dtypes' for bfloat16), NaNs included.
+//! exist), the portable float8 kernel ([`float8`]: tables from a float8,
+//! bit-manipulating encoders into one; on x86-64 with AVX2 the same code
+//! compiled for AVX2), or the scalar reference ([`scalar`]) for everything
+//! else, for the tail of a SIMD run, off x86-64 and under Miri (where the
+//! float8 kernel, which has no `unsafe`, runs too). Every kernel gives the
+//! reference's bits: numpy's (ml_dtypes' for bfloat16 and the float8
+//! types), NaNs included.
+//!
+//! float8 (ml_dtypes 0.7's float8_e4m3fn, float8_e5m2 and float8_e8m0fnu)
+//! converts to and from every float and from every integer, rounded once
+//! to nearest (ties to even; float8_e8m0fnu's ties away from zero). Every
+//! NaN becomes the destination's quiet NaN with the sign kept. Too large
+//! for float8_e4m3fn, which has no infinity, is NaN; for float8_e5m2,
+//! infinity. float8_e8m0fnu, unsigned powers of two from 2^-127, makes
+//! NaN (0xff) of zero and of negative numbers, and 2^-127 of any positive
+//! number below it. `tests/vectors/convert_float8.txt` holds ml_dtypes'
+//! answers.
 
 mod float8;
 mod scalar;

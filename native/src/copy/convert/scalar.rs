@@ -29,6 +29,21 @@
 //!   round are beyond float16's range.
 //! - Integers wrap into narrower integers and sign- or zero-extend into
 //!   wider ones, as C casts do; a bool source byte is true when non-zero.
+//! - float8 (ml_dtypes 0.7, `tests/vectors/convert_float8.txt`) to or
+//!   from any float goes through float64, which holds every value of every
+//!   format here: exact into it, rounded once out of it by the core's
+//!   [`FloatFormat::encode`](bytelens_core::FloatFormat::encode) (to
+//!   nearest even; float8_e8m0fnu's ties away from zero). Every NaN becomes
+//!   the destination's quiet NaN with its sign (float8_e4m3fn's 0x7f,
+//!   float8_e5m2's 0x7e, float8_e8m0fnu's unsigned 0xff; a float8 NaN
+//!   becomes 0x7e00, 0x7fc0, 0x7fc0_0000 or float64's quiet NaN, signed).
+//!   Beyond the largest finite value float8_e4m3fn gives NaN (it has no
+//!   infinity: infinity becomes NaN too) and float8_e5m2 infinity;
+//!   float8_e8m0fnu gives NaN for zero and negative numbers and its
+//!   smallest value, 2^-127, for positive ones below it. float64 and
+//!   integers are rounded once (ml_dtypes 0.5.4 rounds float64 through
+//!   float32); integers through float64 rounded to odd, as for bfloat16.
+//!   A bool source is 0 or 1 (ml_dtypes reads its byte as a number).
 
 use bytelens_core::{ByteOrder, DType, Descr};
 

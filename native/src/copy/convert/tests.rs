@@ -273,7 +273,7 @@ fn near_float8(rng: &mut Rng, dtype: DType) -> u64 {
         DType::F64 => (11, 52),
         _ => return r,
     };
-    if r % 4 == 0 {
+    if r.is_multiple_of(4) {
         return r >> 8;
     }
     let bias = (1u64 << (exp - 1)) - 1;

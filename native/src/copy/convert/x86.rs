@@ -2,6 +2,10 @@
 //! float32 ↔ float64, float32 → bfloat16 and bfloat16 → float32; AVX2 with
 //! F16C for float16 ↔ float32 and float16 ↔ float64. Each byte order on
 //! either side is a byte shuffle in registers before or after converting.
+//! float8 ↔ float16, bfloat16, float32 and float64 is the portable float8
+//! kernel compiled here for AVX2, where the compiler vectorises its loops
+//! eight lanes wide (twice as fast as the baseline SSE2 build on float32 →
+//! float8_e4m3fn).
 //!
 //! Every kernel gives the scalar reference's bits. Where the hardware's
 //! answer can differ from numpy's (a NaN converted by F16C keeps less of
@@ -20,7 +24,7 @@ use core::arch::x86_64::*;
 
 use bytelens_core::{ByteOrder, DType, Descr};
 
-use super::scalar;
+use super::{float8, scalar};
 
 /// A SIMD kernel the CPU supports.
 // INVARIANT: only `detect` builds one, after finding on this CPU the
@@ -42,6 +46,9 @@ enum Op {
     Bf16ToF32,
     F64ToF32,
     F32ToF64,
+    /// The portable float8 kernel compiled for AVX2 (its loops vectorise
+    /// eight lanes wide, with AVX2's unsigned minimum and blends).
+    Float8(float8::Kernel),
 }
 
 impl Kernel {
@@ -64,7 +71,7 @@ impl Kernel {
             (BF16, F32) => Op::Bf16ToF32,
             (F64, F32) => Op::F64ToF32,
             (F32, F64) => Op::F32ToF64,
-            _ => return None,
+            _ => Op::Float8(float8::Kernel::detect(from, to)?),
         };
         let half = matches!(
             op,
@@ -94,6 +101,7 @@ impl Kernel {
                 Op::Bf16ToF32 => k.bf16_to_f32(src, dst),
                 Op::F64ToF32 => k.f64_to_f32(src, dst),
                 Op::F32ToF64 => k.f32_to_f64(src, dst),
+                Op::Float8(f) => k.float8(f, src, dst),
             }
         };
         let (a, b) = (from.dtype.size(), to.dtype.size());
@@ -177,6 +185,13 @@ impl Kernels {
             }
         }
         src.len() / A * (A / self.from.dtype.size())
+    }
+
+    /// The whole run, by the portable float8 kernel inlined here.
+    #[target_feature(enable = "avx2")]
+    fn float8(&self, kernel: float8::Kernel, src: &[u8], dst: &mut [u8]) -> usize {
+        kernel.run(self.from, self.to, src, dst);
+        src.len() / self.from.dtype.size()
     }
 
     #[target_feature(enable = "avx2")]
