@@ -61,6 +61,14 @@ const PY_TOOLS: [&str; 9] = [
     // (and what bytelens writes is read back) by the format's own package.
     "safetensors==0.8.0",
 ];
+/// The frameworks tests/python/test_frameworks.py imports bytelens' tensors
+/// into, in the numpy 2 venv only ([`FRAMEWORKS_ENV`]; the tests fail there
+/// without them, and skip elsewhere). PyPI's torch is the CUDA build (about
+/// 3 GB with its nvidia packages), which runs on the CPU too. Pinned: what
+/// arrives zero-copy, and when XLA copies, is what the tests check.
+const PY_FRAMEWORKS: [&str; 3] = ["torch==2.15.0", "jax==0.10.2", "jaxlib==0.10.2"];
+/// The venv of [`PY_ENVS`] that [`PY_FRAMEWORKS`] go into.
+const FRAMEWORKS_ENV: &str = PY_ENVS[0].0;
 
 const USAGE: &str = "\
 usage: cargo xtask [--no-install] <task>
@@ -340,7 +348,16 @@ fn ensure_python_envs() -> Result {
             let dir = dir.display().to_string();
             run(cmd(&base_python(), &["-m", "venv", &dir]))?;
         }
-        let wanted: Vec<&str> = [numpy].into_iter().chain(PY_TOOLS).collect();
+        let frameworks: &[&str] = if name == FRAMEWORKS_ENV {
+            &PY_FRAMEWORKS
+        } else {
+            &[]
+        };
+        let wanted: Vec<&str> = [numpy]
+            .into_iter()
+            .chain(PY_TOOLS)
+            .chain(frameworks.iter().copied())
+            .collect();
         let marker = dir.join(".bytelens-requirements");
         if fs::read_to_string(&marker).ok().as_deref() == Some(&wanted.join("\n")) {
             continue;
