@@ -492,3 +492,22 @@ def test_plans_with_explicit_offsets():
     assert buf.view("<f4", offset=64, shape=(4,)).tolist() == [1, 2, 3, 4]
     shader = bl.Plan("H").struct(a=("<u4", (2,), 0), b=("<f4", (4,), 64)).wgsl()
     assert "@size(64) a: array<u32, 2>" in shader
+
+
+def test_torch_tensors_over_a_read_only_load_are_copy_on_write(tmp_path):
+    torch = pytest.importorskip("torch")
+    path = tmp_path / "m.safetensors"
+    bl.save(path, {"w": np.arange(4, dtype="<f4")})
+    before = path.read_bytes()
+    loaded = bl.load(path, framework="torch")["w"]  # mode="r": mapped copy-on-write
+    assert isinstance(loaded, torch.Tensor)
+    loaded[0] = 100.0  # neither a crash nor a write to the file
+    assert loaded.tolist() == [100.0, 1.0, 2.0, 3.0] and path.read_bytes() == before
+    through = bl.load(path, mode="r+", framework="pt")["w"]
+    through[1] = -1.0
+    del through
+    assert load_file(str(path))["w"].tolist() == [0.0, -1.0, 2.0, 3.0]
+    npz = tmp_path / "z.npz"
+    np.savez_compressed(npz, a=np.arange(3, dtype="<i8"))
+    member = bl.load(npz, framework="torch")["a"]  # converted on first access too
+    assert isinstance(member, torch.Tensor) and member.tolist() == [0, 1, 2]

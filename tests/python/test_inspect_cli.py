@@ -325,3 +325,51 @@ def test_the_report_gives_a_views_byte_span(counting):
     report = bl.inspect(counting, dtype="<i4", shape=(4,), strides=(-4,), offset=12)
     assert (report["view"].start, report["view"].end) == (0, 16)
     assert "view  <i4    (4,)   0..16" in str(report), str(report)
+
+
+# Issue 22: the command takes what Buffer.view takes, and shows every dtype's values.
+
+
+@pytest.mark.parametrize("length, offset", [(10, 0), (13, 4), (3, 0)])
+def test_a_shapeless_view_is_refused_where_buffer_view_refuses_it(tmp_path, length, offset):
+    path = tmp_path / "odd.bin"
+    path.write_bytes(bytes(range(length)))
+    with pytest.raises(bl.LayoutError) as theirs:
+        bl.Buffer.from_bytes(path.read_bytes()).view("<f4", offset=offset)
+    line = refused(path, "--dtype", "<f4", "--offset", offset, says=str(theirs.value))
+    assert line.endswith(f"odd.bin: {theirs.value}"), line
+    with pytest.raises(bl.LayoutError, match=str(theirs.value)):
+        bl.inspect(path, dtype="<f4", offset=offset)
+    # What Buffer.view takes, the command takes: the whole elements.
+    whole = length - (length - offset) % 4
+    (tmp_path / "whole.bin").write_bytes(bytes(range(whole)))
+    assert bl.inspect(tmp_path / "whole.bin", dtype="<f4", offset=offset)["view"].shape == ((whole - offset) // 4,)
+
+
+@pytest.mark.parametrize("name", ["float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "bfloat16"])
+def test_dump_shows_float8_and_bfloat16_values_as_ml_dtypes_reads_them(tmp_path, name):
+    dtype = getattr(ml_dtypes, name)
+    itemsize = np.dtype(dtype).itemsize
+    raw = np.arange(16 // itemsize, dtype=f"<u{itemsize}") * (0x11 if itemsize == 1 else 0x1111)
+    values = raw.view(dtype)
+    path = tmp_path / "w.safetensors"
+    bl.save(path, {"w": values})
+    title, rows = dump_lines(command(path, "--dump", "--rows", 1))
+    assert title.startswith("w: "), title
+    expected = [f"{float(v):g}" for v in values]
+    assert row_values(rows[0]) == expected, (rows, expected)
+
+
+def test_dump_of_a_sharded_checkpoint_reads_the_shard(tmp_path):
+    from safetensors.numpy import save_file
+
+    save_file({"a": np.arange(4, dtype="<i4")}, str(tmp_path / "s-1.safetensors"))
+    save_file({"b": np.array([1.5, -2], dtype="<f4")}, str(tmp_path / "s-2.safetensors"))
+    index = tmp_path / "model.safetensors.index.json"
+    index.write_text(json.dumps({"metadata": {}, "weight_map": {"a": "s-1.safetensors", "b": "s-2.safetensors"}}))
+    done = command(index, "--dump", "--array", "b", "--rows", 1)
+    assert "safetensors index" in done.stdout and "s-2.safetensors" in done.stdout, done.stdout
+    title, rows = dump_lines(done)
+    assert title.startswith("b: F32 (2,)") and row_values(rows[0]) == ["1.5", "-2"], (title, rows)
+    # A folder holding the index is the checkpoint too.
+    assert command(tmp_path).stdout == command(index).stdout
