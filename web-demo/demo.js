@@ -123,7 +123,7 @@ function buildGrid() {
         });
         const sub = el("span", { class: "sub", "data-testid": `hex-${reading.name}-${i}` });
         const cell = el("div", {
-          class: `cell r-${reading.name} kind-${reading.family}`,
+          class: `cell r-${reading.name} kind-${reading.family} w-${reading.size}`,
           style: `grid-row:${gridRow};grid-column:${col} / span ${reading.size}`,
           "data-testid": `cell-${reading.name}-${i}`,
           "data-start": start, "data-end": start + reading.size,
@@ -180,7 +180,7 @@ function refresh() {
     row.values = buf.read(dtypeOf(reading), { offset: 0, shape: [row.count] });
     for (let i = 0; i < row.count; i++) {
       const { cell, input, sub } = row.cells[i];
-      const text = formatValue(row.values[i], reading.name);
+      const text = formatValue(row.values[i], reading);
       const hex = hexOf(bytes, i * reading.size, reading.size, state.order);
       if (input.value !== text) input.value = text;
       if (sub.textContent !== hex) sub.textContent = hex;
@@ -426,7 +426,7 @@ function updateLayout() {
   const summary = $("layout-summary");
   const walk = $("layout-walk");
   const valuesBox = $("layout-values");
-  let dtype, layout, values, offsets, name, size;
+  let dtype, layout, values, offsets, described;
   try {
     ({ dtype, layout } = readLayoutForm());
     const count = (layout.shape ?? []).reduce((n, k) => n * k, 1);
@@ -436,7 +436,7 @@ function updateLayout() {
     }
     values = state.buf.read(dtype, layout);
     offsets = Array.from(state.buf.offsets(dtype, layout), Number);
-    ({ name, size } = state.wasm.describeDType(dtype));
+    described = state.wasm.describeDType(dtype);
   } catch (err) {
     errorBox.textContent = messageOf(err);
     errorBox.hidden = false;
@@ -449,8 +449,9 @@ function updateLayout() {
   errorBox.textContent = "";
   errorBox.hidden = true;
   $("layout").classList.remove("has-error");
+  const { name, size } = described;
   const shape = layout.shape ?? [values.length];
-  const texts = Array.from(values, (v) => formatValue(v, name));
+  const texts = Array.from(values, (v) => formatValue(v, described));
 
   // Elements either sit on exactly the same bytes or on disjoint ones
   // (offsets and strides are multiples of the itemsize), so one band holds

@@ -5,12 +5,13 @@
 
 /**
  * The typed readings drawn over the byte grid, top to bottom, from the wasm
- * package's dtype table (`dtypes()`): every dtype but bool, each signed type
- * above its unsigned twin, floats last in the table's order. Each reading
- * is its table row with `family`, "int" or "float", for the drawing.
+ * package's dtype table (`dtypes()`): every dtype but bool, integers by
+ * size with each signed type above its unsigned twin, then floats by size
+ * (in the table's order within a size). Each reading is its table row with
+ * `family`, "int" or "float", for the drawing.
  */
 export function readingsOf(table) {
-  const rank = (d) => (d.float ? [1, 0, 0] : [0, d.size, d.kind === "u" ? 1 : 0]);
+  const rank = (d) => [d.float ? 1 : 0, d.size, d.kind === "u" ? 1 : 0];
   const before = (a, b) => {
     const [x, y] = [rank(a), rank(b)];
     return x[0] - y[0] || x[1] - y[1] || x[2] - y[2];
@@ -21,65 +22,80 @@ export function readingsOf(table) {
     .map((d) => ({ ...d, family: d.float ? "float" : "int" }));
 }
 
-// Binary formats narrower than float64: mantissa bits and exponent range.
-const FLOAT_FORMATS = {
-  float16: { mant: 10, minExp: -14, maxExp: 15 },
-  bfloat16: { mant: 7, minExp: -126, maxExp: 127 },
-  float32: { mant: 23, minExp: -126, maxExp: 127 },
-};
+/**
+ * The largest finite value of a float format (a `format` of the package's
+ * dtype table): the all-ones exponent is infinity and NaN in IEEE formats;
+ * in "NanOnly" ones only the all-ones pattern is NaN, so the largest has
+ * the all-ones exponent and the mantissa one below all ones.
+ */
+function largest(format) {
+  const { exponentBits, mantissaBits, bias } = format;
+  const top = 2 ** exponentBits - 1 - bias; // the all-ones exponent
+  if (format.specials === "Ieee") return (2 - 2 ** -mantissaBits) * 2 ** (top - 1);
+  if (mantissaBits === 0) return 2 ** (top - 1);
+  return (2 - 2 ** (1 - mantissaBits)) * 2 ** top;
+}
 
 /**
- * Rounds a JS number to the nearest value of a binary float format
- * (ties to even, overflow to infinity, gradual underflow), as a store into
- * that format would.
+ * Rounds a JS number to the nearest value of a float format, a `format` of
+ * the package's dtype table (`null`, or float64's, leaves it as it is), as
+ * a store into that format would: ties to even, or away from zero for
+ * "NearestAway"; past the largest value to infinity, or to NaN where the
+ * format has no infinity ("NanOnly"); gradual underflow where it has
+ * subnormals, else up to its smallest value; NaN for zero and negative
+ * numbers in an unsigned format.
  */
-export function roundToFormat(x, name) {
-  const fmt = FLOAT_FORMATS[name];
-  if (!fmt || !Number.isFinite(x) || x === 0) return x;
+export function roundToFormat(x, format) {
+  if (!format || Number.isNaN(x)) return x;
+  if (!format.signed && !(x > 0)) return NaN;
+  if (x === 0) return x;
+  const overflow = format.specials === "Ieee" ? Math.sign(x) * Infinity : NaN;
+  if (!Number.isFinite(x)) return overflow;
   const a = Math.abs(x);
   let e = Math.floor(Math.log2(a));
   if (2 ** e > a) e -= 1;
   else if (2 ** (e + 1) <= a) e += 1;
-  if (e < fmt.minExp) e = fmt.minExp;
-  const ulp = 2 ** (e - fmt.mant);
+  const lowest = (format.subnormals ? 1 : 0) - format.bias;
+  if (e < lowest) e = lowest;
+  const ulp = 2 ** (e - format.mantissaBits);
   const q = a / ulp; // exact: ulp is a power of two
   let r = Math.floor(q);
   const frac = q - r;
-  if (frac > 0.5 || (frac === 0.5 && r % 2 === 1)) r += 1;
-  const y = r * ulp;
-  const max = (2 - 2 ** -fmt.mant) * 2 ** fmt.maxExp;
-  return Math.sign(x) * (y > max ? Infinity : y);
+  const up = format.rounding === "NearestAway" ? frac >= 0.5 : frac > 0.5 || (frac === 0.5 && r % 2 === 1);
+  if (up) r += 1;
+  // Below the smallest value: zero, or the smallest where there is no zero.
+  const y = r === 0 && !format.subnormals ? 2 ** lowest : r * ulp;
+  return y > largest(format) ? overflow : Math.sign(x) * y;
 }
 
 /**
  * The shortest decimal text that reads back as the same value of the given
- * float format (numpy's repr rule), e.g. float32 1.1 → "1.1", not
- * "1.100000023841858".
+ * float format, a `format` of the dtype table (numpy's repr rule), e.g.
+ * float32 1.1 → "1.1", not "1.100000023841858". Without a format (or for
+ * float64) it is JS's own shortest text.
  */
-export function formatFloat(v, name) {
+export function formatFloat(v, format) {
   if (Number.isNaN(v)) return "NaN";
   if (v === Infinity) return "Infinity";
   if (v === -Infinity) return "-Infinity";
   if (Object.is(v, -0)) return "-0";
-  if (!FLOAT_FORMATS[name]) return String(v);
+  if (!format) return String(v);
   for (let p = 1; p <= 17; p++) {
     const shown = Number(v.toPrecision(p));
-    if (roundToFormat(shown, name) === v) return String(shown);
+    if (roundToFormat(shown, format) === v) return String(shown);
   }
   return String(v);
 }
 
 /**
- * Text for one value read through bytelens, by the canonical dtype name.
- * `read` gives bool elements as 0 and 1 (a Uint8Array); they show as false
- * and true.
+ * Text for one value read through bytelens, by its dtype's row of the
+ * package's table (`dtypes()` or `describeDType()`). `read` gives bool
+ * elements as 0 and 1 (a Uint8Array); they show as false and true.
  */
-export function formatValue(v, name) {
-  if (typeof v === "boolean" || name === "bool") return v ? "true" : "false";
+export function formatValue(v, dtype) {
+  if (typeof v === "boolean" || dtype.kind === "b") return v ? "true" : "false";
   if (typeof v === "bigint") return v.toString();
-  if (typeof v === "number" && (name === "float64" || FLOAT_FORMATS[name])) {
-    return formatFloat(v, name === "float64" ? "float64" : name);
-  }
+  if (typeof v === "number" && dtype.format) return formatFloat(v, dtype.format);
   return String(v);
 }
 

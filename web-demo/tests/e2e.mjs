@@ -202,6 +202,40 @@ const checks = [
     expectEqual(await text(page, "plan-error"), "", "the plan error once the text is back");
   }],
 
+  ["the float8s are readings of the grid and dtypes of the layout panel, from the package's table", async (page) => {
+    await page.getByTestId("reset").click();
+    const offered = await page.evaluate(() => [...document.querySelectorAll("#dtype-list option")].map((o) => o.value));
+    for (const dtype of ["|float8_e4m3fn", "|float8_e5m2", "|float8_e8m0fnu"]) {
+      expect(offered.includes(dtype), `the layout panel's dtypes lack ${dtype}: ${offered.join(" ")}`);
+    }
+    // Bytes 24..28 of the example are 00 3c 80 3f: float16 1.0 and bfloat16 1.0.
+    expectEqual(await value(page, "input-float8_e5m2-25"), "1", "float8_e5m2[25] (0x3c)");
+    expectEqual(await value(page, "input-float8_e4m3fn-27"), "1.9", "float8_e4m3fn[27] (0x3f, 1.875)");
+    expectEqual(await value(page, "input-float8_e8m0fnu-25"), "7e-21", "float8_e8m0fnu[25] (0x3c, 2^-67)");
+    // Written through the core, rounded as ml_dtypes rounds.
+    await edit(page, "input-float8_e4m3fn-28", "0.3");
+    expectEqual(await text(page, "hex-float8_e4m3fn-28"), "0x2a", "float8_e4m3fn[28] after writing 0.3");
+    expectEqual(await value(page, "byte-input-28"), "2a", "byte 28 after writing 0.3 as float8_e4m3fn");
+    await edit(page, "input-float8_e4m3fn-28", "1e6");
+    expectEqual(await value(page, "input-float8_e4m3fn-28"), "NaN", "float8_e4m3fn[28] after 1e6: no infinity, NaN");
+    await edit(page, "input-float8_e5m2-28", "1e6");
+    expectEqual(await value(page, "input-float8_e5m2-28"), "Infinity", "float8_e5m2[28] after 1e6");
+    await edit(page, "input-float8_e8m0fnu-28", "3");
+    expectEqual(await value(page, "input-float8_e8m0fnu-28"), "4", "float8_e8m0fnu[28] after 3: ties away");
+    await edit(page, "input-float8_e8m0fnu-28", "0");
+    expectEqual(await text(page, "hex-float8_e8m0fnu-28"), "0xff", "float8_e8m0fnu[28] after 0: NaN");
+    // The layout panel reads and shows a float8 view.
+    await page.getByTestId("layout-dtype").fill("|float8_e5m2");
+    await page.getByTestId("layout-strides").fill("");
+    await page.getByTestId("layout-shape").fill("4");
+    await page.getByTestId("layout-offset").fill("24");
+    expectEqual(await text(page, "layout-error"), "", "the layout error for a float8 view");
+    expectEqual(await text(page, "layout-values"), "[  0,   1,  -0, 1.8]", "the float8_e5m2 view of bytes 24..28");
+    expect((await text(page, "layout-summary")).startsWith("4 elements of float8_e5m2 (1 byte each)"),
+      `the layout summary: ${await text(page, "layout-summary")}`);
+    await page.getByTestId("reset").click();
+  }],
+
   ["pasted hex replaces the buffer", async (page) => {
     await page.getByTestId("load-hex").fill("de ad be ef");
     await page.getByTestId("load-hex-button").click();
@@ -357,6 +391,37 @@ const checks = [
     // Its size, the header's first 64 KiB, the whole header (short), the rows shown.
     expect(requests <= 4, `${requests} requests for the shrunk file`);
     await page.unroute(shrunk);
+  }],
+
+  ["a safetensors file of float8 tensors: each listed with its dtype, viewable, and the codes bytelens lacks said so", async (page) => {
+    // Faked in the page's network, as a served file: the safetensors codes
+    // of the table's float8s, and one it does not have.
+    const json = JSON.stringify({
+      e4m3: { dtype: "F8_E4M3", shape: [4, 4], data_offsets: [0, 16] },
+      e5m2: { dtype: "F8_E5M2", shape: [16], data_offsets: [16, 32] },
+      scales: { dtype: "F8_E8M0", shape: [4], data_offsets: [32, 36] },
+      fnuz: { dtype: "F8_E4M3FNUZ", shape: [4], data_offsets: [36, 40] },
+    }).padEnd(312, " "); // the data from byte 320
+    const file = Buffer.alloc(8 + json.length + 40);
+    file.writeBigUInt64LE(BigInt(json.length), 0);
+    file.write(json, 8, "latin1");
+    const served = (url) => url.pathname === "/file/float8.safetensors";
+    await page.route(served, (route) => {
+      const [, first, last] = route.request().headers().range.match(/bytes=(\d+)-(\d+)/).map(Number);
+      const body = file.subarray(first, Math.min(last + 1, file.length));
+      route.fulfill({ status: 206, body, headers: { "Content-Range": `bytes ${first}-${first + body.length - 1}/${file.length}` } });
+    });
+    await openDemo(page, `${demoUrl}?file=/file/float8.safetensors`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-summary]").textContent.startsWith("float8"));
+    expectEqual(await text(page, "file-summary"), `float8.safetensors: safetensors, ${file.length} bytes, 4 arrays`, "the summary");
+    const cells = async (name) => page.evaluate((n) => [...document.querySelectorAll(`[data-testid=file-array-${n}] td`)].map((td) => td.textContent), name);
+    for (const [name, dtype, shape, bytes] of [["e4m3", "F8_E4M3", "(4, 4)", "320..336"], ["e5m2", "F8_E5M2", "(16,)", "336..352"], ["scales", "F8_E8M0", "(4,)", "352..356"]]) {
+      const [d, s, b, , load] = await cells(name);
+      expectEqual([d, s, b, load].join(" "), `${dtype} ${shape} ${bytes} view`, `${name}'s row`);
+    }
+    expectEqual((await cells("fnuz"))[4], "no bytelens dtype for F8_E4M3FNUZ", "the row of a code bytelens lacks");
+    await page.unroute(served);
+    expectNoProblems("in the float8 file's view");
   }],
 
   ["a picked .npy file opens in the file view too", async (page) => {

@@ -27,6 +27,11 @@ async function loadPackage() {
 }
 
 const wasm = await loadPackage();
+const table = wasm.dtypes();
+/** A dtype's row of the package's table, by name. */
+const row = (name) => table.find((d) => d.name === name);
+/** A float dtype's format, from the table. */
+const fmt = (name) => row(name).format;
 
 test("integers: decimal, signed hex, separators; errors name the text", () => {
   assert.equal(parseInteger("0x11223344"), 0x11223344n);
@@ -49,31 +54,31 @@ test("floats: Number's syntax plus inf and nan", () => {
 });
 
 test("rounding to narrow formats matches IEEE round-to-nearest-even", () => {
-  assert.equal(roundToFormat(1.1, "float32"), Math.fround(1.1));
-  assert.equal(roundToFormat(65504, "float16"), 65504);
-  assert.equal(roundToFormat(65519, "float16"), 65504);
-  assert.equal(roundToFormat(65520, "float16"), Infinity);
-  assert.equal(roundToFormat(2049, "float16"), 2048); // tie, to even
-  assert.equal(roundToFormat(2051, "float16"), 2052); // tie, to even
-  assert.equal(roundToFormat(2 ** -24, "float16"), 2 ** -24); // smallest subnormal
-  assert.equal(roundToFormat(1.1, "bfloat16"), 1.1015625);
+  assert.equal(roundToFormat(1.1, fmt("float32")), Math.fround(1.1));
+  assert.equal(roundToFormat(65504, fmt("float16")), 65504);
+  assert.equal(roundToFormat(65519, fmt("float16")), 65504);
+  assert.equal(roundToFormat(65520, fmt("float16")), Infinity);
+  assert.equal(roundToFormat(2049, fmt("float16")), 2048); // tie, to even
+  assert.equal(roundToFormat(2051, fmt("float16")), 2052); // tie, to even
+  assert.equal(roundToFormat(2 ** -24, fmt("float16")), 2 ** -24); // smallest subnormal
+  assert.equal(roundToFormat(1.1, fmt("bfloat16")), 1.1015625);
   for (const x of [Math.PI, 1e-40, 3.4e38, -7.25e-3, 123456789]) {
-    assert.equal(roundToFormat(x, "float32"), Math.fround(x), String(x));
+    assert.equal(roundToFormat(x, fmt("float32")), Math.fround(x), String(x));
   }
 });
 
 test("floats print as the shortest text that reads back the same", () => {
-  assert.equal(formatFloat(Math.fround(1.1), "float32"), "1.1");
-  assert.equal(formatFloat(Math.fround(Math.PI), "float32"), "3.1415927");
-  assert.equal(formatFloat(1.1015625, "bfloat16"), "1.1"); // what bfloat16(1.1) stores
-  assert.equal(formatFloat(1.109375, "bfloat16"), "1.11");
-  assert.equal(formatFloat(2048, "float16"), "2048");
-  assert.equal(formatFloat(-0, "float16"), "-0");
-  assert.equal(formatFloat(Math.PI, "float64"), String(Math.PI));
-  assert.equal(formatValue(-1n, "int64"), "-1");
-  assert.equal(formatValue(true, "bool"), "true");
-  assert.equal(formatValue(0, "bool"), "false");
-  assert.equal(formatValue(NaN, "float32"), "NaN");
+  assert.equal(formatFloat(Math.fround(1.1), fmt("float32")), "1.1");
+  assert.equal(formatFloat(Math.fround(Math.PI), fmt("float32")), "3.1415927");
+  assert.equal(formatFloat(1.1015625, fmt("bfloat16")), "1.1"); // what bfloat16(1.1) stores
+  assert.equal(formatFloat(1.109375, fmt("bfloat16")), "1.11");
+  assert.equal(formatFloat(2048, fmt("float16")), "2048");
+  assert.equal(formatFloat(-0, fmt("float16")), "-0");
+  assert.equal(formatFloat(Math.PI, fmt("float64")), String(Math.PI));
+  assert.equal(formatValue(-1n, row("int64")), "-1");
+  assert.equal(formatValue(true, row("bool")), "true");
+  assert.equal(formatValue(0, row("bool")), "false");
+  assert.equal(formatValue(NaN, row("float32")), "NaN");
 });
 
 test("hex of an element follows the byte order", () => {
@@ -115,10 +120,12 @@ test("the grid's readings come from the package's dtype table, signed above unsi
   const readings = readingsOf(wasm.dtypes());
   assert.deepEqual(readings.map((r) => r.name), [
     "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64",
-    "float16", "bfloat16", "float32", "float64",
+    "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float16", "bfloat16", "float32", "float64",
   ]);
   const byName = Object.fromEntries(readings.map((r) => [r.name, r]));
   assert.equal(byName.int8.typeStrings.big, "|i1");
+  assert.equal(byName.float8_e5m2.typeStrings.big, "|float8_e5m2");
+  assert.equal(byName.float8_e4m3fn.family, "float");
   assert.equal(byName.bfloat16.typeStrings.big, ">bfloat16");
   assert.equal(byName.float64.typeStrings.little, "<f8");
   assert.deepEqual([byName.int32.size, byName.int32.family, byName.float16.family], [4, "int", "float"]);
@@ -147,18 +154,90 @@ test("the package reads into the typed array the demo formats: one class per dty
   const halves = buf.read("<f2");
   assert.ok(halves instanceof Float32Array);
   assert.deepEqual(Array.from(halves), [1.5, -2, 65504, 2 ** -24], "float16 values, exactly");
-  assert.deepEqual(Array.from(halves, (v) => formatValue(v, "float16")), ["1.5", "-2", "65500", "6e-8"]);
+  assert.deepEqual(Array.from(halves, (v) => formatValue(v, row("float16"))), ["1.5", "-2", "65500", "6e-8"]);
   buf.write(">f4", { shape: [2] }, new Float32Array([1.1, -0]));
-  assert.deepEqual(Array.from(buf.read(">f4"), (v) => formatValue(v, "float32")), ["1.1", "-0"]);
+  assert.deepEqual(Array.from(buf.read(">f4"), (v) => formatValue(v, row("float32"))), ["1.1", "-0"]);
   buf.write("<i8", {}, [-1n]);
   const wide = buf.read("<i8");
   assert.ok(wide instanceof BigInt64Array);
-  assert.equal(formatValue(wide[0], "int64"), "-1");
+  assert.equal(formatValue(wide[0], row("int64")), "-1");
+  buf.write("|float8_e4m3fn", { shape: [3] }, [0.3, 448, 1e6]);
+  const e4m3 = buf.read("|float8_e4m3fn", { shape: [3] });
+  assert.ok(e4m3 instanceof Float32Array);
+  assert.deepEqual(Array.from(e4m3), [0.3125, 448, NaN]);
+  assert.deepEqual(Array.from(e4m3, (v) => formatValue(v, row("float8_e4m3fn"))), ["0.3", "450", "NaN"]); // shortest, as float16 65504 is "65500"
   buf.setBytes(0, [0, 7]);
   const flags = buf.read("|b1", { shape: [2] });
   assert.ok(flags instanceof Uint8Array);
-  assert.deepEqual(Array.from(flags, (v) => formatValue(v, "bool")), ["false", "true"]);
+  assert.deepEqual(Array.from(flags, (v) => formatValue(v, row("bool"))), ["false", "true"]);
   buf.free();
+});
+
+test("float8 rounding, from the table's formats, is ml_dtypes' (tests/vectors/dtypes.json)", () => {
+  const vectors = JSON.parse(readFileSync(new URL("../../tests/vectors/dtypes.json", import.meta.url), "utf8"));
+  const number = (v) => ({ nan: NaN, inf: Infinity, "-inf": -Infinity })[v] ?? v;
+  let checked = 0;
+  for (const c of vectors.cases.filter((c) => c.write && c.layout.dtype.includes("float8_"))) {
+    const format = fmt(c.layout.dtype.slice(1));
+    c.write.forEach((x, i) => {
+      const want = number(c.expect.values[i]);
+      assert.ok(Object.is(roundToFormat(number(x), format), want), `${c.name}[${i}]: ${x} → ${want}`);
+      checked++;
+    });
+  }
+  assert.equal(checked, 13 + 12 + 12);
+  assert.equal(roundToFormat(1.5, fmt("float8_e8m0fnu")), 2); // ties away
+  assert.equal(roundToFormat(1e-300, fmt("float8_e8m0fnu")), 2 ** -127); // no zero: the smallest
+  assert.equal(roundToFormat(57344, fmt("float8_e5m2")), 57344);
+  assert.equal(roundToFormat(61440, fmt("float8_e5m2")), Infinity);
+  assert.equal(formatFloat(2 ** -127, fmt("float8_e8m0fnu")), "6e-39");
+  assert.equal(formatFloat(0.3125, fmt("float8_e4m3fn")), "0.3");
+});
+
+test("every float format of the table: its values are fixed points, their text reads back, and rounding is the package's", () => {
+  // Every pattern of the 1- and 2-byte floats, read by the package (the
+  // core's decoding), and random float32 and float64 patterns.
+  let state = 0x2545f491;
+  const random = () => {
+    state ^= state << 13; state ^= state >>> 17; state ^= state << 5;
+    return state >>> 0;
+  };
+  let checked = 0;
+  for (const d of table.filter((d) => d.float)) {
+    const n = d.size <= 2 ? 2 ** (8 * d.size) : 4096;
+    const bytes = new Uint8Array(n * d.size);
+    for (let i = 0; i < n; i++) {
+      for (let b = 0; b < d.size; b++) bytes[i * d.size + b] = d.size <= 2 ? (i >> (8 * b)) & 0xff : random() & 0xff;
+    }
+    const buf = new wasm.Buffer(bytes.length);
+    buf.setBytes(0, bytes);
+    const values = Array.from(buf.read(d.typeStrings.little));
+    for (const v of values) {
+      if (Number.isNaN(v)) continue;
+      assert.ok(Object.is(roundToFormat(v, d.format), v), `${d.name}: ${v} is not its own rounding`);
+      const text = formatValue(v, d);
+      assert.ok(Object.is(roundToFormat(Number(text), d.format), v), `${d.name}: ${v} shows as ${text}`);
+      checked++;
+    }
+    // Numbers between the values, ties among them: the JS rounding and the
+    // package's write agree.
+    const finite = values.filter(Number.isFinite);
+    const probes = [];
+    for (let i = 0; i < 2000; i++) {
+      const [a, b] = [finite[random() % finite.length], finite[random() % finite.length]];
+      probes.push((a + b) / 2, a + (b - a) * (random() / 2 ** 32), a * 1.0000001);
+    }
+    const out = new wasm.Buffer(probes.length * d.size);
+    out.write(d.typeStrings.little, {}, probes);
+    const rounded = out.read(d.typeStrings.little);
+    probes.forEach((x, i) => {
+      const [js, core] = [roundToFormat(x, d.format), rounded[i]];
+      assert.ok(Object.is(js, core) || (Number.isNaN(js) && Number.isNaN(core)), `${d.name}: ${x} rounds to ${js} here, ${core} in the package`);
+    });
+    buf.free();
+    out.free();
+  }
+  assert.ok(checked > 3 * 250 + 2 * 63000, `${checked} values`);
 });
 
 // The file view's header read (fileview.js's readHeader), against sources
