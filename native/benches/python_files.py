@@ -9,6 +9,12 @@ with the file in the page cache):
   both followed by reading every byte (a sum), since bl.load's views read
   the file only when touched;
 - a 1 GiB .npy file: `bl.load` against `np.load(mmap_mode="r")` and `np.load`;
+- a 1 GiB bfloat16 checkpoint (16 tensors of 64 MiB) into torch:
+  `bl.load(framework="torch")` against `safetensors.torch.load_file` and
+  against `safe_open(framework="pt")` taking every tensor; each alone (every
+  tensor in hand) and followed by reading every byte (`t.view(torch.int64)
+  .sum()` of each tensor, the same reduction for all three). Goal: bl.load
+  at most 0.5x load_file. Skipped, saying so, where torch is not installed;
 - `bl.inspect` of a 2 GiB safetensors file: its time, the bytes it read
   (/proc/self/io) and how much its resident memory grew.
 """
@@ -46,6 +52,58 @@ def touch_all(arrays):
     return sum(float(a.view(np.uint8).sum(dtype=np.uint64)) for a in arrays.values())
 
 
+def torch_rows(tmp, mib, repeats, rng):
+    """The torch rows (see the module's docstring), and the goal's line."""
+    try:
+        import ml_dtypes
+        import torch
+        from safetensors import safe_open
+        from safetensors.torch import load_file as torch_load_file
+    except ImportError as err:
+        return [], f"torch rows skipped: {err}"
+    n = 16
+    per = mib * (1 << 20) // n // 2
+    path = os.path.join(tmp, "model-bf16.safetensors")
+    bl.save(path, {f"layer{i}.weight": rng.standard_normal(per, dtype=np.float32).astype(ml_dtypes.bfloat16)
+                   for i in range(n)})  # fmt: skip
+
+    def bl_torch():
+        return bl.load(path, framework="torch")
+
+    def st_open():
+        with safe_open(path, framework="pt") as f:
+            return {k: f.get_tensor(k) for k in f.keys()}
+
+    def read_all(tensors):
+        return sum(int(t.view(torch.int64).sum()) for t in tensors.values())
+
+    calls = [
+        bl_torch,
+        lambda: torch_load_file(path),
+        st_open,
+        lambda: read_all(bl_torch()),
+        lambda: read_all(torch_load_file(path)),
+        lambda: read_all(st_open()),
+    ]
+    t = median_s(calls, repeats)
+    rows = [
+        ("torch bf16", 'bl.load(framework="torch")', t[0], t[1]),
+        ("torch bf16", "safetensors.torch load_file", t[1], t[1]),
+        ("torch bf16", 'safe_open(framework="pt")', t[2], t[1]),
+        ("torch bf16", "bl.load + read all", t[3], t[4]),
+        ("torch bf16", "load_file + read all", t[4], t[4]),
+        ("torch bf16", "safe_open + read all", t[5], t[4]),
+    ]
+    os.unlink(path)
+    verdict = lambda r: "met" if r <= 0.5 else "NOT met"  # noqa: E731
+    goal = (
+        f"torch goal, bl.load(framework=\"torch\") <= 0.5x safetensors.torch.load_file: "
+        f"{t[0] / t[1]:.3f}x every tensor ({verdict(t[0] / t[1])}), "
+        f"{t[3] / t[4]:.3f}x with every byte read ({verdict(t[3] / t[4])})"
+    )
+    return rows, goal
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -74,6 +132,9 @@ def main():
             ("safetensors", "load_file + read all", t[3], t[3]),
         ]
         os.unlink(st_path)
+
+        more, torch_goal = torch_rows(tmp, args.mib, args.repeats, rng)
+        rows += more
 
         npy_path = os.path.join(tmp, "data.npy")
         np.save(npy_path, rng.standard_normal(args.mib * (1 << 20) // 8))
@@ -107,9 +168,10 @@ def main():
         read, grew = read_bytes() - before_read, rss() - before_rss
         assert len(report.arrays) == 32
         big_size = os.path.getsize(big)
-    print(f"\n{'file':<12} {'what':<26} {'median':>10} {'ratio':>8}")
+    print(f"\n{'file':<12} {'what':<28} {'median':>10} {'ratio':>8}")
     for group, name, seconds, baseline in rows:
-        print(f"{group:<12} {name:<26} {seconds * 1e3:>8.2f}ms {seconds / baseline:>7.3f}x")
+        print(f"{group:<12} {name:<28} {seconds * 1e3:>8.2f}ms {seconds / baseline:>7.3f}x")
+    print(f"\n{torch_goal}")
     print(
         f"\nbl.inspect of a {big_size:,}-byte "
         f"safetensors file: {spent * 1e3:.2f} ms, {read:,} bytes read, resident memory +{grew:,} bytes "
