@@ -179,6 +179,55 @@ def test_conversions_on_the_way_match_astype(src, dst):
         assert up.nbytes == want.nbytes
 
 
+FLOAT8 = ["float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"]
+
+
+def float8_range_values(shape, seed):
+    """float32 values across the float8 types' ranges: every binade from
+    2^-18 to 2^17 (subnormals, overflow), both signs, and the specials."""
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    a = np.exp2(rng.uniform(-18, 17, n)).astype(np.float32)
+    a *= rng.choice(np.array([-1, 1], np.float32), n)
+    a[:8] = [0.0, -0.0, np.inf, -np.inf, np.nan, -np.nan, 448.0, 57344.0]
+    return a.reshape(shape)
+
+
+@pytest.mark.parametrize("dst", FLOAT8)
+@pytest.mark.parametrize("src", ["<f4", ">f4", "<f8", "<f2", "bfloat16"])
+def test_float8_conversions_on_the_way_match_ml_dtypes(src, dst):
+    # Uploads into one-byte elements, converted on the host by the copy
+    # kernels while staging: the bits of ml_dtypes' astype, NaNs included,
+    # for transposed, strided and odd-sized views (the buffer padded to
+    # 4 bytes).
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    src = np.dtype(ml_dtypes.bfloat16) if src == "bfloat16" else np.dtype(src)
+    with np.errstate(over="ignore"):  # float16 and float8 overflow on purpose
+        a = float8_range_values((37, 45), seed=12).astype(src)
+    for view in [a.T, a[::-1, ::2], a, a[3, :5]]:
+        up = gpu.upload(view, dtype=dst)
+        with np.errstate(over="ignore"):
+            want = np.ascontiguousarray(view).astype(getattr(ml_dtypes, dst))
+        back = up.download()
+        assert back.dtype == want.dtype and back.shape == view.shape
+        assert back.tobytes() == want.tobytes()
+        assert up.nbytes == want.nbytes
+
+
+@pytest.mark.parametrize("name", FLOAT8)
+def test_float8_arrays_round_trip_and_widen_on_the_way(name):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    f8 = np.arange(256, dtype=np.uint8).view(getattr(ml_dtypes, name))
+    _, back = round_trip(f8[::-3])
+    assert back.dtype == f8.dtype
+    for dst in ["<f4", ">f2", "<f8", "bfloat16"]:
+        to = np.dtype(ml_dtypes.bfloat16) if dst == "bfloat16" else np.dtype(dst)
+        up = gpu.upload(f8.reshape(16, 16).T, dtype=dst)
+        with np.errstate(over="ignore"):  # float8_e8m0fnu's 2^16 and up: float16's infinity
+            want = np.ascontiguousarray(f8.reshape(16, 16).T).astype(to)
+        assert up.download().tobytes() == want.tobytes(), (name, dst)
+
+
 def test_refused_conversions_raise_cast_error_before_uploading():
     with pytest.raises(bl.CastError, match="float32 to int32"):
         gpu.upload(np.zeros(4, np.float32), dtype=np.int32)

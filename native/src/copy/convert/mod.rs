@@ -119,6 +119,14 @@ impl Convert {
         c
     }
 
+    /// The portable float8 kernel for the same conversion, if it has one
+    /// (for tests where `new` picks its AVX2 build).
+    #[cfg(test)]
+    fn portable(from: Descr, to: Descr) -> Option<Convert> {
+        let kernel = Kernel::Float8(float8::Kernel::detect(from, to)?);
+        Some(Convert { from, to, kernel })
+    }
+
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     fn simd(from: Descr, to: Descr) -> Option<Kernel> {
         x86::Kernel::detect(from, to).map(Kernel::X86)

@@ -3,7 +3,7 @@
 
 use bytelens_core::{ByteOrder, DType, Descr};
 
-use super::{Convert, can_cast};
+use super::{Convert, can_cast, float8};
 
 /// `np.can_cast(row, column, "same_kind")` for numpy 2.4 with ml_dtypes 0.7
 /// (its bfloat16 and float8 types are floats; numpy 1.26 agrees on numpy's
@@ -170,7 +170,12 @@ fn check_line(from: DType, to: DType, src: &[u8], want: &[u8]) {
             } else {
                 want.to_vec()
             };
-            for c in [Convert::new(f, t).unwrap(), Convert::scalar(f, t)] {
+            let kernels = [
+                Some(Convert::new(f, t).expect("a same_kind cast")),
+                Some(Convert::scalar(f, t)),
+                Convert::portable(f, t),
+            ];
+            for c in kernels.into_iter().flatten() {
                 let mut got = vec![0xa5; want.len()];
                 c.run(&src, &mut got);
                 if got != want {
@@ -216,7 +221,7 @@ fn float8_kernels_match_the_reference_on_random_runs() {
     let orders = [ByteOrder::Little, ByteOrder::Big];
     let mut rng = Rng(0x7261_6e64_6638);
     let trials = if cfg!(miri) { 2 } else { 60 };
-    let mut checked = 0;
+    let (mut checked, mut portable_checked) = (0, 0);
     for from in floats {
         for to in floats {
             if from.size() != 1 && to.size() != 1 {
@@ -241,6 +246,17 @@ fn float8_kernels_match_the_reference_on_random_runs() {
                     let mut got = want.clone();
                     reference.run(&src[os..], &mut want[od..od + n * sb]);
                     fast.run(&src[os..], &mut got[od..od + n * sb]);
+                    // The portable float8 kernel too, where x86-64's AVX2
+                    // build of it is the one `Convert::new` picks.
+                    if let Some(portable) = float8::Kernel::detect(f, t) {
+                        let mut also = want.clone();
+                        portable.run(f, t, &src[os..], &mut also[od..od + n * sb]);
+                        assert!(
+                            also == want,
+                            "{f} → {t}: the portable float8 kernel, {n} elements"
+                        );
+                        portable_checked += n;
+                    }
                     if got != want {
                         let k = (0..n)
                             .find(|&k| got[od + k * sb..][..sb] != want[od + k * sb..][..sb])
@@ -259,6 +275,10 @@ fn float8_kernels_match_the_reference_on_random_runs() {
         }
     }
     assert!(cfg!(miri) || checked > 100_000, "{checked} elements");
+    assert!(
+        cfg!(miri) || portable_checked > 50_000,
+        "{portable_checked} elements"
+    );
 }
 
 /// Random bits of `dtype`, the exponent often within a few binades of the
