@@ -9,6 +9,7 @@ dtype's alignment), AlignmentError. Empty views touch no bytes: they are
 valid at any offset from 0 to nbytes, whatever their strides.
 """
 
+import ml_dtypes
 import numpy as np
 import pytest
 from hypothesis import event, given, note
@@ -47,6 +48,11 @@ def _dtype_specs():
         (BF16, BF16),
         # Not BF16_BE: no numpy array can be big-endian bfloat16 (test_hostile).
     ]
+    # The float8 formats: ml_dtypes' types, by name, code, type and dtype
+    # (one byte each, so no byte order).
+    for name in ["float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu"]:
+        dt = np.dtype(getattr(ml_dtypes, name))
+        specs += [(name, dt), (name.removeprefix("float8_"), dt), (dt.type, dt), (dt, dt)]
     return specs
 
 

@@ -17,8 +17,8 @@ def ascontiguous(
     Bytes-like objects (bytes, bytearray, mmap, memoryview, a Buffer) are
     read as their memoryview's format (uint8 for bytes); anything else goes
     through ``numpy.asarray``. The values are those of
-    ``np.ascontiguousarray(a).astype(dtype)``, bit for bit (bfloat16 as
-    ml_dtypes converts it):
+    ``np.ascontiguousarray(a).astype(dtype)``, bit for bit (bfloat16 and
+    the float8 formats as ml_dtypes converts them):
 
     >>> import numpy as np
     >>> import bytelens as bl
