@@ -207,6 +207,16 @@ def test_a_shard_that_is_not_safetensors_is_refused(tmp_path):
         bl.load(index)
 
 
+def test_a_shard_that_is_not_a_file_of_arrays_names_the_index(tmp_path):
+    index = edited(tmp_path, shard_of(INDEX))  # the index itself
+    with pytest.raises(bl.FormatError, match=r"index\.json: its shard 'model\.safetensors\.index\.json' is no safetensors file: .*neither"):
+        bl.load(index)
+    index = edited(tmp_path, shard_of("sub"))
+    (tmp_path / "sub").mkdir()
+    with pytest.raises(IsADirectoryError, match=r"sub: not a regular file"):
+        bl.load(index)
+
+
 @pytest.mark.parametrize(
     "text, says",
     [

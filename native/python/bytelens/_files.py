@@ -475,7 +475,10 @@ def _read_index(index: str) -> tuple[FileReport, dict[str, str], list[str]]:
         except FileNotFoundError:
             raise FormatError(f"{index}: its shard {_short(shard)!r} is missing ({shard_path})") from None
         with g:
-            report, _ = _describe(shard_path, g, shard_info.st_size)
+            try:
+                report, _ = _describe(shard_path, g, shard_info.st_size)
+            except FormatError as err:  # its message names the shard's path
+                raise FormatError(f"{index}: its shard {_short(shard)!r} is no safetensors file: {err}") from None
         if report.format != "safetensors":
             raise FormatError(f"{index}: its shard {_short(shard)!r} is {report.format}, not safetensors")
         size += shard_info.st_size
