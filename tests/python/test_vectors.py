@@ -20,6 +20,7 @@ import json
 import math
 import os
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -104,8 +105,20 @@ def run(case):
     return buf, layout, arr
 
 
-def is_bf16(dtype_str):
-    return dtype_str.endswith("bfloat16")
+#: The dtypes numpy holds as ml_dtypes' types, by every spelling the dtype
+#: table gives them (numpy.dtype() parses none of them with a byte order).
+ML_DTYPES = {
+    spelling: np.dtype(getattr(ml_dtypes, row["ml_dtypes"]))
+    for row in bl.dtypes()
+    if row["ml_dtypes"]
+    for spelling in row["spellings"]
+}
+
+
+def numpy_dtype(dtype_str):
+    """The numpy dtype of a vector's dtype string (ml_dtypes' for theirs)."""
+    name = dtype_str.lstrip("<>|=!")
+    return ML_DTYPES[name] if name in ML_DTYPES else np.dtype(dtype_str)
 
 
 def final_dtype(case):
@@ -133,7 +146,7 @@ def python_values(arr):
         return [bool(x) for x in arr.ravel(order="C").tolist()]
     if arr.dtype.kind in "iu":
         return [int(x) for x in arr.ravel(order="C").tolist()]
-    # float16/32/64 and bfloat16 (either byte order) widen to float64 exactly.
+    # float16/32/64, bfloat16 (either byte order) and float8 widen to float64 exactly.
     return [float(x) for x in arr.astype(np.float64).ravel(order="C")]
 
 
@@ -152,7 +165,7 @@ def test_vector(case):
             run(case)
         # numpy reads the same values the vector expects from the unaligned bytes.
         spec = case["layout"]
-        arr = np.ndarray(tuple(spec["shape"]), dtype=spec["dtype"], buffer=bytes.fromhex(case["bytes"]),
+        arr = np.ndarray(tuple(spec["shape"]), dtype=numpy_dtype(spec["dtype"]), buffer=bytes.fromhex(case["bytes"]),
                          offset=spec.get("offset", 0), strides=spec.get("strides"))
         assert all(same(g, w) for g, w in zip(python_values(arr), expect["values"]))
         return
@@ -202,11 +215,7 @@ def test_vector(case):
     assert layout.f_contiguous == arr.flags.f_contiguous
     assert layout.itemsize == arr.dtype.itemsize
 
-    dtype = final_dtype(case)
-    if is_bf16(dtype):
-        assert arr.dtype == BF16
-    else:
-        assert arr.dtype == np.dtype(dtype)
+    assert arr.dtype == numpy_dtype(final_dtype(case))
 
     got = python_values(arr)
     want = expect["values"]
