@@ -7,7 +7,12 @@
 //!   ([`f32_to_e4m3fn`], [`f32_to_e5m2`], [`f32_to_e8m0fnu`]), written so
 //!   that the compiler can vectorise the loop; float16 and bfloat16 widen
 //!   to float32 first (exactly), float64 narrows to float32 rounded to odd
-//!   first, so every source is rounded once, as ml_dtypes 0.7 rounds it.
+//!   first, so every source is rounded once, as ml_dtypes 0.7 rounds it;
+//! - integers of two to eight bytes become float32 rounded to odd, then
+//!   the same encoders;
+//! - another float8, a bool, an int8 or a uint8 into a float8 is a lookup
+//!   in a 256-entry table of the scalar reference's answers, made on first
+//!   use.
 //!
 //! Every result is the scalar reference's ([`FloatFormat`]'s), which is
 //! ml_dtypes': NaN becomes the format's one quiet NaN with the sign kept
@@ -16,11 +21,12 @@
 //! rounds past 57344 to infinity; float8_e8m0fnu rounds ties away from
 //! zero (its values are the powers of two 2^-127 ..= 2^127), gives NaN for
 //! zero and negative numbers, and 2^-127 for anything positive below it.
-//! Between float8 formats, and from integers, the reference converts.
+
+use std::sync::OnceLock;
 
 use bytelens_core::{DType, Descr, FloatFormat, Specials};
 
-use super::scalar::map;
+use super::scalar::{self, map};
 
 /// A conversion with a float8 on one side that this module speeds up.
 // INVARIANT: only `detect` builds one, for the pairs `run` handles.
@@ -28,8 +34,11 @@ use super::scalar::map;
 pub(super) enum Kernel {
     /// A float8 into a wider float, by table.
     Widen,
-    /// A wider float into a float8, by the encoders.
+    /// A wider float or integer into a float8, by the encoders.
     Narrow,
+    /// A one-byte element (another float8, bool, int8 or uint8) into a
+    /// float8, by a table of the reference's answers for every byte.
+    Bytes,
 }
 
 impl Kernel {
@@ -37,10 +46,13 @@ impl Kernel {
     pub(super) fn detect(from: Descr, to: Descr) -> Option<Kernel> {
         let wide = |d: DType| matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64);
         let narrow = |d: DType| matches!(d, DType::F8E4M3FN | DType::F8E5M2 | DType::F8E8M0FNU);
+        let int = |d: DType| d.size() > 1 && matches!(d.kind(), 'i' | 'u');
         if narrow(from.dtype) && wide(to.dtype) {
             Some(Kernel::Widen)
-        } else if wide(from.dtype) && narrow(to.dtype) {
+        } else if (wide(from.dtype) || int(from.dtype)) && narrow(to.dtype) {
             Some(Kernel::Narrow)
+        } else if from.dtype.size() == 1 && narrow(to.dtype) && from.dtype != to.dtype {
+            Some(Kernel::Bytes)
         } else {
             None
         }
@@ -54,8 +66,43 @@ impl Kernel {
         match self {
             Kernel::Widen => widen(from, to, src, dst),
             Kernel::Narrow => narrow(from, to, src, dst),
+            Kernel::Bytes => {
+                let t = byte_table(from.dtype, to.dtype);
+                for (s, d) in src.iter().zip(dst) {
+                    *d = t[usize::from(*s)];
+                }
+            }
         }
     }
+}
+
+/// The one-byte sources of [`Kernel::Bytes`], in the order of its tables.
+const BYTE_SOURCES: [DType; 6] = [
+    DType::Bool,
+    DType::U8,
+    DType::I8,
+    DType::F8E4M3FN,
+    DType::F8E5M2,
+    DType::F8E8M0FNU,
+];
+
+/// `from` → `to` for every byte (`to` a float8), from the scalar reference,
+/// made on first use: the reference decides, the table only remembers.
+fn byte_table(from: DType, to: DType) -> &'static [u8; 256] {
+    static TABLES: [[OnceLock<[u8; 256]>; 3]; 6] = [const { [const { OnceLock::new() }; 3] }; 6];
+    let row = BYTE_SOURCES.iter().position(|&d| d == from);
+    let column = [DType::F8E4M3FN, DType::F8E5M2, DType::F8E8M0FNU]
+        .iter()
+        .position(|&d| d == to);
+    let (Some(row), Some(column)) = (row, column) else {
+        unreachable!("no byte table for {from} → {to}")
+    };
+    TABLES[row][column].get_or_init(|| {
+        let every: [u8; 256] = std::array::from_fn(|i| i as u8);
+        let mut t = [0; 256];
+        scalar::run(Descr::native(from), Descr::native(to), &every, &mut t);
+        t
+    })
 }
 
 /// A float8 into float16, bfloat16, float32 or float64, by table.
@@ -100,6 +147,23 @@ fn narrow_with(
         DType::BF16 => map(src, dst, a, b, |h: u16| encode(u32::from(h) << 16)),
         DType::F32 => map(src, dst, a, b, encode),
         DType::F64 => map(src, dst, a, b, |x: u64| encode(f64_to_f32_odd(x))),
+        // Integers: float32 rounded to odd from sign and magnitude.
+        DType::U16 => map(src, dst, a, b, |v: u16| {
+            encode(int_to_f32_odd(false, v.into()))
+        }),
+        DType::I16 => map(src, dst, a, b, |v: i16| {
+            encode(int_to_f32_odd(v < 0, v.unsigned_abs().into()))
+        }),
+        DType::U32 => map(src, dst, a, b, |v: u32| {
+            encode(int_to_f32_odd(false, v.into()))
+        }),
+        DType::I32 => map(src, dst, a, b, |v: i32| {
+            encode(int_to_f32_odd(v < 0, v.unsigned_abs().into()))
+        }),
+        DType::U64 => map(src, dst, a, b, |v: u64| encode(int_to_f32_odd(false, v))),
+        DType::I64 => map(src, dst, a, b, |v: i64| {
+            encode(int_to_f32_odd(v < 0, v.unsigned_abs()))
+        }),
         other => unreachable!("no float8 encoder from {other}"),
     }
 }
@@ -287,6 +351,19 @@ pub(super) fn f64_to_f32_odd(x: u64) -> u32 {
     if v.is_nan() { sign | 0x7fc0_0000 } else { bits }
 }
 
+/// An integer, `-magnitude` if `negative`, as float32 bits rounded to odd
+/// (exact up to 2^24, else its top 24 bits with the last one set if any
+/// bit below them is), so that the encoders round it once.
+#[inline(always)]
+pub(super) fn int_to_f32_odd(negative: bool, magnitude: u64) -> u32 {
+    let shift = (64 - magnitude.leading_zeros()).saturating_sub(24);
+    let below = magnitude & ((1 << shift) - 1);
+    let kept = magnitude >> shift | u64::from(below != 0); // below 2^24: exact
+    // Times 2^shift (at most 2^40), exactly.
+    let value = kept as f32 * f32::from_bits((127 + shift) << 23);
+    value.to_bits() | u32::from(negative) << 31
+}
+
 /// float16 bits as float32 bits of the same value, for the encoders: exact
 /// for every finite value and infinity; a NaN stays a NaN with its sign
 /// (its payload, which the encoders drop, is not numpy's). Branch-free:
@@ -433,6 +510,31 @@ mod tests {
             } else {
                 assert_eq!(got, want, "{h:#06x}");
             }
+        }
+    }
+
+    #[test]
+    fn integers_round_to_odd_float32() {
+        let cases = [
+            (false, 0u64, 0u32),
+            (true, 0, 0x8000_0000),
+            (false, 1, 0x3f80_0000),
+            (true, 3, 0xc040_0000),
+            (false, (1 << 24) - 1, 0x4b7f_ffff),
+            (false, 1 << 24, 0x4b80_0000),
+            (false, (1 << 24) + 1, 0x4b80_0001), // inexact: odd
+            (false, (1 << 24) + 2, 0x4b80_0001),
+            (false, (1 << 24) + 3, 0x4b80_0001),
+            (false, (1 << 24) + 4, 0x4b80_0002),
+            (false, u64::MAX, 0x5f7f_ffff),
+            (true, 1 << 63, 0xdf00_0000),
+        ];
+        for (negative, magnitude, want) in cases {
+            assert_eq!(
+                int_to_f32_odd(negative, magnitude),
+                want,
+                "{negative} {magnitude:#x}"
+            );
         }
     }
 

@@ -211,20 +211,24 @@ impl Rng {
 }
 
 /// The kernel `Convert::new` picks for every pair with a float8 on one side
-/// and a float on the other, in every byte order, against the reference:
+/// and a float (or an integer into a float8) on the other, in every byte
+/// order, against the reference:
 /// random bits (the exponent bits often near the float8s' range), random
 /// lengths (around every SIMD width) and misalignments.
 #[test]
 fn float8_kernels_match_the_reference_on_random_runs() {
     use DType::*;
     let floats = [F16, BF16, F32, F64, F8E4M3FN, F8E5M2, F8E8M0FNU];
+    let sources = [Bool, U8, I8, U16, I16, U32, I32, U64, I64]
+        .into_iter()
+        .chain(floats);
     let orders = [ByteOrder::Little, ByteOrder::Big];
     let mut rng = Rng(0x7261_6e64_6638);
     let trials = if cfg!(miri) { 2 } else { 60 };
     let (mut checked, mut portable_checked) = (0, 0);
-    for from in floats {
+    for from in sources {
         for to in floats {
-            if from.size() != 1 && to.size() != 1 {
+            if from.size() != 1 && to.size() != 1 || from == to {
                 continue;
             }
             for (a, b) in orders.into_iter().flat_map(|a| orders.map(|b| (a, b))) {
@@ -291,7 +295,8 @@ fn near_float8(rng: &mut Rng, dtype: DType) -> u64 {
         DType::BF16 => (8, 7),
         DType::F32 => (8, 23),
         DType::F64 => (11, 52),
-        _ => return r,
+        // Integers of every magnitude, float8s any pattern.
+        _ => return r >> (rng.next() % 64),
     };
     if r.is_multiple_of(4) {
         return r >> 8;
