@@ -109,7 +109,10 @@ pub(crate) fn file_dtype<'py>(dtype: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
 /// be a whole number of elements. Errors are those `Buffer.view` raises;
 /// whether the layout lies inside the `nbytes` is `Layout.check`'s to say.
 #[pyfunction]
-#[pyo3(signature = (nbytes, dtype, offset = Int(0), shape = None, strides = None))]
+#[pyo3(
+    signature = (nbytes, dtype, offset = Int(0), shape = None, strides = None),
+    text_signature = "(nbytes, dtype, offset=0, shape=None, strides=None)"
+)]
 pub(crate) fn view_layout(
     py: Python<'_>,
     nbytes: usize,
