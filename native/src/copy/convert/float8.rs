@@ -119,7 +119,8 @@ fn widen(from: Descr, to: Descr, src: &[u8], dst: &mut [u8]) {
     }
 }
 
-/// float16, bfloat16, float32 or float64 into a float8.
+/// float16, bfloat16, float32, float64 or a two- to eight-byte integer
+/// into a float8.
 #[inline(always)]
 fn narrow(from: Descr, to: Descr, src: &[u8], dst: &mut [u8]) {
     match to.dtype {

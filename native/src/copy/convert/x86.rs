@@ -2,10 +2,9 @@
 //! float32 ↔ float64, float32 → bfloat16 and bfloat16 → float32; AVX2 with
 //! F16C for float16 ↔ float32 and float16 ↔ float64. Each byte order on
 //! either side is a byte shuffle in registers before or after converting.
-//! float8 ↔ float16, bfloat16, float32 and float64 is the portable float8
-//! kernel compiled here for AVX2, where the compiler vectorises its loops
-//! eight lanes wide (twice as fast as the baseline SSE2 build on float32 →
-//! float8_e4m3fn).
+//! Conversions to and from float8 are the portable float8 kernel compiled
+//! here for AVX2, where the compiler vectorises its loops eight lanes wide
+//! (twice as fast as the baseline SSE2 build on float32 → float8_e4m3fn).
 //!
 //! Every kernel gives the scalar reference's bits. Where the hardware's
 //! answer can differ from numpy's (a NaN converted by F16C keeps less of
