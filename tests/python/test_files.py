@@ -511,3 +511,29 @@ def test_torch_tensors_over_a_read_only_load_are_copy_on_write(tmp_path):
     np.savez_compressed(npz, a=np.arange(3, dtype="<i8"))
     member = bl.load(npz, framework="torch")["a"]  # converted on first access too
     assert isinstance(member, torch.Tensor) and member.tolist() == [0, 1, 2]
+
+
+@pytest.mark.parametrize("suffix", [".safetensors", ".npy"])
+def test_0_d_arrays_stay_0_d(tmp_path, suffix):
+    path = tmp_path / f"s{suffix}"
+    value = np.array(2.5, dtype="<f4")
+    bl.save(path, {"s": value})
+    loaded = bl.load(path)
+    [array] = loaded.values()
+    assert array.shape == () and array[()] == 2.5
+    theirs = np.load(path) if suffix == ".npy" else load_file(str(path))["s"]
+    assert theirs.shape == ()
+
+
+@pytest.mark.parametrize("save", [np.savez, np.savez_compressed])
+def test_an_npz_member_of_a_dtype_bytelens_lacks_loads_the_rest(tmp_path, save):
+    path = tmp_path / "z.npz"
+    save(path, a=np.arange(3, dtype="<i4"), c=np.ones(2, "<c8"))
+    loaded = bl.load(path, verify=True)  # verify reads every other member
+    assert list(loaded) == ["a", "c"] and loaded["a"].tolist() == [0, 1, 2]
+    assert loaded.unavailable == {"c": "bytelens has no dtype <c8"}
+    with pytest.raises(bl.FormatError, match=r"array 'c' has the dtype <c8"):
+        loaded["c"]
+    assert bl.inspect(path)["c"].unavailable == "bytelens has no dtype <c8"
+    with pytest.raises(bl.FormatError, match="strict=True refuses the file"):
+        bl.load(path, strict=True)

@@ -1182,7 +1182,8 @@ def _npy_parts(path: str, array: np.ndarray, align: int) -> tuple[bytes, list[me
     _check_align(align, array.dtype.itemsize, str(array.dtype))
     align = max(align, ALIGN)
     fortran = array.flags.f_contiguous and not array.flags.c_contiguous
-    data = np.asfortranarray(array) if fortran else np.ascontiguousarray(array)
+    # np.asarray(order=...), not np.ascontiguousarray, which makes a 0-d array 1-d.
+    data = np.asarray(array, order="F" if fortran else "C")
     dict_text = repr({"descr": array.dtype.str, "fortran_order": fortran, "shape": array.shape})
     # Version 1.0 has a 2-byte header length; 2.0 a 4-byte one.
     version, lead = (1, 10) if len(dict_text) + align + 10 < 65536 else (2, 12)
@@ -1268,7 +1269,8 @@ def _safetensors_parts(
         if array.dtype.byteorder == ">":
             array = array.astype(array.dtype.newbyteorder("<"))
         _check_align(align, array.dtype.itemsize, f"{array.dtype} (tensor {_short(name)!r})")
-        tensors.append((name, code, np.ascontiguousarray(array)))
+        # np.asarray(order="C") keeps a 0-d tensor 0-d (np.ascontiguousarray makes it 1-d).
+        tensors.append((name, code, np.asarray(array, order="C")))
     # Sizes that keep `align` first, then the widest dtypes first.
     tensors.sort(key=lambda t: (t[2].nbytes % align != 0, -t[2].dtype.itemsize))
     header: dict[str, Any] = {}
