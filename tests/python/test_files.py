@@ -537,3 +537,12 @@ def test_an_npz_member_of_a_dtype_bytelens_lacks_loads_the_rest(tmp_path, save):
     assert bl.inspect(path)["c"].unavailable == "bytelens has no dtype <c8"
     with pytest.raises(bl.FormatError, match="strict=True refuses the file"):
         bl.load(path, strict=True)
+
+
+def test_the_files_docstrings_run():
+    import doctest
+
+    import bytelens._files
+
+    failed, attempted = doctest.testmod(bytelens._files)
+    assert failed == 0 and attempted >= 10, (failed, attempted)
