@@ -39,6 +39,14 @@ export function typedView(kind, bytes) {
   return new Class(bytes.buffer, bytes.byteOffset, bytes.length / Class.BYTES_PER_ELEMENT);
 }
 
+/**
+ * A new typed array of `kind` holding the numbers of `bytes`, float64s in
+ * wasm memory, converted by the engine (exactly, where the class holds them).
+ */
+export function typedFromFloat64(kind, bytes) {
+  return new CLASSES[kind](new Float64Array(bytes.slice().buffer));
+}
+
 /** A typed array's bytes: a Uint8Array over the same memory. */
 export function bytesOf(array) {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);

@@ -27,7 +27,7 @@ use wasm_bindgen::prelude::*;
 use crate::BindingError;
 use crate::convert::items;
 use crate::types::TypedArray;
-use crate::value::{from_js, from_number, from_wide};
+use crate::value::{from_js, from_number, from_wide, put_bits};
 
 #[wasm_bindgen(module = "/js/arrays.js")]
 extern "C" {
@@ -35,6 +35,8 @@ extern "C" {
     fn typed_kind(value: &JsValue) -> i32;
     #[wasm_bindgen(js_name = typedCopy)]
     fn typed_copy(kind: u32, bytes: &[u8]) -> JsValue;
+    #[wasm_bindgen(js_name = typedFromFloat64)]
+    fn typed_from_float64(kind: u32, bytes: &[u8]) -> JsValue;
     /// A typed array of `kind` over `bytes` in wasm memory, no copy.
     #[wasm_bindgen(js_name = typedView)]
     pub(crate) fn typed_view(kind: u32, bytes: &[u8]) -> TypedArray;
@@ -210,34 +212,33 @@ pub(crate) fn read(buffer: &[u8], layout: &Layout) -> Result<JsValue, BindingErr
         return Ok(typed_copy(kind_of(dtype), &buffer[byte_range(layout)]));
     }
     let mut packed = gather(buffer, layout)?;
+    if !same_width(dtype) {
+        return Ok(widen(dtype, &packed));
+    }
     if dtype == DType::Bool {
         packed.iter_mut().for_each(|b| *b = u8::from(*b != 0));
-    } else if !same_width(dtype) {
-        packed = widen(dtype, &packed);
     }
     Ok(typed_copy(kind_of(dtype), &packed))
 }
 
-/// Packed elements of a float dtype narrower than its class (Float32Array
-/// or Float64Array) as that class's elements, each value exact: decoded by
-/// the dtype's [`FloatFormat`](bytelens_core::FloatFormat), the table's.
-/// Every NaN reads as the quiet NaN with its sign.
-fn widen(dtype: DType, packed: &[u8]) -> Vec<u8> {
-    let (size, format) = (dtype.size(), dtype.float_format());
-    let wide = kind_of(dtype) == F64;
-    let width = if wide { 8 } else { 4 };
-    let mut out = vec![0; packed.len() / size * width];
-    for (element, out) in packed.chunks_exact(size).zip(out.chunks_exact_mut(width)) {
-        let mut bits = [0; 8];
-        bits[..size].copy_from_slice(element);
-        let x = format.map_or(0.0, |f| f.decode(u64::from_le_bytes(bits)));
-        if wide {
-            out.copy_from_slice(&x.to_le_bytes());
-        } else {
-            out.copy_from_slice(&(x as f32).to_le_bytes());
-        }
+/// `read`'s typed array of packed elements of a float dtype narrower than
+/// its class (Float32Array, which holds each value exactly): each decoded
+/// by the dtype's [`FloatFormat`](bytelens_core::FloatFormat), the table's,
+/// and made the class's in JS. Every NaN reads as the quiet NaN with its sign.
+fn widen(dtype: DType, packed: &[u8]) -> JsValue {
+    let format = dtype.float_format();
+    let decode = |element: &[u8]| {
+        // Little-endian bits, assembled without a copy call per element.
+        let bits = element.iter().rfold(0, |bits, &b| bits << 8 | u64::from(b));
+        format.map_or(0.0, |f| f.decode(bits))
+    };
+    let mut values = Vec::with_capacity(packed.len() / dtype.size());
+    for element in packed.chunks_exact(dtype.size()) {
+        values.push(decode(element));
     }
-    out
+    // f64 to u8 always casts; `try_` keeps the panic path out of the .wasm.
+    let bytes = bytemuck::try_cast_slice(&values).unwrap_or_default();
+    typed_from_float64(kind_of(dtype), bytes)
 }
 
 /// What `write` takes, read once: its kind and length, and nothing else
@@ -321,7 +322,7 @@ impl Source {
                     }
                     let mut packed = vec![0; len * size];
                     for (value, out) in values.iter().zip(packed.chunks_exact_mut(size)) {
-                        from_js(value, dtype)?.write(ByteOrder::Little, out)?;
+                        put_bits(from_js(value, dtype)?, out);
                     }
                     return Ok(packed);
                 }
@@ -354,13 +355,13 @@ impl Source {
             } else {
                 i128::from(bits)
             };
-            let scalar = if bigints {
+            let element = if bigints {
                 from_wide(wide, dtype)
             } else {
                 from_number(f64::from_bits(bits), dtype)
             };
             // The JS value, made only for the error: no call per element.
-            let scalar = scalar.ok_or_else(|| BindingError::Element {
+            let element = element.ok_or_else(|| BindingError::Element {
                 dtype,
                 got: match (bigints, kind == I64) {
                     (false, _) => f64::from_bits(bits).into(),
@@ -370,7 +371,7 @@ impl Source {
                 // Numbers are values of every dtype's JS type; bigints of integers only.
                 type_error: bigints && (dtype.is_float() || dtype == DType::Bool),
             })?;
-            scalar.write(ByteOrder::Little, out)?;
+            put_bits(element, out);
         }
         Ok(packed)
     }
