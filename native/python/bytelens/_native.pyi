@@ -27,6 +27,9 @@ __all__ = [
     "ascontiguous",
     "dtypes",
     "read_header",
+    "file_dtype",
+    "view_layout",
+    "read_elements",
 ]
 if sys.platform != "win32":
     __all__ += ["SharedBuffer", "SharedLock"]
@@ -289,7 +292,30 @@ class _DTypeInfo(TypedDict):
 def dtypes() -> list[_DTypeInfo]:
     """The core's dtype table, one dict per dtype in the table's order."""
 
-def read_header(head: bytes, length: int) -> dict[str, Any]: ...
+def read_header(head: bytes, length: int, base: int = 0) -> dict[str, Any]: ...
+
+class _FileDType(TypedDict):
+    name: str
+    descr: str
+    size: int
+    safetensors: str
+    npy: bool
+    float: bool
+
+def file_dtype(dtype: npt.DTypeLike) -> _FileDType:
+    """What the file formats need of `dtype`, from the core's dtype table."""
+
+def view_layout(
+    nbytes: int,
+    dtype: npt.DTypeLike,
+    offset: int = 0,
+    shape: _Dims | None = None,
+    strides: _Dims | None = None,
+) -> Layout:
+    """The layout `Buffer(nbytes).view(dtype, offset, shape, strides)` would have."""
+
+def read_elements(dtype: npt.DTypeLike, data: bytes, offsets: Sequence[int]) -> list[bool | int | float | None]:
+    """The elements of `dtype` that start at each of `offsets` in `data`."""
 
 # With the `gpu` feature (see __all__ above).
 class GpuError(RuntimeError):
