@@ -442,7 +442,7 @@ fn f32_round_to_odd(x: __m256d) -> __m128i {
 mod tests {
     use bytelens_core::{ByteOrder, DType, Descr};
 
-    use super::{Kernel, scalar};
+    use super::{Kernel, Op, float8, scalar};
 
     /// splitmix64: a seeded source of test bits.
     struct Rng(u64);
@@ -630,5 +630,10 @@ mod tests {
         assert!(Kernel::detect(le(DType::F32), be(DType::F32)).is_some());
         assert!(Kernel::detect(be(DType::F64), le(DType::F16)).is_some());
         assert!(Kernel::detect(le(DType::I32), le(DType::F32)).is_none());
+        // float8 both ways: the portable kernel, built for AVX2.
+        let narrow = Kernel::detect(be(DType::F32), le(DType::F8E4M3FN));
+        assert_eq!(narrow, Some(Kernel(Op::Float8(float8::Kernel::Narrow))));
+        let widen = Kernel::detect(le(DType::F8E5M2), be(DType::F64));
+        assert_eq!(widen, Some(Kernel(Op::Float8(float8::Kernel::Widen))));
     }
 }
