@@ -46,7 +46,7 @@ extern "C" {
     fn make_error(message: &str, type_error: bool, kind: Option<&str>) -> JsValue;
 }
 
-/// Why a call failed, until it is thrown (see the [module docs](self)).
+/// Why a call failed, until it is thrown (the `error` module's docs say how).
 /// Messages are written here, from the parts each variant keeps.
 #[derive(Debug)]
 #[non_exhaustive]
