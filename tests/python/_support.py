@@ -23,6 +23,20 @@ BF16 = np.dtype(ml_dtypes.bfloat16)
 BF16_BE = BF16.newbyteorder(">")
 
 
+def frameworks_required():
+    """Whether this venv was made to hold torch and JAX, so that their tests
+    must fail rather than skip without them: the xtask writes what it
+    installed into ``.bytelens-requirements``, and venv-np2 is the one it
+    installs them into."""
+    marker = os.path.join(sys.prefix, ".bytelens-requirements")
+    try:
+        with open(marker) as f:
+            installed = f.read().split()
+    except OSError:
+        installed = []
+    return any(p.startswith("torch==") for p in installed) or os.path.basename(sys.prefix) == "venv-np2"
+
+
 def run_child(code, *args, timeout=60):
     """Runs `code` in a fresh interpreter with `args` in sys.argv; returns
     (returncode, output). A child still running at `timeout` fails the test

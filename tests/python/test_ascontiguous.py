@@ -270,6 +270,45 @@ def test_conversion_vectors():
     assert cases > 100
 
 
+def test_float8_conversion_vectors():
+    """tests/vectors/convert_float8.txt (ml_dtypes 0.7's answers: every float8
+    pattern, every float16 and bfloat16 pattern, the float32, float64 and
+    integer boundaries) through bl.ascontiguous, in every byte order it
+    takes, flat and through the tiled walk of a transposed view."""
+    path = pathlib.Path(__file__).resolve().parents[1] / "vectors" / "convert_float8.txt"
+    elements = 0
+    for line in path.read_text().splitlines():
+        if not line.strip() or line.startswith("#"):
+            continue
+        frm, to, src, dst = line.split()
+        frm, to = np.dtype(bl_dtype(frm)), np.dtype(bl_dtype(to))
+        if src == "all":  # every pattern of the source, in increasing order
+            src_bytes = np.arange(1 << (8 * frm.itemsize), dtype="<u8").astype(f"<u{frm.itemsize}").tobytes()
+        else:
+            src_bytes = bytes.fromhex(src)
+        a = np.frombuffer(src_bytes, frm.newbyteorder("<"))
+        want = np.frombuffer(bytes.fromhex(dst), to.newbyteorder("<"))
+        for s in orders(frm):
+            for d in orders(to):
+                if is_bf16_be(s):
+                    continue  # no numpy array is big-endian bfloat16 (see test_hostile)
+                x = a.astype(s)
+                bits_equal(converted(x, d).astype(d.newbyteorder("<")), want)
+                n = x.size // 64 * 64
+                if n:
+                    square = x[:n].reshape(-1, 64).T
+                    wanted = np.ascontiguousarray(want[:n].reshape(-1, 64).T)
+                    bits_equal(converted(square, d).astype(d.newbyteorder("<")), wanted)
+        elements += a.size
+    assert elements > 400_000
+
+
+def bl_dtype(name):
+    """The numpy dtype of a dtype table name: ml_dtypes' type where the table names one."""
+    row = next(row for row in bl.dtypes() if name in row["spellings"])
+    return getattr(ml_dtypes, row["ml_dtypes"]) if row["ml_dtypes"] else np.dtype(row["name"])
+
+
 def test_the_rule_is_numpys_same_kind():
     for a in DTYPES:
         for b in DTYPES:

@@ -12,7 +12,6 @@ them rather than skipping, so CI cannot pass without them. Elsewhere
 """
 
 import doctest
-import os
 import sys
 import warnings
 
@@ -22,23 +21,11 @@ import pytest
 
 import bytelens as bl
 from bytelens import _frameworks
-
-
-def _required():
-    """Whether this venv was made to hold torch and JAX: the xtask writes
-    what it installed into ``.bytelens-requirements``, and venv-np2 is the
-    one it installs them into."""
-    marker = os.path.join(sys.prefix, ".bytelens-requirements")
-    try:
-        with open(marker) as f:
-            installed = f.read().split()
-    except OSError:
-        installed = []
-    return any(p.startswith("torch==") for p in installed) or os.path.basename(sys.prefix) == "venv-np2"
+from _support import frameworks_required
 
 
 def _import(name):
-    if _required():
+    if frameworks_required():
         return __import__(name)  # an ImportError here fails the test run
     return pytest.importorskip(name)
 
@@ -287,7 +274,7 @@ def test_the_modules_docstring_examples_run():
 
 # --- safetensors' torch files ---------------------------------------------------------
 
-st_torch = pytest.importorskip("safetensors.torch") if not _required() else __import__(
+st_torch = pytest.importorskip("safetensors.torch") if not frameworks_required() else __import__(
     "safetensors.torch", fromlist=["save_file"]
 )
 
