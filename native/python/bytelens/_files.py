@@ -818,9 +818,8 @@ def _load_file(
     archive = _Archive(path, buf) if any(a.copy == COMPRESSED for a in report.arrays) else None
     by_name = {m.info.filename: m for m in members}
     for a in report.arrays:
-        where = f"{path}: array {_short(a.name)!r}"
         if a.unavailable is not None:
-            out._items[a.name] = _Unavailable(where, a)
+            out._items[a.name] = _Unavailable(f"{path}: array {_short(a.name)!r}", a)
             continue
         if a.copy == COMPRESSED:
             assert archive is not None and a.member is not None
@@ -835,7 +834,7 @@ def _load_file(
                     raise _naming(err, "", " (strict=True refuses the copy that would align it)") from None
                 array = _aligned_copy(buf, a, mode)
         except LayoutError as err:
-            raise _naming(err, f"{where}: ") from None
+            raise _naming(err, f"{path}: array {_short(a.name)!r}: ") from None
         out._items[a.name] = array if convert is None else convert(array)
     if verify:
         data = buf.view("|u1", shape=(buf.nbytes,))
