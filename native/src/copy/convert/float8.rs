@@ -388,6 +388,7 @@ pub(super) fn f16_to_f32_value(h: u16) -> u32 {
 mod tests {
     use bytelens_core::FloatFormat;
 
+    use super::super::tests::Rng;
     use super::*;
 
     /// One of the float32 encoders.
@@ -556,19 +557,6 @@ mod tests {
             assert_eq!(f64_to_f32_odd(v.to_bits()), want, "{v:e}");
         }
         assert_eq!(f64_to_f32_odd(0xfff0_0000_0000_0001), 0xffc0_0000);
-    }
-
-    /// splitmix64: a seeded source of test bits.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
     }
 
     /// Random float64 bits, two in three spread over the float8s' range

@@ -201,16 +201,22 @@ fn check_line(from: DType, to: DType, src: &[u8], want: &[u8]) {
     }
 }
 
-/// splitmix64: a seeded source of test bits.
-struct Rng(u64);
+/// splitmix64: a seeded source of test bits (for every kernel's tests).
+pub(super) struct Rng(pub(super) u64);
 
 impl Rng {
-    fn next(&mut self) -> u64 {
+    pub(super) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
         z ^ (z >> 31)
+    }
+
+    /// A number below `n` (`n > 0`), for the x86 kernels' tests.
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    pub(super) fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
     }
 }
 

@@ -442,24 +442,8 @@ fn f32_round_to_odd(x: __m256d) -> __m128i {
 mod tests {
     use bytelens_core::{ByteOrder, DType, Descr};
 
+    use super::super::tests::Rng;
     use super::{Kernel, Op, float8, scalar};
-
-    /// splitmix64: a seeded source of test bits.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-            z ^ (z >> 31)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
 
     /// A random element of `dtype` as bits, every class of float equally
     /// likely: anything, zero or subnormal, infinity or NaN (quiet,
