@@ -182,8 +182,9 @@ impl FloatFormat {
     /// ```
     /// use bytelens_core::FloatFormat;
     /// assert_eq!(FloatFormat::F8E8M0FNU.decode(127), 1.0);
-    /// assert_eq!(FloatFormat::F8E8M0FNU.decode(0), 2f64.powi(-127));
-    /// assert_eq!(FloatFormat::F8E5M2.decode(0x01), 2f64.powi(-16));
+    /// let two_to = |n: i64| f64::from_bits(((1023 + n) as u64) << 52); // exact 2^n
+    /// assert_eq!(FloatFormat::F8E8M0FNU.decode(0), two_to(-127));
+    /// assert_eq!(FloatFormat::F8E5M2.decode(0x01), two_to(-16));
     /// assert_eq!(FloatFormat::BF16.decode(0x3f80), 1.0);
     /// ```
     pub fn decode(self, bits: u64) -> f64 {
