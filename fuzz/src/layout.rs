@@ -671,6 +671,9 @@ fn check_views(layout: &Layout, m: &Model, len: usize, shift: usize) {
         DType::BF16 => check_view::<bf16>(layout, m, len, shift),
         DType::F32 => check_view::<f32>(layout, m, len, shift),
         DType::F64 => check_view::<f64>(layout, m, len, shift),
+        DType::F8E4M3FN => check_view::<bytelens_core::F8E4M3FN>(layout, m, len, shift),
+        DType::F8E5M2 => check_view::<bytelens_core::F8E5M2>(layout, m, len, shift),
+        DType::F8E8M0FNU => check_view::<bytelens_core::F8E8M0FNU>(layout, m, len, shift),
     }
 }
 
