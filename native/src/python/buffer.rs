@@ -21,11 +21,11 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyMemoryView, PyTuple, PyType};
 
 use super::dlpack;
-use super::dtype::{numpy_descr, to_descr};
+use super::dtype::numpy_descr;
 use super::error::{IntoPyErr, PyErrResult};
-use super::layout::{Int, PyLayout, PyPlan, dims};
+use super::layout::{Int, PyLayout, PyPlan, resolve_view};
 use super::memory::{Export, Memory, Storage, fill_buffer, span};
-use crate::{Layout, LayoutError, MAX_NDIM, ViewArgs};
+use crate::{Layout, LayoutError, MAX_NDIM};
 
 /// Bytes that typed numpy views share without copying.
 ///
@@ -91,7 +91,7 @@ impl PyBuf {
     }
 
     /// [`array`](PyBuf::array) for a layout already checked against this
-    /// buffer's length (by [`ViewArgs::resolve`]).
+    /// buffer's length (by [`ViewArgs::resolve`](crate::ViewArgs::resolve)).
     #[inline(always)]
     fn array_in_bounds<'py>(
         slf: &Bound<'py, PyBuf>,
@@ -419,29 +419,18 @@ impl PyBuf {
             }
             return PyBuf::array(slf, &layout.get().inner);
         }
-        let descr = to_descr(dtype)?;
-        // Read into locals, not through `Option::map`/`transpose`, which
-        // copy the 264-byte `Dims` several times over.
-        let (shape_dims, strides_dims);
-        let mut args = ViewArgs {
-            offset: offset.0,
-            ..ViewArgs::new(descr)
-        };
-        if let Some(shape) = shape {
-            shape_dims = dims::<usize>(shape)?;
-            args.shape = Some(&shape_dims);
-        }
-        if let Some(strides) = strides {
-            strides_dims = dims::<isize>(strides)?;
-            args.strides = Some(&strides_dims);
-        }
-        // The core's rule, as JS's. Used in place (a reference into the
-        // result, no `?`): moving the 528-byte Layout out costs a copy that
-        // shows in a ~200 ns call.
-        match &args.resolve(Some(slf.get().len())) {
-            Ok(layout) => PyBuf::array_in_bounds(slf, layout),
-            Err(err) => Err(err.into_py_err(py)),
-        }
+        let nbytes = slf.get().len();
+        resolve_view(
+            dtype,
+            offset,
+            shape,
+            strides,
+            nbytes,
+            |resolved| match resolved {
+                Ok(layout) => PyBuf::array_in_bounds(slf, layout),
+                Err(err) => Err(err.into_py_err(py)),
+            },
+        )
     }
 
     /// One numpy view per field of `plan`: `{name: array}`.

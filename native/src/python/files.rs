@@ -18,9 +18,9 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList};
 
 use super::dtype::to_descr;
 use super::error::{FormatError, IntoPyErr, PyErrResult};
-use super::layout::{Int, PyLayout, dims};
+use super::layout::{Int, PyLayout, resolve_view};
+use crate::Scalar;
 use crate::files::{Access, read_header as read};
-use crate::{Scalar, ViewArgs};
 
 /// The header of an `.npy` or safetensors file of `length` bytes, from
 /// `head`, its first bytes: a dict with `format`, `version`, `data_start`,
@@ -121,22 +121,10 @@ pub(crate) fn view_layout(
     shape: Option<&Bound<'_, PyAny>>,
     strides: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<PyLayout> {
-    let descr = to_descr(dtype)?;
-    let (shape_dims, strides_dims);
-    let mut args = ViewArgs {
-        offset: offset.0,
-        ..ViewArgs::new(descr)
-    };
-    if let Some(shape) = shape {
-        shape_dims = dims::<usize>(shape)?;
-        args.shape = Some(&shape_dims);
-    }
-    if let Some(strides) = strides {
-        strides_dims = dims::<isize>(strides)?;
-        args.strides = Some(&strides_dims);
-    }
-    let inner = args.resolve(Some(nbytes)).py_err(py)?;
-    Ok(PyLayout { inner })
+    resolve_view(dtype, offset, shape, strides, nbytes, |resolved| {
+        let inner = (*resolved).py_err(py)?;
+        Ok(PyLayout { inner })
+    })
 }
 
 /// The elements of `dtype` that start at each of `offsets` in `data`, read
