@@ -42,13 +42,23 @@ DTYPES = [
 IDS = [d.name for d in DTYPES]
 
 
+def _jax_x64(enabled):
+    before = jax.config.jax_enable_x64
+    jax.config.update("jax_enable_x64", enabled)
+    yield
+    jax.config.update("jax_enable_x64", before)
+
+
 @pytest.fixture
 def x64():
     """JAX with 64-bit types (else it makes 32-bit copies of them)."""
-    before = jax.config.jax_enable_x64
-    jax.config.update("jax_enable_x64", True)
-    yield
-    jax.config.update("jax_enable_x64", before)
+    yield from _jax_x64(True)
+
+
+@pytest.fixture
+def no_x64():
+    """JAX without 64-bit types, its default, whatever the process was started with."""
+    yield from _jax_x64(False)
 
 
 def random_array(dtype, shape=(8, 12), offset=0, seed=0):
@@ -155,9 +165,7 @@ def test_jax_refuses_a_view_with_gaps_and_frameworks_copies_it_first(case, x64):
     assert jax_bytes(j) == c_bytes(x)
 
 
-def test_jax_without_x64_makes_32_bit_copies_of_64_bit_dtypes():
-    if jax.config.jax_enable_x64:
-        pytest.skip("this process runs JAX with jax_enable_x64")
+def test_jax_without_x64_makes_32_bit_copies_of_64_bit_dtypes(no_x64):
     x = random_array(np.dtype("<i8"))
     j = jax.dlpack.from_dlpack(bl.View.of(x))
     assert j.dtype == np.int32
