@@ -36,6 +36,7 @@ mod fuzz;
 mod gpu;
 mod test;
 mod web;
+mod wheels;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
@@ -69,6 +70,18 @@ const PY_TOOLS: [&str; 9] = [
 const PY_FRAMEWORKS: [&str; 3] = ["torch==2.15.0", "jax==0.10.2", "jaxlib==0.10.2"];
 /// The venv of [`PY_ENVS`] that [`PY_FRAMEWORKS`] go into.
 const FRAMEWORKS_ENV: &str = PY_ENVS[0].0;
+/// What builds and checks the wheels (wheels.rs), in the venv of
+/// [`PY_ENVS`] whose maturin builds them ([`BUILD_ENV`]) only.
+const WHEEL_TOOLS: [&str; 2] = [
+    // The linker of the manylinux and macOS wheels (`maturin --zig`),
+    // pinned: which glibc symbols it links against is what makes a wheel
+    // manylinux_2_28.
+    "ziglang==0.17.1",
+    // Says which manylinux policy a Linux wheel meets.
+    "auditwheel==6.8.2",
+];
+/// The venv of [`PY_ENVS`] that builds the wheels.
+const BUILD_ENV: &str = PY_ENVS[0].0;
 
 const USAGE: &str = "\
 usage: cargo xtask [--no-install] <task>
@@ -353,9 +366,15 @@ fn ensure_python_envs() -> Result {
         } else {
             &[]
         };
+        let build: &[&str] = if name == BUILD_ENV {
+            &WHEEL_TOOLS
+        } else {
+            &[]
+        };
         let wanted: Vec<&str> = [numpy]
             .into_iter()
             .chain(PY_TOOLS)
+            .chain(build.iter().copied())
             .chain(frameworks.iter().copied())
             .collect();
         let marker = dir.join(".bytelens-requirements");
@@ -370,23 +389,10 @@ fn ensure_python_envs() -> Result {
     Ok(())
 }
 
-/// Builds the extension wheel with maturin and installs it into every venv.
+/// Builds the x86-64 manylinux abi3 wheel ([`wheels::build`]) and installs
+/// it into every venv.
 fn build_python_package() -> Result {
-    let wheels = py_dir().join("wheels");
-    let _ = fs::remove_dir_all(&wheels);
-    let out = wheels.display().to_string();
-    let python = venv_python(PY_ENVS[0].0);
-    let mut maturin = cmd(&python, &["-m", "maturin", "build", "--release", "-m"]);
-    maturin.args(["native/Cargo.toml", "--out", &out, "--interpreter", &python]);
-    run(maturin)?;
-    let wheel = fs::read_dir(&wheels)
-        .map_err(|e| e.to_string())?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.extension().is_some_and(|x| x == "whl"))
-        .ok_or("maturin built no wheel")?
-        .display()
-        .to_string();
+    let wheel = wheels::build(wheels::HOST)?.display().to_string();
     for (name, _) in PY_ENVS {
         let args = [
             "-m",

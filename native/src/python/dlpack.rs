@@ -351,30 +351,19 @@ pub(crate) fn export<'py>(
 /// `raw` must come from [`leak`] and be freed once.
 unsafe fn free<M>(raw: *mut Exported<M>) {
     // Consumers (numpy) call the deleter holding the GIL, when their array
-    // goes: then the reference is dropped and the memory freed here and now.
-    // Attaching to the interpreter for it (PyGILState_Ensure and Release,
-    // and pyo3's own bookkeeping) took about 10 of the ~100 ns of
-    // `buf.__dlpack__()` and its capsule's end, and 15 of the ~255 of
-    // `np.from_dlpack(buf)`.
-    // SAFETY: both calls only read the interpreter's state, and may be made
-    // from any thread; PyGILState_Check is called only while it is running.
-    if unsafe { ffi::Py_IsInitialized() != 0 && ffi::PyGILState_Check() == 1 } {
-        // SAFETY: this thread holds the GIL (checked above); `raw` is the
-        // live allocation `leak` made, read out and freed once, and the
-        // pointer taken from `export` is the one strong reference it owned.
-        unsafe {
-            let Exported { export, .. } = raw.read();
-            ffi::PyMem_Free(raw.cast());
-            ffi::Py_DecRef(export.into_ptr());
-        }
-        return;
-    }
-    // Dropping a reference and freeing pymalloc's memory need the
-    // interpreter; at interpreter exit there may be none to attach to, and
-    // then both are leaked on purpose.
+    // goes: then `try_attach` finds it held and the reference is dropped and
+    // the memory freed here and now. Dropping a reference and freeing
+    // pymalloc's memory need the interpreter; at interpreter exit there may
+    // be none to attach to (`try_attach` returns None, where `attach` would
+    // panic inside this `extern "C"` caller and abort), and then both are
+    // leaked on purpose. Attaching (PyGILState_Ensure and Release, and
+    // pyo3's bookkeeping) costs about 10 ns of the ~100 of `buf.__dlpack__()`
+    // and its capsule's end: the stable ABI has no `PyGILState_Check` to
+    // skip it with.
     Python::try_attach(|_py| {
-        // SAFETY: attached, so the GIL is held; `raw` is read out and freed
-        // once, as above, and its reference dropped holding the GIL.
+        // SAFETY: attached, so the GIL is held; `raw` is the live allocation
+        // `leak` made, read out and freed once, and its reference (the one
+        // strong reference it owned) dropped holding the GIL.
         unsafe {
             let exported = raw.read();
             ffi::PyMem_Free(raw.cast());
