@@ -10,9 +10,10 @@
 //! Tiles move a grid at a time ([`Tile::move_tiles`]): the bounds of the
 //! whole grid are checked once, and the loops over its tiles are compiled
 //! together with the tile so the kernel inlines. The SIMD kernels are
-//! chosen once per copy ([`Tile::for_itemsize`]), at run time, from what
-//! the CPU has; the portable kernel is the reference they are tested
-//! against, and the only one Miri runs.
+//! chosen once per copy ([`Tile::for_itemsize`]): on x86-64 at run time,
+//! from what the CPU has; on aarch64 the NEON ones, which every aarch64
+//! CPU has. The portable kernel is the reference they are tested against,
+//! and the only one Miri runs.
 
 /// Where the tiles of a grid lie in a slice: tile `(r, j)` has its run `k`
 /// at byte `at + r * r_step + j * j_step + k * pitch`.
@@ -53,7 +54,10 @@ pub(super) struct Tile {
 
 /// Moves `rows × cols` tiles, column of tiles by column of tiles (all `r`
 /// for one `j`, then the next `j`).
-#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[cfg(any(
+    all(target_arch = "x86_64", not(miri)),
+    all(target_arch = "aarch64", target_feature = "neon", not(miri))
+))]
 type Grids = unsafe fn(*const u8, Grid, *mut u8, Grid, usize, usize);
 
 #[derive(Clone, Copy)]
@@ -61,6 +65,8 @@ enum Kernel {
     Portable,
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     X86(Grids),
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon", not(miri)))]
+    Neon(Grids),
 }
 
 impl Tile {
@@ -72,6 +78,14 @@ impl Tile {
                 side,
                 itemsize,
                 kernel: Kernel::X86(kernel),
+            };
+        }
+        #[cfg(all(target_arch = "aarch64", target_feature = "neon", not(miri)))]
+        if let Some((side, kernel)) = neon::kernel(itemsize) {
+            return Tile {
+                side,
+                itemsize,
+                kernel: Kernel::Neon(kernel),
             };
         }
         Tile::portable(itemsize)
@@ -138,6 +152,12 @@ impl Tile {
             Kernel::X86(kernel) => unsafe {
                 kernel(src.as_ptr(), from, dst.as_mut_ptr(), to, rows, cols)
             },
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon", not(miri)))]
+            // SAFETY: as for `X86`; NEON, the kernels' only feature, is in
+            // every build of the `neon` module (its cfg).
+            Kernel::Neon(kernel) => unsafe {
+                kernel(src.as_ptr(), from, dst.as_mut_ptr(), to, rows, cols)
+            },
         }
     }
 }
@@ -163,6 +183,37 @@ fn portable(
     }
 }
 
+#[cfg(any(
+    all(target_arch = "x86_64", not(miri)),
+    all(target_arch = "aarch64", target_feature = "neon", not(miri))
+))]
+/// A grid kernel around a tile kernel: the loops compiled with the
+/// tile inlined, under the tile's target features.
+macro_rules! grid {
+    ($(#[$feature:meta])* $name:ident => $tile:ident) => {
+        /// Moves a grid of tiles with [`
+        #[doc = stringify!($tile)]
+        /// `].
+        ///
+        /// # Safety
+        /// Every run of every tile of the grid lies in memory readable
+        /// from `src` and writable from `dst`; the CPU has the tile's
+        /// features.
+        $(#[$feature])*
+        unsafe fn $name(src: *const u8, from: Grid, dst: *mut u8, to: Grid, rows: usize, cols: usize) {
+            for j in 0..cols as isize {
+                for r in 0..rows as isize {
+                    let s = from.at + r * from.r_step + j * from.j_step;
+                    let d = to.at + r * to.r_step + j * to.j_step;
+                    // SAFETY: the runs of tile (r, j) are among the
+                    // grid's, in bounds by this function's contract.
+                    unsafe { $tile(src.offset(s), from.pitch, dst.offset(d), to.pitch) }
+                }
+            }
+        }
+    };
+}
+
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 mod x86 {
     use core::arch::x86_64::*;
@@ -181,33 +232,6 @@ mod x86 {
             8 => Some((2, grid_u64 as Grids)),
             _ => None,
         }
-    }
-
-    /// A grid kernel around a tile kernel: the loops compiled with the
-    /// tile inlined, under the tile's target features.
-    macro_rules! grid {
-        ($(#[$feature:meta])* $name:ident => $tile:ident) => {
-            /// Moves a grid of tiles with [`
-            #[doc = stringify!($tile)]
-            /// `].
-            ///
-            /// # Safety
-            /// Every run of every tile of the grid lies in memory readable
-            /// from `src` and writable from `dst`; the CPU has the tile's
-            /// features.
-            $(#[$feature])*
-            unsafe fn $name(src: *const u8, from: Grid, dst: *mut u8, to: Grid, rows: usize, cols: usize) {
-                for j in 0..cols as isize {
-                    for r in 0..rows as isize {
-                        let s = from.at + r * from.r_step + j * from.j_step;
-                        let d = to.at + r * to.r_step + j * to.j_step;
-                        // SAFETY: the runs of tile (r, j) are among the
-                        // grid's, in bounds by this function's contract.
-                        unsafe { $tile(src.offset(s), from.pitch, dst.offset(d), to.pitch) }
-                    }
-                }
-            }
-        };
     }
 
     grid!(grid_u8 => t8x8_u8);
@@ -405,6 +429,265 @@ mod x86 {
             let b = _mm_loadu_pd(src.offset(sp) as *const f64);
             _mm_storeu_pd(dst as *mut f64, _mm_unpacklo_pd(a, b));
             _mm_storeu_pd(dst.offset(dp) as *mut f64, _mm_unpackhi_pd(a, b));
+        }
+    }
+}
+
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", not(miri)))]
+mod neon {
+    use core::arch::aarch64::*;
+
+    use super::{Grid, Grids};
+
+    /// The side and grid kernel for `itemsize` (NEON is in every aarch64
+    /// CPU, so nothing is detected). Each side makes runs of 8 bytes or
+    /// more (one or two 16-byte registers for the wider elements).
+    pub(super) fn kernel(itemsize: usize) -> Option<(usize, Grids)> {
+        match itemsize {
+            1 => Some((8, grid_u8 as Grids)),
+            2 => Some((8, grid_u16 as Grids)),
+            4 => Some((8, grid_u32 as Grids)),
+            8 => Some((4, grid_u64 as Grids)),
+            _ => None,
+        }
+    }
+
+    grid!(#[target_feature(enable = "neon")] grid_u8 => t8x8_u8);
+    grid!(#[target_feature(enable = "neon")] grid_u16 => t8x8_u16);
+    grid!(#[target_feature(enable = "neon")] grid_u32 => t8x8_u32);
+    grid!(#[target_feature(enable = "neon")] grid_u64 => t4x4_u64);
+
+    // The kernels' contract (module docs): run k of the source is T
+    // elements at `src + k * sp`, run m of the destination is T elements at
+    // `dst + m * dp`; the caller proved every run in bounds.
+    //
+    // Each transposes by rounds of `trn1`/`trn2` on lanes twice as wide as
+    // the round before: after the round on 2^i-element lanes, lane pairs
+    // hold 2^(i+1) consecutive rows of one column.
+
+    /// 8×8 bytes in 8-byte registers.
+    ///
+    /// # Safety
+    /// The kernels' contract.
+    #[inline]
+    #[target_feature(enable = "neon")]
+    unsafe fn t8x8_u8(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
+        // SAFETY: each load and store touches one run, in bounds by the
+        // contract; `vld1`/`vst1` take any alignment.
+        unsafe {
+            let r: [uint8x8_t; 8] = core::array::from_fn(|k| vld1_u8(src.offset(k as isize * sp)));
+            // Byte lanes: s[2p] holds even columns, s[2p + 1] odd ones, of
+            // rows 2p, 2p + 1.
+            let s: [uint16x4_t; 8] = core::array::from_fn(|k| {
+                let (a, b) = (r[k & !1], r[k | 1]);
+                vreinterpret_u16_u8(if k & 1 == 0 {
+                    vtrn1_u8(a, b)
+                } else {
+                    vtrn2_u8(a, b)
+                })
+            });
+            // 16-bit lanes: t holds columns {0, 4}, {1, 5}, {2, 6}, {3, 7}
+            // of rows 0-3 (t[0..4]) and 4-7 (t[4..8]).
+            let t: [uint32x2_t; 8] = core::array::from_fn(|k| {
+                let base = k & 4;
+                let (a, b) = (s[base + (k & 1)], s[base + 2 + (k & 1)]);
+                vreinterpret_u32_u16(if k & 2 == 0 {
+                    vtrn1_u16(a, b)
+                } else {
+                    vtrn2_u16(a, b)
+                })
+            });
+            // t[q] for q in 0..4 holds columns q and q + 4 (q = 2i + h:
+            // column h + 2i); 32-bit lanes join rows 0-3 and 4-7.
+            for q in 0..4 {
+                let col = (q & 1) + 2 * (q >> 1);
+                let (a, b) = (t[q], t[q + 4]);
+                let lo = vreinterpret_u8_u32(vtrn1_u32(a, b));
+                let hi = vreinterpret_u8_u32(vtrn2_u32(a, b));
+                vst1_u8(dst.offset(col as isize * dp), lo);
+                vst1_u8(dst.offset((col + 4) as isize * dp), hi);
+            }
+        }
+    }
+
+    /// 8×8 two-byte elements in 16-byte registers.
+    ///
+    /// # Safety
+    /// The kernels' contract.
+    #[inline]
+    #[target_feature(enable = "neon")]
+    unsafe fn t8x8_u16(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
+        // SAFETY: as for `t8x8_u8`.
+        unsafe {
+            let r: [uint16x8_t; 8] =
+                core::array::from_fn(|k| vld1q_u16(src.offset(k as isize * sp) as *const u16));
+            let s: [uint32x4_t; 8] = core::array::from_fn(|k| {
+                let (a, b) = (r[k & !1], r[k | 1]);
+                vreinterpretq_u32_u16(if k & 1 == 0 {
+                    vtrn1q_u16(a, b)
+                } else {
+                    vtrn2q_u16(a, b)
+                })
+            });
+            let t: [uint64x2_t; 8] = core::array::from_fn(|k| {
+                let base = k & 4;
+                let (a, b) = (s[base + (k & 1)], s[base + 2 + (k & 1)]);
+                vreinterpretq_u64_u32(if k & 2 == 0 {
+                    vtrn1q_u32(a, b)
+                } else {
+                    vtrn2q_u32(a, b)
+                })
+            });
+            for q in 0..4 {
+                let col = (q & 1) + 2 * (q >> 1);
+                let (a, b) = (t[q], t[q + 4]);
+                let lo = vreinterpretq_u16_u64(vtrn1q_u64(a, b));
+                let hi = vreinterpretq_u16_u64(vtrn2q_u64(a, b));
+                vst1q_u16(dst.offset(col as isize * dp) as *mut u16, lo);
+                vst1q_u16(dst.offset((col + 4) as isize * dp) as *mut u16, hi);
+            }
+        }
+    }
+
+    /// 4×4 four-byte elements, in registers: row `k` in, column `m` out.
+    #[inline]
+    #[target_feature(enable = "neon")]
+    fn t4x4_u32(r: [uint32x4_t; 4]) -> [uint32x4_t; 4] {
+        let s: [uint64x2_t; 4] = [
+            vreinterpretq_u64_u32(vtrn1q_u32(r[0], r[1])),
+            vreinterpretq_u64_u32(vtrn2q_u32(r[0], r[1])),
+            vreinterpretq_u64_u32(vtrn1q_u32(r[2], r[3])),
+            vreinterpretq_u64_u32(vtrn2q_u32(r[2], r[3])),
+        ];
+        [
+            vreinterpretq_u32_u64(vtrn1q_u64(s[0], s[2])),
+            vreinterpretq_u32_u64(vtrn1q_u64(s[1], s[3])),
+            vreinterpretq_u32_u64(vtrn2q_u64(s[0], s[2])),
+            vreinterpretq_u32_u64(vtrn2q_u64(s[1], s[3])),
+        ]
+    }
+
+    /// 8×8 four-byte elements: four 4×4 quarters, quarter (i, j) of the
+    /// source becoming quarter (j, i) of the destination.
+    ///
+    /// # Safety
+    /// The kernels' contract.
+    #[inline]
+    #[target_feature(enable = "neon")]
+    unsafe fn t8x8_u32(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
+        // SAFETY: as for `t8x8_u8`: quarter (i, j) reads elements 4j..4j+4
+        // of runs 4i..4i+4 and writes elements 4i..4i+4 of runs 4j..4j+4.
+        unsafe {
+            for i in 0..2isize {
+                for j in 0..2isize {
+                    let rows: [uint32x4_t; 4] = core::array::from_fn(|k| {
+                        let at = src.offset((4 * i + k as isize) * sp + 16 * j);
+                        vld1q_u32(at as *const u32)
+                    });
+                    for (m, v) in t4x4_u32(rows).into_iter().enumerate() {
+                        let at = dst.offset((4 * j + m as isize) * dp + 16 * i);
+                        vst1q_u32(at as *mut u32, v);
+                    }
+                }
+            }
+        }
+    }
+
+    /// 4×4 eight-byte elements, each run two 16-byte registers.
+    ///
+    /// # Safety
+    /// The kernels' contract.
+    #[inline]
+    #[target_feature(enable = "neon")]
+    unsafe fn t4x4_u64(src: *const u8, sp: isize, dst: *mut u8, dp: isize) {
+        // SAFETY: as for `t8x8_u8`.
+        unsafe {
+            // r[k][h]: elements 2h, 2h + 1 of run k.
+            let r: [[uint64x2_t; 2]; 4] = core::array::from_fn(|k| {
+                let at = src.offset(k as isize * sp) as *const u64;
+                [vld1q_u64(at), vld1q_u64(at.add(2))]
+            });
+            for m in 0..4 {
+                let h = m / 2;
+                let pick = |a, b| {
+                    if m % 2 == 0 {
+                        vtrn1q_u64(a, b)
+                    } else {
+                        vtrn2q_u64(a, b)
+                    }
+                };
+                let at = dst.offset(m as isize * dp) as *mut u64;
+                vst1q_u64(at, pick(r[0][h], r[1][h]));
+                vst1q_u64(at.add(2), pick(r[2][h], r[3][h]));
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Tile;
+
+    /// On aarch64 every itemsize the walk tiles has a NEON kernel.
+    #[test]
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon", not(miri)))]
+    fn neon_kernels_are_chosen_on_aarch64() {
+        for (itemsize, side) in [(1, 8), (2, 8), (4, 8), (8, 4)] {
+            let tile = Tile::for_itemsize(itemsize);
+            assert!(
+                matches!(tile.kernel, super::Kernel::Neon(_)),
+                "itemsize {itemsize}"
+            );
+            assert_eq!(tile.side, side, "itemsize {itemsize}");
+        }
+        assert!(matches!(
+            Tile::for_itemsize(16).kernel,
+            super::Kernel::Portable
+        ));
+    }
+
+    /// A tile moved by the chosen kernel equals the portable kernel's, for
+    /// every itemsize, with pitches of either sign and a grid of 2 × 3
+    /// tiles.
+    #[test]
+    fn chosen_kernels_move_tiles_as_the_portable_one() {
+        for itemsize in [1usize, 2, 4, 8, 16] {
+            let fast = Tile::for_itemsize(itemsize);
+            // The reference, on tiles of the chosen kernel's side.
+            let slow = Tile {
+                side: fast.side,
+                ..Tile::portable(itemsize)
+            };
+            let side = fast.side as isize;
+            let run = side * itemsize as isize;
+            let (rows, cols) = (2, 3);
+            for (sp, dp) in [(run * 4 + 3, run * 3), (-(run * 4 + 5), run * 2 + 1)] {
+                // Source tile (r, j): runs of tile row r, tile column j.
+                let src_len = (sp.abs() * side * rows + run * cols + 64) as usize;
+                let src: Vec<u8> = (0..src_len).map(|i| (i * 31 + i / 7) as u8).collect();
+                let from = super::Grid {
+                    at: if sp < 0 {
+                        src_len as isize - run * cols - 1
+                    } else {
+                        0
+                    },
+                    pitch: sp,
+                    r_step: sp * side,
+                    j_step: run,
+                };
+                let dst_len = (dp * side * cols + run * rows + 64) as usize;
+                let to = super::Grid {
+                    at: 5,
+                    pitch: dp,
+                    r_step: run,
+                    j_step: dp * side,
+                };
+                let mut want = vec![0xa5; dst_len];
+                let mut got = want.clone();
+                slow.move_tiles(&src, from, &mut want, to, rows as usize, cols as usize);
+                fast.move_tiles(&src, from, &mut got, to, rows as usize, cols as usize);
+                assert!(got == want, "itemsize {itemsize}, pitches {sp}, {dp}");
+            }
         }
     }
 }

@@ -4,11 +4,12 @@
 //! [`Convert::new`] checks the cast and picks the kernel once: a copy, a
 //! SIMD kernel on x86-64 when the CPU has what it needs (detected at run
 //! time, so a wheel built for any x86-64 uses AVX2 and F16C where they
-//! exist), the portable float8 kernel ([`float8`]: tables from a float8,
+//! exist), a NEON kernel on aarch64 ([`neon`]; FEAT_BF16 detected at run
+//! time), the portable float8 kernel ([`float8`]: tables from a float8,
 //! bit-manipulating encoders into one; on x86-64 with AVX2 the same code
 //! compiled for AVX2), or the scalar reference ([`scalar`]) for everything
-//! else, for the tail of a SIMD run, off x86-64 and under Miri (where the
-//! float8 kernel, which has no `unsafe`, runs too). Every kernel gives the
+//! else, for the tail of a SIMD run, on other CPUs and under Miri (where
+//! the float8 kernel, which has no `unsafe`, runs too). Every kernel gives the
 //! reference's bits: numpy's (ml_dtypes' for bfloat16 and the float8
 //! types), NaNs included.
 //!
@@ -23,6 +24,8 @@
 //! answers.
 
 mod float8;
+#[cfg(all(target_arch = "aarch64", target_feature = "neon", not(miri)))]
+mod neon;
 mod scalar;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 mod x86;
@@ -89,6 +92,9 @@ enum Kernel {
     /// A SIMD kernel the CPU was found to support.
     #[cfg(all(target_arch = "x86_64", not(miri)))]
     X86(x86::Kernel),
+    /// A NEON kernel (FEAT_BF16's `bfcvtn` where it was found).
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon", not(miri)))]
+    Neon(neon::Kernel),
 }
 
 impl Convert {
@@ -132,7 +138,15 @@ impl Convert {
         x86::Kernel::detect(from, to).map(Kernel::X86)
     }
 
-    #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+    #[cfg(all(target_arch = "aarch64", target_feature = "neon", not(miri)))]
+    fn simd(from: Descr, to: Descr) -> Option<Kernel> {
+        neon::Kernel::detect(from, to).map(Kernel::Neon)
+    }
+
+    #[cfg(not(any(
+        all(target_arch = "x86_64", not(miri)),
+        all(target_arch = "aarch64", target_feature = "neon", not(miri))
+    )))]
     fn simd(_: Descr, _: Descr) -> Option<Kernel> {
         None
     }
@@ -175,6 +189,8 @@ impl Convert {
             Kernel::Float8(k) => k.run(self.from, self.to, src, dst),
             #[cfg(all(target_arch = "x86_64", not(miri)))]
             Kernel::X86(k) => k.run(self.from, self.to, src, dst),
+            #[cfg(all(target_arch = "aarch64", target_feature = "neon", not(miri)))]
+            Kernel::Neon(k) => k.run(self.from, self.to, src, dst),
         }
     }
 }

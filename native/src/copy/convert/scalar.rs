@@ -1,7 +1,8 @@
 //! The reference conversion: one element at a time, in plain Rust, for every
 //! pair [`can_cast`](super::can_cast) allows and either byte order on either
 //! side. The SIMD kernels are tested against it, it converts their tails,
-//! and it is the whole conversion under Miri and off x86-64.
+//! and it is the whole conversion under Miri and on CPUs with no SIMD
+//! kernels here (neither x86-64 nor aarch64).
 //!
 //! Results are numpy's (and ml_dtypes' where bfloat16 is involved) bit for
 //! bit, NaNs included; `tests/vectors/convert.txt` holds their answers. What

@@ -213,11 +213,151 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    /// A number below `n` (`n > 0`), for the x86 kernels' tests.
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
+    /// A number below `n` (`n > 0`), for the SIMD kernels' tests.
+    #[cfg(any(
+        all(target_arch = "x86_64", not(miri)),
+        all(target_arch = "aarch64", target_feature = "neon", not(miri))
+    ))]
     pub(super) fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
+}
+
+#[cfg(any(
+    all(target_arch = "x86_64", not(miri)),
+    all(target_arch = "aarch64", target_feature = "neon", not(miri))
+))]
+/// The pairs every SIMD kernel set converts, in both byte orders on both
+/// sides: byte swaps of each size and the float conversions.
+pub(super) const KERNEL_PAIRS: [(DType, DType); 11] = {
+    use DType::*;
+    [
+        (U16, U16),
+        (F32, F32),
+        (F64, F64),
+        (F32, F16),
+        (F16, F32),
+        (F64, F16),
+        (F16, F64),
+        (F32, BF16),
+        (BF16, F32),
+        (F64, F32),
+        (F32, F64),
+    ]
+};
+
+#[cfg(any(
+    all(target_arch = "x86_64", not(miri)),
+    all(target_arch = "aarch64", target_feature = "neon", not(miri))
+))]
+/// A random element of `dtype` as bits, every class of float equally
+/// likely: anything, zero or subnormal, infinity or NaN (quiet,
+/// signaling, any payload), an exponent near float16's and bfloat16's
+/// limits, and a tie for float16, bfloat16 or float32.
+fn element(rng: &mut Rng, dtype: DType) -> u64 {
+    let (exp, man) = match dtype {
+        DType::F16 => (5, 10),
+        DType::BF16 => (8, 7),
+        DType::F32 => (8, 23),
+        DType::F64 => (11, 52),
+        _ => return rng.next(),
+    };
+    let bias = (1i64 << (exp - 1)) - 1;
+    let max = (1u64 << exp) - 1;
+    let mut m = rng.next() & ((1 << man) - 1);
+    let sign = rng.below(2) << (exp + man);
+    let e = match rng.below(6) {
+        0 => return rng.next() & (u64::MAX >> (63 - exp - man)),
+        1 => {
+            if rng.below(4) == 0 {
+                m = 0;
+            }
+            0
+        }
+        2 => {
+            m = match rng.below(4) {
+                0 => 0,
+                1 => 1 << (man - 1),
+                _ => m,
+            };
+            max
+        }
+        3 => (bias + rng.below(48) as i64 - 30).clamp(0, max as i64) as u64,
+        _ => {
+            let drop = [3, 13, 16, 29, 42, 45][rng.below(6) as usize];
+            if drop < man {
+                m = m >> drop << drop | 1 << (drop - 1);
+                if rng.below(2) == 0 {
+                    m ^= 1 + rng.below(2) * ((1u64 << (drop - 1)) - 1);
+                }
+            }
+            (bias + rng.below(60) as i64 - 40).clamp(1, max as i64 - 1) as u64
+        }
+    };
+    sign | e << man | m
+}
+
+#[cfg(any(
+    all(target_arch = "x86_64", not(miri)),
+    all(target_arch = "aarch64", target_feature = "neon", not(miri))
+))]
+fn put(bits: u64, d: Descr, out: &mut [u8]) {
+    let n = d.dtype.size();
+    let le = bits.to_le_bytes();
+    out.copy_from_slice(&le[..n]);
+    if d.order == ByteOrder::Big {
+        out.reverse();
+    }
+}
+
+#[cfg(any(
+    all(target_arch = "x86_64", not(miri)),
+    all(target_arch = "aarch64", target_feature = "neon", not(miri))
+))]
+/// `run` (a SIMD kernel for `f` → `t`, named `what`) against the scalar
+/// reference: 400 runs of random bits of every class ([`element`]),
+/// lengths around and between vector widths, any misalignment of source
+/// and destination, and the bytes around the destination left alone.
+/// Panics at the first element that differs; returns the elements checked.
+pub(super) fn kernel_matches_reference(
+    rng: &mut Rng,
+    f: Descr,
+    t: Descr,
+    what: &str,
+    run: impl Fn(&[u8], &mut [u8]),
+) -> usize {
+    let (from, to) = (f.dtype, t.dtype);
+    let mut checked = 0;
+    for trial in 0..400 {
+        let n = if trial % 8 == 0 {
+            rng.below(1000)
+        } else {
+            rng.below(100)
+        } as usize;
+        let (os, od) = (rng.below(32) as usize, rng.below(32) as usize);
+        let (sa, sb) = (from.size(), to.size());
+        let mut src = vec![0u8; os + n * sa];
+        for e in src[os..].chunks_exact_mut(sa) {
+            put(element(rng, from), f, e);
+        }
+        let mut want = vec![0xa5u8; od + n * sb + 8];
+        let mut got = want.clone();
+        super::scalar::run(f, t, &src[os..], &mut want[od..od + n * sb]);
+        run(&src[os..], &mut got[od..od + n * sb]);
+        if got != want {
+            let k = (0..n)
+                .find(|&k| got[od + k * sb..][..sb] != want[od + k * sb..][..sb])
+                .unwrap_or(n);
+            let e = &src[os + k * sa..][..sa.min(src.len() - os - k * sa)];
+            panic!(
+                "{f} → {t} ({what}), {n} elements, element {k}: {e:02x?} gave {:02x?}, reference {:02x?}",
+                &got[od + k * sb..][..sb.min(got.len() - od - k * sb)],
+                &want[od + k * sb..][..sb.min(want.len() - od - k * sb)]
+            );
+        }
+        checked += n;
+    }
+    checked
 }
 
 /// The kernel `Convert::new` picks for every pair with a float8 on one side
