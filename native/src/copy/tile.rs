@@ -650,6 +650,7 @@ mod tests {
     /// every itemsize, with pitches of either sign and a grid of 2 × 3
     /// tiles.
     #[test]
+    #[cfg_attr(miri, ignore = "Miri's chosen kernel is the portable one itself")]
     fn chosen_kernels_move_tiles_as_the_portable_one() {
         for itemsize in [1usize, 2, 4, 8, 16] {
             let fast = Tile::for_itemsize(itemsize);

@@ -4,7 +4,7 @@
 //! [`Convert::new`] checks the cast and picks the kernel once: a copy, a
 //! SIMD kernel on x86-64 when the CPU has what it needs (detected at run
 //! time, so a wheel built for any x86-64 uses AVX2 and F16C where they
-//! exist), a NEON kernel on aarch64 ([`neon`]; FEAT_BF16 detected at run
+//! exist), a NEON kernel on aarch64 (`neon`; FEAT_BF16 detected at run
 //! time), the portable float8 kernel ([`float8`]: tables from a float8,
 //! bit-manipulating encoders into one; on x86-64 with AVX2 the same code
 //! compiled for AVX2), or the scalar reference ([`scalar`]) for everything

@@ -25,7 +25,9 @@
 //! as one that changes MXCSR changes x86-64's float64 → float32.
 //!
 //! The kernels convert whole blocks of 16 to 64 bytes; the reference
-//! converts what is left (less than a block). The float16 and bfloat16
+//! converts what is left (less than a block). Large byte swaps use plain
+//! stores: x86-64's non-temporal stores have no measured NEON twin here
+//! (`stnp` is only a hint, and no ARM CPU was at hand to time it). The float16 and bfloat16
 //! instructions, whose intrinsics are not stable Rust, are `asm!` on
 //! 16-bit integer lanes. Loads and stores are `vld1q_u8`/`vst1q_u8` on
 //! slices cut to 16 bytes (any alignment); calling a kernel is `unsafe`
