@@ -16,7 +16,10 @@
 //!   --prepare-device` readies `target/device/` for a machine with a real GPU);
 //! - `cargo xtask fuzz [TARGET...] [--time S] [--runs N]` runs the
 //!   libFuzzer targets of `fuzz/` (cargo-fuzz, nightly), one after another;
-//! - `cargo xtask build-python | build-wasm` builds one package.
+//! - `cargo xtask build-python | build-wasm` builds one package;
+//! - `cargo xtask wheels [--check-sdist]` builds the Python package's
+//!   wheels and sdist into `target/wheels/` and checks them (see
+//!   [`wheels`]).
 //!
 //! `--no-install` (or `BYTELENS_NO_INSTALL=1`) skips every install step, for
 //! a machine that has the tools already.
@@ -82,6 +85,11 @@ const WHEEL_TOOLS: [&str; 2] = [
 ];
 /// The venv of [`PY_ENVS`] that builds the wheels.
 const BUILD_ENV: &str = PY_ENVS[0].0;
+/// The other CPython versions the installed wheel is tested on (the abi3
+/// wheel serves every CPython from 3.11; [`base_python`] makes the 3.11
+/// venvs of [`PY_ENVS`]), each in a venv with numpy 2.x and [`PY_TOOLS`],
+/// made from pyenv's build of that version ([`pyenv_python`]).
+const PY_VERSION_ENVS: [(&str, &str); 2] = [("venv-py312", "3.12"), ("venv-py313", "3.13")];
 
 const USAGE: &str = "\
 usage: cargo xtask [--no-install] <task>
@@ -102,6 +110,8 @@ usage: cargo xtask [--no-install] <task>
   build-python            the wheel, installed into the venvs under target/py/
   build-wasm              the release wasm package in web-demo/pkg/, size checked
   cross-wine              bytelens' unit, shared and mapped tests for Windows, run under Wine
+  wheels [--check-sdist]  the abi3 wheels (manylinux_2_28 x86-64 and aarch64, Windows x64) and the sdist
+                          in target/wheels/, checked; --check-sdist: pip installs the sdist in a new venv
 
   --no-install            skip every install step (also BYTELENS_NO_INSTALL=1)";
 
@@ -127,6 +137,9 @@ enum Task {
     BuildPython,
     BuildWasm,
     CrossWine,
+    Wheels {
+        check_sdist: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -170,6 +183,11 @@ fn main() -> ExitCode {
         Task::CrossWine => {
             installing(install, cross::ensure_tools).and_then(|()| cross::wine_tests())
         }
+        Task::Wheels { check_sdist } => installing(install, || {
+            ensure_python_envs()?;
+            wheels::ensure_tools()
+        })
+        .and_then(|()| wheels::wheels(check_sdist)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -260,6 +278,11 @@ fn parse(mut args: Arguments) -> Result<(Task, bool)> {
             }
             Task::Demo(files.pop().map(PathBuf::from))
         }
+        Some("wheels") => {
+            let check_sdist = args.contains("--check-sdist");
+            no_more(args, "wheels")?;
+            Task::Wheels { check_sdist }
+        }
         Some(name @ ("build-python" | "build-wasm" | "cross-wine")) => {
             no_more(args, name)?;
             match name {
@@ -347,30 +370,68 @@ fn py_dir() -> PathBuf {
     target_dir().join("py")
 }
 
-/// The interpreter of one of [`PY_ENVS`].
+/// The interpreter of one of [`PY_ENVS`] or [`PY_VERSION_ENVS`].
 fn venv_python(name: &str) -> String {
     py_dir().join(name).join("bin/python").display().to_string()
 }
 
-/// Creates the venvs and installs their packages, skipping whatever a
-/// marker file says is already there.
+/// pyenv's CPython `version` ("3.12"): the newest `versions/3.12.N/bin/python3.12`
+/// under pyenv's root (`$PYENV_ROOT`, else `pyenv root`).
+fn pyenv_python(version: &str) -> Result<PathBuf> {
+    let pyenv_root = match env::var_os("PYENV_ROOT") {
+        Some(dir) => PathBuf::from(dir),
+        None => {
+            let out = Command::new("pyenv").arg("root").output().map_err(|e| {
+                format!("no PYENV_ROOT and no pyenv ({e}): CPython {version} is found in pyenv")
+            })?;
+            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        }
+    };
+    let versions = pyenv_root.join("versions");
+    let prefix = format!("{version}.");
+    let newest = fs::read_dir(&versions)
+        .map_err(|e| format!("{}: {e}", versions.display()))?
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().into_string().ok()?;
+            let patch: u32 = name.strip_prefix(&prefix)?.parse().ok()?;
+            Some((patch, e.path()))
+        })
+        .max();
+    let python = newest.map(|(_, dir)| dir.join(format!("bin/python{version}")));
+    match python {
+        Some(python) if python.is_file() => Ok(python),
+        _ => Err(format!(
+            "no CPython {version} in {}: the python suite tests the wheel on it \
+             (`pyenv install {version}`)",
+            versions.display()
+        )),
+    }
+}
+
+/// Creates the venvs of [`PY_ENVS`] and [`PY_VERSION_ENVS`] and installs
+/// their packages, skipping whatever a marker file says is already there.
 fn ensure_python_envs() -> Result {
-    for (name, numpy) in PY_ENVS {
+    let mut envs: Vec<(&str, String, &str)> = PY_ENVS
+        .iter()
+        .map(|&(name, numpy)| (name, base_python(), numpy))
+        .collect();
+    for (name, version) in PY_VERSION_ENVS {
+        let python = pyenv_python(version)?.display().to_string();
+        envs.push((name, python, PY_ENVS[0].1));
+    }
+    for (name, python, numpy) in envs {
         let dir = py_dir().join(name);
         if !dir.join("bin/python").exists() {
             let dir = dir.display().to_string();
-            run(cmd(&base_python(), &["-m", "venv", &dir]))?;
+            run(cmd(&python, &["-m", "venv", &dir]))?;
         }
         let frameworks: &[&str] = if name == FRAMEWORKS_ENV {
             &PY_FRAMEWORKS
         } else {
             &[]
         };
-        let build: &[&str] = if name == BUILD_ENV {
-            &WHEEL_TOOLS
-        } else {
-            &[]
-        };
+        let build: &[&str] = if name == BUILD_ENV { &WHEEL_TOOLS } else { &[] };
         let wanted: Vec<&str> = [numpy]
             .into_iter()
             .chain(PY_TOOLS)
@@ -389,11 +450,39 @@ fn ensure_python_envs() -> Result {
     Ok(())
 }
 
+/// Every venv the installed wheel is tested in: [`PY_ENVS`], then
+/// [`PY_VERSION_ENVS`].
+fn wheel_envs() -> impl Iterator<Item = &'static str> {
+    PY_ENVS
+        .iter()
+        .chain(&PY_VERSION_ENVS)
+        .map(|&(name, _)| name)
+}
+
+/// Takes Rust out of `c`'s environment: every `PATH` entry that holds
+/// `cargo` or `rustc` (`~/.cargo/bin`, the toolchain rustup put first), and
+/// the variables cargo and rustup set. What runs so cannot build the
+/// extension: a test that passes used the installed wheel.
+fn without_rust(c: &mut Command) {
+    let path = env::var_os("PATH").unwrap_or_default();
+    let kept = env::split_paths(&path)
+        .filter(|dir| !dir.join("cargo").exists() && !dir.join("rustc").exists());
+    let kept = env::join_paths(kept).expect("entries split from PATH join again");
+    c.env("PATH", kept);
+    for var in ["CARGO", "CARGO_HOME", "RUSTC", "RUSTUP_HOME"] {
+        c.env_remove(var);
+    }
+    c.env_remove("RUSTUP_TOOLCHAIN");
+}
+
 /// Builds the x86-64 manylinux abi3 wheel ([`wheels::build`]) and installs
-/// it into every venv.
+/// it, with no Rust on `PATH`, into every venv of [`wheel_envs`] there is.
 fn build_python_package() -> Result {
     let wheel = wheels::build(wheels::HOST)?.display().to_string();
-    for (name, _) in PY_ENVS {
+    for name in wheel_envs() {
+        if !py_dir().join(name).join("bin/python").exists() {
+            continue;
+        }
         let args = [
             "-m",
             "pip",
@@ -404,6 +493,7 @@ fn build_python_package() -> Result {
         ];
         let mut pip = cmd(&venv_python(name), &args);
         pip.arg(&wheel);
+        without_rust(&mut pip);
         run(pip)?;
     }
     Ok(())

@@ -9,7 +9,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::{
-    PY_ENVS, Result, cmd, cross, ensure_python_envs, fuzz, gpu, py_dir, root, run, venv_python, web,
+    PY_ENVS, Result, cmd, cross, ensure_python_envs, fuzz, gpu, py_dir, root, run, venv_python,
+    web, wheel_envs, without_rust,
 };
 
 /// Targets the core must build for without std: a microcontroller and the browser.
@@ -166,7 +167,7 @@ pub const SUITES: [Suite; 11] = [
     },
     Suite {
         name: "python",
-        about: "the wheel, pytest with numpy 2.x and 1.26 (GPU tests on lavapipe), mypy.stubtest, mypy",
+        about: "the manylinux abi3 wheel installed without Rust: pytest on CPython 3.11 (numpy 2.x, 1.26; GPU tests on lavapipe), 3.12, 3.13; mypy.stubtest, mypy",
         full_run: true,
         needs: &[Need::PythonEnvs, Need::Lavapipe],
         steps: python,
@@ -394,19 +395,41 @@ fn fuzz_smoke(_: &Run) -> Vec<Step> {
     list
 }
 
+/// What the python suite checks before each venv's pytest: that
+/// `bytelens` is the wheel installed in the venv's site-packages (the abi3
+/// extension), not a source tree on `sys.path`.
+const INSTALLED_CHECK: &str = "\
+import sys, sysconfig, bytelens, bytelens._native as native
+site = sysconfig.get_paths()['platlib']
+assert bytelens.__file__.startswith(site + '/'), (bytelens.__file__, site)
+assert native.__file__.endswith('_native.abi3.so'), native.__file__
+print(f'CPython {sys.version.split()[0]}: bytelens from {bytelens.__file__}')
+";
+
 fn python(run: &Run) -> Vec<Step> {
     let mut list = vec![("build the wheel".into(), xtask_step("build-python", run))];
-    for (name, label) in PY_ENVS
-        .map(|(n, _)| n)
-        .into_iter()
-        .zip(["pytest, numpy 2.x", "pytest, numpy 1.26"])
-    {
+    // tests/python/test_shared.py runs native/examples/shared.rs, which it
+    // would build with cargo if it were not there: built here, as the
+    // tests run without Rust.
+    let example = cmd("cargo", &["build", "-p", "bytelens", "--example", "shared"]);
+    list.push(("the Rust side of test_shared.py".into(), example));
+    let labels = [
+        "numpy 2.x, CPython 3.11",
+        "numpy 1.26, CPython 3.11",
+        "CPython 3.12",
+        "CPython 3.13",
+    ];
+    for (name, label) in wheel_envs().zip(labels) {
+        let mut check = cmd(&venv_python(name), &["-c", INSTALLED_CHECK]);
         let mut pytest = cmd(&venv_python(name), &["-m", "pytest", "tests/python", "-q"]);
         pytest
             .args(["-p", "no:cacheprovider"])
             .env("HYPOTHESIS_PROFILE", "ci");
         gpu::require_gpu(&mut pytest);
-        list.push((label.into(), pytest));
+        without_rust(&mut check);
+        without_rust(&mut pytest);
+        list.push((format!("the installed wheel, {label}"), check));
+        list.push((format!("pytest, {label}"), pytest));
     }
     let mut stubtest = cmd(
         &venv_python(PY_ENVS[0].0),
