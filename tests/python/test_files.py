@@ -420,7 +420,13 @@ def test_mutated_headers_give_clear_errors(tmp_path_factory, which, edits, cut):
     except (bl.LayoutError, ValueError) as err:  # a dtype or layout the core refuses
         assert len(str(err)) < 600
     else:
-        for array in arrays.values():
+        for key in arrays:
+            try:
+                array = arrays[key]
+            except bl.FormatError as err:  # an array the file names but bytelens cannot view
+                message = str(err)
+                assert message.startswith(str(path)) and len(message) < 400, message
+                continue
             assert array.nbytes <= len(data)
             array.sum()  # every byte it covers is readable
 
