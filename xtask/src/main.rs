@@ -34,6 +34,7 @@ use std::process::{Command, ExitCode};
 use pico_args::Arguments;
 use serde_json::Value;
 
+mod arm;
 mod cross;
 mod fuzz;
 mod gpu;
@@ -110,6 +111,7 @@ usage: cargo xtask [--no-install] <task>
   build-python            the wheel, installed into the venvs under target/py/
   build-wasm              the release wasm package in web-demo/pkg/, size checked
   cross-wine              bytelens' unit, shared and mapped tests for Windows, run under Wine
+  arm-test PART           one step of the arm suite: core, native, cortex-a72 or python, aarch64 under qemu
   wheels [--check-sdist]  the abi3 wheels (manylinux_2_28 x86-64 and aarch64, Windows x64) and the sdist
                           in target/wheels/, checked; --check-sdist: pip installs the sdist in a new venv
 
@@ -137,6 +139,7 @@ enum Task {
     BuildPython,
     BuildWasm,
     CrossWine,
+    ArmTest(String),
     Wheels {
         check_sdist: bool,
     },
@@ -183,6 +186,11 @@ fn main() -> ExitCode {
         Task::CrossWine => {
             installing(install, cross::ensure_tools).and_then(|()| cross::wine_tests())
         }
+        Task::ArmTest(part) => installing(install, || {
+            ensure_python_envs()?;
+            arm::ensure_tools()
+        })
+        .and_then(|()| arm::test(&part)),
         Task::Wheels { check_sdist } => installing(install, || {
             ensure_python_envs()?;
             wheels::ensure_tools()
@@ -277,6 +285,13 @@ fn parse(mut args: Arguments) -> Result<(Task, bool)> {
                 return Err("demo: at most one FILE".to_owned());
             }
             Task::Demo(files.pop().map(PathBuf::from))
+        }
+        Some("arm-test") => {
+            let part: String = args
+                .free_from_str()
+                .map_err(|_| format!("arm-test: name a part: {}", arm::PARTS.join(", ")))?;
+            no_more(args, "arm-test")?;
+            Task::ArmTest(part)
         }
         Some("wheels") => {
             let check_sdist = args.contains("--check-sdist");

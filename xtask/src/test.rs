@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::{
-    PY_ENVS, Result, cmd, cross, ensure_python_envs, fuzz, gpu, py_dir, root, run, venv_python,
-    web, wheel_envs, without_rust,
+    PY_ENVS, Result, arm, cmd, cross, ensure_python_envs, fuzz, gpu, py_dir, root, run,
+    venv_python, web, wheel_envs, without_rust,
 };
 
 /// Targets the core must build for without std: a microcontroller and the browser.
@@ -36,6 +36,8 @@ enum Need {
     Lavapipe,
     /// The [`cross::TARGETS`], Wine, mingw-w64's gcc and clang.
     CrossTools,
+    /// qemu-user, the aarch64 gcc and C library, the aarch64 CPython and its packages.
+    ArmTools,
     /// The release wasm package in web-demo/pkg/: built first unless the
     /// `wasm` suite (whose last step builds it) ran earlier in the same run.
     WasmPackage,
@@ -44,7 +46,7 @@ enum Need {
 }
 
 /// The installs, in the order they run; `--no-install` skips them all.
-const INSTALLS: [Need; 8] = [
+const INSTALLS: [Need; 9] = [
     Need::Lints,
     Need::NoStdTargets,
     Need::Miri,
@@ -53,6 +55,7 @@ const INSTALLS: [Need; 8] = [
     Need::WebTools,
     Need::Lavapipe,
     Need::CrossTools,
+    Need::ArmTools,
 ];
 
 impl Need {
@@ -66,6 +69,7 @@ impl Need {
             Need::WebTools => "wasm-pack, wasm-bindgen, npm packages, Chromium",
             Need::Lavapipe => "lavapipe (Vulkan on the CPU)",
             Need::CrossTools => "the macOS, Windows and Arm Linux targets, Wine, mingw-w64, clang",
+            Need::ArmTools => "qemu-user, aarch64 gcc and libc, target/arm/'s aarch64 CPython",
             Need::WasmPackage => "web-demo/pkg/ (built unless `wasm` ran before)",
             Need::DemoServer => "the demo served on 127.0.0.1",
         }
@@ -82,6 +86,7 @@ impl Need {
             Need::WebTools => web::ensure_web_tools(true),
             Need::Lavapipe => gpu::ensure_lavapipe(),
             Need::CrossTools => cross::ensure_tools(),
+            Need::ArmTools => arm::ensure_tools(),
             Need::WasmPackage | Need::DemoServer => Ok(()),
         }
     }
@@ -108,7 +113,7 @@ pub struct Suite {
 }
 
 /// Every suite, in the order the full run runs them.
-pub const SUITES: [Suite; 11] = [
+pub const SUITES: [Suite; 12] = [
     Suite {
         name: "lint",
         about: "rustfmt and clippy (-D warnings) on every crate, target and feature",
@@ -171,6 +176,13 @@ pub const SUITES: [Suite; 11] = [
         full_run: true,
         needs: &[Need::PythonEnvs, Need::Lavapipe],
         steps: python,
+    },
+    Suite {
+        name: "arm",
+        about: "core's and bytelens' tests for aarch64 under qemu (two CPUs), the aarch64 wheel's Python tests",
+        full_run: true,
+        needs: &[Need::PythonEnvs, Need::ArmTools],
+        steps: arm,
     },
     Suite {
         name: "wasm",
@@ -444,6 +456,10 @@ fn python(run: &Run) -> Vec<Step> {
     mypy.env("MYPY_CACHE_DIR", py_dir().join("mypy-cache"));
     list.push(("mypy of the package's Python".into(), mypy));
     list
+}
+
+fn arm(_: &Run) -> Vec<Step> {
+    arm::steps()
 }
 
 fn wasm(run: &Run) -> Vec<Step> {
