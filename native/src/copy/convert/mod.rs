@@ -195,6 +195,51 @@ impl Convert {
     }
 }
 
+/// The SIMD kernels of one conversion, x86-64's (`x86`) and aarch64's
+/// (`neon`). Each converts whole blocks of `A` source bytes into `B`
+/// destination bytes and returns how many elements it converted; the
+/// caller converts the rest.
+#[cfg(any(
+    all(target_arch = "x86_64", not(miri)),
+    all(target_arch = "aarch64", target_feature = "neon", not(miri))
+))]
+struct Kernels {
+    from: Descr,
+    to: Descr,
+}
+
+#[cfg(any(
+    all(target_arch = "x86_64", not(miri)),
+    all(target_arch = "aarch64", target_feature = "neon", not(miri))
+))]
+impl Kernels {
+    fn swap_in(&self) -> bool {
+        self.from.order == bytelens_core::ByteOrder::Big
+    }
+
+    fn swap_out(&self) -> bool {
+        self.to.order == bytelens_core::ByteOrder::Big
+    }
+
+    /// Runs `f` on each block; a block for which `f` says the hardware's
+    /// answer may differ from the reference (a NaN) is converted again by
+    /// the reference.
+    #[inline(always)]
+    fn blocks<const A: usize, const B: usize>(
+        &self,
+        src: &[u8],
+        dst: &mut [u8],
+        mut f: impl FnMut(&[u8], &mut [u8]) -> bool,
+    ) -> usize {
+        for (s, d) in src.chunks_exact(A).zip(dst.chunks_exact_mut(B)) {
+            if f(s, d) {
+                scalar::run(self.from, self.to, s, d);
+            }
+        }
+        src.len() / A * (A / self.from.dtype.size())
+    }
+}
+
 /// Whether `from` → `to` leaves the bytes as they are: the same dtype, in
 /// the same byte order unless it has one byte.
 pub(crate) fn is_copy(from: Descr, to: Descr) -> bool {

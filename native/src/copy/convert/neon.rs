@@ -39,9 +39,9 @@
 use core::arch::aarch64::*;
 use core::arch::asm;
 
-use bytelens_core::{ByteOrder, DType, Descr};
+use bytelens_core::{DType, Descr};
 
-use super::scalar;
+use super::{Kernels, scalar};
 
 /// A NEON kernel this CPU supports.
 // INVARIANT: only `detect` builds one, and builds `Op::F32ToBf16Bfcvtn`
@@ -276,41 +276,7 @@ fn bf16_lanes(v: uint32x4_t) -> uint16x4_t {
     vbsl_u16(is_nan, nan, rounded)
 }
 
-/// The kernels of one conversion. Each converts whole blocks of `A` source
-/// bytes into `B` destination bytes and returns how many elements it
-/// converted; the caller converts the rest.
-struct Kernels {
-    from: Descr,
-    to: Descr,
-}
-
 impl Kernels {
-    fn swap_in(&self) -> bool {
-        self.from.order == ByteOrder::Big
-    }
-
-    fn swap_out(&self) -> bool {
-        self.to.order == ByteOrder::Big
-    }
-
-    /// Runs `f` on each block; a block for which `f` says the hardware's
-    /// answer may differ from the reference (a NaN) is converted again by
-    /// the reference.
-    #[inline(always)]
-    fn blocks<const A: usize, const B: usize>(
-        &self,
-        src: &[u8],
-        dst: &mut [u8],
-        mut f: impl FnMut(&[u8], &mut [u8]) -> bool,
-    ) -> usize {
-        for (s, d) in src.chunks_exact(A).zip(dst.chunks_exact_mut(B)) {
-            if f(s, d) {
-                scalar::run(self.from, self.to, s, d);
-            }
-        }
-        src.len() / A * (A / self.from.dtype.size())
-    }
-
     #[target_feature(enable = "neon")]
     fn swap<const N: usize>(&self, src: &[u8], dst: &mut [u8]) -> usize {
         self.blocks::<64, 64>(src, dst, |s, d| {

@@ -21,9 +21,9 @@
 
 use core::arch::x86_64::*;
 
-use bytelens_core::{ByteOrder, DType, Descr};
+use bytelens_core::{DType, Descr};
 
-use super::{float8, scalar};
+use super::{Kernels, float8, scalar};
 
 /// A SIMD kernel the CPU supports.
 // INVARIANT: only `detect` builds one, after finding on this CPU the
@@ -151,41 +151,7 @@ fn store128(bytes: &mut [u8], v: __m128i) {
     bytes[..16].copy_from_slice(bytemuck::bytes_of(&v));
 }
 
-/// The kernels of one conversion. Each converts whole blocks of `A` source
-/// bytes into `B` destination bytes and returns how many elements it
-/// converted; the caller converts the rest.
-struct Kernels {
-    from: Descr,
-    to: Descr,
-}
-
 impl Kernels {
-    fn swap_in(&self) -> bool {
-        self.from.order == ByteOrder::Big
-    }
-
-    fn swap_out(&self) -> bool {
-        self.to.order == ByteOrder::Big
-    }
-
-    /// Runs `f` on each block; a block for which `f` says the hardware's
-    /// answer may differ from the reference (a NaN) is converted again by
-    /// the reference.
-    #[inline(always)]
-    fn blocks<const A: usize, const B: usize>(
-        &self,
-        src: &[u8],
-        dst: &mut [u8],
-        mut f: impl FnMut(&[u8], &mut [u8]) -> bool,
-    ) -> usize {
-        for (s, d) in src.chunks_exact(A).zip(dst.chunks_exact_mut(B)) {
-            if f(s, d) {
-                scalar::run(self.from, self.to, s, d);
-            }
-        }
-        src.len() / A * (A / self.from.dtype.size())
-    }
-
     /// The whole run, by the portable float8 kernel inlined here.
     #[target_feature(enable = "avx2")]
     fn float8(&self, kernel: float8::Kernel, src: &[u8], dst: &mut [u8]) -> usize {
