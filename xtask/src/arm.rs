@@ -31,14 +31,12 @@
 
 use std::env;
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::thread;
 use std::time::Instant;
 
 use crate::{
-    PY_ENVS, PY_TOOLS, Result, apt_install, cmd, root, run, target_dir, test::rustup_list,
+    PY_ENVS, PY_TOOLS, Result, apt_install, cmd, cross, root, run, target_dir, test::rustup_list,
     venv_python, wheels,
 };
 
@@ -137,18 +135,6 @@ const PY_LEFT_OUT: [(&str, &str); 9] = [
     ("test_inspect_cli.py", SLOW),
     ("test_files_hostile.py", SLOW),
     ("test_sharded.py", SLOW),
-];
-
-/// Tests deselected under qemu, and why: numpy's casts on aarch64 (the
-/// CPU's `fcvt`) quiet signaling NaNs, which bytelens (its scalar reference
-/// and NEON kernels alike) keeps as they are; the oracle has to say which
-/// is wanted before these can run on aarch64.
-const PY_DESELECTED: [&str; 5] = [
-    "test_ascontiguous.py::test_every_pair_and_byte_order_over_dense_values[float16-float32]",
-    "test_ascontiguous.py::test_every_pair_and_byte_order_over_dense_values[float16-float64]",
-    "test_ascontiguous.py::test_every_pair_and_byte_order_over_dense_values[float32-float16]",
-    "test_ascontiguous.py::test_every_pair_and_byte_order_over_dense_values[float64-float16]",
-    "test_ascontiguous.py::test_every_pair_and_byte_order_over_dense_values[bfloat16-float16]",
 ];
 
 fn arm_dir() -> PathBuf {
@@ -447,12 +433,6 @@ fn python_tests() -> Result<String> {
             ));
         }
     }
-    for test in PY_DESELECTED {
-        println!(
-            "deselected under qemu: {test}: numpy on aarch64 quiets signaling NaNs, bytelens keeps them"
-        );
-        pytest.arg(format!("--deselect=tests/python/{test}"));
-    }
     let paths = env::join_paths([dir, site()]).map_err(|e| e.to_string())?;
     pytest
         .env("PYTHONPATH", paths)
@@ -488,39 +468,10 @@ fn console_script(wheel: &Path) -> Result {
     run(cmd("chmod", &["+x", &script.display().to_string()]))
 }
 
-/// Runs `c` with its output and stderr merged, echoed as they come, and
-/// returns them; a failing status is an error.
-fn run_logged(mut c: Command) -> Result<String> {
-    let shown = format!("{c:?}").replace('"', "");
-    println!("\n$ {shown}");
-    let (reader, writer) = std::io::pipe().map_err(|e| e.to_string())?;
-    let writer2 = writer.try_clone().map_err(|e| e.to_string())?;
-    c.stdout(writer).stderr(writer2);
-    let mut child = c
-        .spawn()
-        .map_err(|e| format!("could not start {shown}: {e}"))?;
-    // The command holds the pipe's write ends: dropped, the reader sees its
-    // end once the child (and whatever it started) is done.
-    drop(c);
-    let echo = thread::spawn(move || {
-        let mut log = String::new();
-        let mut reader = BufReader::new(reader);
-        let mut line = vec![];
-        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-            let text = String::from_utf8_lossy(&line);
-            print!("{text}");
-            log.push_str(&text);
-            line.clear();
-        }
-        log
-    });
-    let status = child.wait().map_err(|e| format!("{shown}: {e}"))?;
-    let log = echo.join().map_err(|_| "the output reader panicked")?;
-    if status.success() {
-        Ok(log)
-    } else {
-        Err(format!("`{shown}` failed ({status})"))
-    }
+/// Runs `c` with its output echoed as it comes (cross.rs's runner), and
+/// returns the output; a failing status is an error.
+fn run_logged(c: Command) -> Result<String> {
+    cross::run_logged(c, || Ok(()))
 }
 
 /// One test binary's part of `cargo test`'s output.
