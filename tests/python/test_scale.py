@@ -193,6 +193,18 @@ def test_ray_round_trip_is_zero_copy_and_read_only(ray_cluster):
     assert not writable.readonly
 
 
+def mapping_of(address):
+    """The /proc/self/maps line of the shared mapping holding ``address``
+    (None if none does)."""
+    with open("/proc/self/maps") as maps:
+        for line in maps:
+            span, perms = line.split()[:2]
+            lo, hi = (int(x, 16) for x in span.split("-"))
+            if lo <= address < hi:
+                return line.strip() if perms.endswith("s") else None
+    return None
+
+
 def test_ray_layout_plan_and_view(ray_cluster):
     task = ray.remote(digest)
     layout = bl.Layout("<f4", (3, 4), (4, 12), 8)
@@ -205,10 +217,15 @@ def test_ray_layout_plan_and_view(ray_cluster):
     assert ray.get(task.remote(view)) == digest(view)
     ref = ray.put(view)
     back, again = ray.get(ref), ray.get(ref)
-    # Zero-copy: both over the same memory of the store. (Whether that memory
-    # is read-only is Ray's to say, and once, in a fresh-clone run, it was not;
-    # the Buffer is exactly as writable as what Ray hands over.)
-    assert back.buffer.address == again.buffer.address
+    # Zero-copy: both over the memory of Ray's object store, a shared mapping
+    # of its plasma file. (Equal addresses were asserted here before; once in
+    # a full run the two gets came back at different places, both of which
+    # can be the store's. Whether that memory is read-only is Ray's to say,
+    # and once, in a fresh-clone run, it was not; the Buffer is exactly as
+    # writable as what Ray hands over.)
+    for got in (back, again):
+        mapping = mapping_of(got.buffer.address)
+        assert mapping is not None and "plasma" in mapping, mapping
     assert back.array().strides == t.strides
     np.testing.assert_array_equal(back.array(), t)
 
