@@ -239,7 +239,7 @@ fn shim() -> Result<PathBuf> {
 /// The output is read to its end only after `then`: a process `c` started
 /// and left behind holding the pipe (Wine's services, say) would otherwise
 /// keep the read waiting, and `then` stops those.
-fn run_logged(mut c: Command, then: impl FnOnce() -> Result) -> Result<String> {
+pub(crate) fn run_logged(mut c: Command, then: impl FnOnce() -> Result) -> Result<String> {
     let shown = format!("{c:?}").replace('"', "");
     println!("\n$ {shown}");
     let spawned = io::pipe().and_then(|(reader, writer)| {
