@@ -35,6 +35,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
+use crate::cross::{Binary, count};
 use crate::{
     PY_ENVS, PY_TOOLS, Result, apt_install, cmd, cross, root, run, target_dir, test::rustup_list,
     venv_python, wheels,
@@ -474,62 +475,10 @@ fn run_logged(c: Command) -> Result<String> {
     cross::run_logged(c, || Ok(()))
 }
 
-/// One test binary's part of `cargo test`'s output.
-#[derive(Debug, PartialEq)]
-struct Binary {
-    /// As cargo names it: "tests/shared.rs", "unittests src/lib.rs",
-    /// "Doc-tests bytelens".
-    name: String,
-    /// From its "test result:" line.
-    passed: u64,
-    /// Its tests with "neon" in their path that passed.
-    neon: u64,
-    /// The lines of its output that say a case was skipped, and why.
-    skipped: Vec<String>,
-}
-
-/// The binaries `cargo test`'s output says ran, in order.
+/// The binaries `cargo test`'s output says ran, in order, NEON's tests
+/// (those with "neon" in their path) marked.
 fn tally(log: &str) -> Vec<Binary> {
-    let mut binaries: Vec<Binary> = vec![];
-    for line in log.lines().map(str::trim) {
-        let name = if let Some(rest) = line.strip_prefix("Running ") {
-            Some(rest.split(" (").next().unwrap_or(rest))
-        } else if line.starts_with("Doc-tests ") {
-            Some(line)
-        } else {
-            None
-        };
-        if let Some(name) = name {
-            binaries.push(Binary {
-                name: name.to_owned(),
-                passed: 0,
-                neon: 0,
-                skipped: vec![],
-            });
-        } else if let Some(binary) = binaries.last_mut() {
-            if let Some(result) = line.strip_prefix("test result: ") {
-                binary.passed = count(result, "passed");
-            } else if let Some(test) = line.strip_prefix("test ")
-                && test.ends_with(" ... ok")
-                && test.contains("neon")
-            {
-                binary.neon += 1;
-            } else if line.starts_with("skipped: ") {
-                binary.skipped.push(line.to_owned());
-            }
-        }
-    }
-    binaries
-}
-
-/// The number before `word` in "ok. 12 passed; 0 failed; ..." (0 if none).
-fn count(summary: &str, word: &str) -> u64 {
-    let words: Vec<&str> = summary.split_whitespace().collect();
-    words
-        .windows(2)
-        .find(|w| w[1].trim_end_matches([';', ',']) == word)
-        .and_then(|w| w[0].parse().ok())
-        .unwrap_or(0)
+    cross::tally(log, |test| test.contains("neon"))
 }
 
 /// What ran, as "N tests passed (NAME: N, ...)"; an error where a binary
@@ -547,7 +496,7 @@ fn check(binaries: &[Binary], required: &[&str], neon: bool) -> Result<String> {
             empty.name
         ));
     }
-    let neon_passed: u64 = binaries.iter().map(|b| b.neon).sum();
+    let neon_passed: u64 = binaries.iter().map(|b| b.marked).sum();
     if neon && neon_passed == 0 {
         return Err("no NEON kernel's test ran: compiled out for aarch64?".to_owned());
     }
@@ -618,7 +567,7 @@ test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fini
         let binaries = tally(LOG);
         let names: Vec<(&str, u64, u64, usize)> = binaries
             .iter()
-            .map(|b| (b.name.as_str(), b.passed, b.neon, b.skipped.len()))
+            .map(|b| (b.name.as_str(), b.passed, b.marked, b.skipped.len()))
             .collect();
         assert_eq!(
             names,

@@ -166,7 +166,7 @@ pub fn wine_tests() -> Result {
         .args(["--lib", "--test", "shared", "--test", "mapped"])
         .env("CARGO_TARGET_X86_64_PC_WINDOWS_GNU_RUNNER", "wine");
     let log = run_logged(test, stop)?;
-    let ran = check_wine_run(&tally(&log))?;
+    let ran = check_wine_run(&wine_tally(&log))?;
     println!(
         "\nunder Wine {version}: {ran}, in {:.1}s with the build",
         start.elapsed().as_secs_f64()
@@ -281,44 +281,68 @@ pub(crate) fn run_logged(mut c: Command, then: impl FnOnce() -> Result) -> Resul
 
 /// One test binary's part of `cargo test`'s output.
 #[derive(Debug, PartialEq)]
-struct Binary {
-    /// As its "Running" line names it: "tests/shared.rs", "unittests src/lib.rs".
-    name: String,
+pub(crate) struct Binary {
+    /// As cargo names it: "tests/shared.rs", "unittests src/lib.rs",
+    /// "Doc-tests bytelens".
+    pub(crate) name: String,
     /// From its "test result:" line.
-    passed: u64,
-    /// Its tests under [`SHARED_UNIT_TESTS`] that passed.
-    shared_passed: u64,
+    pub(crate) passed: u64,
+    /// Its passed tests whose path `tally`'s `marked` picked out.
+    pub(crate) marked: u64,
+    /// The lines of its output that say a case was skipped, and why.
+    pub(crate) skipped: Vec<String>,
 }
 
-/// The binaries `cargo test`'s output says ran, in order, with what passed.
-fn tally(log: &str) -> Vec<Binary> {
+/// The binaries `cargo test`'s output says ran, in order, with what
+/// passed; `marked` picks out the tests (by path) whose passes are counted
+/// apart (this suite's `shared::` unit tests, the arm suite's NEON ones).
+pub(crate) fn tally(log: &str, marked: impl Fn(&str) -> bool) -> Vec<Binary> {
     let mut binaries: Vec<Binary> = vec![];
     for line in log.lines().map(str::trim) {
-        if let Some(rest) = line.strip_prefix("Running ") {
-            let name = rest.split(" (").next().unwrap_or(rest);
+        let name = if let Some(rest) = line.strip_prefix("Running ") {
+            Some(rest.split(" (").next().unwrap_or(rest))
+        } else if line.starts_with("Doc-tests ") {
+            Some(line)
+        } else {
+            None
+        };
+        if let Some(name) = name {
             binaries.push(Binary {
                 name: name.to_owned(),
                 passed: 0,
-                shared_passed: 0,
+                marked: 0,
+                skipped: vec![],
             });
         } else if let Some(binary) = binaries.last_mut() {
             if let Some(result) = line.strip_prefix("test result: ") {
-                // "ok. 12 passed; 0 failed; 0 ignored; ..."
-                let words: Vec<&str> = result.split_whitespace().collect();
-                binary.passed = words
-                    .windows(2)
-                    .find(|w| w[1].trim_end_matches(';') == "passed")
-                    .and_then(|w| w[0].parse().ok())
-                    .unwrap_or(0);
+                binary.passed = count(result, "passed");
             } else if let Some(test) = line.strip_prefix("test ")
-                && test.starts_with(SHARED_UNIT_TESTS)
-                && test.ends_with(" ... ok")
+                && let Some(path) = test.strip_suffix(" ... ok")
+                && marked(path)
             {
-                binary.shared_passed += 1;
+                binary.marked += 1;
+            } else if line.starts_with("skipped: ") {
+                binary.skipped.push(line.to_owned());
             }
         }
     }
     binaries
+}
+
+/// The number before `word` in "ok. 12 passed; 0 failed; ..." (0 if none).
+pub(crate) fn count(summary: &str, word: &str) -> u64 {
+    let words: Vec<&str> = summary.split_whitespace().collect();
+    words
+        .windows(2)
+        .find(|w| w[1].trim_end_matches([';', ',']) == word)
+        .and_then(|w| w[0].parse().ok())
+        .unwrap_or(0)
+}
+
+/// The Wine run's binaries ([`tally`] of its output, the `shared::` unit
+/// tests marked).
+fn wine_tally(log: &str) -> Vec<Binary> {
+    tally(log, |test| test.starts_with(SHARED_UNIT_TESTS))
 }
 
 /// What ran, as "N tests passed (NAME: N, ...)"; an error where one of
@@ -338,7 +362,7 @@ fn check_wine_run(binaries: &[Binary]) -> Result<String> {
         }
         parts.push(format!("{name}: {}", binary.passed));
     }
-    let shared: u64 = binaries.iter().map(|b| b.shared_passed).sum();
+    let shared: u64 = binaries.iter().map(|b| b.marked).sum();
     if shared == 0 {
         return Err(format!(
             "no {SHARED_UNIT_TESTS} unit test ran under Wine: compiled out for Windows?"
@@ -353,7 +377,7 @@ fn check_wine_run(binaries: &[Binary]) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Binary, check_wine_run, tally};
+    use super::{Binary, check_wine_run, wine_tally};
 
     const LOG: &str = "\
     Finished `test` profile [unoptimized + debuginfo] target(s) in 0.31s
@@ -382,14 +406,15 @@ test result: ok. 11 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fin
         Binary {
             name: name.to_owned(),
             passed,
-            shared_passed,
+            marked: shared_passed,
+            skipped: vec![],
         }
     }
 
     #[test]
     fn tally_reads_each_binary_and_its_shared_unit_tests() {
         assert_eq!(
-            tally(LOG),
+            wine_tally(LOG),
             [
                 binary("unittests src/lib.rs", 2, 1),
                 binary("tests/mapped.rs", 0, 0),
@@ -400,14 +425,14 @@ test result: ok. 11 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fin
 
     #[test]
     fn a_binary_with_no_tests_fails_the_run() {
-        let err = check_wine_run(&tally(LOG)).unwrap_err();
+        let err = check_wine_run(&wine_tally(LOG)).unwrap_err();
         assert!(err.contains("tests/mapped.rs passed 0 tests"), "{err}");
     }
 
     #[test]
     fn a_binary_that_did_not_run_fails_the_run() {
         let log = LOG.replace("tests/mapped.rs", "tests/other.rs");
-        let err = check_wine_run(&tally(&log)).unwrap_err();
+        let err = check_wine_run(&wine_tally(&log)).unwrap_err();
         assert_eq!(err, "tests/mapped.rs did not run under Wine");
     }
 
@@ -417,7 +442,7 @@ test result: ok. 11 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fin
             .replace("running 0 tests", "test a ... ok")
             .replace("ok. 0 passed", "ok. 1 passed")
             .replace("test shared::tests::lock_times_out", "test copy::x");
-        let err = check_wine_run(&tally(&log)).unwrap_err();
+        let err = check_wine_run(&wine_tally(&log)).unwrap_err();
         assert!(err.starts_with("no shared:: unit test ran"), "{err}");
     }
 
@@ -425,7 +450,7 @@ test result: ok. 11 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; fin
     fn a_full_run_is_summed() {
         let log = LOG.replace("ok. 0 passed", "ok. 4 passed");
         assert_eq!(
-            check_wine_run(&tally(&log)).unwrap(),
+            check_wine_run(&wine_tally(&log)).unwrap(),
             "17 tests passed (unittests src/lib.rs: 2, tests/shared.rs: 11, \
              tests/mapped.rs: 4; 1 of them shared::)"
         );
