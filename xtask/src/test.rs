@@ -268,6 +268,13 @@ pub fn test(suites: &[&'static Suite], install: bool) -> Result {
             list.push((suite.name, label, c));
         }
     }
+    // The full run builds each crate once per target and profile:
+    // incremental state would only fill the disk, which ran out under CI.
+    if whole && std::env::var_os("CARGO_INCREMENTAL").is_none() {
+        for (_, _, c) in &mut list {
+            c.env("CARGO_INCREMENTAL", "0");
+        }
+    }
     steps(list)?;
     let passed = if whole {
         "all checks".to_owned()
@@ -285,7 +292,8 @@ fn steps(list: Vec<(&str, String, Command)>) -> Result {
     for (suite, label, c) in list {
         let start = Instant::now();
         let result = run(c);
-        times.push((suite, label, start.elapsed().as_secs_f64(), result.is_ok()));
+        let secs = start.elapsed().as_secs_f64();
+        times.push((suite, label, secs, free_disk_gib(), result.is_ok()));
         if let Err(err) = result {
             summary(&times);
             let label = &times[times.len() - 1].1;
@@ -296,14 +304,35 @@ fn steps(list: Vec<(&str, String, Command)>) -> Result {
     Ok(())
 }
 
-fn summary(times: &[(&str, String, f64, bool)]) {
-    println!("\nxtask summary:");
-    for (suite, label, secs, ok) in times {
+/// One finished step: its suite, label, seconds, the disk space free after
+/// it (GiB, where `df` could tell) and whether it passed.
+type Timed<'a> = (&'a str, String, f64, Option<f64>, bool);
+
+fn summary(times: &[Timed]) {
+    println!("\nxtask summary (free disk after each step):");
+    for (suite, label, secs, free, ok) in times {
+        let free = free.map_or("?".to_owned(), |g| format!("{g:.1}G"));
         println!(
-            "  {:<6} {secs:>7.1}s  {suite:<7} {label}",
+            "  {:<6} {secs:>7.1}s {free:>7}  {suite:<7} {label}",
             if *ok { "ok" } else { "FAILED" }
         );
     }
+}
+
+/// The space left on the file system of target/, in GiB: a run builds for
+/// eight targets and several Python environments, and a full disk is a
+/// failure to see coming in the summary.
+fn free_disk_gib() -> Option<f64> {
+    let target = crate::target_dir();
+    let dir = if target.exists() { target } else { root() };
+    let out = Command::new("df")
+        .args(["-k", "--output=avail"])
+        .arg(&dir)
+        .output()
+        .ok()?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let kib: f64 = text.lines().nth(1)?.trim().parse().ok()?;
+    Some(kib / (1024.0 * 1024.0))
 }
 
 /// This task runner again, as a step of another task, with the same `--no-install`.
