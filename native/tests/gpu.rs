@@ -6,7 +6,7 @@
 
 use std::sync::OnceLock;
 
-use bytelens::gpu::{GpuBuffer, GpuContext, GpuError, GpuOptions, wgpu};
+use bytelens::gpu::{GpuBuffer, GpuContext, GpuError, GpuOptions, GpuTexture, wgpu};
 use bytelens::{Buffer, ByteOrder, DType, Descr, Error, Layout, Plan, copy_into, gather_into};
 
 /// The shared default context, or `None` (with a message) on a developer
@@ -41,7 +41,7 @@ fn expected(bytes: &[u8], layout: &Layout) -> Vec<u8> {
 }
 
 fn round_trip(gpu: &GpuContext, bytes: &[u8], layout: &Layout) -> GpuBuffer {
-    let up = gpu.upload_layout(bytes, layout).unwrap();
+    let up = gpu.upload((bytes, layout)).buffer().unwrap();
     assert_eq!(up.nbytes(), layout.nbytes());
     assert_eq!(
         up.padded_size(),
@@ -83,7 +83,7 @@ fn a_terabyte_of_stride_0_is_refused_before_allocating() {
     // are host memory that Linux would overcommit, then kill the process
     // for filling; a GPU refuses with an out-of-memory error.
     let huge = Layout::new(DType::F32, 0, &[1 << 38], &[0]).unwrap();
-    let err = gpu.upload_layout(&[0; 4], &huge).unwrap_err();
+    let err = gpu.upload((&[0; 4], &huge)).buffer().unwrap_err();
     if gpu.info().device_type == wgpu::DeviceType::Cpu {
         assert!(
             matches!(
@@ -128,11 +128,13 @@ fn padding_and_empty_views_are_zeros_on_the_gpu() {
     let Some(gpu) = gpu() else { return };
     let bytes = [0xFFu8; 7];
     let up = gpu
-        .upload_layout(&bytes, &Layout::contiguous(DType::U8, &[5]).unwrap())
+        .upload((&bytes, &Layout::contiguous(DType::U8, &[5]).unwrap()))
+        .buffer()
         .unwrap();
     // Read all 8 bytes on the GPU through a second upload's buffer copy.
     let mut whole = gpu
-        .upload_layout(&[1u8; 8], &Layout::contiguous(DType::U8, &[8]).unwrap())
+        .upload((&[1u8; 8], &Layout::contiguous(DType::U8, &[8]).unwrap()))
+        .buffer()
         .unwrap();
     let mut encoder = gpu.device().create_command_encoder(&Default::default());
     encoder.copy_buffer_to_buffer(up.buffer().unwrap(), 0, whole.buffer().unwrap(), 0, 8);
@@ -143,24 +145,19 @@ fn padding_and_empty_views_are_zeros_on_the_gpu() {
     );
 
     let empty = gpu
-        .upload_layout(&bytes, &Layout::contiguous(DType::I32, &[0, 3]).unwrap())
+        .upload((&bytes, &Layout::contiguous(DType::I32, &[0, 3]).unwrap()))
+        .buffer()
         .unwrap();
     assert_eq!((empty.nbytes(), empty.padded_size()), (0, 4));
     assert!(empty.download().unwrap().is_empty());
     // upload_into rewrites in place; sizes must match.
-    gpu.upload_layout_into(
-        &[9u8; 8],
-        &Layout::contiguous(DType::U8, &[8]).unwrap(),
-        &mut whole,
-    )
-    .unwrap();
+    gpu.upload((&[9u8; 8], &Layout::contiguous(DType::U8, &[8]).unwrap()))
+        .write_into(&mut whole)
+        .unwrap();
     assert_eq!(whole.download().unwrap().as_bytes(), [9; 8]);
     let err = gpu
-        .upload_layout_into(
-            &[9u8; 8],
-            &Layout::contiguous(DType::U8, &[4]).unwrap(),
-            &mut whole,
-        )
+        .upload((&[9u8; 8], &Layout::contiguous(DType::U8, &[4]).unwrap()))
+        .write_into(&mut whole)
         .unwrap_err();
     assert_eq!(err, GpuError::SizeMismatch { gpu: 8, host: 4 });
 }
@@ -202,7 +199,10 @@ fn strided_transposed_and_reversed_views_round_trip() {
     let t = Layout::contiguous(DType::F32, &[64, 48])
         .unwrap()
         .transpose();
-    let up = gpu.upload(&buf.view_as::<f32>(t).unwrap()).unwrap();
+    let up = gpu
+        .upload(&buf.view_as::<f32>(t).unwrap())
+        .buffer()
+        .unwrap();
     let back = up.download().unwrap();
     let back = back.view_as::<f32>(up.layout()).unwrap();
     assert_eq!(back.get(&[5, 2]).unwrap(), (2 * 48 + 5) as f32);
@@ -225,13 +225,18 @@ fn converted_uploads_arrive_in_the_asked_element_in_one_pass() {
         ..GpuOptions::default()
     })
     .unwrap();
-    for gpu in [gpu, &staged] {
+    let blocks = GpuContext::with_options(GpuOptions {
+        host_writes_in_place: false,
+        ..GpuOptions::default()
+    })
+    .unwrap();
+    for gpu in [gpu, &staged, &blocks] {
         for (view, to) in [
             (layout.transpose(), little_f32),
             (layout, Descr::new(DType::F64, ByteOrder::Little)),
             (layout.slice(1, None, None, -3).unwrap(), little_f32),
         ] {
-            let up = gpu.upload_layout_as(&big, &view, to).unwrap();
+            let up = gpu.upload((&big, &view)).to(to).buffer().unwrap();
             let mut host = vec![0; view.size() * to.dtype.size()];
             copy_into(&big, &view, &mut host, to).unwrap();
             assert_eq!(up.download().unwrap().as_bytes(), host, "{view:?} as {to}");
@@ -239,18 +244,25 @@ fn converted_uploads_arrive_in_the_asked_element_in_one_pass() {
             assert_eq!(up.layout().shape(), view.shape());
         }
         let t = layout.transpose();
-        let up = gpu.upload_layout_as(&big, &t, little_f32).unwrap();
+        let up = gpu.upload((&big, &t)).to(little_f32).buffer().unwrap();
         let back = up.download().unwrap();
         let back = back.view_as::<f32>(up.layout()).unwrap();
         assert_eq!(back.get(&[3, 7]).unwrap(), values[7 * 80 + 3] as f32);
     }
     // A refused conversion is the host's error, before anything is uploaded.
     let err = gpu
-        .upload_layout_as(&big, &layout, Descr::native(DType::I32))
+        .upload((&big, &layout))
+        .to(Descr::native(DType::I32))
+        .buffer()
         .unwrap_err();
     assert!(matches!(err, GpuError::Host(Error::Cast { .. })), "{err:?}");
     assert!(err.to_string().contains("float64"), "{err}");
 }
+
+/// Every way an upload writes: staged or in place (where memory is
+/// unified), each through a block in cache or, on a CPU adapter, by the
+/// copy kernel straight into mapped memory.
+const PATHS: [(bool, bool); 4] = [(false, false), (false, true), (true, false), (true, true)];
 
 #[test]
 fn uploads_larger_than_the_ring_and_the_buffer_limit_are_chunked() {
@@ -258,12 +270,13 @@ fn uploads_larger_than_the_ring_and_the_buffer_limit_are_chunked() {
     // Two 256-byte staging buffers and 1 KiB wgpu buffers: a 10,001-byte
     // view takes 40 chunks and 10 buffers.
     // Staged, and written straight into the buffers where memory is unified.
-    for direct_upload in [false, true] {
+    for (direct_upload, host_writes_in_place) in PATHS {
         let small = GpuContext::with_options(GpuOptions {
             staging_chunk: 256,
             staging_slots: 2,
             max_buffer_size: Some(1024),
             direct_upload,
+            host_writes_in_place,
             ..GpuOptions::default()
         })
         .unwrap();
@@ -304,12 +317,13 @@ fn chunked_round_trips(small: &GpuContext) {
 #[test]
 fn large_uploads_are_filled_by_several_threads() {
     let Some(_) = gpu() else { return };
-    for direct_upload in [false, true] {
+    for (direct_upload, host_writes_in_place) in PATHS {
         let three = GpuContext::with_options(GpuOptions {
             upload_threads: 3,
             staging_chunk: 1 << 20,
             max_buffer_size: Some(3 << 20),
             direct_upload,
+            host_writes_in_place,
             ..GpuOptions::default()
         })
         .unwrap();
@@ -340,7 +354,8 @@ fn errors_come_back_as_values_not_panics() {
     let Some(gpu) = gpu() else { return };
     // A view outside its bytes: the core's error.
     let err = gpu
-        .upload_layout(&[0u8; 8], &Layout::contiguous(DType::I32, &[3]).unwrap())
+        .upload((&[0u8; 8], &Layout::contiguous(DType::I32, &[3]).unwrap()))
+        .buffer()
         .unwrap_err();
     assert!(
         matches!(err, GpuError::Layout(ref e) if e.is_bounds()),
@@ -355,7 +370,8 @@ fn errors_come_back_as_values_not_panics() {
     })
     .unwrap();
     let err = bad
-        .upload_layout(&[1u8; 16], &Layout::contiguous(DType::U8, &[16]).unwrap())
+        .upload((&[1u8; 16], &Layout::contiguous(DType::U8, &[16]).unwrap()))
+        .buffer()
         .unwrap_err();
     match &err {
         GpuError::Wgpu { during, message } => {
@@ -375,7 +391,8 @@ fn errors_come_back_as_values_not_panics() {
     );
     // Downloads into the wrong size and bad options.
     let up = gpu
-        .upload_layout(&[1u8; 12], &Layout::contiguous(DType::U8, &[12]).unwrap())
+        .upload((&[1u8; 12], &Layout::contiguous(DType::U8, &[12]).unwrap()))
+        .buffer()
         .unwrap();
     assert_eq!(
         up.download_into(&mut [0u8; 11]).unwrap_err(),
@@ -432,10 +449,10 @@ fn failures_report_their_cause_and_leave_the_context_usable() {
             ..GpuOptions::default()
         })
         .unwrap();
-        let mut dst = small.upload_layout(&bytes, &l).unwrap();
+        let mut dst = small.upload((&bytes, &l)).buffer().unwrap();
         dst.buffers()[1].destroy();
         for err in [
-            small.upload_layout_into(&bytes, &l, &mut dst).unwrap_err(),
+            small.upload((&bytes, &l)).write_into(&mut dst).unwrap_err(),
             dst.download().unwrap_err(),
         ] {
             match &err {
@@ -568,16 +585,18 @@ fn check_plan_on_gpu(gpu: &GpuContext, plan: &Plan<'_>) {
     let device = gpu.device();
     let scope = device.push_error_scope(wgpu::ErrorFilter::Validation);
     let data = gpu
-        .upload_layout(
+        .upload((
             &bytes,
             &Layout::contiguous(DType::U8, &[bytes.len()]).unwrap(),
-        )
+        ))
+        .buffer()
         .unwrap();
     let out = gpu
-        .upload_layout(
+        .upload((
             &vec![0xEEu8; want.len() * 4],
             &Layout::contiguous(DType::U32, &[want.len()]).unwrap(),
-        )
+        ))
+        .buffer()
         .unwrap();
     let module = device.create_shader_module(wgpu::ShaderModuleDescriptor {
         label: Some("plan"),
@@ -663,4 +682,260 @@ fn a_plan_reads_the_same_on_cpu_and_gpu() {
         .unwrap();
     assert_eq!(seed.alternatives(), 2);
     check_plan_on_gpu(gpu, &seed);
+}
+
+/// What a texture upload of `layout` must read back as: the view's
+/// elements in C order, in little-endian order.
+fn expected_le(bytes: &[u8], layout: &Layout) -> Vec<u8> {
+    let mut out = vec![0; layout.nbytes()];
+    let le = Descr::new(layout.dtype(), ByteOrder::Little);
+    copy_into(bytes, layout, &mut out, le).unwrap();
+    out
+}
+
+/// Uploads `layout` over `bytes` as a texture (a volume when `volume`),
+/// checks its format, size and what it reads back, and returns it.
+fn texture_round_trip(
+    gpu: &GpuContext,
+    bytes: &[u8],
+    layout: &Layout,
+    volume: bool,
+    format: &str,
+    size: [u32; 3],
+) -> GpuTexture {
+    let up = gpu.upload((bytes, layout));
+    let texture = if volume {
+        up.volume(None)
+    } else {
+        up.texture(None)
+    }
+    .unwrap_or_else(|err| panic!("{layout:?}: {err}"));
+    assert_eq!(texture.format_name(), format, "{layout:?}");
+    let got = texture.size();
+    assert_eq!(
+        [got.width, got.height, got.depth_or_array_layers],
+        size,
+        "{layout:?}"
+    );
+    let back = texture.download().unwrap();
+    assert_eq!(texture.layout().shape(), layout.shape());
+    assert!(back.as_bytes() == expected_le(bytes, layout), "{layout:?}");
+    texture
+}
+
+/// The texture's texels as the GPU holds them (alpha included), rows unpadded.
+fn raw_texels(gpu: &GpuContext, texture: &GpuTexture) -> Vec<u8> {
+    let size = texture.size();
+    let texel = texture.format().block_copy_size(None).unwrap();
+    let row = size.width * texel;
+    let pitch = row.div_ceil(256) * 256;
+    let rows = size.height * size.depth_or_array_layers;
+    let buffer = gpu.device().create_buffer(&wgpu::BufferDescriptor {
+        label: None,
+        size: u64::from(pitch * rows),
+        usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    });
+    let mut encoder = gpu.device().create_command_encoder(&Default::default());
+    encoder.copy_texture_to_buffer(
+        texture.texture().as_image_copy(),
+        wgpu::TexelCopyBufferInfo {
+            buffer: &buffer,
+            layout: wgpu::TexelCopyBufferLayout {
+                offset: 0,
+                bytes_per_row: Some(pitch),
+                rows_per_image: Some(size.height),
+            },
+        },
+        size,
+    );
+    gpu.queue().submit([encoder.finish()]);
+    buffer.map_async(wgpu::MapMode::Read, .., |r| r.unwrap());
+    gpu.device()
+        .poll(wgpu::PollType::wait_indefinitely())
+        .unwrap();
+    let mapped = buffer.get_mapped_range(..).unwrap();
+    mapped
+        .chunks(pitch as usize)
+        .flat_map(|r| r[..row as usize].to_vec())
+        .collect()
+}
+
+#[test]
+fn images_and_volumes_round_trip_through_textures() {
+    let Some(gpu) = gpu() else { return };
+    let bytes = pattern(1 << 20, 7);
+    let c = |dtype, shape: &[usize]| Layout::contiguous(dtype, shape).unwrap();
+    // Odd widths (rows padded to 256 bytes), each element and channel count.
+    let cases = [
+        (c(DType::U8, &[5, 3]), "r8unorm", [3, 5, 1]),
+        (c(DType::U8, &[4, 7, 2]), "rg8unorm", [7, 4, 1]),
+        (c(DType::U8, &[6, 9, 4]), "rgba8unorm", [9, 6, 1]),
+        (c(DType::I8, &[3, 5, 1]), "r8snorm", [5, 3, 1]),
+        (c(DType::U16, &[7, 33, 2]), "rg16uint", [33, 7, 1]),
+        (c(DType::I16, &[2, 3, 4]), "rgba16sint", [3, 2, 1]),
+        (c(DType::F16, &[9, 70, 4]), "rgba16float", [70, 9, 1]),
+        (c(DType::U32, &[3, 5]), "r32uint", [5, 3, 1]),
+        (c(DType::I32, &[2, 65, 2]), "rg32sint", [65, 2, 1]),
+        (c(DType::F32, &[17, 129, 4]), "rgba32float", [129, 17, 1]),
+        // Array layers, and volumes.
+        (c(DType::U8, &[3, 5, 7, 4]), "rgba8unorm", [7, 5, 3]),
+        (c(DType::F32, &[4, 6, 5, 1]), "r32float", [5, 6, 4]),
+    ];
+    for (layout, format, size) in &cases {
+        texture_round_trip(gpu, &bytes, layout, false, format, *size);
+    }
+    texture_round_trip(
+        gpu,
+        &bytes,
+        &c(DType::U16, &[3, 4, 5]),
+        true,
+        "r16uint",
+        [5, 4, 3],
+    );
+    let rgba = c(DType::F16, &[3, 4, 5, 4]);
+    texture_round_trip(gpu, &bytes, &rgba, true, "rgba16float", [5, 4, 3]);
+
+    // Crops, flips, transposes and big-endian views go up as they read.
+    let image = c(DType::U8, &[64, 80, 4]);
+    let crop = image
+        .slice(0, Some(5), Some(45), 1)
+        .unwrap()
+        .slice(1, Some(70), Some(3), -3)
+        .unwrap();
+    texture_round_trip(gpu, &bytes, &crop, false, "rgba8unorm", [23, 40, 1]);
+    let t = c(DType::F32, &[40, 30]).transpose();
+    texture_round_trip(gpu, &bytes, &t, false, "r32float", [40, 30, 1]);
+    let big = c(DType::U16, &[20, 30, 2]).with_byte_order(ByteOrder::Big);
+    texture_round_trip(gpu, &bytes, &big, false, "rg16uint", [30, 20, 1]);
+}
+
+#[test]
+fn rgb_is_widened_to_rgba_with_an_opaque_alpha() {
+    let Some(gpu) = gpu() else { return };
+    let bytes = pattern(1 << 20, 3);
+    let c = |dtype, shape: &[usize]| Layout::contiguous(dtype, shape).unwrap();
+    // (element, its "one" in little-endian bytes, format)
+    let cases: [(DType, &[u8], &str); 6] = [
+        (DType::U8, &[0xFF], "rgba8unorm"),
+        (DType::I8, &[0x7F], "rgba8snorm"),
+        (DType::U16, &[1, 0], "rgba16uint"),
+        (DType::F16, &[0x00, 0x3C], "rgba16float"),
+        (DType::I32, &[1, 0, 0, 0], "rgba32sint"),
+        (DType::F32, &1f32.to_le_bytes(), "rgba32float"),
+    ];
+    for (dtype, one, format) in cases {
+        // A flipped RGB image: the widening happens in the gather pass.
+        let rgb = c(dtype, &[11, 13, 3]).slice(0, None, None, -1).unwrap();
+        let texture = texture_round_trip(gpu, &bytes, &rgb, false, format, [13, 11, 1]);
+        let raw = raw_texels(gpu, &texture);
+        let size = dtype.size();
+        let want = expected_le(&bytes, &rgb);
+        for (texel, (rgba, rgb)) in raw.chunks(4 * size).zip(want.chunks(3 * size)).enumerate() {
+            assert_eq!(&rgba[..3 * size], rgb, "{format} texel {texel}");
+            assert_eq!(&rgba[3 * size..], one, "{format} texel {texel}");
+        }
+    }
+    // A format asked for by name: sRGB, with an RGB view widened into it.
+    let srgb = wgpu::TextureFormat::Rgba8UnormSrgb;
+    let texture = gpu
+        .upload((&bytes, &c(DType::U8, &[4, 4, 3])))
+        .texture(Some(srgb))
+        .unwrap();
+    assert_eq!(
+        (texture.format(), texture.format_name()),
+        (srgb, "rgba8unorm-srgb")
+    );
+}
+
+#[test]
+fn textures_larger_than_a_staging_chunk_and_rows_past_it() {
+    let Some(_) = gpu() else { return };
+    let bytes = pattern(4 << 20, 9);
+    let layout = Layout::contiguous(DType::U8, &[300, 1000, 3]).unwrap();
+    // 4000-byte rows: a few per 16 KiB chunk, none per 1 KiB chunk
+    // (then written row by row through the queue); layers split across slots.
+    for chunk in [16 << 10, 1 << 10] {
+        let small = GpuContext::with_options(GpuOptions {
+            staging_chunk: chunk,
+            ..GpuOptions::default()
+        })
+        .unwrap();
+        texture_round_trip(&small, &bytes, &layout, false, "rgba8unorm", [1000, 300, 1]);
+        let layers = Layout::contiguous(DType::U8, &[5, 3, 700, 4]).unwrap();
+        texture_round_trip(&small, &bytes, &layers, false, "rgba8unorm", [700, 3, 5]);
+    }
+}
+
+#[test]
+fn textures_refuse_what_no_format_holds() {
+    let Some(gpu) = gpu() else { return };
+    let bytes = [0u8; 4096];
+    let c = |dtype, shape: &[usize]| Layout::contiguous(dtype, shape).unwrap();
+    let refused = |layout: Layout, format: Option<wgpu::TextureFormat>, volume: bool| {
+        let up = gpu.upload((&bytes, &layout));
+        let got = if volume {
+            up.volume(format)
+        } else {
+            up.texture(format)
+        };
+        match got.unwrap_err() {
+            GpuError::Texture(reason) => reason,
+            other => panic!("{layout:?}: expected a texture refusal, got {other:?}"),
+        }
+    };
+    let limits = gpu.limits();
+    let reasons = [
+        (refused(c(DType::F64, &[4, 4]), None, false), "float64"),
+        (refused(c(DType::BF16, &[4, 4]), None, false), "bfloat16"),
+        (
+            refused(c(DType::U8, &[4, 4, 5]), None, false),
+            "(5) is no channel count",
+        ),
+        (refused(c(DType::U8, &[0, 4]), None, false), "empty"),
+        (refused(c(DType::U8, &[8]), None, false), "2-D texture"),
+        (
+            refused(c(DType::U8, &[2, 2, 2, 2, 2]), None, true),
+            "3-D texture",
+        ),
+        (
+            refused(
+                c(DType::F32, &[4, 4]),
+                Some(wgpu::TextureFormat::R16Float),
+                false,
+            ),
+            "r16float holds float16 channels",
+        ),
+        (
+            refused(
+                c(DType::U8, &[4, 4, 2]),
+                Some(wgpu::TextureFormat::Rgba8Unorm),
+                false,
+            ),
+            "rgba8unorm has 4 channels, and the view has 2",
+        ),
+    ];
+    for (reason, part) in reasons {
+        assert!(reason.contains(part), "{reason:?} lacks {part:?}");
+    }
+    // Sizes past the adapter's limits name the limit (a stride-0 view: no
+    // bytes needed).
+    let wide = limits.max_texture_dimension_2d as usize + 1;
+    let past = Layout::new(DType::U8, 0, &[1, wide], &[0, 0]).unwrap();
+    let reason = refused(past, None, false);
+    assert!(reason.contains("max_texture_dimension_2d"), "{reason}");
+    assert!(reason.contains(&wide.to_string()), "{reason}");
+    let layers = limits.max_texture_array_layers as usize + 1;
+    let past = Layout::new(DType::U8, 0, &[layers, 1, 1, 1], &[0, 0, 0, 0]).unwrap();
+    assert!(refused(past, None, false).contains("max_texture_array_layers"));
+    let deep = limits.max_texture_dimension_3d as usize + 1;
+    let past = Layout::new(DType::U8, 0, &[deep, 1, 1], &[0, 0, 0]).unwrap();
+    assert!(refused(past, None, true).contains("max_texture_dimension_3d"));
+    // .to() is the buffer uploads'; a texture's element is its format's.
+    let err = gpu
+        .upload((&bytes, &c(DType::U8, &[4, 4])))
+        .to(Descr::native(DType::U16))
+        .texture(None)
+        .unwrap_err();
+    assert!(matches!(err, GpuError::Texture(_)), "{err}");
 }

@@ -96,16 +96,61 @@ pub fn copy_into(bytes: &[u8], layout: &Layout, out: &mut [u8], to: Descr) -> Re
     }
     let size = copier.out_itemsize();
     let cuts = copier.cuts(threads, size, 0, 0..expected);
-    std::thread::scope(|scope| {
-        let mut rest = out;
-        for pair in cuts.windows(2) {
-            let (part, after) = rest.split_at_mut(pair[1] - pair[0]);
-            rest = after;
-            let copier = &copier;
-            scope.spawn(move || copier.fill(pair[0] / size, part));
-        }
-    });
+    let mut parts = Vec::with_capacity(threads);
+    let mut rest = out;
+    for pair in cuts.windows(2) {
+        let (part, after) = rest.split_at_mut(pair[1] - pair[0]);
+        parts.push(part);
+        rest = after;
+    }
+    fan_out(&cuts, parts, |part, range| {
+        copier.fill(range.start / size, part);
+        Ok::<(), std::convert::Infallible>(())
+    })
+    .unwrap_or_else(|never| match never {});
     Ok(())
+}
+
+/// Runs `work` once for each consecutive range of `cuts` (`cuts[i]` to
+/// `cuts[i + 1]`), each with the next of `states`: on the calling thread when there
+/// is one range, else on a scoped thread per range. The first error is
+/// returned (after every thread ended); a panic in a thread is resumed here.
+///
+/// The one fan-out of the crate: [`copy_into`]'s parts and the GPU
+/// uploads' (one staging ring per thread, or one range of a mapping).
+#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+pub(crate) fn fan_out<S, E, I>(
+    cuts: &[usize],
+    states: I,
+    work: impl Fn(S, std::ops::Range<usize>) -> Result<(), E> + Sync,
+) -> Result<(), E>
+where
+    I: IntoIterator<Item = S>,
+    S: Send,
+    E: Send,
+{
+    let mut ranges = cuts.windows(2).map(|pair| pair[0]..pair[1]).zip(states);
+    if cuts.len() <= 2 {
+        return ranges
+            .next()
+            .map_or(Ok(()), |(range, state)| work(state, range));
+    }
+    let work = &work;
+    std::thread::scope(|scope| {
+        let workers: Vec<_> = ranges
+            .map(|(range, state)| scope.spawn(move || work(state, range)))
+            .collect();
+        // Join every thread before returning, whichever failed first.
+        let results: Vec<_> = workers
+            .into_iter()
+            .map(|worker| {
+                worker
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect();
+        results.into_iter().collect()
+    })
 }
 
 /// The C-contiguous layout of the result of copying `layout` converted to

@@ -24,11 +24,13 @@ pub(super) struct Inner {
     pub(super) slots: usize,
     pub(super) max_segment: u64,
     pub(super) usage: wgpu::BufferUsages,
-    /// Uploads write the destination's mapped memory (unified memory and
-    /// `GpuOptions::direct_upload`); else they stage.
-    pub(super) direct: bool,
+    /// How uploads reach a buffer, chosen once, when the context is made.
+    pub(super) path: UploadPath,
     /// A CPU adapter (lavapipe): its buffers are host memory.
     pub(super) host_memory: bool,
+    /// The copy kernel writes mapped memory in place (a CPU adapter's,
+    /// with `GpuOptions::host_writes_in_place`).
+    pub(super) writes_in_place: bool,
     /// One upload ring per upload thread.
     pub(super) upload: Vec<Mutex<Ring>>,
     pub(super) readback: Mutex<Ring>,
@@ -45,9 +47,21 @@ impl fmt::Debug for GpuContext {
             .field("staging_chunk", &self.inner.chunk)
             .field("staging_slots", &self.inner.slots)
             .field("max_segment", &self.inner.max_segment)
-            .field("direct_upload", &self.inner.direct)
+            .field("upload_path", &self.inner.path)
             .finish()
     }
+}
+
+/// How a context's uploads reach a GPU buffer, chosen once for its adapter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UploadPath {
+    /// The destination buffer is mapped and written in place: on unified
+    /// memory (integrated GPUs, CPU adapters such as lavapipe) with
+    /// `MAPPABLE_PRIMARY_BUFFERS` and [`GpuOptions::direct_upload`].
+    InPlace,
+    /// Written into mapped staging buffers (the upload rings), each copied
+    /// into the destination on the GPU while the next is written.
+    Staged,
 }
 
 /// Rounds `n` up to a multiple of `to` (a power of two).
@@ -112,7 +126,12 @@ impl GpuContext {
                 .contains(wgpu::Features::MAPPABLE_PRIMARY_BUFFERS);
         let mut features = adapter.features() & wgpu::Features::SHADER_F16;
         let mut usage = options.usage | wgpu::BufferUsages::COPY_DST | wgpu::BufferUsages::COPY_SRC;
-        if direct {
+        let path = if direct {
+            UploadPath::InPlace
+        } else {
+            UploadPath::Staged
+        };
+        if path == UploadPath::InPlace {
             features |= wgpu::Features::MAPPABLE_PRIMARY_BUFFERS;
             usage |= wgpu::BufferUsages::MAP_WRITE;
         }
@@ -152,8 +171,9 @@ impl GpuContext {
                 slots: options.staging_slots,
                 max_segment,
                 usage,
-                direct,
+                path,
                 host_memory,
+                writes_in_place: host_memory && options.host_writes_in_place,
                 upload: (0..options.upload_threads)
                     .map(|_| Mutex::new(Ring::default()))
                     .collect(),
@@ -172,7 +192,12 @@ impl GpuContext {
     /// (see [`GpuOptions::direct_upload`](super::GpuOptions::direct_upload))
     /// rather than through staging buffers.
     pub fn uploads_directly(&self) -> bool {
-        self.inner.direct
+        self.inner.path == UploadPath::InPlace
+    }
+
+    /// How this context's uploads reach a buffer: in place or staged.
+    pub fn upload_path(&self) -> UploadPath {
+        self.inner.path
     }
 
     /// The device's limits (the adapter's own).

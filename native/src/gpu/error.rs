@@ -44,6 +44,9 @@ pub enum GpuError {
     /// allocated, or a conversion that numpy's `same_kind` casting refuses
     /// (`Error::Cast`).
     Host(crate::Error),
+    /// A view or format no texture can be made of (its element, channel
+    /// count, shape or size), with the reason.
+    Texture(String),
     /// Options that cannot work (a zero-sized ring, say).
     BadOptions(String),
     /// An upload larger than a CPU adapter (lavapipe) can hold: its buffers
@@ -78,6 +81,7 @@ impl fmt::Display for GpuError {
                 "the GPU buffer holds {gpu} bytes but the host side holds {host}"
             ),
             GpuError::Host(err) => err.fmt(f),
+            GpuError::Texture(reason) => write!(f, "no texture: {reason}"),
             GpuError::BadOptions(message) => write!(f, "bad GPU options: {message}"),
             GpuError::OutOfMemory { bytes, available } => write!(
                 f,

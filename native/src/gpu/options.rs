@@ -36,6 +36,13 @@ pub struct GpuOptions {
     /// Uploaded buffers then also have the `MAP_WRITE` usage. Discrete
     /// GPUs always stage.
     pub direct_upload: bool,
+    /// On a CPU adapter (lavapipe), whose buffers are the process's own
+    /// memory, a strided or converting upload's copy kernel writes straight
+    /// into the mapped memory, as [`gather_into`](crate::gather_into) writes
+    /// a host buffer (default `true`); `false` writes it through a block in
+    /// cache, as every upload to a GPU does (its mapped memory may be
+    /// write-combined, slow unless written in whole sequential lines).
+    pub host_writes_in_place: bool,
 }
 
 impl Default for GpuOptions {
@@ -49,6 +56,7 @@ impl Default for GpuOptions {
             usage: wgpu::BufferUsages::STORAGE,
             upload_threads: std::thread::available_parallelism().map_or(1, |n| n.get().min(4)),
             direct_upload: true,
+            host_writes_in_place: true,
         }
     }
 }

@@ -1,9 +1,12 @@
 //! Uploads: a checked view copied in C order (converted on the way when
-//! asked) straight into the mapped staging slots of the upload rings, and
-//! from there into a new or existing [`GpuBuffer`]; large views are cut
-//! into parts that several threads fill at once.
+//! asked) straight into the mapped staging slots of the upload rings, or
+//! into the destination's own mapped memory, and from there into a new or
+//! existing [`GpuBuffer`]; large views are cut into parts that several
+//! threads fill at once.
+//!
+//! [`GpuContext::upload`] is the one entry point: it names the view, and
+//! the [`Upload`] it returns says what to convert to and where it goes.
 
-use std::ops::Range;
 use std::sync::MutexGuard;
 
 use wgpu::WriteOnly;
@@ -11,30 +14,57 @@ use wgpu::WriteOnly;
 use bytelens_core::{Descr, Element, Layout, View};
 
 use super::buffer::padded_len;
-use super::context::Inner;
+use super::context::{Inner, UploadPath};
 use super::error::Scopes;
 use super::ring::{Ring, lock, map_now};
 use super::{GpuBuffer, GpuContext, GpuError};
-use crate::copy::{Copier, PARALLEL_MIN, converted_layout};
+use crate::copy::{Copier, PARALLEL_MIN, converted_layout, fan_out};
+
+/// A checked view on the host, as an upload reads it: the bytes and the
+/// layout over them (checked when the upload starts). Made from a
+/// [`View`] (`&view`) or from `(&bytes, &layout)` (any `AsRef<[u8]>`).
+#[derive(Clone, Copy, Debug)]
+pub struct HostView<'v> {
+    bytes: &'v [u8],
+    layout: &'v Layout,
+}
+
+impl<'v, T: Element> From<&'v View<'_, T>> for HostView<'v> {
+    fn from(view: &'v View<'_, T>) -> HostView<'v> {
+        HostView {
+            bytes: view.bytes(),
+            layout: view.layout(),
+        }
+    }
+}
+
+impl<'v, B: AsRef<[u8]> + ?Sized> From<(&'v B, &'v Layout)> for HostView<'v> {
+    fn from((bytes, layout): (&'v B, &'v Layout)) -> HostView<'v> {
+        HostView {
+            bytes: bytes.as_ref(),
+            layout,
+        }
+    }
+}
+
+/// An upload of one view, made by [`GpuContext::upload`]: say what the
+/// elements become ([`to`](Self::to)), then where they go
+/// ([`buffer`](Self::buffer) or [`write_into`](Self::write_into) for a
+/// buffer, [`texture`](Self::texture) or [`volume`](Self::volume) for a
+/// texture).
+#[must_use = "an Upload does nothing until .buffer(), .write_into() or .texture() runs it"]
+#[derive(Clone, Copy, Debug)]
+pub struct Upload<'g, 'v> {
+    gpu: &'g GpuContext,
+    src: HostView<'v>,
+    to: Option<Descr>,
+}
 
 impl GpuContext {
-    /// Uploads a checked view into a new GPU buffer, in C order (the bytes
-    /// of `np.ascontiguousarray(view)`), zero-padded to a multiple of
-    /// 4 bytes. An empty view gives a 4-byte buffer of zeros.
-    pub fn upload<T: Element>(&self, view: &View<'_, T>) -> Result<GpuBuffer, GpuError> {
-        self.upload_layout(view.bytes(), view.layout())
-    }
-
-    /// [`upload`](Self::upload) for an untyped view: `layout` over `bytes`,
-    /// checked here.
-    pub fn upload_layout(&self, bytes: &[u8], layout: &Layout) -> Result<GpuBuffer, GpuError> {
-        self.upload_layout_as(bytes, layout, layout.descr())
-    }
-
-    /// Uploads a view converted to `to` on the way (another byte order, or
-    /// another dtype that numpy's `same_kind` casting allows): a big-endian
-    /// or float64 array arrives as little-endian float32 in one pass through
-    /// staging, with no converted copy on the host.
+    /// Starts an upload of a checked view (a [`View`], or `(bytes,
+    /// &layout)`): its elements in C order (the bytes of
+    /// `np.ascontiguousarray(view)`), gathered from whatever strides it has
+    /// in one pass on the host.
     ///
     /// # Examples
     /// ```no_run
@@ -42,64 +72,76 @@ impl GpuContext {
     /// let gpu = GpuContext::new()?;
     /// let bytes: Vec<u8> = [1.5f64, -2.0].iter().flat_map(|v| v.to_be_bytes()).collect();
     /// let layout = Layout::contiguous(DType::F64, &[2])?.with_byte_order(ByteOrder::Big);
-    /// let on_gpu = gpu.upload_layout_as(&bytes, &layout, Descr::new(DType::F32, ByteOrder::Little))?;
-    /// assert_eq!(on_gpu.nbytes(), 8);
+    /// // As they are, in a new buffer ...
+    /// let on_gpu = gpu.upload((&bytes, &layout)).buffer()?;
+    /// // ... then again into the same buffer, as little-endian float32 (8 bytes).
+    /// let mut half = gpu.upload((&bytes, &layout)).to(Descr::native(DType::F32)).buffer()?;
+    /// gpu.upload((&bytes, &layout)).to(Descr::native(DType::F32)).write_into(&mut half)?;
+    /// assert_eq!((on_gpu.nbytes(), half.nbytes()), (16, 8));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn upload_layout_as(
-        &self,
-        bytes: &[u8],
-        layout: &Layout,
-        to: Descr,
-    ) -> Result<GpuBuffer, GpuError> {
-        let copier = Copier::new(bytes, layout, to)?;
-        let dst = self.alloc(&converted_layout(layout, to)?)?;
-        self.upload_into_unchecked(&copier, &dst)?;
+    pub fn upload<'v>(&self, src: impl Into<HostView<'v>>) -> Upload<'_, 'v> {
+        Upload {
+            gpu: self,
+            src: src.into(),
+            to: None,
+        }
+    }
+}
+
+impl Upload<'_, '_> {
+    /// Converts the elements to `to` on the way: another byte order, or
+    /// another dtype that numpy's `same_kind` casting allows (a big-endian
+    /// or float64 array arrives as little-endian float32, with no converted
+    /// copy on the host). A refused conversion is `GpuError::Host`, before
+    /// anything is uploaded.
+    pub fn to(self, to: Descr) -> Self {
+        Upload {
+            to: Some(to),
+            ..self
+        }
+    }
+
+    /// Uploads into a new GPU buffer, zero-padded to a multiple of 4 bytes
+    /// (an empty view gives a 4-byte buffer of zeros).
+    pub fn buffer(self) -> Result<GpuBuffer, GpuError> {
+        let (copier, layout) = self.copier()?;
+        let dst = self.gpu.alloc(&layout)?;
+        self.gpu.fill(&copier, &dst)?;
         Ok(dst)
     }
 
-    /// Uploads a view into an existing GPU buffer of the same byte size
-    /// (streaming frame after frame into one buffer, with no allocation).
-    /// The buffer's dtype and shape become the view's.
-    pub fn upload_into<T: Element>(
-        &self,
-        view: &View<'_, T>,
-        dst: &mut GpuBuffer,
-    ) -> Result<(), GpuError> {
-        self.upload_layout_into(view.bytes(), view.layout(), dst)
-    }
-
-    /// [`upload_into`](Self::upload_into) for an untyped view.
-    pub fn upload_layout_into(
-        &self,
-        bytes: &[u8],
-        layout: &Layout,
-        dst: &mut GpuBuffer,
-    ) -> Result<(), GpuError> {
-        self.upload_layout_into_as(bytes, layout, layout.descr(), dst)
-    }
-
-    /// [`upload_layout_as`](Self::upload_layout_as) into an existing GPU
-    /// buffer of the converted view's byte size.
-    pub fn upload_layout_into_as(
-        &self,
-        bytes: &[u8],
-        layout: &Layout,
-        to: Descr,
-        dst: &mut GpuBuffer,
-    ) -> Result<(), GpuError> {
-        let copier = Copier::new(bytes, layout, to)?;
+    /// Uploads into an existing GPU buffer of the same byte size (streaming
+    /// frame after frame into one buffer, with no allocation); the
+    /// buffer's dtype and shape become the upload's.
+    pub fn write_into(self, dst: &mut GpuBuffer) -> Result<(), GpuError> {
+        let (copier, layout) = self.copier()?;
         if copier.out_bytes() != dst.nbytes() {
             return Err(GpuError::SizeMismatch {
                 gpu: dst.nbytes(),
                 host: copier.out_bytes(),
             });
         }
-        self.upload_into_unchecked(&copier, dst)?;
-        dst.layout = converted_layout(layout, to)?;
+        self.gpu.fill(&copier, dst)?;
+        dst.layout = layout;
         Ok(())
     }
 
+    /// The context, the view's bytes and layout, and the element asked for.
+    pub(super) fn parts(&self) -> (&GpuContext, &[u8], &Layout, Option<Descr>) {
+        (self.gpu, self.src.bytes, self.src.layout, self.to)
+    }
+
+    /// The copy (the layout checked against the bytes) and its C-ordered result's layout.
+    fn copier(&self) -> Result<(Copier<'_>, Layout), GpuError> {
+        let HostView { bytes, layout } = self.src;
+        let to = self.to.unwrap_or(layout.descr());
+        let copier = Copier::new(bytes, layout, to)?;
+        Ok((copier, converted_layout(layout, to)?))
+    }
+}
+
+impl GpuContext {
     /// A zeroed GPU buffer (split into segments) for the C-contiguous `layout`.
     fn alloc(&self, layout: &Layout) -> Result<GpuBuffer, GpuError> {
         let padded = padded_len(layout.nbytes());
@@ -137,15 +179,25 @@ impl GpuContext {
         })
     }
 
-    /// Fills `dst` with the copy: large copies are cut into consecutive
-    /// parts, each filled by its own thread through its own ring.
-    fn upload_into_unchecked(&self, copier: &Copier<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
+    /// Fills `dst` with the copy, by the context's [`UploadPath`]: large
+    /// copies are cut into consecutive parts, each filled by its own thread
+    /// (through its own ring when staged).
+    fn fill(&self, copier: &Copier<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
         let inner = &self.inner;
-        if inner.direct {
-            let scopes = Scopes::push(&inner.device);
-            let result = self.upload_direct(copier, dst);
-            return scopes.pop("upload").and(result);
-        }
+        let scopes = Scopes::push(&inner.device);
+        let result = match inner.path {
+            UploadPath::InPlace => self.fill_in_place(copier, dst),
+            UploadPath::Staged => self.fill_staged(copier, dst),
+        };
+        // Pop the scopes whatever happened: they are a stack on this thread.
+        // wgpu's own error, when there is one, is the cause of any later one.
+        scopes.pop("upload").and(result)
+    }
+
+    /// Through the upload rings: each thread fills its ring's mapped slots
+    /// and copies each into its part of `dst` on the GPU.
+    fn fill_staged(&self, copier: &Copier<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
+        let inner = &self.inner;
         // Rings are always locked in index order, so concurrent uploads wait
         // for each other instead of deadlocking.
         let mut rings: Vec<MutexGuard<'_, Ring>> = inner.upload.iter().map(lock).collect();
@@ -158,99 +210,55 @@ impl GpuContext {
         } else {
             rings.len()
         };
-        let cuts = cuts(copier, threads, 0..dst.padded_size());
-        if cuts.len() == 2 {
-            return self.upload_part(&mut rings[0], copier, dst, cuts[0]..cuts[1]);
-        }
-        std::thread::scope(|scope| {
-            let workers: Vec<_> = cuts
-                .windows(2)
-                .zip(rings.iter_mut().map(|guard| &mut **guard))
-                .map(|(range, ring)| {
-                    let range = range[0]..range[1];
-                    scope.spawn(move || self.upload_part(ring, copier, dst, range))
-                })
-                .collect();
-            workers.into_iter().try_for_each(|worker| {
-                worker
-                    .join()
-                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-            })
+        let cuts = cuts(copier, threads, 0, dst.padded_size());
+        let rings = rings.iter_mut().map(|guard| &mut **guard);
+        fan_out(&cuts, rings, |ring, range| {
+            ring.ensure(
+                &inner.device,
+                inner.slots,
+                inner.chunk,
+                wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            );
+            // Error scopes are per thread: each part pushes its own.
+            let scopes = Scopes::push(&inner.device);
+            let mut sink = UploadSink {
+                ctx: inner,
+                ring,
+                dst,
+                written: range.start as u64,
+                end: range.end as u64,
+            };
+            let result = sink.fill(copier);
+            scopes.pop("upload").and(result)
         })
-    }
-
-    /// Fills bytes `range` of `dst` (the last part also writes the zero
-    /// padding) through one ring, inside this thread's error scopes.
-    fn upload_part(
-        &self,
-        ring: &mut Ring,
-        copier: &Copier<'_>,
-        dst: &GpuBuffer,
-        range: std::ops::Range<u64>,
-    ) -> Result<(), GpuError> {
-        let inner = &self.inner;
-        ring.ensure(
-            &inner.device,
-            inner.slots,
-            inner.chunk,
-            wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-        );
-        let scopes = Scopes::push(&inner.device);
-        let mut sink = UploadSink {
-            ctx: inner,
-            ring,
-            dst,
-            written: range.start,
-            end: range.end,
-        };
-        let result = sink.fill(copier);
-        // Pop the scopes whatever happened: they are a stack on this thread.
-        let scoped = scopes.pop("upload");
-        // wgpu's own error, when there is one, is the cause of any later one.
-        scoped.and(result)
     }
 
     /// Unified memory: maps each segment of `dst` for writing (waiting for
     /// the GPU's work on it) and fills it in place, cut between the upload
     /// threads; no staging buffer, no GPU-side copy.
-    fn upload_direct(&self, copier: &Copier<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
+    fn fill_in_place(&self, copier: &Copier<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
         let inner = &self.inner;
-        let threads = inner.upload.len();
+        let step = stage_step(copier, inner.chunk);
         let mut start = 0;
         for segment in &dst.segments {
             let end = start + segment.size();
             map_now(segment, wgpu::MapMode::Write, &inner.device, "upload")?;
-            let cuts = cuts(copier, threads, start..end);
-            let step = stage_step(copier, inner.chunk);
+            let cuts = cuts(copier, inner.upload.len(), start, end);
             // Each thread takes its own range of the mapping (ranges that
             // do not overlap may be held at once).
-            let fill = |range: &[u64]| {
-                let (a, b) = (range[0] - start, range[1] - start);
+            let filled = fan_out(&cuts, std::iter::repeat(()), |(), range| {
+                let (a, b) = (range.start as u64, range.end as u64);
                 let mut view =
                     segment
-                        .get_mapped_range_mut(a..b)
+                        .get_mapped_range_mut(a - start..b - start)
                         .map_err(|err| GpuError::Wgpu {
                             during: "upload",
                             message: err.to_string(),
                         })?;
-                write_mapped(copier, view.slice(..), range[0], step, &mut Vec::new());
+                let host = inner.writes_in_place;
+                write_mapped(copier, view.slice(..), a, step, &mut Vec::new(), host);
                 Ok::<(), GpuError>(())
-            };
-            let filled = if cuts.len() == 2 {
-                fill(&cuts)
-            } else {
-                std::thread::scope(|scope| {
-                    let workers: Vec<_> = cuts
-                        .windows(2)
-                        .map(|range| scope.spawn(move || fill(range)))
-                        .collect();
-                    workers.into_iter().try_for_each(|worker| {
-                        worker
-                            .join()
-                            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
-                    })
-                })
-            };
+            });
             segment.unmap();
             filled?;
             start = end;
@@ -274,13 +282,17 @@ fn stage_step(copier: &Copier<'_>, chunk: u64) -> u64 {
 /// Mapped memory may be write-combined (slow to read, slow to write other
 /// than in whole sequential lines), so it is only ever written with
 /// sequential block copies: straight from the source for a block copy,
-/// else from a block of `step` bytes the walk fills in cache.
+/// else from a block of `step` bytes the walk fills in cache. Where it is
+/// known to be plain host memory (`host`: a CPU adapter such as lavapipe,
+/// whose buffers are the process's own memory), the walk writes it
+/// directly instead.
 fn write_mapped(
     copier: &Copier<'_>,
     mut mapped: WriteOnly<'_, [u8]>,
     at: u64,
     step: u64,
     block: &mut Vec<u8>,
+    host: bool,
 ) {
     let size = copier.out_itemsize() as u64;
     let len = mapped.len() as u64;
@@ -288,6 +300,10 @@ fn write_mapped(
     let first = at / size;
     if let Some(src) = copier.contiguous(first as usize, (data / size) as usize) {
         mapped.slice(..data as usize).copy_from_slice(src);
+    } else if host {
+        // Plain host memory: the walk writes its tiles in place, with no
+        // block in between (as `gather_into` does).
+        copier.fill(first as usize, host_slice(mapped.slice(..data as usize)));
     } else {
         block.resize(step.min(data) as usize, 0);
         let mut done = 0;
@@ -304,16 +320,32 @@ fn write_mapped(
     mapped.slice(data as usize..).fill(0);
 }
 
+/// The mapped bytes as a plain slice, for a walk to write in place: only
+/// for a CPU adapter's buffers, which are cached host memory.
+#[allow(unsafe_code)]
+fn host_slice<'a>(mut mapped: WriteOnly<'a, [u8]>) -> &'a mut [u8] {
+    let len = mapped.len();
+    let ptr = mapped.as_raw_element_ptr();
+    // SAFETY: a `WriteOnly<'a, [u8]>` is an exclusive borrow of `len`
+    // mapped bytes at `ptr` for 'a (wgpu hands out non-overlapping mapped
+    // ranges only, each alive as long as its view), so no other reference
+    // to them exists while the slice does. The bytes are initialized:
+    // wgpu-core zeroes every uninitialized part of a buffer when it maps it
+    // (WebGPU's "as if initialized with zero"), and `u8` has no invalid
+    // values. `WriteOnly` exists because reading write-combined memory is
+    // slow, not unsound; callers pass only a CPU adapter's mappings.
+    unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) }
+}
+
 /// Bytes the walk fills in cache before they are copied into a staging slot.
 const STAGE_BLOCK: usize = 256 << 10;
 
-/// Where `parts` threads' byte ranges of `range` of `dst` start and the
-/// last ends: [`Copier::cuts`] on multiples of 8 bytes (a GPU copy's and a
-/// mapped range's alignment); copies under 8 MiB stay whole.
-fn cuts(copier: &Copier<'_>, parts: usize, range: Range<u64>) -> Vec<u64> {
-    let range = range.start as usize..range.end as usize;
-    let cuts = copier.cuts(parts, 8, PARALLEL_MIN, range);
-    cuts.into_iter().map(|at| at as u64).collect()
+/// Where `parts` threads' byte ranges of bytes `start..end` of the
+/// destination start and the last ends: [`Copier::cuts`] on multiples of 8
+/// bytes (a GPU copy's and a mapped range's alignment); copies under 8 MiB
+/// stay whole.
+fn cuts(copier: &Copier<'_>, parts: usize, start: u64, end: u64) -> Vec<usize> {
+    copier.cuts(parts, 8, PARALLEL_MIN, start as usize..end as usize)
 }
 
 /// Fills mapped upload slots straight from the copy, copying each into
@@ -343,7 +375,8 @@ impl UploadSink<'_> {
                     during: "upload",
                     message: err.to_string(),
                 })?;
-            write_mapped(copier, view.slice(..), self.written, step, &mut block);
+            let host = self.ctx.writes_in_place;
+            write_mapped(copier, view.slice(..), self.written, step, &mut block, host);
             drop(view);
             self.flush(i, len);
         }

@@ -129,7 +129,7 @@ pub(crate) fn gpu_upload(
     };
     // `source` holds the array until the upload returns (see the module docs).
     let inner = py
-        .detach(|| gpu.upload_layout_as(bytes, layout, to))
+        .detach(|| gpu.upload((bytes, layout)).to(to).buffer())
         .py_err(py)?;
     Ok(PyGpuBuffer { inner })
 }
