@@ -62,6 +62,93 @@ def test_adapter_info(adapter):
     assert adapter["name"]
     # The adapter's own limit, not wgpu's 256 MiB default.
     assert adapter["max_buffer_size"] > 256 << 20
+    # Texture limits: WebGPU's minimums at least.
+    assert adapter["max_texture_dimension_2d"] >= 8192
+    assert adapter["max_texture_dimension_3d"] >= 2048
+    assert adapter["max_texture_array_layers"] >= 256
+    assert adapter["max_texture_dimension_1d"] >= 8192
+
+
+def test_gpu_module_docstring_examples_run():
+    import doctest
+
+    failed, attempted = doctest.testmod(gpu)
+    assert attempted >= 8 and failed == 0
+
+
+def texture_round_trip(array, want_format, size, **kwargs):
+    tex = gpu.upload_texture(array, **kwargs)
+    assert (tex.format, tex.size) == (want_format, size)
+    back = tex.download()
+    assert back.shape == array.shape == tex.shape
+    assert back.dtype == array.dtype.newbyteorder("<") == tex.dtype
+    assert back.flags.c_contiguous and back.flags.writeable
+    # Bitwise, in little-endian order (what the texture holds).
+    assert back.tobytes() == np.ascontiguousarray(array, dtype=back.dtype).tobytes()
+    return tex
+
+
+@pytest.mark.parametrize(
+    "dtype, channels, format",
+    [
+        ("u1", 1, "r8unorm"), ("u1", 2, "rg8unorm"), ("u1", 3, "rgba8unorm"),
+        ("u1", 4, "rgba8unorm"), ("i1", 1, "r8snorm"), ("i1", 3, "rgba8snorm"),
+        ("<u2", 1, "r16uint"), (">u2", 3, "rgba16uint"), ("<i2", 2, "rg16sint"),
+        ("<f2", 4, "rgba16float"), (">f2", 1, "r16float"), ("<u4", 2, "rg32uint"),
+        ("<i4", 3, "rgba32sint"), ("<f4", 1, "r32float"), (">f4", 3, "rgba32float"),
+    ],
+)
+def test_texture_formats_follow_dtype_and_channels(dtype, channels, format):
+    image = random_array(dtype, (37, 29, channels), seed=channels)
+    texture_round_trip(image, format, (29, 37, 1))
+    if channels == 1:
+        texture_round_trip(image[:, :, 0], format, (29, 37, 1))
+
+
+def test_textures_from_crops_flips_transposes_layers_and_volumes():
+    image = random_array("u1", (300, 400, 3), seed=5)
+    texture_round_trip(image[10:250:2, ::-3], "rgba8unorm", (134, 120, 1))
+    texture_round_trip(image.transpose(1, 0, 2)[:, 5:], "rgba8unorm", (295, 400, 1))
+    layers = random_array("<f2", (6, 17, 23, 4), seed=6)
+    tex = texture_round_trip(layers[::-1], "rgba16float", (23, 17, 6))
+    assert tex.dimension == "2d"
+    volume = random_array("<u2", (9, 10, 11), seed=7)
+    tex = texture_round_trip(volume, "r16uint", (11, 10, 9), dimension="3d")
+    assert tex.dimension == "3d"
+    texture_round_trip(volume[..., None].repeat(2, -1), "rg16uint", (11, 10, 9), dimension="3d")
+
+
+def test_texture_format_by_name_is_checked_against_the_array():
+    image = random_array("u1", (8, 8, 3), seed=8)
+    tex = texture_round_trip(image, "rgba8unorm-srgb", (8, 8, 1), format="rgba8unorm-srgb")
+    assert "rgba8unorm-srgb" in repr(tex)
+    texture_round_trip(image[:, :, :1], "r8uint", (8, 8, 1), format="r8uint")
+    with pytest.raises(gpu.GpuError, match="r16float holds float16 channels"):
+        gpu.upload_texture(image[:, :, 0], format="r16float")
+    with pytest.raises(gpu.GpuError, match="rg8unorm has 2 channels, and the view has 3"):
+        gpu.upload_texture(image, format="rg8unorm")
+    with pytest.raises(gpu.GpuError, match='unknown format "rgb8unorm"'):
+        gpu.upload_texture(image, format="rgb8unorm")
+    with pytest.raises(ValueError, match="dimension"):
+        gpu.upload_texture(image, dimension="1d")
+
+
+def test_textures_refuse_what_no_format_holds(adapter):
+    for array, reason in [
+        (np.zeros((4, 4), np.float64), "float64"),
+        (np.zeros((4, 4), np.int64), "int64"),
+        (np.zeros((4, 4), bool), "bool"),
+        (np.zeros((4, 4, 5), np.uint8), r"\(5\) is no channel count"),
+        (np.zeros((0, 4), np.uint8), "empty"),
+        (np.zeros(8, np.uint8), "2-D texture"),
+    ]:
+        with pytest.raises(gpu.GpuError, match=reason):
+            gpu.upload_texture(array)
+    # Past the adapter's limit, named with the number (a broadcast: no memory).
+    wide = adapter["max_texture_dimension_2d"] + 1
+    row = np.broadcast_to(np.zeros(1, np.uint8), (1, wide))
+    with pytest.raises(gpu.GpuError, match=f"width {wide} is past the adapter's max_texture_dimension_2d"):
+        gpu.upload_texture(row)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

@@ -33,7 +33,7 @@ __all__ = [
 ]
 if sys.platform != "win32":
     __all__ += ["SharedBuffer", "SharedLock"]
-__all__ += ["GpuBuffer", "gpu_upload", "gpu_adapter_info"]
+__all__ += ["GpuBuffer", "GpuTexture", "gpu_upload", "gpu_upload_texture", "gpu_adapter_info"]
 
 _Dims = int | Sequence[int]
 # What SharedBuffer.create(lock=...) takes and .lock_kind says (the kinds
@@ -336,5 +336,26 @@ class GpuBuffer:
     def segments(self) -> int: ...
     def download(self) -> npt.NDArray[Any]: ...
 
+@final
+class GpuTexture:
+    """An image or volume on the GPU: what bytelens.gpu.upload_texture returns."""
+    @property
+    def format(self) -> str:
+        """The texture format, as WebGPU names it ("rgba8unorm")."""
+    @property
+    def size(self) -> tuple[int, int, int]:
+        """(width, height, depth or array layers)."""
+    @property
+    def dimension(self) -> Literal["2d", "3d"]:
+        """"2d" or "3d"."""
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The uploaded array's shape (what download gives back)."""
+    @property
+    def dtype(self) -> Any:
+        """The numpy dtype of the channels (little-endian)."""
+    def download(self) -> npt.NDArray[Any]: ...
+
 def gpu_upload(array: Any, dtype: Any = None) -> GpuBuffer: ...
+def gpu_upload_texture(array: Any, format: str | None = None, dimension: str = "2d") -> GpuTexture: ...
 def gpu_adapter_info() -> dict[str, Any]: ...

@@ -17,15 +17,33 @@ reads it back as a new numpy array over a bytelens Buffer::
     >>> gpu.upload(big, dtype=np.float32).download().tolist()  # ... as float32
     [0.0, 1.0, 2.0, 3.0]
 
+``upload_texture`` sends an image (``(H, W)``, ``(H, W, C)``), image
+layers (``(L, H, W, C)``) or a volume (``dimension="3d"``) to a texture,
+rows padded to 256 bytes and RGB widened to RGBA in the same pass::
+
+    >>> rgb = np.arange(4 * 6 * 3, dtype=np.uint8).reshape(4, 6, 3)
+    >>> tex = gpu.upload_texture(rgb[::-1, 1:5])   # flipped and cropped
+    >>> tex.format, tex.size
+    ('rgba8unorm', (4, 4, 1))
+    >>> bool((tex.download() == rgb[::-1, 1:5]).all())
+    True
+
 The first call picks the adapter (a real GPU when there is one) and keeps it
 for the interpreter's life; without one, every call raises ``GpuError``.
 """
 
 from typing import Any
 
-from ._native import GpuBuffer, GpuError, gpu_adapter_info, gpu_upload
+from ._native import (
+    GpuBuffer,
+    GpuError,
+    GpuTexture,
+    gpu_adapter_info,
+    gpu_upload,
+    gpu_upload_texture,
+)
 
-__all__ = ["GpuBuffer", "GpuError", "adapter_info", "upload"]
+__all__ = ["GpuBuffer", "GpuError", "GpuTexture", "adapter_info", "upload", "upload_texture"]
 
 
 def upload(array: Any, dtype: Any = None) -> GpuBuffer:
@@ -50,7 +68,35 @@ def upload(array: Any, dtype: Any = None) -> GpuBuffer:
     return gpu_upload(array, dtype)
 
 
+def upload_texture(array: Any, format: str | None = None, dimension: str = "2d") -> GpuTexture:
+    """Upload an image or volume array (any strides) to a new GPU texture.
+
+    The axes are ``(H, W)``, ``(H, W, C)`` or ``(L, H, W, C)`` (``L`` array
+    layers) for ``dimension="2d"``; ``(D, H, W)`` or ``(D, H, W, C)`` for
+    ``"3d"``. Without ``format``, it follows the dtype and channel count:
+    uint8 to ``r8unorm``, ``rg8unorm``, ``rgba8unorm``; int8 to ``r8snorm``…;
+    uint16 and uint32 to ``r16uint``/``r32uint``…; int16 and int32 to
+    ``r16sint``/``r32sint``…; float16 to ``r16float``…``rgba16float``;
+    float32 to ``r32float``…``rgba32float``. A ``format`` by its WebGPU name
+    (``"rgba8unorm-srgb"``, ``"bgra8unorm"``, ``"r8uint"``…) is checked
+    against the array's dtype and channels. Three channels are widened to
+    four, alpha at the format's one (opaque); rows are padded to 256 bytes
+    and the other byte order is swapped, all in the one pass that gathers
+    the array. ``GpuTexture.download()`` gives the array back in its shape
+    (RGB again).
+
+    Raises ``GpuError`` for what no texture holds (64-bit, bool, bfloat16
+    or float8 elements, more than 4 channels, an empty array), a format
+    that does not fit the array, or sizes past the adapter's limits (named:
+    ``max_texture_dimension_2d``, ``max_texture_array_layers``,
+    ``max_texture_dimension_3d``; ``adapter_info()`` has them).
+    """
+    return gpu_upload_texture(array, format, dimension)
+
+
 def adapter_info() -> dict[str, Any]:
     """The adapter uploads go to: name, vendor, device, device_type, driver,
-    driver_info, backend, max_buffer_size, max_storage_buffer_binding_size."""
+    driver_info, backend, max_buffer_size, max_storage_buffer_binding_size,
+    and the texture limits max_texture_dimension_1d, max_texture_dimension_2d,
+    max_texture_dimension_3d and max_texture_array_layers."""
     return gpu_adapter_info()

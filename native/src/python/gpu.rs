@@ -23,7 +23,7 @@ use super::dtype::{numpy_descr, to_descr};
 use super::error::{IntoPyErr, PyErrResult};
 use super::memory::Memory;
 use super::source::Source;
-use crate::gpu::{GpuBuffer, GpuContext, GpuError};
+use crate::gpu::{GpuBuffer, GpuContext, GpuError, GpuTexture, texture_format, wgpu};
 
 /// The interpreter's context, made once; a failure (no adapter) is kept
 /// and raised again on every call.
@@ -78,22 +78,8 @@ impl PyGpuBuffer {
     /// Reads the data back: a new C-contiguous numpy array with the
     /// uploaded dtype and shape, over a fresh 64-byte aligned bytelens Buffer.
     fn download<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let nbytes = self.inner.nbytes();
-        let memory = Memory::owned(py, nbytes, 64)?;
-        let buffer = Bound::new(py, PyBuf::new(py, memory)?)?;
-        let address = buffer.get().address();
-        let bytes: &mut [u8] = if nbytes == 0 {
-            &mut []
-        } else {
-            // SAFETY: `buffer` was allocated above with `nbytes` bytes at
-            // `address`; nothing else has seen it yet (no view, no export),
-            // so this is the only reference to those bytes until the
-            // download returns, and `buffer` outlives it.
-            unsafe { std::slice::from_raw_parts_mut(address, nbytes) }
-        };
-        let result = py.detach(|| self.inner.download_into(bytes));
-        result.py_err(py)?;
-        PyBuf::array(&buffer, &self.inner.layout())
+        let layout = self.inner.layout();
+        download_with(py, &layout, |bytes| self.inner.download_into(bytes))
     }
 
     fn __repr__(&self) -> String {
@@ -134,9 +120,139 @@ pub(crate) fn gpu_upload(
     Ok(PyGpuBuffer { inner })
 }
 
+/// An image or volume on the GPU: what `bytelens.gpu.upload_texture` returns.
+#[pyclass(name = "GpuTexture", module = "bytelens._native", frozen)]
+pub struct PyGpuTexture {
+    inner: GpuTexture,
+}
+
+#[pymethods]
+impl PyGpuTexture {
+    /// The texture format, as WebGPU names it ("rgba8unorm").
+    #[getter]
+    fn format(&self) -> &'static str {
+        self.inner.format_name()
+    }
+
+    /// (width, height, depth or array layers).
+    #[getter]
+    fn size(&self) -> (u32, u32, u32) {
+        let size = self.inner.size();
+        (size.width, size.height, size.depth_or_array_layers)
+    }
+
+    /// "2d" or "3d".
+    #[getter]
+    fn dimension(&self) -> &'static str {
+        match self.inner.texture().dimension() {
+            wgpu::TextureDimension::D3 => "3d",
+            _ => "2d",
+        }
+    }
+
+    /// The uploaded array's shape (what download gives back).
+    #[getter]
+    fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, self.inner.layout().shape())
+    }
+
+    /// The numpy dtype of the channels (little-endian).
+    #[getter]
+    fn dtype<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        Ok(numpy_descr(py, self.inner.layout().descr())?
+            .clone()
+            .into_any())
+    }
+
+    /// Reads the texture back: a new array of the uploaded shape (RGB
+    /// stays RGB: the alpha added on upload is dropped), over a fresh
+    /// 64-byte aligned bytelens Buffer.
+    fn download<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let layout = self.inner.layout();
+        download_with(py, &layout, |bytes| self.inner.download_into(bytes))
+    }
+
+    fn __repr__(&self) -> String {
+        let (w, h, d) = self.size();
+        format!(
+            "GpuTexture(format={}, size=({w}, {h}, {d}), dimension={}, shape={:?})",
+            self.format(),
+            self.dimension(),
+            self.inner.layout().shape()
+        )
+    }
+}
+
+/// Reads GPU data of `layout` into a new bytelens Buffer with `read`, the
+/// GIL released, and returns the numpy array over it.
+fn download_with<'py>(
+    py: Python<'py>,
+    layout: &bytelens_core::Layout,
+    read: impl FnOnce(&mut [u8]) -> Result<(), GpuError> + Send,
+) -> PyResult<Bound<'py, PyAny>> {
+    let nbytes = layout.nbytes();
+    let memory = Memory::owned(py, nbytes, 64)?;
+    let buffer = Bound::new(py, PyBuf::new(py, memory)?)?;
+    let address = buffer.get().address();
+    let bytes: &mut [u8] = if nbytes == 0 {
+        &mut []
+    } else {
+        // SAFETY: `buffer` was allocated above with `nbytes` bytes at
+        // `address`; nothing else has seen it yet (no view, no export),
+        // so this is the only reference to those bytes until the
+        // download returns, and `buffer` outlives it.
+        unsafe { std::slice::from_raw_parts_mut(address, nbytes) }
+    };
+    py.detach(|| read(bytes)).py_err(py)?;
+    PyBuf::array(&buffer, layout)
+}
+
+/// Uploads an image or volume array to a new GPU texture: see
+/// `bytelens.gpu.upload_texture`.
+#[pyfunction]
+#[pyo3(signature = (array, format=None, dimension="2d"))]
+pub(crate) fn gpu_upload_texture(
+    py: Python<'_>,
+    array: &Bound<'_, PyAny>,
+    format: Option<&str>,
+    dimension: &str,
+) -> PyResult<PyGpuTexture> {
+    let gpu = context(py)?;
+    let format = match format {
+        None => None,
+        Some(name) => Some(texture_format(name).ok_or_else(|| {
+            let err = GpuError::Texture(format!("unknown format {name:?}"));
+            err.into_py_err(py)
+        })?),
+    };
+    let volume = match dimension {
+        "2d" => false,
+        "3d" => true,
+        other => {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "dimension must be \"2d\" or \"3d\", not {other:?}"
+            )));
+        }
+    };
+    let source = Source::read(array, "upload_texture")?;
+    let (bytes, layout) = (source.bytes(), source.layout());
+    let inner = py
+        .detach(|| {
+            let up = gpu.upload((bytes, layout));
+            if volume {
+                up.volume(format)
+            } else {
+                up.texture(format)
+            }
+        })
+        .py_err(py)?;
+    Ok(PyGpuTexture { inner })
+}
+
 /// The adapter bytelens uploads to: name, vendor, device, device_type,
-/// driver, driver_info, backend, and its max_buffer_size and
-/// max_storage_buffer_binding_size.
+/// driver, driver_info, backend, and its max_buffer_size,
+/// max_storage_buffer_binding_size, max_texture_dimension_1d, _2d and _3d
+/// and max_texture_array_layers.
 #[pyfunction]
 pub(crate) fn gpu_adapter_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let gpu = context(py)?;
@@ -155,12 +271,22 @@ pub(crate) fn gpu_adapter_info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
         "max_storage_buffer_binding_size",
         limits.max_storage_buffer_binding_size,
     )?;
+    for (name, value) in [
+        ("max_texture_dimension_1d", limits.max_texture_dimension_1d),
+        ("max_texture_dimension_2d", limits.max_texture_dimension_2d),
+        ("max_texture_dimension_3d", limits.max_texture_dimension_3d),
+        ("max_texture_array_layers", limits.max_texture_array_layers),
+    ] {
+        dict.set_item(name, value)?;
+    }
     Ok(dict)
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyGpuBuffer>()?;
+    m.add_class::<PyGpuTexture>()?;
     m.add_function(wrap_pyfunction!(gpu_upload, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_upload_texture, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_adapter_info, m)?)?;
     Ok(())
 }
