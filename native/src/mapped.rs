@@ -218,3 +218,39 @@ fn not_regular(path: &Path, kind: ErrorKind, what: &str) -> SharedError {
         ),
     }
 }
+
+/// Asks the system to bring `bytes`' pages into memory now (on Linux
+/// `MADV_POPULATE_READ`, which faults them in before returning, falling
+/// back to `MADV_WILLNEED` where the kernel predates it; `WILLNEED`
+/// elsewhere on Unix), so that a reader that follows finds them mapped.
+/// Advice only: the bytes are not changed, and a failure (memory that is
+/// no file's mapping, say) changes nothing. Windows: nothing yet.
+#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+pub(crate) fn prefetch(bytes: &[u8]) {
+    #[cfg(unix)]
+    {
+        if bytes.is_empty() {
+            return;
+        }
+        // SAFETY: sysconf only reads a system value.
+        let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) }).unwrap_or(4096);
+        let start = bytes.as_ptr() as usize;
+        let first = start / page * page;
+        let len = start + bytes.len() - first;
+        let advise = |advice| {
+            // SAFETY: `first..first + len` is the whole pages that `bytes`
+            // touches, each mapped in this process while `bytes` is
+            // borrowed (a page holding one of its bytes is mapped whole).
+            // Both advices only read pages in: they change no byte and no
+            // mapping, so no reference into the range is affected.
+            unsafe { libc::madvise(first as *mut libc::c_void, len, advice) }
+        };
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        if advise(libc::MADV_POPULATE_READ) == 0 {
+            return;
+        }
+        advise(libc::MADV_WILLNEED);
+    }
+    #[cfg(not(unix))]
+    let _ = bytes;
+}

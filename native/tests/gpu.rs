@@ -939,3 +939,95 @@ fn textures_refuse_what_no_format_holds() {
         .unwrap_err();
     assert!(matches!(err, GpuError::Texture(_)), "{err}");
 }
+
+/// A safetensors file of `tensors` (name, dtype, shape, data), its JSON
+/// header padded with `pad` spaces (which moves every tensor's offset).
+fn safetensors(tensors: &[(&str, &str, &[usize], Vec<u8>)], pad: usize) -> Vec<u8> {
+    let mut entries = vec![];
+    let mut at = 0;
+    for (name, dtype, shape, data) in tensors {
+        let shape: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
+        entries.push(format!(
+            "\"{name}\":{{\"dtype\":\"{dtype}\",\"shape\":[{}],\"data_offsets\":[{at},{}]}}",
+            shape.join(","),
+            at + data.len()
+        ));
+        at += data.len();
+    }
+    let header = format!("{{{}}}{}", entries.join(","), " ".repeat(pad));
+    let mut file = (header.len() as u64).to_le_bytes().to_vec();
+    file.extend(header.as_bytes());
+    for (.., data) in tensors {
+        file.extend(data);
+    }
+    file
+}
+
+#[test]
+fn files_load_to_the_gpu_array_by_array() {
+    let Some(gpu) = gpu() else { return };
+    let a = pattern(4 * 30 * 17, 1);
+    let b = pattern(2 * 1000, 2);
+    let c = pattern(8 * 3, 3);
+    let tensors = [
+        ("weight", "F32", &[30, 17][..], a.clone()),
+        ("bias", "BF16", &[1000][..], b.clone()),
+        ("steps", "I64", &[3][..], c.clone()),
+    ];
+    // Aligned, then every tensor moved off its alignment (copied first).
+    for pad in [0, 1, 2] {
+        let file = safetensors(&tensors, pad);
+        let path = std::env::temp_dir().join(format!("bytelens-load-{}-{pad}", std::process::id()));
+        std::fs::write(&path, &file).unwrap();
+        // SAFETY: the file is this test's own; nothing shrinks it while mapped.
+        let mapped = unsafe { bytelens::MappedFile::open(&path, bytelens::MapMode::Read) }.unwrap();
+        let loaded = gpu.load(mapped.as_bytes(), None).unwrap();
+        let names: Vec<&str> = loaded.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["weight", "bias", "steps"]);
+        for ((_, buffer), (_, _, shape, data)) in loaded.iter().zip(&tensors) {
+            assert_eq!(buffer.layout().shape(), *shape);
+            assert!(
+                buffer.download().unwrap().as_bytes() == &data[..],
+                "pad {pad}"
+            );
+        }
+        assert_eq!(loaded[0].1.layout().dtype(), DType::F32);
+        assert_eq!(loaded[1].1.layout().dtype(), DType::BF16);
+        // Converted on the way: bfloat16 and int64 do not cast to float16
+        // (same_kind), so only the float32 tensor is converted here.
+        let one = safetensors(&tensors[..1], pad);
+        let half = gpu.load(&one, Some(Descr::native(DType::F16))).unwrap();
+        let mut want = vec![0; 30 * 17 * 2];
+        let l = Layout::contiguous(DType::F32, &[30, 17]).unwrap();
+        copy_into(&a, &l, &mut want, Descr::native(DType::F16)).unwrap();
+        assert_eq!(half[0].1.download().unwrap().as_bytes(), want);
+        drop(mapped);
+        std::fs::remove_file(&path).unwrap();
+    }
+    // An .npy file: its one array is "array", Fortran order read as it lies.
+    let dict = "{'descr': '>u2', 'fortran_order': True, 'shape': (3, 5), }";
+    let mut header = format!("{dict:<117}");
+    header.push('\n');
+    let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+    npy.extend((header.len() as u16).to_le_bytes());
+    npy.extend(header.as_bytes());
+    let data = pattern(30, 5);
+    npy.extend(&data);
+    let loaded = gpu.load(&npy, None).unwrap();
+    assert_eq!(loaded.len(), 1);
+    let (name, buffer) = &loaded[0];
+    assert_eq!(name, "array");
+    let f = Layout::new(DType::U16, 128, &[3, 5], &[2, 6])
+        .unwrap()
+        .with_byte_order(ByteOrder::Big);
+    assert_eq!(buffer.download().unwrap().as_bytes(), expected(&npy, &f));
+    // What it cannot read, it says, before uploading anything.
+    let odd = safetensors(&[("z", "C64", &[2][..], vec![0; 16])], 0);
+    let err = gpu.load(&odd, None).unwrap_err();
+    assert!(
+        matches!(&err, GpuError::File(why) if why.contains("\"z\"") && why.contains("C64")),
+        "{err}"
+    );
+    let err = gpu.load(b"not a file at all", None).unwrap_err();
+    assert!(matches!(err, GpuError::File(_)), "{err}");
+}

@@ -338,3 +338,55 @@ def test_a_huge_stride_0_view_is_refused_before_allocating():
     with pytest.raises((gpu.GpuError, ValueError, MemoryError)) as err:
         gpu.upload(huge)
     assert "1099511627776" in str(err.value) or "bytes" in str(err.value), str(err.value)
+
+
+def test_load_puts_every_array_of_a_file_on_the_gpu(tmp_path):
+    safetensors_numpy = pytest.importorskip("safetensors.numpy")
+    tensors = {
+        "embed": random_array("<f4", (300, 64), seed=1),
+        "norm": random_array("<f2", (64,), seed=2),
+        "step": np.array([7, 8, 9], dtype=np.int64),
+    }
+    path = str(tmp_path / "model.safetensors")
+    safetensors_numpy.save_file(tensors, path)
+    npy = str(tmp_path / "a.npy")
+    big = np.linspace(-1e3, 1e3, 2000).reshape(40, 50).astype(">f8")
+    np.save(npy, np.asfortranarray(big))
+    npz = str(tmp_path / "b.npz")
+    np.savez(npz, x=big[::2], y=np.arange(5, dtype=np.uint8))
+    npz_c = str(tmp_path / "c.npz")
+    np.savez_compressed(npz_c, z=big)
+    for file, want in [
+        (path, tensors),
+        (npy, {"array": big}),
+        (npz, {"x": big[::2], "y": np.arange(5, dtype=np.uint8)}),
+        (npz_c, {"z": big}),
+    ]:
+        on_gpu = gpu.load(file)
+        # The file's order (safetensors' writer orders tensors its own way).
+        assert list(on_gpu) == list(bl.load(file)) and set(on_gpu) == set(want)
+        for name, array in want.items():
+            back = on_gpu[name].download()
+            assert back.dtype == array.dtype and back.shape == array.shape
+            assert back.tobytes() == np.ascontiguousarray(array).tobytes(), (file, name)
+    # Converted on the way, as upload converts.
+    halves = gpu.load(npy, dtype=np.float32)["array"].download()
+    assert halves.dtype == np.float32
+    assert np.array_equal(halves, big.astype(np.float32))
+
+
+def test_load_refuses_what_it_cannot_read(tmp_path):
+    path = tmp_path / "odd.safetensors"
+    header = b'{"z":{"dtype":"C64","shape":[2],"data_offsets":[0,16]}}'
+    path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(16))
+    with pytest.raises(bl.FormatError, match="'z'.*C64"):
+        gpu.load(path)
+    bad = tmp_path / "bad.npy"
+    bad.write_bytes(b"\x93NUMPY\x01\x00garbage")
+    with pytest.raises(bl.FormatError):
+        gpu.load(bad)
+    # A conversion numpy's same_kind casting refuses, before any upload.
+    floats = tmp_path / "f.npy"
+    np.save(floats, np.zeros(3))
+    with pytest.raises(bl.CastError, match="float64"):
+        gpu.load(floats, dtype=np.int8)

@@ -33,7 +33,7 @@ __all__ = [
 ]
 if sys.platform != "win32":
     __all__ += ["SharedBuffer", "SharedLock"]
-__all__ += ["GpuBuffer", "GpuTexture", "gpu_upload", "gpu_upload_texture", "gpu_adapter_info"]
+__all__ += ["GpuBuffer", "GpuTexture", "gpu_upload", "gpu_upload_texture", "gpu_upload_all", "gpu_adapter_info"]
 
 _Dims = int | Sequence[int]
 # What SharedBuffer.create(lock=...) takes and .lock_kind says (the kinds
@@ -358,4 +358,5 @@ class GpuTexture:
 
 def gpu_upload(array: Any, dtype: Any = None) -> GpuBuffer: ...
 def gpu_upload_texture(array: Any, format: str | None = None, dimension: str = "2d") -> GpuTexture: ...
+def gpu_upload_all(arrays: Sequence[Any], dtype: Any = None) -> list[GpuBuffer]: ...
 def gpu_adapter_info() -> dict[str, Any]: ...

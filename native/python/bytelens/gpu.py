@@ -32,6 +32,7 @@ The first call picks the adapter (a real GPU when there is one) and keeps it
 for the interpreter's life; without one, every call raises ``GpuError``.
 """
 
+import os
 from typing import Any
 
 from ._native import (
@@ -40,10 +41,11 @@ from ._native import (
     GpuTexture,
     gpu_adapter_info,
     gpu_upload,
+    gpu_upload_all,
     gpu_upload_texture,
 )
 
-__all__ = ["GpuBuffer", "GpuError", "GpuTexture", "adapter_info", "upload", "upload_texture"]
+__all__ = ["GpuBuffer", "GpuError", "GpuTexture", "adapter_info", "load", "upload", "upload_texture"]
 
 
 def upload(array: Any, dtype: Any = None) -> GpuBuffer:
@@ -92,6 +94,42 @@ def upload_texture(array: Any, format: str | None = None, dimension: str = "2d")
     ``max_texture_dimension_3d``; ``adapter_info()`` has them).
     """
     return gpu_upload_texture(array, format, dimension)
+
+
+def load(
+    path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+    dtype: Any = None,
+) -> dict[str, GpuBuffer]:
+    """Every array of an ``.npy``, ``.npz`` or safetensors file, or of a
+    sharded safetensors checkpoint, as GPU buffers: name to
+    :class:`GpuBuffer`, in the file's order (an ``.npy`` file's one array is
+    called ``"array"``), each converted to ``dtype`` on the way when one is
+    given (as :func:`upload` converts).
+
+    The file is mapped and read as :func:`bytelens.load` reads it (the same
+    checks, names and errors), and each array goes from the mapped file
+    straight into GPU memory, with no copy on the host: while one is
+    copied, a second thread brings the pages of the next ones into memory
+    (``MADV_POPULATE_READ`` on Linux, ``MADV_WILLNEED`` on other Unix
+    systems; 16 MiB at a time, at most 256 MiB ahead), instead of the copy
+    faulting them in one by one. Misaligned arrays and compressed ``.npz``
+    members are copied into aligned memory first, as ``bytelens.load``
+    does. An array of a dtype bytelens does not have raises ``FormatError``
+    naming it, before anything is uploaded.
+
+    >>> import numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.npz")
+    >>> np.savez(path, w=np.ones((2, 3), np.float64), b=np.arange(3, dtype=">i2"))
+    >>> on_gpu = load(path, dtype=np.float32)
+    >>> list(on_gpu), on_gpu["w"].dtype, on_gpu["b"].download().tolist()
+    (['w', 'b'], dtype('float32'), [0.0, 1.0, 2.0])
+    """
+    from ._files import load as load_file
+
+    arrays = load_file(path)
+    names = list(arrays)
+    views = [arrays[name] for name in names]
+    return dict(zip(names, gpu_upload_all(views, dtype)))
 
 
 def adapter_info() -> dict[str, Any]:

@@ -47,6 +47,9 @@ pub enum GpuError {
     /// A view or format no texture can be made of (its element, channel
     /// count, shape or size), with the reason.
     Texture(String),
+    /// A file [`GpuContext::load`](super::GpuContext::load) cannot read: its
+    /// header, or an array of a dtype bytelens does not have.
+    File(String),
     /// Options that cannot work (a zero-sized ring, say).
     BadOptions(String),
     /// An upload larger than a CPU adapter (lavapipe) can hold: its buffers
@@ -82,6 +85,7 @@ impl fmt::Display for GpuError {
             ),
             GpuError::Host(err) => err.fmt(f),
             GpuError::Texture(reason) => write!(f, "no texture: {reason}"),
+            GpuError::File(reason) => write!(f, "cannot load the file: {reason}"),
             GpuError::BadOptions(message) => write!(f, "bad GPU options: {message}"),
             GpuError::OutOfMemory { bytes, available } => write!(
                 f,

@@ -58,6 +58,7 @@ mod buffer;
 mod context;
 mod download;
 mod error;
+mod load;
 mod options;
 mod ring;
 mod texture;

@@ -29,6 +29,20 @@ pub struct HostView<'v> {
     layout: &'v Layout,
 }
 
+impl<'v> HostView<'v> {
+    /// The bytes the view reads (its layout's byte span), or none where
+    /// the layout does not fit them (the upload says why).
+    pub(super) fn span(&self) -> &'v [u8] {
+        match self.layout.byte_span() {
+            Ok(span) if 0 <= span.start && span.start <= span.end => {
+                let (start, end) = (span.start as usize, span.end as usize);
+                self.bytes.get(start..end).unwrap_or(&[])
+            }
+            _ => &[],
+        }
+    }
+}
+
 impl<'v, T: Element> From<&'v View<'_, T>> for HostView<'v> {
     fn from(view: &'v View<'_, T>) -> HostView<'v> {
         HostView {

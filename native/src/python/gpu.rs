@@ -23,7 +23,7 @@ use super::dtype::{numpy_descr, to_descr};
 use super::error::{IntoPyErr, PyErrResult};
 use super::memory::Memory;
 use super::source::Source;
-use crate::gpu::{GpuBuffer, GpuContext, GpuError, GpuTexture, texture_format, wgpu};
+use crate::gpu::{GpuBuffer, GpuContext, GpuError, GpuTexture, HostView, texture_format, wgpu};
 
 /// The interpreter's context, made once; a failure (no adapter) is kept
 /// and raised again on every call.
@@ -249,6 +249,36 @@ pub(crate) fn gpu_upload_texture(
     Ok(PyGpuTexture { inner })
 }
 
+/// Uploads each array of `arrays` (a list) into a new GPU buffer, in
+/// order, each converted to `dtype` when one is given, bringing the pages
+/// of the arrays still to come into memory while the current one is copied
+/// (`GpuContext::upload_all`): what `bytelens.gpu.load` uploads a loaded
+/// file's mapped arrays with.
+#[pyfunction]
+#[pyo3(signature = (arrays, dtype=None))]
+pub(crate) fn gpu_upload_all(
+    py: Python<'_>,
+    arrays: Vec<Bound<'_, PyAny>>,
+    dtype: Option<&Bound<'_, PyAny>>,
+) -> PyResult<Vec<PyGpuBuffer>> {
+    let gpu = context(py)?;
+    let to = dtype.map(to_descr).transpose()?;
+    let sources = arrays
+        .iter()
+        .map(|array| Source::read(array, "upload"))
+        .collect::<PyResult<Vec<_>>>()?;
+    let views: Vec<_> = sources
+        .iter()
+        .map(|source| HostView::from((source.bytes(), source.layout())))
+        .collect();
+    // `sources` holds every array until the uploads return.
+    let buffers = py.detach(|| gpu.upload_all(&views, to)).py_err(py)?;
+    Ok(buffers
+        .into_iter()
+        .map(|inner| PyGpuBuffer { inner })
+        .collect())
+}
+
 /// The adapter bytelens uploads to: name, vendor, device, device_type,
 /// driver, driver_info, backend, and its max_buffer_size,
 /// max_storage_buffer_binding_size, max_texture_dimension_1d, _2d and _3d
@@ -287,6 +317,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyGpuTexture>()?;
     m.add_function(wrap_pyfunction!(gpu_upload, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_upload_texture, m)?)?;
+    m.add_function(wrap_pyfunction!(gpu_upload_all, m)?)?;
     m.add_function(wrap_pyfunction!(gpu_adapter_info, m)?)?;
     Ok(())
 }

@@ -1,0 +1,155 @@
+//! Many arrays at once: [`GpuContext::upload_all`], which brings the pages
+//! of the views still to come into memory while the current one is
+//! copied, and [`GpuContext::load`], every array of an `.npy` or
+//! safetensors file's bytes (a mapped file's, say) to the GPU through it.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use bytelens_core::Descr;
+use bytelens_core::files::{Access, read_header};
+
+use super::upload::HostView;
+use super::{GpuBuffer, GpuContext, GpuError};
+use crate::Buffer;
+use crate::mapped::prefetch;
+
+/// Bytes brought in by one request of the prefetching thread.
+const PREFETCH_WINDOW: usize = 16 << 20;
+/// How far past what the copies have finished the prefetching thread may
+/// go: the pages it brings in stay in memory until they are read, so this
+/// bounds what it holds on to (a checkpoint larger than memory streams).
+const PREFETCH_AHEAD: usize = 256 << 20;
+
+impl GpuContext {
+    /// Uploads each view into a new GPU buffer, in order, converted to `to`
+    /// where given ([`Upload::to`](super::Upload::to)), while a second
+    /// thread asks the system for the pages of the views that come next
+    /// (`MADV_POPULATE_READ` on Linux, `MADV_WILLNEED` on other Unix
+    /// systems; 16 MiB at a time, at most 256 MiB ahead of the copies).
+    /// Over a mapped file, whose pages would otherwise be faulted in one at
+    /// a time as the copy first touches each, the two overlap. On Windows
+    /// the views are uploaded one after another with no prefetching.
+    ///
+    /// The first error stops it and is returned; buffers already made are
+    /// dropped.
+    pub fn upload_all(
+        &self,
+        views: &[HostView<'_>],
+        to: Option<Descr>,
+    ) -> Result<Vec<GpuBuffer>, GpuError> {
+        let spans: Vec<&[u8]> = views.iter().map(HostView::span).collect();
+        let finished = AtomicUsize::new(0);
+        let stop = AtomicBool::new(false);
+        std::thread::scope(|scope| {
+            let prefetcher = scope.spawn(|| {
+                let mut asked = 0;
+                for window in spans.iter().flat_map(|span| span.chunks(PREFETCH_WINDOW)) {
+                    while asked > finished.load(Ordering::Acquire) + PREFETCH_AHEAD {
+                        if stop.load(Ordering::Acquire) {
+                            return;
+                        }
+                        std::thread::park_timeout(Duration::from_millis(10));
+                    }
+                    if stop.load(Ordering::Acquire) {
+                        return;
+                    }
+                    prefetch(window);
+                    asked += window.len();
+                }
+            });
+            let mut out = Vec::with_capacity(views.len());
+            let mut result = Ok(());
+            for (view, span) in views.iter().zip(&spans) {
+                let upload = self.upload(*view);
+                let upload = match to {
+                    Some(to) => upload.to(to),
+                    None => upload,
+                };
+                match upload.buffer() {
+                    Ok(buffer) => out.push(buffer),
+                    Err(err) => {
+                        result = Err(err);
+                        break;
+                    }
+                }
+                finished.fetch_add(span.len(), Ordering::Release);
+                prefetcher.thread().unpark();
+            }
+            stop.store(true, Ordering::Release);
+            prefetcher.thread().unpark();
+            result.map(|()| out)
+        })
+    }
+
+    /// Every array of an `.npy` or safetensors file, given its bytes (a
+    /// [`MappedFile`](crate::MappedFile)'s, so that nothing is read before
+    /// it is copied), as GPU buffers in the file's order, named as the file
+    /// names them (an `.npy` file's one array `"array"`), converted to `to`
+    /// where given. The arrays go up through
+    /// [`upload_all`](Self::upload_all), straight from `bytes`; one whose
+    /// offset is not a multiple of its dtype's alignment is first copied
+    /// into aligned memory.
+    ///
+    /// A header that is not valid, or an array of a dtype bytelens does not
+    /// have, is [`GpuError::File`], before anything is uploaded.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use bytelens::{MapMode, MappedFile, gpu::GpuContext};
+    /// let gpu = GpuContext::new()?;
+    /// // SAFETY: nothing shrinks the file while it is mapped.
+    /// let file = unsafe { MappedFile::open("model.safetensors".as_ref(), MapMode::Read) }?;
+    /// for (name, buffer) in gpu.load(file.as_bytes(), None)? {
+    ///     println!("{name}: {:?} {:?}", buffer.layout().descr(), buffer.layout().shape());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn load(
+        &self,
+        bytes: &[u8],
+        to: Option<Descr>,
+    ) -> Result<Vec<(String, GpuBuffer)>, GpuError> {
+        let header = read_header(bytes, bytes.len() as u64)
+            .map_err(|err| GpuError::File(err.to_string()))?;
+        let name = |array: &bytelens_core::files::FileArray| match header.format {
+            bytelens_core::files::Format::Npy => "array".to_owned(),
+            bytelens_core::files::Format::Safetensors => array.name.clone(),
+        };
+        // Misaligned arrays, copied into aligned memory, and their layouts.
+        let mut copies = Vec::new();
+        let mut layouts = Vec::with_capacity(header.arrays.len());
+        for array in &header.arrays {
+            let refuse = |why: String| GpuError::File(format!("array {:?}: {why}", name(array)));
+            match array.access(0) {
+                Access::View => {
+                    let layout = array.layout().map_err(|err| refuse(err.to_string()))?;
+                    layouts.push((layout, None));
+                }
+                Access::Misaligned { .. } => {
+                    let start = array.offset as usize;
+                    let mut copy = Buffer::new(array.nbytes as usize).map_err(GpuError::Host)?;
+                    copy.as_bytes_mut()
+                        .copy_from_slice(&bytes[start..start + array.nbytes as usize]);
+                    let at_zero = bytelens_core::files::FileArray {
+                        offset: 0,
+                        ..array.clone()
+                    };
+                    let layout = at_zero.layout().map_err(|err| refuse(err.to_string()))?;
+                    layouts.push((layout, Some(copies.len())));
+                    copies.push(copy);
+                }
+                why => return Err(refuse(why.to_string())),
+            }
+        }
+        let views: Vec<HostView<'_>> = layouts
+            .iter()
+            .map(|(layout, copy)| {
+                let from = copy.map_or(bytes, |i| copies[i].as_bytes());
+                HostView::from((from, layout))
+            })
+            .collect();
+        let buffers = self.upload_all(&views, to)?;
+        Ok(header.arrays.iter().map(name).zip(buffers).collect())
+    }
+}
