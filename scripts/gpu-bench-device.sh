@@ -8,6 +8,8 @@
 # loader packages (libvulkan1, libegl1, libglvnd0) into target/device/debs.
 # Carry target/device along, then run this script from the repository root.
 # Where target/device/gpu-bench is missing it runs `cargo xtask bench gpu`.
+# The texture goal is in the Rust benchmark; gpu.load's (a Python script)
+# runs where python3 imports bytelens and safetensors.
 #
 # Environment: BYTELENS_BENCH_MIB (256), BYTELENS_BENCH_REPS (7),
 # BYTELENS_FORCE_CARRIED_LOADER=1 to use the carried loader even where the
@@ -52,6 +54,13 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,pcie.link.gen.cu
 export NODEVICE_SELECT=1
 export BYTELENS_BENCH_DIR="${BYTELENS_BENCH_DIR:-$PWD/target/bench}"
 if [[ -x "$device/gpu-bench" ]]; then
-    exec "$device/gpu-bench"
+    "$device/gpu-bench"
+    # gpu.load's benchmark needs the Python package: a wheel from
+    # target/wheels installed with numpy and safetensors.
+    if python3 -c "import bytelens.gpu, safetensors" 2>/dev/null; then
+        cd native/benches && exec python3 python_gpu.py
+    fi
+    echo "gpu.load's benchmark skipped: no python3 with bytelens and safetensors here"
+    exit 0
 fi
 exec cargo xtask bench gpu

@@ -63,7 +63,8 @@ fn bench_command() -> Command {
     c
 }
 
-/// `cargo xtask bench gpu [--prepare-device]`; `install` false skips lavapipe.
+/// `cargo xtask bench gpu [--prepare-device]`: the Rust GPU benchmark, then
+/// native/benches/python_gpu.py; `install` false skips lavapipe and the venvs.
 pub fn bench(prepare_device: bool, install: bool) -> Result {
     if prepare_device {
         return prepare_device_dir();
@@ -74,7 +75,9 @@ pub fn bench(prepare_device: bool, install: bool) -> Result {
     if install && !has_loader() {
         ensure_lavapipe()?;
     }
-    run(bench_command())
+    run(bench_command())?;
+    // Model files to the GPU through the Python package (gpu.load's goal).
+    crate::bench_python(&["gpu".to_owned()], install)
 }
 
 /// Builds the benchmark binary and downloads the Vulkan loader packages

@@ -100,10 +100,11 @@ usage: cargo xtask [--no-install] <task>
   demo [FILE]             builds the wasm package and serves the web demo on http://127.0.0.1:8000
                           (with FILE: opened in the demo's file view, read in ranges)
   bench [FILTER...]       the layout, copy and convert benchmarks against memcpy, FILTER passed on to criterion
-  bench python [views ARG... | copy ARG... | scale ARG... | files ARG...]
+  bench python [views ARG... | copy ARG... | scale ARG... | files ARG... | gpu ARG...]
                           the Python package's views, copies and Ray/Dask round trips against numpy
   bench gpu [--prepare-device]
-                          256 MiB GPU uploads; --prepare-device readies target/device/
+                          256 MiB GPU uploads, a texture, then gpu.load of a 1 GiB safetensors file;
+                          --prepare-device readies target/device/
   bench wasm              the wasm package's read and write under Node against DataView loops
   fuzz [TARGET...] [--time S] [--runs N] [-- FLAG...]
                           fuzz targets layout, plan, header, args (none named: all) in turn, each for S seconds
@@ -553,11 +554,14 @@ fn demo(file: Option<PathBuf>, install: bool) -> Result {
 /// (native/benches/python_copy.py), then round trips through Ray and Dask
 /// (native/benches/python_scale.py), and loading files
 /// (native/benches/python_files.py). `views ARG...`, `copy ARG...`,
-/// `scale ARG...` or `files ARG...` runs one of them with its own arguments.
-fn bench_python(args: &[String], install: bool) -> Result {
-    const SCRIPTS: [&str; 4] = ["views", "copy", "scale", "files"];
+/// `scale ARG...`, `files ARG...` or `gpu ARG...` (model files to the GPU,
+/// native/benches/python_gpu.py, which `bench gpu` runs too) runs one of
+/// them with its own arguments.
+pub(crate) fn bench_python(args: &[String], install: bool) -> Result {
+    const SCRIPTS: [&str; 5] = ["views", "copy", "scale", "files", "gpu"];
     let scripts: Vec<(&str, &[String])> = match args.split_first() {
-        None => SCRIPTS.iter().map(|name| (*name, &[][..])).collect(),
+        // `gpu` (native/benches/python_gpu.py) runs with `bench gpu`.
+        None => SCRIPTS[..4].iter().map(|name| (*name, &[][..])).collect(),
         Some((name, rest)) if SCRIPTS.contains(&name.as_str()) => {
             vec![(name.as_str(), rest)]
         }
