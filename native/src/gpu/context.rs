@@ -52,6 +52,21 @@ impl fmt::Debug for GpuContext {
     }
 }
 
+impl Inner {
+    /// Makes an upload ring's slots on first use: `MAP_WRITE` staging
+    /// buffers of the context's chunk size, mapped.
+    pub(super) fn ready_for_upload(&self, ring: &mut Ring) {
+        let usage = wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC;
+        ring.ensure(&self.device, self.slots, self.chunk, usage);
+    }
+
+    /// Makes the readback ring's slots on first use: `MAP_READ` buffers.
+    pub(super) fn ready_for_readback(&self, ring: &mut Ring) {
+        let usage = wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST;
+        ring.ensure(&self.device, self.slots, self.chunk, usage);
+    }
+}
+
 /// How a context's uploads reach a GPU buffer, chosen once for its adapter.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum UploadPath {

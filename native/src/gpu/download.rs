@@ -27,12 +27,7 @@ impl GpuBuffer {
         }
         let inner = &self.ctx.inner;
         let mut ring = lock(&inner.readback);
-        ring.ensure(
-            &inner.device,
-            inner.slots,
-            inner.chunk,
-            wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-        );
+        inner.ready_for_readback(&mut ring);
         let scopes = Scopes::push(&inner.device);
         let result = self.read_chunks(&mut ring, out);
         let scoped = scopes.pop("download");

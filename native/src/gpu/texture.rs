@@ -484,12 +484,7 @@ fn fill_texture(
         return Ok(());
     }
     let mut ring = lock(&inner.upload[0]);
-    ring.ensure(
-        &inner.device,
-        inner.slots,
-        inner.chunk,
-        wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-    );
+    inner.ready_for_upload(&mut ring);
     let mut r = 0;
     while r < total {
         let (layer, y) = (r / height, r % height);

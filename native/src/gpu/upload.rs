@@ -227,12 +227,7 @@ impl GpuContext {
         let cuts = cuts(copier, threads, 0, dst.padded_size());
         let rings = rings.iter_mut().map(|guard| &mut **guard);
         fan_out(&cuts, rings, |ring, range| {
-            ring.ensure(
-                &inner.device,
-                inner.slots,
-                inner.chunk,
-                wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
-            );
+            inner.ready_for_upload(ring);
             // Error scopes are per thread: each part pushes its own.
             let scopes = Scopes::push(&inner.device);
             let mut sink = UploadSink {
