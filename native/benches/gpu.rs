@@ -128,7 +128,7 @@ fn main() {
     table.push(upload_row(
         &gpu,
         reps,
-        "upload_into",
+        "write_into",
         "bytelens, contiguous, repeated into one buffer",
         &src,
         &flat,
@@ -381,7 +381,7 @@ fn report(table: &[Row], nbytes: usize, out_dir: &str, info: &wgpu::AdapterInfo,
             row.what
         );
     }
-    let contiguous = get("upload_into");
+    let contiguous = get("write_into");
     let goals = [
         (
             "repeated contiguous upload >= 3x write_buffer",
@@ -447,7 +447,7 @@ fn svg(table: &[Row], nbytes: usize, info: &wgpu::AdapterInfo) -> String {
         let w = (rate / max * width).max(1.0);
         let fill = if [
             "upload",
-            "upload_into",
+            "write_into",
             "staged_into",
             "strided",
             "staged_strided",
