@@ -61,12 +61,7 @@ impl GpuContext {
             let mut out = Vec::with_capacity(views.len());
             let mut result = Ok(());
             for (view, span) in views.iter().zip(&spans) {
-                let upload = self.upload(*view);
-                let upload = match to {
-                    Some(to) => upload.to(to),
-                    None => upload,
-                };
-                match upload.buffer() {
+                match self.upload(*view).to(to).buffer() {
                     Ok(buffer) => out.push(buffer),
                     Err(err) => {
                         result = Err(err);

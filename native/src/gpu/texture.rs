@@ -13,7 +13,7 @@ use bytelens_core::{ByteOrder, DType, Descr, Layout};
 use super::context::round_up;
 use super::error::Scopes;
 use super::ring::{lock, map_now};
-use super::upload::Upload;
+use super::upload::{STAGE_BLOCK, Upload};
 use super::{GpuContext, GpuError};
 use crate::Buffer;
 use crate::copy::Copier;
@@ -322,10 +322,6 @@ fn narrow(src: &[u8], dst: &mut [u8], size: usize) {
     }
 }
 
-/// Bytes of the view gathered at a time (whole rows) before they are
-/// written, padded or widened, into mapped memory.
-const STAGE_BLOCK: usize = 256 << 10;
-
 impl Upload<'_, '_> {
     /// Uploads an image view, `(H, W)`, `(H, W, C)` or `(L, H, W, C)` (`L`
     /// array layers), to a new 2-D texture of `format`, or of the default
@@ -429,6 +425,8 @@ fn fill_texture(
     let one = one(shape.format);
     let (height, layers) = (shape.height as usize, shape.layers as usize);
     let total = height * layers;
+    // Whole rows of the view gathered at a time, then written (padded or
+    // widened) into mapped memory.
     let per_block = (STAGE_BLOCK / src_row).max(1);
     let mut block = vec![0u8; per_block.min(total) * src_row];
     let mut wide = vec![0u8; if widened { row } else { 0 }];

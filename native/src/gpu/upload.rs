@@ -108,10 +108,10 @@ impl Upload<'_, '_> {
     /// another dtype that numpy's `same_kind` casting allows (a big-endian
     /// or float64 array arrives as little-endian float32, with no converted
     /// copy on the host). A refused conversion is `GpuError::Host`, before
-    /// anything is uploaded.
-    pub fn to(self, to: Descr) -> Self {
+    /// anything is uploaded. `None` keeps the view's own element.
+    pub fn to(self, to: impl Into<Option<Descr>>) -> Self {
         Upload {
-            to: Some(to),
+            to: to.into(),
             ..self
         }
     }
@@ -346,8 +346,9 @@ fn host_slice<'a>(mut mapped: WriteOnly<'a, [u8]>) -> &'a mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) }
 }
 
-/// Bytes the walk fills in cache before they are copied into a staging slot.
-const STAGE_BLOCK: usize = 256 << 10;
+/// Bytes the walk fills in cache before they are copied into a staging slot
+/// (a buffer's, or a texture's rows).
+pub(super) const STAGE_BLOCK: usize = 256 << 10;
 
 /// Where `parts` threads' byte ranges of bytes `start..end` of the
 /// destination start and the last ends: [`Copier::cuts`] on multiples of 8

@@ -109,10 +109,7 @@ pub(crate) fn gpu_upload(
     let gpu = context(py)?;
     let source = Source::read(array, "upload")?;
     let (bytes, layout) = (source.bytes(), source.layout());
-    let to = match dtype {
-        Some(dtype) => to_descr(dtype)?,
-        None => layout.descr(),
-    };
+    let to = dtype.map(to_descr).transpose()?;
     // `source` holds the array until the upload returns (see the module docs).
     let inner = py
         .detach(|| gpu.upload((bytes, layout)).to(to).buffer())
