@@ -32,8 +32,11 @@ aligned Buffer, as pickles are.
 from __future__ import annotations
 
 import ctypes
+import hashlib
+import hmac
 import importlib.abc
 import importlib.machinery
+import secrets
 import sys
 from typing import Any
 
@@ -89,13 +92,64 @@ def serialize_buffer(buf: Any) -> tuple[dict[str, Any], list[Any]]:
 def deserialize_buffer(header: dict[str, Any], frames: list[Any]) -> Any:
     """The Buffer again: over its frame, moved up to an aligned address
     inside the block Dask read it into when it is not aligned there (see
-    the module's docs), or copied when there is no room to move it."""
+    the module's docs), or copied when there is no room to move it.
+
+    The header and frames come from the network: every field is checked
+    before a byte is touched, and anything but what :func:`serialize_buffer`
+    sends (and this function records) is a ``ValueError`` naming the field
+    or frame. ``"align"`` is a power of two from 1 to :data:`MAX_ALIGN`,
+    ``"readonly"`` a bool, and ``"moved"`` is taken only from this process
+    (a check only it can make goes with it): a move is confined to the
+    frame and the spare bytes after it, in one writable block."""
     from ._native import Buffer
 
-    data, spare = (memoryview(f).cast("B") for f in frames)
-    align, readonly = header["align"], header["readonly"]
+    if not isinstance(header, dict):
+        raise ValueError(f"a Buffer's Dask header is a dict, not {type(header).__name__}")
+    align = _field(header, "align", int, "a power of two from 1 to 2**30")
+    if align < 1 or align > MAX_ALIGN or align & (align - 1):
+        raise ValueError(f'the header\'s "align" is {_shown(align)}: a power of two from 1 to 2**30 was sent')
+    readonly = _field(header, "readonly", bool, "True or False")
+    data, spare = _frames(frames)
     aligned = _aligned_in_place(header, data, spare, align)
     return Buffer._from_pickle(aligned if aligned is not None else data, align, readonly)
+
+
+#: The largest ``"align"`` a header may give (a Buffer sends ``align - 1``
+#: spare bytes with its data, so no sender uses more than a few pages).
+MAX_ALIGN = 1 << 30
+
+#: What a ``"moved"`` this process recorded is checked with; never sent.
+_SECRET = secrets.token_bytes(32)
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:40] + "..."
+
+
+def _field(header: dict[str, Any], name: str, kind: type, takes: str) -> Any:
+    """``header[name]``, of ``kind`` exactly (bool is no int here), or a
+    ValueError naming the field and what it takes."""
+    if name not in header:
+        raise ValueError(f'a Buffer\'s Dask header has no "{name}" ({takes})')
+    value = header[name]
+    if type(value) is not kind:
+        raise ValueError(f'the header\'s "{name}" is {type(value).__name__} {_shown(value)}, not {takes}')
+    return value
+
+
+def _frames(frames: Any) -> tuple[memoryview, memoryview]:
+    """The two frames (the bytes, then the spare bytes) as byte memoryviews."""
+    if not isinstance(frames, (list, tuple)) or len(frames) != 2:
+        count = len(frames) if isinstance(frames, (list, tuple)) else type(frames).__name__
+        raise ValueError(f"a Buffer arrives as 2 frames (its bytes, then spare bytes), not {count}")
+    views = []
+    for i, frame in enumerate(frames):
+        try:
+            views.append(memoryview(frame).cast("B"))
+        except TypeError as err:
+            raise ValueError(f"frame {i} of a Buffer is no contiguous bytes-like object: {err}") from None
+    return views[0], views[1]
 
 
 def _address(view: memoryview) -> int:
@@ -105,34 +159,69 @@ def _address(view: memoryview) -> int:
     return int(np.frombuffer(view, np.uint8).ctypes.data)
 
 
+def _check(start: int, n: int, pad: int, align: int) -> str:
+    """What records a move of the ``n`` bytes at ``start`` by ``pad``: only
+    this process can make it, so a header from elsewhere cannot claim one."""
+    return hmac.new(_SECRET, f"{start}:{n}:{pad}:{align}".encode(), hashlib.sha256).hexdigest()[:32]
+
+
 def _aligned_in_place(
     header: dict[str, Any], data: memoryview, spare: memoryview, align: int
 ) -> memoryview | None:
     """`data`'s bytes at the next multiple of `align`, moved there through
     the spare bytes that follow them in the same writable block; None where
     they are aligned already or cannot be moved so. A header whose frames
-    were moved says by how much (``"moved"``), so that deserializing them
-    again finds the bytes where they went instead of moving them twice."""
+    were moved says by how much (``"moved"``, with ``"moved_check"``), so
+    that deserializing them again finds the bytes where they went instead
+    of moving them twice; a ``"moved"`` this process did not record is
+    refused, since the bytes would be read from where it says."""
+    moved = header.get("moved")
     n = data.nbytes
+    if moved is not None:
+        if type(moved) is not int or not 0 < moved < align:
+            raise ValueError(f'the header\'s "moved" is {_shown(moved)}: not a move this process made')
     if n == 0 or data.readonly or spare.nbytes == 0:
+        if moved is not None:
+            raise ValueError(f'the header\'s "moved" ({moved}) is for frames in one writable block, not these')
         return None
     start = _address(data)
-    moved = header.get("moved")
+    if moved is not None:
+        check = header.get("moved_check")
+        if not (isinstance(check, str) and hmac.compare_digest(check, _check(start, n, moved, align))):
+            raise ValueError(f'the header\'s "moved" ({moved}) is not a move this process made of these frames')
     pad = (-start) % align if moved is None else moved
+    # 0 <= pad < align here: `align` is a positive power of two.
+    block = _block(data, spare, start, pad)
+    if block is None:
+        if moved is not None:  # the bytes are no longer where the frame says
+            raise ValueError(f'the header\'s "moved" ({moved}) is for frames in one writable block, not these')
+        return None
+    offset = start - _address(block)
+    if moved is None:
+        # start..start + n + pad is this frame and `pad` of the spare bytes
+        # right after it (pad <= spare.nbytes, checked above), all inside
+        # `block`, which is writable; memmove allows their overlap.
+        ctypes.memmove(start + pad, start, n)
+        header["moved"], header["moved_check"] = pad, _check(start, n, pad, align)
+    return block[offset + pad : offset + pad + n]
+
+
+def _block(data: memoryview, spare: memoryview, start: int, pad: int) -> memoryview | None:
+    """The writable block ``data`` and ``spare`` were read into, if ``spare``
+    follows ``data`` there and holds at least ``pad`` (> 0) bytes; else None."""
+    n = data.nbytes
     if pad == 0 or pad > spare.nbytes or _address(spare) != start + n:
         return None
     if data.obj is None or spare.obj is not data.obj:
         return None
-    block = memoryview(data.obj).cast("B")
+    block = memoryview(data.obj)
+    if block.readonly or not block.c_contiguous:
+        return None
+    block = block.cast("B")
     offset = start - _address(block)
     if offset < 0 or offset + n + pad > block.nbytes:
         return None
-    if moved is None:
-        # Both ranges lie inside `block`, which this arrival owns and which
-        # is writable (checked above); memmove allows their overlap.
-        ctypes.memmove(start + pad, start, n)
-        header["moved"] = pad
-    return block[offset + pad : offset + pad + n]
+    return block
 
 
 class _AfterImport(importlib.abc.MetaPathFinder):
