@@ -496,3 +496,36 @@ def test_os_errors_are_the_usual_python_ones(tmp_path):
         bl.Buffer.map(tmp_path / "missing.bin")
     with pytest.raises(ValueError, match="more than a shared segment can hold"):
         bl.SharedBuffer.create("bytelens-too-big", 2**63)
+
+
+@pytest.mark.skipif("file" not in LOCKS, reason="the file lock is a POSIX lock kind")
+def test_the_file_lock_is_found_whatever_tmpdir_each_process_has(name, tmp_path):
+    # The lock file once lived in each process's TMPDIR: a segment created
+    # under TMPDIR=A could not be attached under TMPDIR=B ("removed while
+    # the segment lived?"), and unlink() under B left A's lock file behind.
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+
+    def run(code, tmpdir):
+        env = {**os.environ, "TMPDIR": str(tmpdir)}
+        return subprocess.run([sys.executable, "-c", code, name], capture_output=True, text=True, timeout=60, env=env)
+
+    root = next(r for r in ("/dev/shm", "/tmp") if os.path.isdir(r))  # as flock.rs's LOCK_ROOT
+    lock_dir = pathlib.Path(root) / f"bytelens-locks-{os.getuid()}"
+
+    def lock_files():
+        return set(lock_dir.iterdir()) if lock_dir.is_dir() else set()
+
+    before = lock_files()
+    created = run("import sys, bytelens as bl; sh = bl.SharedBuffer.create(sys.argv[1], 8, lock='file');"
+                  "sh.view('<i4')[0] = 7; print('made')", a)
+    assert created.returncode == 0 and "made" in created.stdout, created.stderr
+    assert len(lock_files() - before) == 1  # its lock file, in the one folder every process uses
+    attached = run("import sys, bytelens as bl; sh = bl.SharedBuffer.attach(sys.argv[1])\n"
+                   "with sh.lock():\n    sh.view('<i4')[0] += 1\n"
+                   "print(sh.lock_kind, sh.view('<i4')[0]); sh.unlink()", b)
+    assert attached.returncode == 0 and attached.stdout.split() == ["file", "8"], attached.stderr
+    # Nothing left behind: not in either TMPDIR, not in the lock files' folder.
+    assert list(a.iterdir()) == [] and list(b.iterdir()) == []
+    assert lock_files() - before == set()

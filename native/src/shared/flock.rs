@@ -4,9 +4,13 @@
 //! The kernel drops a `flock` lock when the last descriptor of its open
 //! file is closed, so also when its holder dies, however it dies. macOS
 //! refuses `flock` on a shared-memory descriptor (it locks only vnodes),
-//! so the file is a separate one: `bytelens-locks-<uid>/<token>` in the
-//! temporary directory (mode 0700 and 0600), named by the segment's token,
-//! so that a later segment of the same name never shares it. `create`
+//! so the file is a separate one: `bytelens-locks-<uid>/<token>` (mode
+//! 0700 and 0600) in [`LOCK_ROOT`]s' first folder, named by the segment's
+//! token, so that a later segment of the same name never shares it. The
+//! folder depends on nothing a process can set: not on `TMPDIR`, which
+//! per-job temporary folders (SLURM, systemd's `PrivateTmp`) give each
+//! process its own of, so that a segment created under one could not be
+//! attached, nor its lock file removed, under another. `create`
 //! makes it, `attach` opens it (and fails if it is gone, rather than lock
 //! nothing), `unlink` removes it.
 //!
@@ -69,12 +73,23 @@ impl Drop for Held {
     }
 }
 
+/// Where the lock files' folder goes: the first of these that is a folder.
+/// `/dev/shm` is where Linux keeps POSIX shared memory itself, so every
+/// process that can open a segment by its name sees the same one (systemd's
+/// `PrivateTmp` gives a service its own `/tmp`, never its own `/dev/shm`);
+/// `/tmp` elsewhere (macOS, the BSDs), never the `TMPDIR` of the process.
+const LOCK_ROOT: [&str; 2] = ["/dev/shm", "/tmp"];
+
 /// The directory of this user's lock files, made (mode 0700) if missing,
 /// and checked to be a directory of this user's that no one else can use.
 fn lock_dir() -> Result<PathBuf, SharedError> {
     // SAFETY: getuid has no preconditions and cannot fail.
     let uid = unsafe { libc::getuid() };
-    let dir = std::env::temp_dir().join(format!("bytelens-locks-{uid}"));
+    let root = LOCK_ROOT
+        .into_iter()
+        .find(|root| std::fs::metadata(root).is_ok_and(|m| m.is_dir()))
+        .unwrap_or(LOCK_ROOT[LOCK_ROOT.len() - 1]);
+    let dir = PathBuf::from(root).join(format!("bytelens-locks-{uid}"));
     let fail = |err: std::io::Error| SharedError::Os {
         what: "the lock files' directory",
         err: std::io::Error::new(err.kind(), format!("{}: {err}", dir.display())),
