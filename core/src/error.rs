@@ -569,11 +569,13 @@ impl core::error::Error for Error {}
 
 /// A short string stored inline (at most 24 bytes), so that errors can name
 /// what they are about without allocating. Longer text is cut at a character
-/// boundary.
+/// boundary, and shown with `...` after it, so that a message never passes
+/// off the start of a name as the whole of it.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub struct ShortStr {
     bytes: [u8; 24],
     len: u8,
+    cut: bool,
 }
 
 impl ShortStr {
@@ -583,7 +585,9 @@ impl ShortStr {
     /// ```
     /// use bytelens_core::ShortStr;
     /// assert_eq!(ShortStr::new("float33").as_str(), "float33");
-    /// assert_eq!(ShortStr::new(&"x".repeat(40)).as_str().len(), 24);
+    /// let long = ShortStr::new(&"x".repeat(40));
+    /// assert_eq!((long.as_str().len(), long.is_cut()), (24, true));
+    /// assert_eq!(long.to_string(), format!("{}...", "x".repeat(24)));
     /// ```
     pub fn new(s: &str) -> ShortStr {
         let mut len = s.len().min(24);
@@ -595,7 +599,20 @@ impl ShortStr {
         ShortStr {
             bytes,
             len: len as u8,
+            cut: len < s.len(),
         }
+    }
+
+    /// Whether the text was longer than what is stored.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::ShortStr;
+    /// assert!(!ShortStr::new(&"x".repeat(24)).is_cut());
+    /// assert!(ShortStr::new(&"é".repeat(13)).is_cut());
+    /// ```
+    pub fn is_cut(&self) -> bool {
+        self.cut
     }
 
     /// The stored text.
@@ -621,7 +638,8 @@ impl ShortStr {
 /// ```
 impl fmt::Display for ShortStr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(&Escaped(self.as_str()), f)
+        fmt::Display::fmt(&Escaped(self.as_str()), f)?;
+        if self.cut { f.write_str("...") } else { Ok(()) }
     }
 }
 

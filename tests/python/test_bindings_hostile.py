@@ -10,9 +10,11 @@ import os
 import sys
 import zlib
 
+import numpy as np
 import pytest
 
 import bytelens as bl
+from bytelens import gpu
 from _support import run_child
 
 #: The longest segment name each OS takes (README: "On Linux, macOS and Windows").
@@ -151,3 +153,127 @@ def test_a_long_field_name_is_cut_in_the_message():
         bl.Plan("P").struct(**{"x" * 10_000: ("<f4", 1, 0, 0)})
     assert len(str(raised.value)) <= 200
     assert "(10000 characters)" in str(raised.value)
+
+
+# --- every argument the extension converts is named when it is the wrong type --
+
+
+def _stub_signatures():
+    """(owner, name, parameters) for every function and method in the
+    extension's stubs (_native.pyi): parameters as (name, annotation text,
+    kind, has_default), without self and cls."""
+    import ast
+    import pathlib
+
+    stub = pathlib.Path(bl._native.__file__).with_name("_native.pyi")
+    tree = ast.parse(stub.read_text())
+
+    def params(fn):
+        a = fn.args
+        out = []
+        positional = a.posonlyargs + a.args
+        defaults = [None] * (len(positional) - len(a.defaults)) + list(a.defaults)
+        for arg, default in zip(positional, defaults):
+            if arg.arg not in ("self", "cls"):
+                out.append((arg.arg, ast.unparse(arg.annotation) if arg.annotation else "", "pos", default is not None))
+        for arg, default in zip(a.kwonlyargs, a.kw_defaults):
+            out.append((arg.arg, ast.unparse(arg.annotation) if arg.annotation else "", "kw", default is not None))
+        return out
+
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            yield None, node.name, params(node)
+        elif isinstance(node, ast.ClassDef):
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef) and not any(
+                    isinstance(d, ast.Name) and d.id == "property" for d in item.decorator_list
+                ):
+                    yield node.name, item.name, params(item)
+
+
+#: A value of each simple annotation that converts (the wrong-typed
+#: argument is then the only one that cannot).
+_SAMPLES = {"int": 1, "str": "x", "bool": False, "float": 1.0, "float | None": None, "str | None": None,
+            "int | None": None, "bytes": b"\0" * 16, "npt.DTypeLike": "<f4"}
+#: What is passed where a simple type is wanted: no int, str, bool or float.
+_WRONG = object()
+#: An instance to call each class's methods on.
+_RECEIVERS = {
+    "Buffer": lambda: bl.Buffer(64),
+    "Layout": lambda: bl.Layout("<f4", (4,)),
+    "Plan": lambda: bl.Plan("P").struct(a="<f4"),
+}
+#: Calls whose arguments are converted after a check that runs first, or
+#: that need more than sample values to reach the conversion.
+_SKIP = {"__exit__", "__buffer__", "__release_buffer__", "__reduce_ex__", "_from_state", "__dlpack__", "_dlpack_view"}
+
+
+def _named_cases():
+    for owner, name, params in _stub_signatures():
+        if name in _SKIP or (owner is not None and owner not in _RECEIVERS):
+            continue
+        # The simple types pyo3 converts (a dtype takes anything numpy.dtype() does).
+        simple = [p for p in params if p[1] in ("int", "str", "bool", "float", "bytes")]
+        required_unknown = [p for p in params if p[1] not in _SAMPLES and not p[3]]
+        if required_unknown:
+            continue
+        for target in simple:
+            yield pytest.param(owner, name, params, target[0], id=f"{owner or '_native'}.{name}({target[0]})")
+
+
+@pytest.mark.parametrize("owner, name, params, target", list(_named_cases()))
+def test_a_wrong_typed_argument_is_named(owner, name, params, target):
+    # upload_texture(a, dimension=None) once said only "'None' is not an
+    # instance of 'str'". pyo3 names the argument in a note (PEP 678, which
+    # every traceback prints); bytelens' Python wrappers put it into the
+    # message. Either way the name is there, with what the argument takes.
+    if owner is None:
+        call = getattr(bl._native, name)
+    elif name == "__new__":
+        call = getattr(bl._native, owner)
+    else:
+        call = getattr(_RECEIVERS[owner](), name)
+    args, kwargs = [], {}
+    for pname, annotation, kind, has_default in params:
+        if pname != target and annotation not in _SAMPLES:
+            break  # the rest keep their defaults
+        value = _WRONG if pname == target else _SAMPLES[annotation]
+        if kind == "kw":
+            kwargs[pname] = value
+        else:
+            args.append(value)
+    with pytest.raises(TypeError) as err:
+        call(*args, **kwargs)
+    text = " ".join([str(err.value), *getattr(err.value, "__notes__", [])])
+    assert f"'{target}'" in text, text
+
+
+@pytest.mark.parametrize(
+    "call, shown",
+    [
+        (lambda: gpu.upload_texture(np.zeros((2, 2), np.uint8), dimension=None), "argument 'dimension': "),
+        (lambda: gpu.upload_texture(np.zeros((2, 2), np.uint8), format=3), "argument 'format': "),
+        (lambda: bl.View.of(np.zeros(2)).__dlpack__(copy="yes"), "argument 'copy': "),
+    ],
+)
+def test_python_wrappers_name_the_argument_in_the_message(call, shown):
+    with pytest.raises(TypeError) as err:
+        call()
+    assert str(err.value).startswith(shown) and "not an instance of" in str(err.value)
+
+
+@pytest.mark.parametrize(
+    "call, shown",
+    [
+        (lambda: bl.Buffer(16).view(np.complex128), 'unknown dtype "complex128"'),
+        (lambda: bl.Buffer(16).view(np.datetime64), 'unknown dtype "datetime64"'),
+        (lambda: bl.Buffer(16).view("nope" * 20), 'unknown dtype "nopenopenopenopenopenope..."'),
+        (lambda: bl.Buffer(16).view("abcdefgh" * 3), 'unknown dtype "abcdefghabcdefghabcdefgh"'),
+    ],
+)
+def test_dtype_names_are_numpy_names_and_a_cut_is_marked(call, shown):
+    # Once '"<class \'numpy.complex128"' (cut inside the repr) and 24
+    # characters of "nope" with no mark that they were cut.
+    with pytest.raises(ValueError) as err:
+        call()
+    assert str(err.value) == shown

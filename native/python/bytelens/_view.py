@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from ._args import naming_arguments
 from ._native import Buffer, Layout
 
 
@@ -73,6 +74,7 @@ class View:
         array = self.array()
         return array if dtype is None else array.astype(dtype, copy=False)
 
+    @naming_arguments
     def __dlpack__(
         self,
         *,

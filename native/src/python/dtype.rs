@@ -5,7 +5,7 @@ use numpy::{PyArrayDescr, PyArrayDescrMethods};
 use pyo3::exceptions::PyModuleNotFoundError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::error::{IntoPyErr, layout_error};
 use crate::{ByteOrder, DType, Descr, FloatFormat, LayoutError, Rounding, ShortStr, Specials};
@@ -247,11 +247,15 @@ pub(crate) fn dtype_names() -> String {
     DType::ALL.map(DType::name).join(", ")
 }
 
+/// The dtype `obj` names is not one bytelens has: a `LayoutError` naming it
+/// as the user wrote it, a type (`np.complex128`, `np.datetime64`) by its
+/// name (`complex128`), not by `str()`'s `<class 'numpy.complex128'>`.
 fn bad_dtype(obj: &Bound<'_, PyAny>) -> PyErr {
-    let text = obj
-        .str()
-        .map(|s| s.to_string())
-        .unwrap_or_else(|_| String::from("?"));
+    let shown = match obj.cast::<PyType>() {
+        Ok(ty) => ty.name().map(|name| name.to_string()),
+        Err(_) => obj.str().map(|s| s.to_string()),
+    };
+    let text = shown.unwrap_or_else(|_| String::from("?"));
     LayoutError::BadDType {
         text: ShortStr::new(&text),
     }
