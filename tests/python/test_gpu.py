@@ -379,8 +379,11 @@ def test_load_refuses_what_it_cannot_read(tmp_path):
     path = tmp_path / "odd.safetensors"
     header = b'{"z":{"dtype":"C64","shape":[2],"data_offsets":[0,16]}}'
     path.write_bytes(len(header).to_bytes(8, "little") + header + bytes(16))
-    with pytest.raises(bl.FormatError, match="'z'.*C64"):
+    with pytest.raises(bl.FormatError, match="'z'.*C64") as err:
         gpu.load(path)
+    # It once said "the file's other arrays loaded", though nothing was uploaded.
+    assert "gpu.load refuses the file, and uploaded nothing" in str(err.value)
+    assert "other arrays loaded" not in str(err.value)
     bad = tmp_path / "bad.npy"
     bad.write_bytes(b"\x93NUMPY\x01\x00garbage")
     with pytest.raises(bl.FormatError):
@@ -390,3 +393,26 @@ def test_load_refuses_what_it_cannot_read(tmp_path):
     np.save(floats, np.zeros(3))
     with pytest.raises(bl.CastError, match="float64"):
         gpu.load(floats, dtype=np.int8)
+
+
+def test_load_of_an_empty_npz_is_an_empty_dict(tmp_path):
+    path = tmp_path / "empty.npz"
+    np.savez(path)
+    assert gpu.load(path) == {}
+
+
+def test_a_texture_past_memory_names_its_bytes_and_the_memory(adapter):
+    # 32 GiB of texels once failed in 0.01 s with "Texture with 'bytelens
+    # texture' label is invalid": the validation scope's error reported
+    # ahead of the out-of-memory one that held the cause.
+    big = np.broadcast_to(np.float32(1), (32, 16384, 16384, 4))
+    with pytest.raises(gpu.GpuError) as err:
+        gpu.upload_texture(big)
+    text = str(err.value)
+    assert "is invalid" not in text and str(big.nbytes) in text, text
+    if adapter["device_type"] == "Cpu":  # lavapipe: host memory, checked before anything is made
+        assert "host memory" in text and "available" in text, text
+    else:
+        assert "out of GPU memory" in text, text
+    # The context still works.
+    assert (gpu.upload_texture(np.ones((4, 4), np.uint8)).download() == 1).all()

@@ -35,6 +35,7 @@ for the interpreter's life; without one, every call raises ``GpuError``.
 import os
 from typing import Any
 
+from ._args import naming_arguments
 from ._native import (
     GpuBuffer,
     GpuError,
@@ -48,6 +49,7 @@ from ._native import (
 __all__ = ["GpuBuffer", "GpuError", "GpuTexture", "adapter_info", "load", "upload", "upload_texture"]
 
 
+@naming_arguments
 def upload(array: Any, dtype: Any = None) -> GpuBuffer:
     """Upload a numpy array or bytelens view (any strides) to a new GPU buffer.
 
@@ -70,6 +72,7 @@ def upload(array: Any, dtype: Any = None) -> GpuBuffer:
     return gpu_upload(array, dtype)
 
 
+@naming_arguments
 def upload_texture(array: Any, format: str | None = None, dimension: str = "2d") -> GpuTexture:
     """Upload an image or volume array (any strides) to a new GPU texture.
 
@@ -96,6 +99,7 @@ def upload_texture(array: Any, format: str | None = None, dimension: str = "2d")
     return gpu_upload_texture(array, format, dimension)
 
 
+@naming_arguments
 def load(
     path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
     dtype: Any = None,
@@ -124,14 +128,27 @@ def load(
     >>> list(on_gpu), on_gpu["w"].dtype, on_gpu["b"].download().tolist()
     (['w', 'b'], dtype('float32'), [0.0, 1.0, 2.0])
     """
+    from ._files import _short
     from ._files import load as load_file
+    from ._native import FormatError
 
     arrays = load_file(path)
+    unavailable = arrays.unavailable
+    if unavailable:
+        name, why = next(iter(unavailable.items()))
+        others = f" (and {len(unavailable) - 1} more)" if len(unavailable) > 1 else ""
+        raise FormatError(
+            f"{arrays.path}: gpu.load refuses the file, and uploaded nothing: array {_short(name)!r}{others} "
+            f"cannot be viewed ({why}); bl.load(path) hands out the other arrays, and gpu.upload takes each"
+        )
     names = list(arrays)
+    if not names:
+        return {}  # an empty .npz: nothing to upload, so no adapter needed
     views = [arrays[name] for name in names]
     return dict(zip(names, gpu_upload_all(views, dtype)))
 
 
+@naming_arguments
 def adapter_info() -> dict[str, Any]:
     """The adapter uploads go to: name, vendor, device, device_type, driver,
     driver_info, backend, max_buffer_size, max_storage_buffer_binding_size,

@@ -89,7 +89,7 @@ impl fmt::Display for GpuError {
             GpuError::BadOptions(message) => write!(f, "bad GPU options: {message}"),
             GpuError::OutOfMemory { bytes, available } => write!(
                 f,
-                "the upload needs {bytes} bytes, and this CPU adapter's buffers are host memory, \
+                "the upload needs {bytes} bytes, and this CPU adapter's buffers and textures are host memory, \
                  of which {available} bytes are available"
             ),
         }
@@ -139,17 +139,37 @@ impl Scopes {
         }
     }
 
-    /// Pops the scopes (innermost first) and returns the first error in them.
+    /// Pops the scopes (innermost first) and returns the error that holds
+    /// the cause: out of memory first, since an allocation that failed so
+    /// leaves an invalid buffer or texture, whose every later use is a
+    /// validation error ("... is invalid") that says nothing of why.
     pub(super) fn pop(self, during: &'static str) -> Result<(), GpuError> {
+        self.pop_needing(during, None)
+    }
+
+    /// [`pop`](Self::pop), an out-of-memory error naming the `bytes` that
+    /// were asked for.
+    pub(super) fn pop_needing(
+        self,
+        during: &'static str,
+        bytes: Option<u64>,
+    ) -> Result<(), GpuError> {
         let [internal, oom, validation] = self.guards;
-        let mut first = None;
-        for guard in [validation, oom, internal] {
-            if let Some(err) = pollster::block_on(guard.pop()) {
-                first.get_or_insert_with(|| err.to_string());
-            }
+        let validation = pollster::block_on(validation.pop());
+        let oom = pollster::block_on(oom.pop());
+        let internal = pollster::block_on(internal.pop());
+        if let Some(err) = oom {
+            let needs = bytes.map_or(String::new(), |b| format!(" (it needs {b} bytes)"));
+            return Err(GpuError::Wgpu {
+                during,
+                message: format!("out of GPU memory{needs}: {err}"),
+            });
         }
-        match first {
-            Some(message) => Err(GpuError::Wgpu { during, message }),
+        match internal.or(validation) {
+            Some(err) => Err(GpuError::Wgpu {
+                during,
+                message: err.to_string(),
+            }),
             None => Ok(()),
         }
     }

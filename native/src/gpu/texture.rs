@@ -380,6 +380,12 @@ impl Upload<'_, '_> {
         let element = Descr::new(layout.dtype(), ByteOrder::Little);
         let copier = Copier::new(bytes, layout, element)?;
         let inner = &gpu.inner;
+        let texel = (shape.format.channels * shape.format.component.size()) as u64;
+        let bytes = u64::from(shape.width)
+            .saturating_mul(u64::from(shape.height))
+            .saturating_mul(u64::from(shape.layers))
+            .saturating_mul(texel);
+        gpu.check_host_memory(bytes)?;
         let scopes = Scopes::push(&inner.device);
         let texture = inner.device.create_texture(&wgpu::TextureDescriptor {
             label: Some("bytelens texture"),
@@ -394,7 +400,9 @@ impl Upload<'_, '_> {
             view_formats: &[],
         });
         let filled = fill_texture(gpu, &copier, &shape, &texture);
-        scopes.pop("texture upload").and(filled)?;
+        scopes
+            .pop_needing("texture upload", Some(bytes))
+            .and(filled)?;
         Ok(GpuTexture {
             ctx: gpu.clone(),
             texture,
