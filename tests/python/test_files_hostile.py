@@ -654,3 +654,102 @@ def test_save_to_a_long_name_cut_inside_a_character(tmp_path):
     path = tmp_path / ("a" + "é" * 124 + ".npy")
     bl.save(path, np.arange(2))
     assert np.load(path).tolist() == [0, 1] and os.listdir(tmp_path) == [path.name]
+
+
+# --- round 4 (issue 30) ---------------------------------------------------------
+
+
+def test_an_empty_npz_is_an_empty_mapping_and_a_report_with_no_arrays(tmp_path):
+    # np.savez with no arrays writes a zip that starts with PK\x05\x06: it
+    # was "neither an .npy file ... nor a safetensors file".
+    path = tmp_path / "empty.npz"
+    np.savez(path)
+    assert dict(np.load(path)) == {}
+    assert dict(bl.load(path)) == {} and bl.load(path).unavailable == {}
+    report = bl.inspect(path)
+    assert (report.format, report.arrays) == ("npz", [])
+    assert str(report) == f"{path}: npz, {path.stat().st_size:,} bytes, 0 arrays"
+    done = inspect_command(path)
+    assert done.returncode == 0 and "npz" in done.stdout and "0 arrays" in done.stdout, done.stderr
+
+
+def test_a_file_of_arrays_named_json_is_read_by_its_bytes_not_as_an_index(tmp_path):
+    # "weights.json" holding a safetensors file once said only "not UTF-8 text".
+    path = tmp_path / "weights.json"
+    bl.save(tmp_path / "w.safetensors", {"w": np.arange(3, dtype="<f4")})
+    path.write_bytes((tmp_path / "w.safetensors").read_bytes())
+    assert bl.load(path)["w"].tolist() == [0.0, 1.0, 2.0]
+    assert bl.inspect(path).format == "safetensors"
+    np.save(tmp_path / "a.npy", np.arange(2))
+    (tmp_path / "a.json").write_bytes((tmp_path / "a.npy").read_bytes())
+    assert bl.load(tmp_path / "a.json")["array"].tolist() == [0, 1]
+    (tmp_path / "bad.json").write_bytes(b"\x80\x81 not json")
+    with pytest.raises(bl.FormatError, match=r"read as a sharded checkpoint's index \(its name ends in .json\), but it is not UTF-8"):
+        bl.load(tmp_path / "bad.json")
+
+
+#: Text a hostile file could print to a terminal: clear the screen, set the
+#: window title, forge a line, a bidirectional override.
+HOSTILE_TEXT = "\x1b[2J\x1b]0;owned\x07\nforged line\r\u202e" + "k" * 500
+
+
+def _no_control_characters(text):
+    import unicodedata
+
+    bad = [c for line in text.split("\n") for c in line if unicodedata.category(c) in ("Cc", "Cf")]
+    assert not bad, f"control characters reach the terminal: {bad[:5]!r}"
+
+
+def test_metadata_keys_reach_no_terminal_raw(tmp_path):
+    # Keys were printed raw: the screen cleared, the title set, a line forged.
+    path = tmp_path / "m.safetensors"
+    bl.save(path, {"w": np.zeros(2, "<f4")}, metadata={HOSTILE_TEXT: HOSTILE_TEXT})
+    text = str(bl.inspect(path))
+    _no_control_characters(text)
+    assert "forged line" not in text.split("\n")[2:] and len(text.split("\n")) == 4
+    assert max(len(line) for line in text.split("\n")) < 200  # the 500-byte key is cut
+    done = inspect_command(path)
+    assert done.returncode == 0
+    _no_control_characters(done.stdout)
+    assert "\\x1b[2J" in done.stdout
+    # A sharded checkpoint's index metadata alike.
+    bl.save(tmp_path / "s.safetensors", {"w": np.zeros(2, "<f4")})
+    (tmp_path / "model.safetensors.index.json").write_text(
+        json.dumps({"metadata": {HOSTILE_TEXT: HOSTILE_TEXT}, "weight_map": {"w": "s.safetensors"}})
+    )
+    text = str(bl.inspect(tmp_path / "model.safetensors.index.json"))
+    _no_control_characters(text)
+    assert len(text.split("\n")) == 4
+
+
+def test_names_from_a_folder_reach_no_terminal_raw(tmp_path):
+    # A shard or index file name is text from elsewhere too.
+    shard = "s\x1b[2J\x1b]0;owned\x07.safetensors"
+    bl.save(tmp_path / shard, {"w": np.zeros(2, "<f4")})
+    (tmp_path / "m\x1b[31m.safetensors.index.json").write_text(json.dumps({"weight_map": {"w": shard, "x": shard}}))
+    with pytest.raises(bl.FormatError) as err:
+        bl.load(tmp_path)
+    _no_control_characters(str(err.value))
+    done = inspect_command(tmp_path)
+    assert done.returncode == 1
+    _no_control_characters(done.stderr)
+    assert "\\x1b[31m" in done.stderr
+
+
+def test_a_failed_write_names_the_file(tmp_path):
+    # EFBIG reached the caller as a bare OSError, without the path.
+    code = """
+    import errno, resource, signal, sys
+    import numpy as np, bytelens as bl
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+    try:
+        bl.save(sys.argv[1], {"w": np.zeros(1 << 16, "<f4")})
+    except OSError as err:
+        print("errno", err.errno == errno.EFBIG, "|", err)
+    """
+    path = tmp_path / "big.safetensors"
+    returncode, out = run_child(code, path)
+    assert returncode == 0 and "errno True |" in out and str(path) in out, out
+    assert "writing the new file failed" in out and not path.exists()
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]

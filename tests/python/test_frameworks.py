@@ -358,3 +358,41 @@ def test_jax_loads_safetensors_files_bit_for_bit(tmp_path, x64):
     for name, t in tensors.items():
         assert isinstance(got[name], jax.Array), name
         assert jax_bytes(got[name]) == torch_bytes(t), name
+
+
+def _misaligned_safetensors(path):
+    """A safetensors file whose float32 tensor "b" ([1.5, 2.5]) starts at an
+    odd byte, after a one-byte tensor "a": bl.load must copy "b" to align it."""
+    import json
+    import struct
+
+    header = json.dumps(
+        {"a": {"dtype": "U8", "shape": [1], "data_offsets": [0, 1]},
+         "b": {"dtype": "F32", "shape": [2], "data_offsets": [1, 9]}}
+    ).encode()
+    header += b" " * (-len(header) % 8)
+    path.write_bytes(struct.pack("<Q", len(header)) + header + b"\x07" + np.array([1.5, 2.5], "<f4").tobytes())
+    return path
+
+
+def test_torch_under_r_plus_never_gets_a_copy_whose_writes_are_lost(tmp_path):
+    # A misaligned tensor and a big-endian .npy once reached torch as
+    # writable copies: w["b"][0] = 42 succeeded and the file kept 1.5.
+    misaligned = _misaligned_safetensors(tmp_path / "m.safetensors")
+    w = bl.load(misaligned, "r+", framework="torch")
+    w["a"][0] = 9  # aligned: a view of the file, written through
+    with pytest.raises(bl.FormatError, match=r"'b': not handed to torch under mode=\"r\+\": it is a copy \(offset \d+ is not a multiple of 4"):
+        w["b"]
+    assert "b" in w and "b" in w.unavailable and list(w) == ["a", "b"]
+    del w
+    assert bl.load(misaligned)["a"].tolist() == [9] and bl.load(misaligned)["b"].tolist() == [1.5, 2.5]
+    # Under "c" and "r" the copy is asked for (private pages): writable, as before.
+    assert bl.load(misaligned, "c", framework="torch")["b"].tolist() == [1.5, 2.5]
+    big = tmp_path / "be.npy"
+    np.save(big, np.array([1.5, 2.5], ">f4"))
+    with pytest.raises(bl.FormatError, match="byte order is not this machine's"):
+        bl.load(big, "r+", framework="torch")["array"]
+    # numpy gets a read-only copy there, so that a write raises.
+    assert not bl.load(misaligned, "r+")["b"].flags.writeable
+    # JAX's arrays are immutable: nothing written can be lost, so they load.
+    assert bl.load(misaligned, "r+", framework="jax")["b"].tolist() == [1.5, 2.5]

@@ -10,7 +10,18 @@ import re
 import sys
 from typing import Callable, Iterator, NoReturn
 
-from ._files import COMPRESSED, ArrayInfo, FileReport, _file_dtype, _itemsize, _open, _reason, inspect, read_elements
+from ._files import (
+    COMPRESSED,
+    ArrayInfo,
+    FileReport,
+    _file_dtype,
+    _itemsize,
+    _open,
+    _printable,
+    _reason,
+    inspect,
+    read_elements,
+)
 from ._native import FormatError, Layout, LayoutError, Plan
 from ._raw import _quote, elements
 
@@ -31,7 +42,7 @@ class _Parser(argparse.ArgumentParser):
     --shape: ...``) with exit status 1, as the command's other errors."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(1, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(1, f"{self.prog}: {_printable(message)} (see {self.prog} --help)\n")
 
 
 def _dims(text: str, what: str, negative: bool) -> tuple[int, ...]:
@@ -242,10 +253,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     try:
         report = _report(args)
-        print(report)
+        # Each line is escaped where it came from (names, keys, values, paths);
+        # escaped here again, line by line, so that nothing a file holds
+        # reaches the terminal as a control character.
+        for line in str(report).split("\n"):
+            print(_printable(line))
         if args.dump:
             for line in dump(args.file, report, args.array, args.at, 8 if args.rows is None else args.rows):
-                print(line)
+                print(_printable(line))
         sys.stdout.flush()
     except BrokenPipeError:
         # The reader went away (`| head`): stop quietly, as other tools do.
@@ -253,13 +268,13 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     except OSError as err:
         named = f"{err.filename}: {_reason(err)}" if err.filename is not None else str(err)
-        print(f"bytelens inspect: {named}", file=sys.stderr)
+        print(f"bytelens inspect: {_printable(named)}", file=sys.stderr)
         return 1
     except MemoryError:
-        print(f"bytelens inspect: {args.file}: out of memory", file=sys.stderr)
+        print(f"bytelens inspect: {_printable(args.file)}: out of memory", file=sys.stderr)
         return 1
     except (FormatError, LayoutError, ValueError, KeyError, TypeError) as err:
-        print(f"bytelens inspect: {err}", file=sys.stderr)
+        print(f"bytelens inspect: {_printable(str(err))}", file=sys.stderr)
         return 1
     return 0
 

@@ -18,6 +18,7 @@ import secrets
 import stat
 import struct
 import threading
+import unicodedata
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, MutableMapping
@@ -46,6 +47,9 @@ COMPRESSED = "the member is compressed"
 
 _LOCAL_HEADER = struct.Struct("<IHHHHHIIIHH")  # a zip member's local header
 _ZIP_MAGIC = b"PK\x03\x04"
+#: How a zip without members starts: its end-of-directory record
+#: (``np.savez(path)`` with no arrays writes one).
+_EMPTY_ZIP_MAGIC = b"PK\x05\x06"
 
 #: A path ending so is a sharded checkpoint's index (Hugging Face's
 #: ``model.safetensors.index.json``), not a file of arrays.
@@ -144,24 +148,26 @@ class FileReport:
     def __str__(self) -> str:
         version = f" {self.version[0]}.{self.version[1]}" if self.version else ""
         count = f"{len(self.arrays)} array" + ("" if len(self.arrays) == 1 else "s")
-        lines = [f"{self.path}: {self.format}{version}, {self.size:,} bytes, {count}"]
+        lines = [f"{_printable(self.path)}: {self.format}{version}, {self.size:,} bytes, {count}"]
         for key, value in self.metadata.items():
-            lines.append(f"  metadata {key}: {_short(value)}")
+            lines.append(f"  metadata {_short(key, 40)}: {_short(value)}")
+        if not self.arrays:
+            return "\n".join(lines)
         sharded = any(a.shard is not None for a in self.arrays)
         rows = [("name", "dtype", "shape") + (("shard",) if sharded else ()) + ("bytes", "align", "load")]
         for a in self.arrays:
             align = "any" if a.offset == 0 else str(min(a.alignment, 1 << 20))
             span = f"{a.start}..{a.end}"
             if a.copy == COMPRESSED:  # the range is in the decompressed member
-                span, align = f"{span} of {a.member}", "-"
+                span, align = f"{span} of {_short(a.member or '', 40)}", "-"
             if a.unavailable is not None:
-                how = f"none: {a.unavailable}"
+                how = f"none: {_printable(a.unavailable)}"
             else:
-                how = "view" if a.copy is None else f"copy: {a.copy}"
+                how = "view" if a.copy is None else f"copy: {_printable(a.copy)}"
             rows.append(
                 (
                     _short(a.name, 40),
-                    a.dtype,
+                    _short(a.dtype, 24),
                     "(" + ", ".join(map(str, a.shape)) + ("," if len(a.shape) == 1 else "") + ")",
                 )
                 + ((_short(a.shard or "", 40),) if sharded else ())
@@ -176,8 +182,30 @@ class FileReport:
 
 
 def _short(text: str, keep: int = 64) -> str:
-    text = text.encode("unicode_escape").decode("ascii")
+    """``text`` on one line of at most ``keep`` characters (then ``...``):
+    every control and non-ASCII character escaped (``\\x1b``, ``\\n``),
+    so that text from a file cannot move a terminal's cursor, set its
+    title or forge a line."""
+    text = text.encode("unicode_escape", "backslashreplace").decode("ascii")
     return text if len(text) <= keep else text[:keep] + "..."
+
+
+def _printable(text: str) -> str:
+    """``text`` (a path: the user's own, or a file name a folder holds)
+    with its control characters escaped and the rest kept as it is, so
+    that a name of ESC sequences or newlines cannot drive the terminal."""
+    return "".join(
+        char.encode("unicode_escape", "backslashreplace").decode("ascii")
+        if unicodedata.category(char) in _UNPRINTABLE
+        else char
+        for char in text
+    )
+
+
+#: The Unicode categories :func:`_printable` escapes: controls (C0, DEL,
+#: C1), format characters (bidirectional overrides), surrogates, line and
+#: paragraph separators, unassigned code points.
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
 class _Readable(Protocol):
@@ -376,7 +404,7 @@ def _index_path(path: str) -> str | None:
     for a folder without one, which :func:`_open` then refuses as a
     folder, and for every other path)."""
     if path.endswith(_INDEX_SUFFIX):
-        return path
+        return None if _holds_arrays(path) else path
     if not os.path.isdir(path):
         return None
     try:
@@ -391,11 +419,30 @@ def _index_path(path: str) -> str | None:
     return os.path.join(path, names[0]) if names else None
 
 
+#: What a ``*.json`` file is read as, unless it starts as a file of arrays does.
+_AS_INDEX = "read as a sharded checkpoint's index (its name ends in .json)"
+
+
+def _holds_arrays(path: str) -> bool:
+    """Whether the file at ``path`` (named ``*.json``) starts as a file of
+    arrays does (``\\x93NUMPY``, a zip's ``PK``, or a safetensors file's
+    8-byte header length and then ``{``), and so is read as one by its
+    first bytes rather than as an index. False where it cannot be read:
+    reading it as an index then says why."""
+    try:
+        f, _ = _open(path)
+    except OSError:
+        return False
+    with f:
+        start = _read_up_to(f, 9)
+    return start.startswith((b"\x93NUMPY", _ZIP_MAGIC, _EMPTY_ZIP_MAGIC)) or start[8:9] == b"{"
+
+
 def _shard_name(index: str, tensor: str, shard: object) -> str:
     """``shard``, the file the index puts ``tensor`` in, if it names a
     file beside the index: a plain file name, never a path (no separator,
     no ``..``, no drive), so that no index reaches outside its folder."""
-    where = f"{index}: tensor {_short(tensor)!r}"
+    where = f"{_printable(index)}: tensor {_short(tensor)!r}"
     if not isinstance(shard, str):
         raise FormatError(f"{where}: its shard is {type(shard).__name__} {_short(repr(shard))}, not a file name")
     bad = None
@@ -439,27 +486,29 @@ def _read_index(index: str) -> tuple[FileReport, dict[str, str], list[str]]:
     with f:
         data = f.read(MAX_INDEX + 1)
     if len(data) > MAX_INDEX:
-        raise FormatError(f"{index}: an index of more than {MAX_INDEX:,} bytes (a sharded checkpoint's is a few MB)")
+        raise FormatError(f"{_printable(index)}: an index of more than {MAX_INDEX:,} bytes (a sharded checkpoint's is a few MB)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
-        raise FormatError(f"{index}: not UTF-8 text (byte {err.start} is 0x{data[err.start]:02x})") from None
+        raise FormatError(
+            f"{_printable(index)}: {_AS_INDEX}, but it is not UTF-8 text (byte {err.start} is 0x{data[err.start]:02x})"
+        ) from None
     try:
         parsed = json.loads(text, object_pairs_hook=_no_repeats)
     except _Repeated as err:
-        raise FormatError(f"{index}: the key {_short(str(err.args[0]))!r} is given twice") from None
+        raise FormatError(f"{_printable(index)}: the key {_short(str(err.args[0]))!r} is given twice") from None
     except RecursionError:
-        raise FormatError(f"{index}: JSON nested too deeply to be a sharded checkpoint's index") from None
+        raise FormatError(f"{_printable(index)}: JSON nested too deeply to be a sharded checkpoint's index") from None
     except ValueError as err:  # JSONDecodeError, or an integer of too many digits
-        raise FormatError(f"{index}: not JSON: {_short(str(err), 200)}") from None
+        raise FormatError(f"{_printable(index)}: {_AS_INDEX}, but it is not JSON: {_short(str(err), 200)}") from None
     if not isinstance(parsed, dict) or not isinstance(parsed.get("weight_map"), dict):
         raise FormatError(
-            f"{index}: not a sharded checkpoint's index, a JSON object with a \"weight_map\" object of "
+            f"{_printable(index)}: not a sharded checkpoint's index, a JSON object with a \"weight_map\" object of "
             "tensor name -> shard file name"
         )
     meta = parsed.get("metadata", {})
     if not isinstance(meta, dict):
-        raise FormatError(f"{index}: its \"metadata\" is {type(meta).__name__}, not an object")
+        raise FormatError(f"{_printable(index)}: its \"metadata\" is {type(meta).__name__}, not an object")
     metadata = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in meta.items()}
     folder = os.path.dirname(index)
     weight_map: dict[str, str] = {}
@@ -473,34 +522,34 @@ def _read_index(index: str) -> tuple[FileReport, dict[str, str], list[str]]:
         try:
             g, shard_info = _open(shard_path)
         except FileNotFoundError:
-            raise FormatError(f"{index}: its shard {_short(shard)!r} is missing ({shard_path})") from None
+            raise FormatError(f"{_printable(index)}: its shard {_short(shard)!r} is missing ({_printable(shard_path)})") from None
         with g:
             try:
                 report, _ = _describe(shard_path, g, shard_info.st_size)
             except FormatError as err:  # its message names the shard's path
-                raise FormatError(f"{index}: its shard {_short(shard)!r} is no safetensors file: {err}") from None
+                raise FormatError(f"{_printable(index)}: its shard {_short(shard)!r} is no safetensors file: {_printable(str(err))}") from None
         if report.format != "safetensors":
-            raise FormatError(f"{index}: its shard {_short(shard)!r} is {report.format}, not safetensors")
+            raise FormatError(f"{_printable(index)}: its shard {_short(shard)!r} is {report.format}, not safetensors")
         size += shard_info.st_size
         for a in report.arrays:
             if a.name in found:
                 raise FormatError(
-                    f"{index}: tensor {_short(a.name)!r} is in two shards, {_short(found[a.name].shard or '')!r} "
+                    f"{_printable(index)}: tensor {_short(a.name)!r} is in two shards, {_short(found[a.name].shard or '')!r} "
                     f"and {_short(shard)!r}"
                 )
             if a.name not in weight_map:
                 raise FormatError(
-                    f"{index}: shard {_short(shard)!r} holds tensor {_short(a.name)!r}, which the index does not name"
+                    f"{_printable(index)}: shard {_short(shard)!r} holds tensor {_short(a.name)!r}, which the index does not name"
                 )
             if weight_map[a.name] != shard:
                 raise FormatError(
-                    f"{index}: shard {_short(shard)!r} holds tensor {_short(a.name)!r}, which the index puts in "
+                    f"{_printable(index)}: shard {_short(shard)!r} holds tensor {_short(a.name)!r}, which the index puts in "
                     f"{_short(weight_map[a.name])!r}"
                 )
             found[a.name] = replace(a, shard=shard)
     for tensor, shard in weight_map.items():
         if tensor not in found:
-            raise FormatError(f"{index}: tensor {_short(tensor)!r} is not in its shard {_short(shard)!r}")
+            raise FormatError(f"{_printable(index)}: tensor {_short(tensor)!r} is not in its shard {_short(shard)!r}")
     arrays = [found[tensor] for tensor in weight_map]
     return FileReport(index, "safetensors index", size, arrays, metadata), weight_map, shards
 
@@ -517,7 +566,7 @@ class _Member:
 def _describe(path: str, f: BinaryIO, size: int) -> tuple[FileReport, list[_Member]]:
     """What :func:`inspect` reports of the open file ``f``, and its
     ``.npz`` members (none for other formats)."""
-    if _read_up_to(f, 4) == _ZIP_MAGIC:
+    if _read_up_to(f, 4) in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
         return _inspect_npz(path, size, f)
     header = _header(f, path, size)
     report = FileReport(
@@ -696,7 +745,12 @@ def load(
     would kill the process: with ``framework="torch"``, ``mode="r"`` maps
     the file copy-on-write (as ``"c"``), so that writes to a tensor change
     only this process's pages and never reach the file; ``"r+"`` writes
-    through to it.
+    through to it. An array ``load`` has to copy (misaligned, or not in
+    this machine's byte order) would reach torch as a writable copy whose
+    writes never reach the file, so under ``"r+"`` it is not handed to
+    torch: asking for it raises :class:`FormatError` saying why (numpy
+    gets a read-only copy there, for the same reason; JAX's arrays are
+    immutable, so they load), and :attr:`FileArrays.unavailable` lists it.
 
     What it returns is a :class:`FileArrays`, a mapping that acts as a
     dict, in the file's order. A compressed ``.npz`` member is not
@@ -765,6 +819,17 @@ class _Converter:
 
     def __call__(self, array: np.ndarray) -> Any:
         return self._to(array, self.framework)
+
+    def loses_writes(self, array: np.ndarray) -> str | None:
+        """Why a tensor of ``array`` would be a writable copy, whose writes
+        under ``mode="r+"`` could never reach the file (None where it
+        shares the file's memory, or cannot be written at all). JAX's
+        arrays are immutable, so only torch's copies can lose a write."""
+        if self.framework != "torch":
+            return None
+        from . import _frameworks
+
+        return _frameworks.torch_copies(array)
 
 
 def _converter(framework: object) -> _Converter | None:
@@ -835,6 +900,13 @@ def _load_file(
                 array = _aligned_copy(buf, a, mode)
         except LayoutError as err:
             raise _naming(err, f"{path}: array {_short(a.name)!r}: ") from None
+        if convert is not None and mode == "r+":
+            why = convert.loses_writes(array)
+            if why is not None:
+                if a.copy is not None:  # read-only because it is a copy
+                    why = f"it is a copy ({a.copy.split(';')[0]})"
+                out._items[a.name] = _Refused(f"{path}: array {_short(a.name)!r}", why, convert.framework)
+                continue
         out._items[a.name] = array if convert is None else convert(array)
     if verify:
         data = buf.view("|u1", shape=(buf.nbytes,))
@@ -855,8 +927,11 @@ def _load_sharded(index: str, mode: str, strict: bool, verify: bool, convert: _C
     report, weight_map, shards = _read_index(index)
     loaded = FileArrays(index)
     folder = os.path.dirname(index)
+    by_shard: dict[str, list[ArrayInfo]] = {shard: [] for shard in shards}
+    for a in report.arrays:  # one pass: a scan per shard was quadratic
+        by_shard[a.shard or ""].append(a)
     for shard in shards:
-        wanted = [a for a in report.arrays if a.shard == shard]
+        wanted = by_shard[shard]
 
         def same_as_indexed(now: FileReport, shard: str = shard, wanted: list[ArrayInfo] = wanted) -> None:
             # The shard read again to be mapped: it must still hold what the
@@ -864,7 +939,7 @@ def _load_sharded(index: str, mode: str, strict: bool, verify: bool, convert: _C
             if sorted((a.name, a.offset, a.nbytes) for a in now.arrays) != sorted(
                 (a.name, a.offset, a.nbytes) for a in wanted
             ):
-                raise FormatError(f"{index}: shard {_short(shard)!r} changed while it was loaded: load it again")
+                raise FormatError(f"{_printable(index)}: shard {_short(shard)!r} changed while it was loaded: load it again")
 
         _load_file(loaded, os.path.join(folder, shard), mode, strict, verify, convert, same_as_indexed)
     out = FileArrays(index)
@@ -966,6 +1041,23 @@ class _Unavailable:
         return FormatError(
             f"{self.where} has the dtype {_short(self.dtype)}, which bytelens cannot view "
             f"({self.reason}); the file's other arrays loaded, and bl.inspect describes this one"
+        )
+
+
+class _Refused(_Unavailable):
+    """An array :func:`load` will not hand to torch under ``mode="r+"``:
+    torch would get a writable copy, and writes to it would be lost."""
+
+    def __init__(self, where: str, why: str, framework: str) -> None:
+        self.where, self.framework, self.why = where, framework, why
+        self.reason = f'{framework} would get a copy under mode="r+": {why}'
+
+    def error(self) -> FormatError:
+        return FormatError(
+            f'{self.where}: not handed to {self.framework} under mode="r+": {self.why}, '
+            f"so {self.framework} would get a writable copy whose writes never reach the file. "
+            f'Load with mode="c" (a writable copy, by intent) or framework="numpy" (a read-only array: '
+            "a write raises); the file's other arrays loaded"
         )
 
 
@@ -1342,9 +1434,16 @@ def _write_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
         with os.fdopen(fd, "wb") as f:
             if old is not None:  # the file replaced keeps its permission bits
                 os.chmod(temp, stat.S_IMODE(old.st_mode) & 0o777)
-            write(f)
-            f.flush()
-            os.fsync(f.fileno())
+            try:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError as err:  # EFBIG, ENOSPC, EIO: named, with the path
+                failed = type(err)(
+                    err.errno, f"{_printable(path)}: writing the new file failed ({_reason(err)}); the old file is kept"
+                )
+                failed.filename = path
+                raise failed from None
         try:
             os.replace(temp, target)
         except OSError as err:

@@ -162,9 +162,22 @@ def _torch_dtypes(torch: ModuleType, dtype: np.dtype[Any], row: _DTypeInfo) -> t
     return found
 
 
+def torch_copies(array: np.ndarray) -> str | None:
+    """Why ``to_framework(array, "torch")`` would hand torch a copy rather
+    than the array's memory (None where it would not): torch has no
+    read-only tensors, no other byte order and no negative strides."""
+    if not array.flags.writeable:
+        return "it is read-only, and torch has no read-only tensors"
+    if not array.dtype.isnative:
+        return f"its byte order is not this machine's ({array.dtype.str}), and torch has only native order"
+    if array.ndim and min(array.strides) < 0:
+        return "it has negative strides, which torch lacks"
+    return None
+
+
 def _to_torch(array: np.ndarray, row: _DTypeInfo) -> Any:
     torch = _import("torch")
-    if not array.flags.writeable or not array.dtype.isnative or (array.ndim and min(array.strides) < 0):
+    if torch_copies(array) is not None:
         array = ascontiguous(array)
     torch_dtype, raw = _torch_dtypes(torch, array.dtype, row)
     if raw is None:
