@@ -13,7 +13,7 @@
 //!   side each run must be on).
 //! - The Python package: the aarch64 abi3 wheel ([`wheels::build`]) under an
 //!   aarch64 CPython from Debian's arm64 packages, unpacked into
-//!   `target/arm/python/` (no dpkg install, no multiarch), with numpy,
+//!   `~/.cache/bytelens/arm/python/` (no dpkg install, no multiarch), with numpy,
 //!   pytest, hypothesis and ml_dtypes from PyPI's aarch64 wheels, running
 //!   tests/python (see [`PY_LEFT_OUT`] for what is left out, and why).
 //!
@@ -37,8 +37,8 @@ use std::time::Instant;
 
 use crate::cross::{Binary, count};
 use crate::{
-    PY_ENVS, PY_TOOLS, Result, apt_install, cmd, cross, root, run, target_dir, test::rustup_list,
-    venv_python, wheels,
+    PY_ENVS, PY_TOOLS, Result, apt_install, cache_dir, cmd, cross, root, run, target_dir,
+    test::rustup_list, venv_python, wheels,
 };
 
 /// The Rust target the suite builds for.
@@ -96,23 +96,31 @@ const PY_DEBS: [&str; 19] = [
 /// of the first of [`PY_ENVS`].
 const PY_PACKAGES: [&str; 4] = ["pytest", "hypothesis", "ml_dtypes", "safetensors"];
 
-/// The tests/python files run under qemu: those that need no second
-/// process, and test_shared.py's (its children start through qemu). Every
-/// other file is in [`PY_LEFT_OUT`]; a file in neither fails the step.
-const PY_RUN: [&str; 13] = [
+/// The tests/python files run under qemu: those of what aarch64 changes
+/// (the NEON kernels and conversions, views and their arithmetic, mapped
+/// files and page sizes, shared memory and its futex lock, whose children
+/// start through qemu). [`PY_ARCH_NEUTRAL`] runs too with `--all`; every
+/// other file is in [`PY_LEFT_OUT`]; a file in none fails the step.
+const PY_RUN: [&str; 8] = [
     "test_args.py",
     "test_ascontiguous.py",
-    "test_bindings_hostile.py",
     "test_dlpack_view.py",
-    "test_edges.py",
     "test_files.py",
-    "test_lifetimes.py",
     "test_oracle.py",
-    "test_plan_limits.py",
-    "test_protocols.py",
     "test_seeds.py",
     "test_shared.py",
     "test_vectors.py",
+];
+
+/// Files about the Python C API and messages, which aarch64 does not
+/// change: under qemu only in `cargo xtask test all` (`BYTELENS_TEST_ALL`);
+/// the python suite runs them natively, on every CPython.
+const PY_ARCH_NEUTRAL: [&str; 5] = [
+    "test_bindings_hostile.py",
+    "test_edges.py",
+    "test_lifetimes.py",
+    "test_plan_limits.py",
+    "test_protocols.py",
 ];
 
 /// Why the rest is left out: the python suite runs all of them natively.
@@ -146,14 +154,15 @@ fn arm_dir() -> PathBuf {
     target_dir().join("arm")
 }
 
-/// The aarch64 CPython's root: Debian's files, and the `python3` wrapper.
+/// The aarch64 CPython's root: Debian's files, and the `python3` wrapper
+/// (kept across clones, in the task runner's cache).
 fn python_root() -> PathBuf {
-    arm_dir().join("python")
+    cache_dir().join("arm/python")
 }
 
 /// The aarch64 packages from PyPI ([`PY_PACKAGES`] and numpy).
 fn site() -> PathBuf {
-    arm_dir().join("site")
+    cache_dir().join("arm/site")
 }
 
 /// The unpacked bytelens wheel, first on the aarch64 Python's path.
@@ -415,10 +424,6 @@ fn python_tests() -> Result<String> {
     unzip.arg(&wheel).arg(&dir);
     run(unzip)?;
     console_script(&dir)?;
-    let mut pytest = Command::new(python());
-    pytest
-        .args(["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"])
-        .current_dir(root());
     let tests = root().join("tests/python");
     let mut files: Vec<String> = fs::read_dir(&tests)
         .map_err(|e| format!("{}: {e}", tests.display()))?
@@ -427,25 +432,50 @@ fn python_tests() -> Result<String> {
         .filter(|f| f.starts_with("test_") && f.ends_with(".py"))
         .collect();
     files.sort();
+    let all = env::var_os("BYTELENS_TEST_ALL").is_some();
+    let mut run_here = vec![];
     for file in &files {
-        if PY_RUN.contains(&file.as_str()) {
-            pytest.arg(format!("tests/python/{file}"));
+        if PY_RUN.contains(&file.as_str()) || (all && PY_ARCH_NEUTRAL.contains(&file.as_str())) {
+            run_here.push(format!("tests/python/{file}"));
+        } else if PY_ARCH_NEUTRAL.contains(&file.as_str()) {
+            println!(
+                "left out under qemu: tests/python/{file}: the same on every CPU (`cargo xtask test all` runs it)"
+            );
         } else if let Some((_, why)) = PY_LEFT_OUT.iter().find(|(f, _)| f == file) {
             println!("left out under qemu: tests/python/{file}: {why}");
         } else {
             return Err(format!(
-                "tests/python/{file} is neither run nor left out under qemu: add it to arm.rs's PY_RUN or PY_LEFT_OUT"
+                "tests/python/{file} is neither run nor left out under qemu: add it to arm.rs's PY_RUN, PY_ARCH_NEUTRAL or PY_LEFT_OUT"
             ));
         }
     }
     let paths = env::join_paths([dir, site()]).map_err(|e| e.to_string())?;
-    pytest
-        .env("PYTHONPATH", paths)
-        .env("PYTHONDONTWRITEBYTECODE", "1")
-        .env("HYPOTHESIS_PROFILE", "default");
-    let log = run_logged(pytest)?;
-    pytest_summary(&log)
+    // Two emulated Pythons at once, one a core: each runs one thread (and
+    // its children), and test_shared.py's children alone take as long as
+    // the other files together.
+    let (first, second): (Vec<String>, Vec<String>) = run_here
+        .into_iter()
+        .partition(|f| PY_FIRST_HALF.iter().any(|h| f.ends_with(h)));
+    let pytest = |files: &[String]| {
+        let mut c = Command::new(python());
+        c.args(["-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider"])
+            .args(files)
+            .current_dir(root())
+            .env("PYTHONPATH", &paths)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .env("HYPOTHESIS_PROFILE", "default");
+        c
+    };
+    let logs = cross::run_logged_together([pytest(&first), pytest(&second)], &arm_dir())?;
+    let summaries: Vec<String> = logs
+        .iter()
+        .map(|log| pytest_summary(log))
+        .collect::<Result<_>>()?;
+    Ok(summaries.join("; "))
 }
+
+/// The files of [`PY_RUN`] the first of the two emulated Pythons runs.
+const PY_FIRST_HALF: [&str; 1] = ["test_shared.py"];
 
 /// Writes the `bytelens` command beside the wrapper, as pip would have
 /// from the wheel's entry point (`bytelens = MODULE:FUNCTION`).

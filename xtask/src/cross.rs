@@ -98,12 +98,12 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|paths| env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
-/// The suite's steps: clippy for each of [`TARGETS`], then the Windows
-/// tests under Wine.
+/// The suite's steps: clippy for every one of [`TARGETS`] in one cargo
+/// run (so that the targets' crates build side by side, keeping both cores
+/// busy where one target's build would wait on one crate), then the
+/// Windows tests under Wine.
 pub fn steps() -> Vec<(String, Command)> {
-    let mut list: Vec<(String, Command)> = TARGETS
-        .map(|target| (format!("clippy, {target}"), clippy(target)))
-        .into();
+    let mut list = vec![(format!("clippy, {}", TARGETS.join(", ")), clippy(&TARGETS))];
     let mut wine = cmd("cargo", &["xtask", "cross-wine"]);
     // The suite's needs are installed already (or not wanted).
     wine.env("BYTELENS_NO_INSTALL", "1");
@@ -111,12 +111,13 @@ pub fn steps() -> Vec<(String, Command)> {
     list
 }
 
-fn clippy(target: &str) -> Command {
-    let mut c = cmd("cargo", &["clippy", "--target", target]);
-    c.args(CRATES.iter().flat_map(|name| ["-p", name]))
+fn clippy(targets: &[&str]) -> Command {
+    let mut c = cmd("cargo", &["clippy"]);
+    c.args(targets.iter().flat_map(|target| ["--target", target]))
+        .args(CRATES.iter().flat_map(|name| ["-p", name]))
         .args(["--all-targets", "--all-features", "--", "-D", "warnings"])
         .env("PYO3_CROSS_PYTHON_VERSION", PYO3_PYTHON);
-    if target != WINDOWS {
+    for &target in targets.iter().filter(|&&t| t != WINDOWS) {
         let target = target.replace('-', "_");
         c.env(format!("CC_{target}"), "clang")
             .env(format!("CFLAGS_{target}"), "-ffreestanding");
@@ -276,6 +277,53 @@ pub(crate) fn run_logged(mut c: Command, then: impl FnOnce() -> Result) -> Resul
         Ok(log)
     } else {
         Err(format!("`{shown}` failed ({status})"))
+    }
+}
+
+/// Runs the commands at once, each one's output into a file under `dir`,
+/// printed when all are done; their logs, or the first failure.
+pub(crate) fn run_logged_together<const N: usize>(
+    commands: [Command; N],
+    dir: &Path,
+) -> Result<Vec<String>> {
+    run_logged_together_vec(commands.into(), dir)
+}
+
+/// [`run_logged_together`] for any number of commands.
+pub(crate) fn run_logged_together_vec(commands: Vec<Command>, dir: &Path) -> Result<Vec<String>> {
+    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut children = vec![];
+    for (i, mut c) in commands.into_iter().enumerate() {
+        let path = dir.join(format!("together-{i}.log"));
+        let file = fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let shown = format!("{c:?}").replace('"', "");
+        println!("\n$ {shown} > {}", path.display());
+        let err = file.try_clone().map_err(|e| e.to_string())?;
+        c.stdout(file).stderr(err);
+        let child = c
+            .spawn()
+            .map_err(|e| format!("could not start {shown}: {e}"));
+        children.push((shown, path, child));
+    }
+    let mut logs = vec![];
+    let mut failed = None;
+    for (shown, path, child) in children {
+        let status = child.and_then(|mut c| c.wait().map_err(|e| format!("{shown}: {e}")));
+        let log = fs::read_to_string(&path).unwrap_or_default();
+        println!("\n--- {shown}:\n{log}");
+        match status {
+            Ok(s) if s.success() => logs.push(log),
+            Ok(s) => {
+                failed.get_or_insert(format!("`{shown}` failed ({s})"));
+            }
+            Err(e) => {
+                failed.get_or_insert(e);
+            }
+        }
+    }
+    match failed {
+        Some(err) => Err(err),
+        None => Ok(logs),
     }
 }
 

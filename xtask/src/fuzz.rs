@@ -166,6 +166,9 @@ fn write_all(target: &str, seeds: impl Iterator<Item = (String, Vec<u8>)>) -> Re
 pub struct Budget {
     pub seconds: Option<u64>,
     pub runs: Option<u64>,
+    /// Targets fuzzed at once (`--jobs`, at least 1): libFuzzer runs one
+    /// thread, so two keep both cores of a two-core machine busy.
+    pub jobs: u64,
 }
 
 /// `cargo fuzz SUBCOMMAND` on nightly, with debug assertions and overflow
@@ -199,6 +202,7 @@ fn command(target: &str, budget: &Budget, extra: &[String]) -> Command {
         Budget {
             seconds: None,
             runs: None,
+            ..
         } => Some(SMOKE_SECONDS),
         Budget { seconds, .. } => *seconds,
     };
@@ -251,7 +255,20 @@ pub fn fuzz(targets: &[String], budget: &Budget, extra: &[String]) -> Result {
     write_seeds()?;
     for target in &targets {
         make_dirs(target)?;
-        run(command(target, budget, extra))?;
+    }
+    if budget.jobs <= 1 {
+        for target in &targets {
+            run(command(target, budget, extra))?;
+        }
+        return Ok(());
+    }
+    // Built once first, so that the runs started together do not each wait
+    // on cargo's lock to find the build done.
+    run(build())?;
+    let logs = root().join("fuzz/target/logs");
+    for group in targets.chunks(budget.jobs as usize) {
+        let commands: Vec<Command> = group.iter().map(|t| command(t, budget, extra)).collect();
+        crate::cross::run_logged_together_vec(commands, &logs)?;
     }
     Ok(())
 }

@@ -44,7 +44,7 @@ mod wheels;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
-/// The Python environments the package is tested in (under `target/py/`):
+/// The Python environments the package is tested in (under `~/.cache/bytelens/py/`, see [`cache_dir`]):
 /// one per numpy line it supports, each with the test tools.
 const PY_ENVS: [(&str, &str); 2] = [("venv-np2", "numpy>=2,<3"), ("venv-np1", "numpy>=1.26,<2")];
 const PY_TOOLS: [&str; 9] = [
@@ -95,7 +95,9 @@ const PY_VERSION_ENVS: [(&str, &str); 2] = [("venv-py312", "3.12"), ("venv-py313
 const USAGE: &str = "\
 usage: cargo xtask [--no-install] <task>
 
-  test [SUITE...]         the named suites, in order; none: the full run (what CI runs)
+  test [SUITE...]         the named suites, in order; none: the full run (what CI runs, some suites sampled)
+  test all                the full run with nothing sampled (before a release; after touching kernels or unsafe)
+  test --all SUITE...     the named suites with nothing sampled
   test --list [SUITE...]  what each suite runs and needs
   demo [FILE]             builds the wasm package and serves the web demo on http://127.0.0.1:8000
                           (with FILE: opened in the demo's file view, read in ranges)
@@ -106,13 +108,14 @@ usage: cargo xtask [--no-install] <task>
                           256 MiB GPU uploads, a texture, then gpu.load of a 1 GiB safetensors file;
                           --prepare-device readies target/device/
   bench wasm              the wasm package's read and write under Node against DataView loops
-  fuzz [TARGET...] [--time S] [--runs N] [-- FLAG...]
-                          fuzz targets layout, plan, header, args (none named: all) in turn, each for S seconds
-                          and/or N inputs (20 s if neither), FLAGs passed on to libFuzzer
-  build-python            the wheel, installed into the venvs under target/py/
+  fuzz [TARGET...] [--time S] [--runs N] [--jobs J] [-- FLAG...]
+                          fuzz targets layout, plan, header, args, files (none named: all), J at a time (1), each
+                          for S seconds and/or N inputs (20 s if neither), FLAGs passed on to libFuzzer
+  build-python            the wheel, installed into the venvs under ~/.cache/bytelens/py/
   build-wasm              the release wasm package in web-demo/pkg/, size checked
   cross-wine              bytelens' unit, shared and mapped tests for Windows, run under Wine
   arm-test PART           one step of the arm suite: core, native, cortex-a72 or python, aarch64 under qemu
+  miri-test               the miri suite's runs (bytelens-core, bytelens' Buffer) side by side
   wheels [--check-sdist]  the abi3 wheels (manylinux_2_28 x86-64 and aarch64, Windows x64) and the sdist
                           in target/wheels/, checked; --check-sdist: pip installs the sdist in a new venv
 
@@ -124,6 +127,8 @@ enum Task {
     Test {
         list: bool,
         suites: Vec<&'static test::Suite>,
+        /// Nothing sampled: `cargo xtask test all`, or `--all`.
+        all: bool,
     },
     Demo(Option<PathBuf>),
     Bench(Vec<String>),
@@ -141,6 +146,8 @@ enum Task {
     BuildWasm,
     CrossWine,
     ArmTest(String),
+    /// `miri-test`: the miri suite's two runs, side by side.
+    MiriTest,
     Wheels {
         check_sdist: bool,
     },
@@ -159,14 +166,19 @@ fn main() -> ExitCode {
             println!("{}", usage());
             return ExitCode::SUCCESS;
         }
-        Task::Test { list: true, suites } => {
-            test::list(&suites);
+        Task::Test {
+            list: true,
+            suites,
+            all,
+        } => {
+            test::list(&suites, all);
             return ExitCode::SUCCESS;
         }
         Task::Test {
             list: false,
             suites,
-        } => test::test(&suites, install),
+            all,
+        } => test::test(&suites, install, all),
         Task::Demo(file) => demo(file, install),
         Task::Bench(filter) => bench(&filter),
         Task::BenchPython(args) => bench_python(&args, install),
@@ -187,6 +199,7 @@ fn main() -> ExitCode {
         Task::CrossWine => {
             installing(install, cross::ensure_tools).and_then(|()| cross::wine_tests())
         }
+        Task::MiriTest => test::miri_test(),
         Task::ArmTest(part) => installing(install, || {
             ensure_python_envs()?;
             arm::ensure_tools()
@@ -229,17 +242,22 @@ fn parse(mut args: Arguments) -> Result<(Task, bool)> {
         }
         Some("test") => {
             let list = args.contains("--list");
+            let mut all = args.contains("--all");
             let mut suites: Vec<&test::Suite> = vec![];
             for arg in rest(args)? {
                 if arg.starts_with('-') {
                     return Err(format!("test: unknown flag '{arg}'"));
+                }
+                if arg == "all" {
+                    all = true; // the full run, nothing sampled
+                    continue;
                 }
                 let suite = test::suite(&arg).ok_or(format!("test: no suite named '{arg}'"))?;
                 if !suites.iter().any(|s| s.name == suite.name) {
                     suites.push(suite);
                 }
             }
-            Task::Test { list, suites }
+            Task::Test { list, suites, all }
         }
         Some("bench") => match args.subcommand().map_err(|e| e.to_string())?.as_deref() {
             Some("python") => Task::BenchPython(rest(args)?),
@@ -265,6 +283,7 @@ fn parse(mut args: Arguments) -> Result<(Task, bool)> {
             let budget = fuzz::Budget {
                 seconds: number("--time")?,
                 runs: number("--runs")?,
+                jobs: number("--jobs")?.unwrap_or(1).max(1),
             };
             let mut targets = rest(args)?;
             let extra = match targets.iter().position(|a| a == "--") {
@@ -293,6 +312,10 @@ fn parse(mut args: Arguments) -> Result<(Task, bool)> {
                 .map_err(|_| format!("arm-test: name a part: {}", arm::PARTS.join(", ")))?;
             no_more(args, "arm-test")?;
             Task::ArmTest(part)
+        }
+        Some("miri-test") => {
+            no_more(args, "miri-test")?;
+            Task::MiriTest
         }
         Some("wheels") => {
             let check_sdist = args.contains("--check-sdist");
@@ -348,6 +371,23 @@ fn target_dir() -> PathBuf {
     env::var_os("CARGO_TARGET_DIR").map_or_else(|| root().join("target"), PathBuf::from)
 }
 
+/// Where the tools the task runner installs beside the system's live (the
+/// venvs, the aarch64 CPython, the Wine prefix): `$BYTELENS_CACHE`, else
+/// `$XDG_CACHE_HOME/bytelens`, else `~/.cache/bytelens`. Outside `target/`,
+/// so that a fresh clone on a machine that has run the tests before finds
+/// them made (each is checked against what it should hold, and made again
+/// when it differs), as it finds cargo's registry and Debian's packages.
+fn cache_dir() -> PathBuf {
+    if let Some(dir) = env::var_os("BYTELENS_CACHE") {
+        return PathBuf::from(dir);
+    }
+    let base = env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| env::var_os("HOME").map(|home| Path::new(&home).join(".cache")))
+        .unwrap_or_else(|| target_dir().join("cache"));
+    base.join("bytelens")
+}
+
 /// A command run from the workspace root.
 fn cmd(program: &str, args: &[&str]) -> Command {
     let mut c = Command::new(program);
@@ -383,7 +423,7 @@ fn base_python() -> String {
 }
 
 fn py_dir() -> PathBuf {
-    target_dir().join("py")
+    cache_dir().join("py")
 }
 
 /// The interpreter of one of [`PY_ENVS`] or [`PY_VERSION_ENVS`].

@@ -65,11 +65,13 @@ impl Need {
             Need::NoStdTargets => "the no_std targets",
             Need::Miri => "nightly with Miri",
             Need::CargoFuzz => "nightly and cargo-fuzz",
-            Need::PythonEnvs => "the venvs under target/py/",
+            Need::PythonEnvs => "the venvs in ~/.cache/bytelens/py/",
             Need::WebTools => "wasm-pack, wasm-bindgen, npm packages, Chromium",
             Need::Lavapipe => "lavapipe (Vulkan on the CPU)",
             Need::CrossTools => "the macOS, Windows and Arm Linux targets, Wine, mingw-w64, clang",
-            Need::ArmTools => "qemu-user, aarch64 gcc and libc, target/arm/'s aarch64 CPython",
+            Need::ArmTools => {
+                "qemu-user, aarch64 gcc and libc, an aarch64 CPython in ~/.cache/bytelens/arm/"
+            }
             Need::WasmPackage => "web-demo/pkg/ (built unless `wasm` ran before)",
             Need::DemoServer => "the demo served on 127.0.0.1",
         }
@@ -100,6 +102,9 @@ struct Run {
     /// Where web-demo/ is served.
     demo_url: String,
     install: bool,
+    /// Every test everywhere (`cargo xtask test all`, or `--all` with
+    /// suites): nothing sampled.
+    all: bool,
 }
 
 /// A named group of steps, runnable on its own with `cargo xtask test NAME`.
@@ -172,14 +177,14 @@ pub const SUITES: [Suite; 12] = [
     },
     Suite {
         name: "python",
-        about: "the manylinux abi3 wheel installed without Rust: pytest on CPython 3.11 (numpy 2.x, 1.26; GPU tests on lavapipe), 3.12, 3.13; mypy.stubtest, mypy",
+        about: "the manylinux abi3 wheel installed without Rust: every test on CPython 3.11 with numpy 2.x (GPU tests on lavapipe), -m compat on numpy 1.26, 3.12, 3.13; mypy.stubtest, mypy",
         full_run: true,
         needs: &[Need::PythonEnvs, Need::Lavapipe],
         steps: python,
     },
     Suite {
         name: "arm",
-        about: "core's and bytelens' tests for aarch64 under qemu (two CPUs), the aarch64 wheel's Python tests",
+        about: "core's and bytelens' tests for aarch64 under qemu (two CPUs), the aarch64 wheel's Python tests of what aarch64 changes",
         full_run: true,
         needs: &[Need::PythonEnvs, Need::ArmTools],
         steps: arm,
@@ -211,11 +216,12 @@ fn full_run() -> Vec<&'static Suite> {
 }
 
 /// `cargo xtask test --list [SUITE...]`: each suite, what it needs and its steps.
-pub fn list(suites: &[&Suite]) {
+pub fn list(suites: &[&Suite], all_tests: bool) {
     let all: Vec<&Suite> = SUITES.iter().collect();
     let run = Run {
         demo_url: "http://127.0.0.1:PORT/".to_owned(),
         install: true,
+        all: all_tests,
     };
     println!(
         "cargo xtask test [SUITE...] runs the named suites in order; with none, the full run\n\
@@ -237,7 +243,7 @@ pub fn list(suites: &[&Suite]) {
 /// `cargo xtask test [SUITE...]`: installs what the suites need (unless
 /// `install` is false), then runs their steps in order, timing each, and
 /// stops at the first failure.
-pub fn test(suites: &[&'static Suite], install: bool) -> Result {
+pub fn test(suites: &[&'static Suite], install: bool, all: bool) -> Result {
     let start = Instant::now();
     let whole = suites.is_empty();
     let suites = if whole { full_run() } else { suites.to_vec() };
@@ -256,7 +262,11 @@ pub fn test(suites: &[&'static Suite], install: bool) -> Result {
     } else {
         String::new()
     };
-    let run = Run { demo_url, install };
+    let run = Run {
+        demo_url,
+        install,
+        all,
+    };
     let mut list: Vec<(&str, String, Command)> = vec![];
     for (i, suite) in suites.iter().enumerate() {
         let wasm_before = suites[..i].iter().any(|s| s.name == "wasm");
@@ -391,17 +401,53 @@ fn cross(_: &Run) -> Vec<Step> {
     cross::steps()
 }
 
-fn miri(_: &Run) -> Vec<Step> {
-    let miri = |label: &str, args: &[&str]| {
+fn miri(run: &Run) -> Vec<Step> {
+    vec![(
+        "bytelens-core and bytelens' Buffer, side by side".into(),
+        xtask_step("miri-test", run),
+    )]
+}
+
+/// `cargo xtask miri-test`: the two Miri runs at once (Miri interprets one
+/// thread: two runs keep both cores busy, and take about as long each),
+/// each in a target folder of its own so that neither waits on the other's
+/// cargo lock. Nothing is sampled beyond what the tests sample under Miri
+/// themselves (`cfg(miri)`: fewer property cases, the convert tests' pairs).
+pub fn miri_test() -> Result {
+    let miri = |args: &[&str], target: &str| {
         let mut c = cmd("rustup", &["run", NIGHTLY, "cargo", "miri", "test"]);
         // The vectors test reads tests/vectors from disk, which Miri's isolation forbids.
-        c.args(args).env("MIRIFLAGS", "-Zmiri-disable-isolation");
-        (label.to_owned(), c)
+        c.args(args)
+            .env("MIRIFLAGS", "-Zmiri-disable-isolation")
+            .env("CARGO_TARGET_DIR", crate::target_dir().join(target));
+        c
     };
-    vec![
-        miri("bytelens-core", &["-p", "bytelens-core"]),
-        miri("bytelens Buffer", &["-p", "bytelens", "--lib"]),
-    ]
+    let start = Instant::now();
+    let logs = cross::run_logged_together(
+        [
+            miri(&["-p", "bytelens-core"], "miri-core"),
+            miri(&["-p", "bytelens", "--lib"], "miri-native"),
+        ],
+        &crate::target_dir().join("miri-logs"),
+    )?;
+    let tally: Vec<String> = ["bytelens-core", "bytelens' Buffer"]
+        .iter()
+        .zip(&logs)
+        .map(|(name, log)| {
+            let binaries = cross::tally(log, |_| false);
+            let passed: u64 = binaries.iter().map(|b| b.passed).sum();
+            format!(
+                "{name}: {passed} tests passed in {} binaries",
+                binaries.len()
+            )
+        })
+        .collect();
+    println!(
+        "\nMiri: {}, in {:.1}s",
+        tally.join("; "),
+        start.elapsed().as_secs_f64()
+    );
+    Ok(())
 }
 
 /// The fuzz crate's own tests, lints and formatting (it is outside the
@@ -426,13 +472,16 @@ fn fuzz_smoke(_: &Run) -> Vec<Step> {
         ),
         ("build the targets".into(), fuzz::build()),
     ];
-    for target in fuzz::TARGETS {
-        let secs = fuzz::SMOKE_SECONDS.to_string();
-        let mut c = cmd("cargo", &["xtask", "fuzz", target, "--time", &secs]);
-        // The suite's needs are installed already (or not wanted).
-        c.env("BYTELENS_NO_INSTALL", "1");
-        list.push((format!("fuzz {target} for {secs} s"), c));
-    }
+    let secs = fuzz::SMOKE_SECONDS.to_string();
+    // Two targets at a time: each libFuzzer run is one thread.
+    let mut c = cmd("cargo", &["xtask", "fuzz", "--time", &secs, "--jobs", "2"]);
+    // The suite's needs are installed already (or not wanted).
+    c.env("BYTELENS_NO_INSTALL", "1");
+    let label = format!(
+        "fuzz {} for {secs} s each, two at a time",
+        fuzz::TARGETS.join(", ")
+    );
+    list.push((label, c));
     list
 }
 
@@ -461,16 +510,27 @@ fn python(run: &Run) -> Vec<Step> {
         "CPython 3.13",
     ];
     for (i, (name, label)) in wheel_envs().zip(labels).enumerate() {
+        let label = if i > 0 && !run.all {
+            format!("{label}, -m compat")
+        } else {
+            label.to_owned()
+        };
         let mut check = cmd(&venv_python(name), &["-c", INSTALLED_CHECK]);
         let mut pytest = cmd(&venv_python(name), &["-m", "pytest", "tests/python", "-q"]);
         // The one abi3 binary is searched hardest (300 examples a property)
-        // under 3.11 with both numpys; the newer interpreters run every test
-        // with hypothesis' default 100, which is about their own C API
-        // and packaging, not the kernels again.
+        // under 3.11 with both numpys; the newer interpreters run with
+        // hypothesis' default 100, which is about their own C API and
+        // packaging, not the kernels again.
         let profile = if i < PY_ENVS.len() { "ci" } else { "default" };
         pytest
             .args(["-p", "no:cacheprovider"])
             .env("HYPOTHESIS_PROFILE", profile);
+        // The same wheel under another numpy or CPython: the tests of what
+        // differs between them (tests/python/conftest.py's COMPAT_FILES),
+        // unless every test is asked for.
+        if i > 0 && !run.all {
+            pytest.args(["-m", "compat"]);
+        }
         gpu::require_gpu(&mut pytest);
         without_rust(&mut check);
         without_rust(&mut pytest);
@@ -492,8 +552,14 @@ fn python(run: &Run) -> Vec<Step> {
     list
 }
 
-fn arm(_: &Run) -> Vec<Step> {
-    arm::steps()
+fn arm(run: &Run) -> Vec<Step> {
+    let mut steps = arm::steps();
+    if run.all {
+        for (_, c) in &mut steps {
+            c.env("BYTELENS_TEST_ALL", "1");
+        }
+    }
+    steps
 }
 
 fn wasm(run: &Run) -> Vec<Step> {
