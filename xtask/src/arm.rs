@@ -218,7 +218,9 @@ fn ensure_python_root() -> Result {
         let debs = arm_dir().join("debs");
         let _ = fs::remove_dir_all(&debs);
         let _ = fs::remove_dir_all(&root);
-        fs::create_dir_all(&debs).map_err(|e| format!("{}: {e}", debs.display()))?;
+        for dir in [&debs, &root] {
+            fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
         let mut download = cmd("apt-get", &["download"]);
         download.args(PY_DEBS).current_dir(&debs);
         if run(download).is_err() {
