@@ -98,12 +98,12 @@ fn on_path(program: &str) -> bool {
         .is_some_and(|paths| env::split_paths(&paths).any(|dir| dir.join(program).is_file()))
 }
 
-/// The suite's steps: clippy for every one of [`TARGETS`] in one cargo
-/// run (so that the targets' crates build side by side, keeping both cores
-/// busy where one target's build would wait on one crate), then the
-/// Windows tests under Wine.
+/// The suite's steps: clippy for each of [`TARGETS`], then the Windows
+/// tests under Wine.
 pub fn steps() -> Vec<(String, Command)> {
-    let mut list = vec![(format!("clippy, {}", TARGETS.join(", ")), clippy(&TARGETS))];
+    let mut list: Vec<(String, Command)> = TARGETS
+        .map(|target| (format!("clippy, {target}"), clippy(target)))
+        .into();
     let mut wine = cmd("cargo", &["xtask", "cross-wine"]);
     // The suite's needs are installed already (or not wanted).
     wine.env("BYTELENS_NO_INSTALL", "1");
@@ -111,13 +111,12 @@ pub fn steps() -> Vec<(String, Command)> {
     list
 }
 
-fn clippy(targets: &[&str]) -> Command {
-    let mut c = cmd("cargo", &["clippy"]);
-    c.args(targets.iter().flat_map(|target| ["--target", target]))
-        .args(CRATES.iter().flat_map(|name| ["-p", name]))
+fn clippy(target: &str) -> Command {
+    let mut c = cmd("cargo", &["clippy", "--target", target]);
+    c.args(CRATES.iter().flat_map(|name| ["-p", name]))
         .args(["--all-targets", "--all-features", "--", "-D", "warnings"])
         .env("PYO3_CROSS_PYTHON_VERSION", PYO3_PYTHON);
-    for &target in targets.iter().filter(|&&t| t != WINDOWS) {
+    if target != WINDOWS {
         let target = target.replace('-', "_");
         c.env(format!("CC_{target}"), "clang")
             .env(format!("CFLAGS_{target}"), "-ffreestanding");
