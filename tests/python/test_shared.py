@@ -498,7 +498,7 @@ def test_os_errors_are_the_usual_python_ones(tmp_path):
         bl.SharedBuffer.create("bytelens-too-big", 2**63)
 
 
-@pytest.mark.skipif("file" not in LOCKS, reason="the file lock is a POSIX lock kind")
+@pytest.mark.skipif("file" not in LOCKS, reason="Windows has no file lock: its named mutexes live in no folder")
 def test_the_file_lock_is_found_whatever_tmpdir_each_process_has(name, tmp_path):
     # The lock file once lived in each process's TMPDIR: a segment created
     # under TMPDIR=A could not be attached under TMPDIR=B ("removed while

@@ -40,6 +40,8 @@ import secrets
 import sys
 from typing import Any
 
+from ._files import _short
+
 _SERIALIZE = "distributed.protocol.serialize"
 
 
@@ -107,7 +109,7 @@ def deserialize_buffer(header: dict[str, Any], frames: list[Any]) -> Any:
         raise ValueError(f"a Buffer's Dask header is a dict, not {type(header).__name__}")
     align = _field(header, "align", int, "a power of two from 1 to 2**30")
     if align < 1 or align > MAX_ALIGN or align & (align - 1):
-        raise ValueError(f'the header\'s "align" is {_shown(align)}: a power of two from 1 to 2**30 was sent')
+        raise ValueError(f'the header\'s "align" is {_short(repr(align), 40)}: a power of two from 1 to 2**30 was sent')
     readonly = _field(header, "readonly", bool, "True or False")
     data, spare = _frames(frames)
     aligned = _aligned_in_place(header, data, spare, align)
@@ -122,11 +124,6 @@ MAX_ALIGN = 1 << 30
 _SECRET = secrets.token_bytes(32)
 
 
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:40] + "..."
-
-
 def _field(header: dict[str, Any], name: str, kind: type, takes: str) -> Any:
     """``header[name]``, of ``kind`` exactly (bool is no int here), or a
     ValueError naming the field and what it takes."""
@@ -134,7 +131,7 @@ def _field(header: dict[str, Any], name: str, kind: type, takes: str) -> Any:
         raise ValueError(f'a Buffer\'s Dask header has no "{name}" ({takes})')
     value = header[name]
     if type(value) is not kind:
-        raise ValueError(f'the header\'s "{name}" is {type(value).__name__} {_shown(value)}, not {takes}')
+        raise ValueError(f'the header\'s "{name}" is {type(value).__name__} {_short(repr(value), 40)}, not {takes}')
     return value
 
 
@@ -179,7 +176,7 @@ def _aligned_in_place(
     n = data.nbytes
     if moved is not None:
         if type(moved) is not int or not 0 < moved < align:
-            raise ValueError(f'the header\'s "moved" is {_shown(moved)}: not a move this process made')
+            raise ValueError(f'the header\'s "moved" is {_short(repr(moved), 40)}: not a move this process made')
     if n == 0 or data.readonly or spare.nbytes == 0:
         if moved is not None:
             raise ValueError(f'the header\'s "moved" ({moved}) is for frames in one writable block, not these')

@@ -42,6 +42,9 @@ _CHUNK = 1 << 20
 ALIGN = 64
 #: The largest ``align`` :func:`save` takes: a page.
 MAX_ALIGN = 4096
+#: What an array copied into aligned memory is under ``mode="r+"``, after
+#: why it is copied (:attr:`ArrayInfo.copy`).
+_READ_ONLY_UNDER_R_PLUS = "; read-only under r+"
 #: Why a compressed ``.npz`` member is copied.
 COMPRESSED = "the member is compressed"
 
@@ -322,7 +325,7 @@ def _arrays(
     for a in header["arrays"]:
         copy = unavailable = None
         if a["access"] == "copy":
-            copy = f"{a['why']}; read-only under r+"
+            copy = a["why"] + _READ_ONLY_UNDER_R_PLUS
         elif a["access"] != "view":
             unavailable = a["why"]
         strides = tuple(a["strides"]) if a["strides"] is not None else None
@@ -482,33 +485,34 @@ def _read_index(index: str) -> tuple[FileReport, dict[str, str], list[str]]:
     or shard: JSON that is not an index, a shard name that is a path, a
     missing shard, a tensor the index names that its shard lacks, a tensor
     a shard holds that the index does not put there, a tensor in two shards."""
+    shown = _printable(index)  # in messages: a name a folder listed may hold anything
     f, info = _open(index, "index ")
     with f:
         data = f.read(MAX_INDEX + 1)
     if len(data) > MAX_INDEX:
-        raise FormatError(f"{_printable(index)}: an index of more than {MAX_INDEX:,} bytes (a sharded checkpoint's is a few MB)")
+        raise FormatError(f"{shown}: an index of more than {MAX_INDEX:,} bytes (a sharded checkpoint's is a few MB)")
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as err:
         raise FormatError(
-            f"{_printable(index)}: {_AS_INDEX}, but it is not UTF-8 text (byte {err.start} is 0x{data[err.start]:02x})"
+            f"{shown}: {_AS_INDEX}, but it is not UTF-8 text (byte {err.start} is 0x{data[err.start]:02x})"
         ) from None
     try:
         parsed = json.loads(text, object_pairs_hook=_no_repeats)
     except _Repeated as err:
-        raise FormatError(f"{_printable(index)}: the key {_short(str(err.args[0]))!r} is given twice") from None
+        raise FormatError(f"{shown}: the key {_short(str(err.args[0]))!r} is given twice") from None
     except RecursionError:
-        raise FormatError(f"{_printable(index)}: JSON nested too deeply to be a sharded checkpoint's index") from None
+        raise FormatError(f"{shown}: JSON nested too deeply to be a sharded checkpoint's index") from None
     except ValueError as err:  # JSONDecodeError, or an integer of too many digits
-        raise FormatError(f"{_printable(index)}: {_AS_INDEX}, but it is not JSON: {_short(str(err), 200)}") from None
+        raise FormatError(f"{shown}: {_AS_INDEX}, but it is not JSON: {_short(str(err), 200)}") from None
     if not isinstance(parsed, dict) or not isinstance(parsed.get("weight_map"), dict):
         raise FormatError(
-            f"{_printable(index)}: not a sharded checkpoint's index, a JSON object with a \"weight_map\" object of "
+            f"{shown}: not a sharded checkpoint's index, a JSON object with a \"weight_map\" object of "
             "tensor name -> shard file name"
         )
     meta = parsed.get("metadata", {})
     if not isinstance(meta, dict):
-        raise FormatError(f"{_printable(index)}: its \"metadata\" is {type(meta).__name__}, not an object")
+        raise FormatError(f"{shown}: its \"metadata\" is {type(meta).__name__}, not an object")
     metadata = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in meta.items()}
     folder = os.path.dirname(index)
     weight_map: dict[str, str] = {}
@@ -522,34 +526,34 @@ def _read_index(index: str) -> tuple[FileReport, dict[str, str], list[str]]:
         try:
             g, shard_info = _open(shard_path)
         except FileNotFoundError:
-            raise FormatError(f"{_printable(index)}: its shard {_short(shard)!r} is missing ({_printable(shard_path)})") from None
+            raise FormatError(f"{shown}: its shard {_short(shard)!r} is missing ({_printable(shard_path)})") from None
         with g:
             try:
                 report, _ = _describe(shard_path, g, shard_info.st_size)
             except FormatError as err:  # its message names the shard's path
-                raise FormatError(f"{_printable(index)}: its shard {_short(shard)!r} is no safetensors file: {_printable(str(err))}") from None
+                raise FormatError(f"{shown}: its shard {_short(shard)!r} is no safetensors file: {_printable(str(err))}") from None
         if report.format != "safetensors":
-            raise FormatError(f"{_printable(index)}: its shard {_short(shard)!r} is {report.format}, not safetensors")
+            raise FormatError(f"{shown}: its shard {_short(shard)!r} is {report.format}, not safetensors")
         size += shard_info.st_size
         for a in report.arrays:
             if a.name in found:
                 raise FormatError(
-                    f"{_printable(index)}: tensor {_short(a.name)!r} is in two shards, {_short(found[a.name].shard or '')!r} "
+                    f"{shown}: tensor {_short(a.name)!r} is in two shards, {_short(found[a.name].shard or '')!r} "
                     f"and {_short(shard)!r}"
                 )
             if a.name not in weight_map:
                 raise FormatError(
-                    f"{_printable(index)}: shard {_short(shard)!r} holds tensor {_short(a.name)!r}, which the index does not name"
+                    f"{shown}: shard {_short(shard)!r} holds tensor {_short(a.name)!r}, which the index does not name"
                 )
             if weight_map[a.name] != shard:
                 raise FormatError(
-                    f"{_printable(index)}: shard {_short(shard)!r} holds tensor {_short(a.name)!r}, which the index puts in "
+                    f"{shown}: shard {_short(shard)!r} holds tensor {_short(a.name)!r}, which the index puts in "
                     f"{_short(weight_map[a.name])!r}"
                 )
             found[a.name] = replace(a, shard=shard)
     for tensor, shard in weight_map.items():
         if tensor not in found:
-            raise FormatError(f"{_printable(index)}: tensor {_short(tensor)!r} is not in its shard {_short(shard)!r}")
+            raise FormatError(f"{shown}: tensor {_short(tensor)!r} is not in its shard {_short(shard)!r}")
     arrays = [found[tensor] for tensor in weight_map]
     return FileReport(index, "safetensors index", size, arrays, metadata), weight_map, shards
 
@@ -904,7 +908,7 @@ def _load_file(
             why = convert.loses_writes(array)
             if why is not None:
                 if a.copy is not None:  # read-only because it is a copy
-                    why = f"it is a copy ({a.copy.split(';')[0]})"
+                    why = f"it is a copy ({a.copy.removesuffix(_READ_ONLY_UNDER_R_PLUS)})"
                 out._items[a.name] = _Refused(f"{path}: array {_short(a.name)!r}", why, convert.framework)
                 continue
         out._items[a.name] = array if convert is None else convert(array)
@@ -925,6 +929,7 @@ def _load_sharded(index: str, mode: str, strict: bool, verify: bool, convert: _C
     """Every tensor of the sharded checkpoint ``index`` describes, each
     shard mapped once, in the index's order."""
     report, weight_map, shards = _read_index(index)
+    shown = _printable(index)
     loaded = FileArrays(index)
     folder = os.path.dirname(index)
     by_shard: dict[str, list[ArrayInfo]] = {shard: [] for shard in shards}
@@ -939,7 +944,7 @@ def _load_sharded(index: str, mode: str, strict: bool, verify: bool, convert: _C
             if sorted((a.name, a.offset, a.nbytes) for a in now.arrays) != sorted(
                 (a.name, a.offset, a.nbytes) for a in wanted
             ):
-                raise FormatError(f"{_printable(index)}: shard {_short(shard)!r} changed while it was loaded: load it again")
+                raise FormatError(f"{shown}: shard {_short(shard)!r} changed while it was loaded: load it again")
 
         _load_file(loaded, os.path.join(folder, shard), mode, strict, verify, convert, same_as_indexed)
     out = FileArrays(index)

@@ -156,6 +156,21 @@ impl Upload<'_, '_> {
 }
 
 impl GpuContext {
+    /// Refuses `bytes` of buffers or textures that a CPU adapter (whose
+    /// memory is the host's) could not hold: Linux overcommits, so they
+    /// would be created, and the process killed while the upload fills
+    /// them. A GPU says so itself (an out-of-memory error).
+    pub(super) fn check_host_memory(&self, bytes: u64) -> Result<(), GpuError> {
+        if self.inner.host_memory {
+            if let Some(available) = available_host_memory() {
+                if bytes > available {
+                    return Err(GpuError::OutOfMemory { bytes, available });
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// A zeroed GPU buffer (split into segments) for the C-contiguous `layout`.
     fn alloc(&self, layout: &Layout) -> Result<GpuBuffer, GpuError> {
         let padded = padded_len(layout.nbytes());
@@ -398,23 +413,6 @@ impl UploadSink<'_> {
         self.written += len;
         self.ring
             .map_after(i, wgpu::MapMode::Write, self.ctx.chunk, Some(index));
-    }
-}
-
-impl GpuContext {
-    /// Refuses `bytes` of buffers or textures that a CPU adapter (whose
-    /// memory is the host's) could not hold: Linux overcommits, so they
-    /// would be created, and the process killed while the upload fills
-    /// them. A GPU says so itself (an out-of-memory error).
-    pub(super) fn check_host_memory(&self, bytes: u64) -> Result<(), GpuError> {
-        if self.inner.host_memory {
-            if let Some(available) = available_host_memory() {
-                if bytes > available {
-                    return Err(GpuError::OutOfMemory { bytes, available });
-                }
-            }
-        }
-        Ok(())
     }
 }
 
