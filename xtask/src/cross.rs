@@ -281,15 +281,10 @@ pub(crate) fn run_logged(mut c: Command, then: impl FnOnce() -> Result) -> Resul
 
 /// Runs the commands at once, each one's output into a file under `dir`,
 /// printed when all are done; their logs, or the first failure.
-pub(crate) fn run_logged_together<const N: usize>(
-    commands: [Command; N],
+pub(crate) fn run_logged_together(
+    commands: impl IntoIterator<Item = Command>,
     dir: &Path,
 ) -> Result<Vec<String>> {
-    run_logged_together_vec(commands.into(), dir)
-}
-
-/// [`run_logged_together`] for any number of commands.
-pub(crate) fn run_logged_together_vec(commands: Vec<Command>, dir: &Path) -> Result<Vec<String>> {
     fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let mut children = vec![];
     for (i, mut c) in commands.into_iter().enumerate() {

@@ -267,8 +267,8 @@ pub fn fuzz(targets: &[String], budget: &Budget, extra: &[String]) -> Result {
     run(build())?;
     let logs = root().join("fuzz/target/logs");
     for group in targets.chunks(budget.jobs as usize) {
-        let commands: Vec<Command> = group.iter().map(|t| command(t, budget, extra)).collect();
-        crate::cross::run_logged_together_vec(commands, &logs)?;
+        let commands = group.iter().map(|t| command(t, budget, extra));
+        crate::cross::run_logged_together(commands, &logs)?;
     }
     Ok(())
 }

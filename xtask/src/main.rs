@@ -44,8 +44,9 @@ mod wheels;
 
 type Result<T = (), E = String> = std::result::Result<T, E>;
 
-/// The Python environments the package is tested in (under `~/.cache/bytelens/py/`, see [`cache_dir`]):
-/// one per numpy line it supports, each with the test tools.
+/// The Python environments the package is tested in (under
+/// `~/.cache/bytelens/py/`, see [`cache_dir`]): one per numpy line it
+/// supports, each with the test tools.
 const PY_ENVS: [(&str, &str); 2] = [("venv-np2", "numpy>=2,<3"), ("venv-np1", "numpy>=1.26,<2")];
 const PY_TOOLS: [&str; 9] = [
     "maturin>=1.16,<2",
@@ -372,7 +373,7 @@ fn target_dir() -> PathBuf {
 }
 
 /// Where the tools the task runner installs beside the system's live (the
-/// venvs, the aarch64 CPython, the Wine prefix): `$BYTELENS_CACHE`, else
+/// venvs, the aarch64 CPython and its packages): `$BYTELENS_CACHE`, else
 /// `$XDG_CACHE_HOME/bytelens`, else `~/.cache/bytelens`. Outside `target/`,
 /// so that a fresh clone on a machine that has run the tests before finds
 /// them made (each is checked against what it should hold, and made again

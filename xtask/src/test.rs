@@ -414,26 +414,33 @@ fn miri(run: &Run) -> Vec<Step> {
 /// cargo lock. Nothing is sampled beyond what the tests sample under Miri
 /// themselves (`cfg(miri)`: fewer property cases, the convert tests' pairs).
 pub fn miri_test() -> Result {
-    let miri = |args: &[&str], target: &str| {
+    // Each run: its name, cargo's arguments and its target folder.
+    let runs = [
+        (
+            "bytelens-core",
+            ["-p", "bytelens-core"].as_slice(),
+            "miri-core",
+        ),
+        (
+            "bytelens' Buffer",
+            ["-p", "bytelens", "--lib"].as_slice(),
+            "miri-native",
+        ),
+    ];
+    let start = Instant::now();
+    let commands = runs.iter().map(|&(_, args, target)| {
         let mut c = cmd("rustup", &["run", NIGHTLY, "cargo", "miri", "test"]);
         // The vectors test reads tests/vectors from disk, which Miri's isolation forbids.
         c.args(args)
             .env("MIRIFLAGS", "-Zmiri-disable-isolation")
             .env("CARGO_TARGET_DIR", crate::target_dir().join(target));
         c
-    };
-    let start = Instant::now();
-    let logs = cross::run_logged_together(
-        [
-            miri(&["-p", "bytelens-core"], "miri-core"),
-            miri(&["-p", "bytelens", "--lib"], "miri-native"),
-        ],
-        &crate::target_dir().join("miri-logs"),
-    )?;
-    let tally: Vec<String> = ["bytelens-core", "bytelens' Buffer"]
+    });
+    let logs = cross::run_logged_together(commands, &crate::target_dir().join("miri-logs"))?;
+    let tally: Vec<String> = runs
         .iter()
         .zip(&logs)
-        .map(|(name, log)| {
+        .map(|(&(name, _, _), log)| {
             let binaries = cross::tally(log, |_| false);
             let passed: u64 = binaries.iter().map(|b| b.passed).sum();
             format!(
