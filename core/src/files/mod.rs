@@ -1,5 +1,7 @@
 //! Files whose header describes the arrays after it (feature `files`):
-//! numpy's `.npy` (format versions 1, 2 and 3) and safetensors. A header
+//! numpy's `.npy` (format versions 1, 2 and 3), safetensors and GGUF
+//! (llama.cpp's model files, versions 2 and 3, with ggml's quantised block
+//! types in [`GgmlType`]'s table). A header
 //! is read into a [`FileHeader`]: each array's name, dtype, shape, order
 //! and byte range, checked against the file's length, so that a binding can
 //! lay [`Layout`]s over the mapped file without reading its data.
@@ -58,6 +60,9 @@ pub enum Format {
     Npy,
     /// Hugging Face's safetensors: named tensors after a JSON header.
     Safetensors,
+    /// llama.cpp's GGUF: typed metadata, then named tensors, quantised or
+    /// not.
+    Gguf,
 }
 
 impl Format {
@@ -66,6 +71,7 @@ impl Format {
         match self {
             Format::Npy => "npy",
             Format::Safetensors => "safetensors",
+            Format::Gguf => "gguf",
         }
     }
 }
@@ -89,6 +95,9 @@ pub struct FileArray {
     pub offset: u64,
     /// Its size in bytes.
     pub nbytes: u64,
+    /// A GGUF tensor's ggml type, where bytelens reads it (`None` in other
+    /// formats, and for ggml types bytelens lacks, which `dtype` names).
+    pub ggml: Option<GgmlType>,
 }
 
 impl FileArray {
@@ -98,7 +107,7 @@ impl FileArray {
     /// # Examples
     /// ```
     /// # use bytelens_core::files::FileArray;
-    /// let at = |offset| FileArray { name: "a".into(), dtype: "<f4".into(), descr: None, shape: vec![], fortran: false, offset, nbytes: 0 };
+    /// let at = |offset| FileArray { name: "a".into(), dtype: "<f4".into(), descr: None, shape: vec![], fortran: false, offset, nbytes: 0, ggml: None };
     /// assert_eq!((at(96).alignment(), at(7).alignment()), (32, 1));
     /// ```
     pub fn alignment(&self) -> u64 {
@@ -122,7 +131,7 @@ impl FileArray {
     /// use bytelens_core::{ByteOrder, DType, Descr};
     /// use bytelens_core::files::{Access, FileArray};
     /// let f4 = Some(Descr::new(DType::F32, ByteOrder::Little));
-    /// let at = |descr, offset| FileArray { name: "w".into(), dtype: "F32".into(), descr, shape: vec![2], fortran: false, offset, nbytes: 8 };
+    /// let at = |descr, offset| FileArray { name: "w".into(), dtype: "F32".into(), descr, shape: vec![2], fortran: false, offset, nbytes: 8, ggml: None };
     /// assert_eq!(at(f4, 64).access(0), Access::View);
     /// let moved = at(f4, 64).access(2);
     /// assert_eq!(moved, Access::Misaligned { offset: 66, align: 4, dtype: DType::F32 });
@@ -131,6 +140,9 @@ impl FileArray {
     /// assert_eq!(lacking.to_string(), "bytelens has no dtype F32");
     /// ```
     pub fn access(&self, base: u64) -> Access {
+        if let Some(ggml) = self.ggml.filter(|t| t.is_quantized()) {
+            return Access::Blocks { ggml };
+        }
         let Some(descr) = self.descr else {
             return Access::NoDType {
                 dtype: self.dtype.clone(),
@@ -206,6 +218,12 @@ pub enum Access {
         /// Its dtype.
         dtype: DType,
     },
+    /// Quantised blocks (a GGUF tensor of a quantised ggml type): a view of
+    /// the mapped file as records, one per block, or dequantised.
+    Blocks {
+        /// The block type.
+        ggml: GgmlType,
+    },
     /// bytelens has no dtype for it, so there is nothing to view it as.
     NoDType {
         /// The dtype as the file spells it.
@@ -230,6 +248,7 @@ impl fmt::Display for Access {
                 f,
                 "offset {offset} is not a multiple of {align}, the alignment of {dtype}"
             ),
+            Access::Blocks { ggml } => write!(f, "{ggml} blocks, dequantised on access"),
             Access::NoDType { dtype, raw } => {
                 write!(f, "bytelens has no dtype {}", Escaped(dtype))?;
                 if *raw {
@@ -269,6 +288,9 @@ pub struct FileHeader {
     pub arrays: Vec<FileArray>,
     /// safetensors' `__metadata__`, key and value, in the header's order.
     pub metadata: Metadata,
+    /// GGUF's metadata, typed, in the header's order (empty in other
+    /// formats).
+    pub gguf: GgufMetadata,
 }
 
 /// safetensors' `__metadata__`: string keys and values, in the header's
@@ -442,8 +464,8 @@ impl fmt::Display for FileError {
                 "the file ends at byte {len}, inside {what}, which runs to byte {need}"
             ),
             FileError::Unrecognised => f.write_str(
-                "neither an .npy file (which starts with \\x93NUMPY) nor a safetensors file \
-                 (an 8-byte header length, then a JSON object)",
+                "not an .npy file (which starts with \\x93NUMPY), a GGUF file (which starts \
+                 with GGUF) or a safetensors file (an 8-byte header length, then a JSON object)",
             ),
             FileError::Version { major, minor } => write!(
                 f,
@@ -565,7 +587,7 @@ fn first_repeated<'k>(
     found
 }
 
-/// Reads the header of an `.npy` or safetensors file from `bytes`, its
+/// Reads the header of an `.npy`, GGUF or safetensors file from `bytes`, its
 /// first bytes (the whole file, or at least its header), given the file's
 /// length `len`. `Truncated` means either the file is cut short or `bytes`
 /// holds less than the header: [`FileError::more_needed`] tells which, and
@@ -573,12 +595,20 @@ fn first_repeated<'k>(
 pub fn read_header(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
     if bytes.starts_with(NPY_MAGIC) {
         read_npy(bytes, len)
+    } else if bytes.starts_with(GGUF_MAGIC) {
+        read_gguf(bytes, len)
     } else if bytes.len() >= 9 && bytes[8] == b'{' {
         read_safetensors(bytes, len)
     } else if bytes.len() < 9 && NPY_MAGIC.starts_with(bytes) {
         Err(FileError::Truncated {
             what: "the npy magic",
             need: 10,
+            len,
+        })
+    } else if bytes.len() < 4 && GGUF_MAGIC.starts_with(bytes) {
+        Err(FileError::Truncated {
+            what: "the GGUF magic",
+            need: 4,
             len,
         })
     } else {
@@ -638,10 +668,19 @@ fn size_of(array: &str, shape: &[u64], itemsize: usize) -> Result<u64, FileError
     Ok(nbytes)
 }
 
+mod ggml;
+mod gguf;
 mod npy;
 mod safetensors;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_gguf;
 
+pub use ggml::{BlockField, GgmlInfo, GgmlType, other_ggml_type};
+pub use gguf::{
+    DEFAULT_ALIGNMENT, GGUF_MAGIC, GgufEntry, GgufMetadata, GgufValue, MAX_GGUF_DIMS, ValueType,
+    read_gguf,
+};
 pub use npy::read_npy;
 pub use safetensors::read_safetensors;

@@ -102,8 +102,10 @@ pub fn read_npy(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
             fortran,
             offset: data_start,
             nbytes,
+            ggml: None,
         }],
         metadata: Metadata::default(),
+        gguf: Default::default(),
     })
 }
 

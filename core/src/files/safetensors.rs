@@ -84,6 +84,7 @@ pub fn read_safetensors(bytes: &[u8], len: u64) -> Result<FileHeader, FileError>
         data_start,
         arrays: vec_with(counts.tensors)?,
         metadata: Metadata::with_capacity(counts.metadata, counts.metadata_bytes)?,
+        gguf: Default::default(),
     };
     let mut failure = None;
     let read = parse(
@@ -668,6 +669,7 @@ impl TensorParts<'_> {
             fortran: false,
             offset: start as u64, // at most `len` (checked above)
             nbytes,
+            ggml: None,
         })
     }
 }

@@ -366,7 +366,7 @@ fn broken_safetensors_headers_say_what_is_wrong() {
         (
             r#"[1]"#.into(),
             0,
-            "neither an .npy file (which starts with \\x93NUMPY) nor a safetensors file (an 8-byte header length, then a JSON object)",
+            "not an .npy file (which starts with \\x93NUMPY), a GGUF file (which starts with GGUF) or a safetensors file (an 8-byte header length, then a JSON object)",
         ),
         (
             r#"{"a":"#.into(),
