@@ -240,7 +240,7 @@ def test_garbage_indexes_are_format_errors(tmp_path, text, says):
 
 def test_an_index_past_the_limit_is_refused_unread(tmp_path, monkeypatch):
     index = checkpoint(tmp_path, two_shards())
-    monkeypatch.setattr(_files, "MAX_INDEX", 64)
+    monkeypatch.setattr(_files._sharded, "MAX_INDEX", 64)  # where the index reader reads it
     with pytest.raises(bl.FormatError, match="an index of more than 64 bytes"):
         bl.load(index)
 

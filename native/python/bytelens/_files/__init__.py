@@ -1,0 +1,43 @@
+"""Real files: ``.npy``, ``.npz`` and safetensors as checked views over one
+mapped file (:func:`load`), written with aligned tensors (:func:`save`),
+and described without reading their data (:func:`inspect`).
+
+The headers are read by the core (``_native.read_header``): every length,
+shape and byte range is checked against the file before any view exists,
+and each view is made by ``Buffer.view``, so it is checked again for bounds
+and alignment. Only a file's first bytes are read to describe it.
+
+The modules, each importing only those listed before it (``_npz`` names
+``_load._Converter`` in a type alone):
+
+- ``_headers``: reading a header through the core, the header limits, and
+  the core's file rules typed (``view_layout``, ``read_elements``).
+- ``_report``: :class:`ArrayInfo` and :class:`FileReport`, made from a
+  header, and text from a file escaped for messages (``_short``,
+  ``_printable``).
+- ``_npz``: an ``.npz``'s zip directory and members, and the compressed
+  members ``load`` decompresses on first access.
+- ``_opening``: opening a regular file, and telling its format by its
+  first bytes (``_describe``).
+- ``_sharded``: a sharded checkpoint's index, checked against its shards.
+- ``_inspect``: :func:`inspect`.
+- ``_load``: :func:`load` and :class:`FileArrays`.
+- ``_save``: :func:`save` and its atomic write.
+
+The names the rest of bytelens (and its tests) use are re-exported here, as
+``bytelens._files.<name>``. A test that patches a module's global patches it
+in the module that reads it (``_load._describe``, ``_sharded.MAX_INDEX``):
+a name re-exported here is a second binding, which no module reads.
+"""
+
+from ._headers import HEAD, MAX_HEADER, _file_dtype, _header, read_elements, view_layout
+from ._inspect import inspect
+from ._load import FileArrays, load
+from ._opening import _describe, _open, _reason
+from ._report import COMPRESSED, ArrayInfo, FileReport, _itemsize, _naming, _printable, _short
+from ._save import ALIGN, MAX_ALIGN, _name_start, save
+from ._sharded import MAX_INDEX
+
+# `doctest.testmod(bytelens._files)` (tests/python/test_files.py) finds only
+# what this module defines: the examples in these docstrings run through here.
+__test__ = {"inspect": inspect, "load": load, "FileArrays": FileArrays, "save": save}

@@ -1,0 +1,53 @@
+""":func:`inspect`: what a file holds, from its headers alone."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from .. import _raw
+from .._native import Plan
+from ._opening import _describe, _fspath, _open
+from ._report import FileReport
+from ._sharded import _index_path, _read_index
+
+
+def inspect(
+    path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+    *,
+    dtype: Any = None,
+    offset: int = 0,
+    shape: Any = None,
+    strides: Any = None,
+    plan: Plan | str | None = None,
+) -> FileReport:
+    """Describes ``path``: its format (``.npy``, ``.npz`` or safetensors,
+    found by its first bytes) and each array's name, dtype, shape, byte
+    range and alignment, and what :func:`load` would copy and why. Reads
+    only the headers (a few KiB of a file of any size), and only from a
+    regular file: a FIFO, device or folder is refused before it is read.
+    An ``.npz`` member read whole (one of up to 64 KiB, stored or
+    decompressed) has its CRC-32 checked, and every member's name in the
+    zip's directory must match its local header.
+
+    A raw file is described through ``dtype`` (with ``offset``, ``shape``
+    and ``strides``, as ``Buffer.view`` takes them) or a ``plan`` (a
+    ``Plan`` or its text); either is checked against the file's size.
+
+    >>> import bytelens as bl, numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")
+    >>> bl.save(path, {"w": np.arange(6, dtype="<f4").reshape(2, 3)})
+    >>> report = bl.inspect(path)
+    >>> report.format, report["w"].shape, report["w"].offset % 64, report["w"].copy
+    ('safetensors', (2, 3), 0, None)
+    """
+    path = _fspath(path)
+    if dtype is None and plan is None:
+        index = _index_path(path)
+        if index is not None:
+            return _read_index(index)[0]
+    f, info = _open(path)
+    with f:
+        if dtype is None and plan is None:
+            return _describe(path, f, info.st_size)[0]
+    return _raw._inspect_raw(path, info.st_size, dtype, offset, shape, strides, plan)

@@ -1,0 +1,381 @@
+""":func:`load`: a file's arrays as checked views over the mapped file
+(:class:`FileArrays`), each handed out as numpy's array or another
+framework's tensor (:class:`_Converter`), or held back with the reason
+(:class:`_Unavailable`, :class:`_Refused`)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import zipfile
+import zlib
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
+
+import numpy as np
+
+from .._native import AlignmentError, Buffer, FormatError, LayoutError
+from ._npz import _CHUNK, _Archive, _Compressed, _check_crc
+from ._opening import _describe, _fspath, _open
+from ._report import COMPRESSED, _READ_ONLY_UNDER_R_PLUS, ArrayInfo, FileReport, _naming, _printable, _short
+from ._sharded import _index_path, _read_index
+
+
+def load(
+    path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+    mode: str = "r",
+    strict: bool = False,
+    verify: bool = False,
+    *,
+    framework: str = "numpy",
+) -> FileArrays:
+    """The arrays of an ``.npy``, ``.npz`` or safetensors file, or of a
+    sharded safetensors checkpoint, name to numpy array (or torch or JAX
+    tensor: ``framework``), as views over the mapped file: read-only for
+    ``mode="r"``, writable through to the file for ``"r+"`` (not for an
+    ``.npz``, whose members' CRC-32s writes would break), copy-on-write for
+    ``"c"``. They equal what ``np.load`` and
+    ``safetensors.numpy.load_file`` return (an ``.npy`` file's one array is
+    called ``"array"``). Only a regular file is read: a FIFO, device or
+    folder is refused before anything can wait on it.
+
+    A sharded checkpoint is loaded from its index (a path ending in
+    ``.json``: Hugging Face's ``model.safetensors.index.json``, whose
+    ``"weight_map"`` gives each tensor's shard) or from a folder holding
+    exactly one ``*.safetensors.index.json``: every tensor of every shard,
+    in the index's order, each shard mapped once. The index is checked as
+    strictly as a header: a shard named by a path (a separator, ``..``, a
+    drive or an absolute path) rather than a file beside the index, a
+    missing shard, a tensor the index names that its shard lacks, a tensor
+    a shard holds that the index does not put in it, a tensor in two
+    shards, a repeated key, JSON that is not an index or not UTF-8: each a
+    :class:`FormatError` naming the index and the tensor or shard.
+
+    ``framework`` is ``"numpy"`` (``"np"``), ``"torch"`` (``"pt"``) or
+    ``"jax"``: each array is handed out as that framework's tensor over the
+    same memory (``bytelens._frameworks.to_framework`` says which dtypes
+    arrive zero-copy; JAX may copy where XLA needs it). torch has no
+    read-only tensors, and a write through one into a read-only mapping
+    would kill the process: with ``framework="torch"``, ``mode="r"`` maps
+    the file copy-on-write (as ``"c"``), so that writes to a tensor change
+    only this process's pages and never reach the file; ``"r+"`` writes
+    through to it. An array ``load`` has to copy (misaligned, or not in
+    this machine's byte order) would reach torch as a writable copy whose
+    writes never reach the file, so under ``"r+"`` it is not handed to
+    torch: asking for it raises :class:`FormatError` saying why (numpy
+    gets a read-only copy there, for the same reason; JAX's arrays are
+    immutable, so they load), and :attr:`FileArrays.unavailable` lists it.
+
+    What it returns is a :class:`FileArrays`, a mapping that acts as a
+    dict, in the file's order. A compressed ``.npz`` member is not
+    decompressed by ``load`` but on first access (as ``np.load`` does),
+    once, straight into aligned memory of its size; its CRC-32 and size
+    are checked as it is. Stored members are views of the mapped file,
+    and their CRC-32s are not checked unless ``verify=True`` (which reads
+    every byte of them once, and decompresses every compressed member now):
+    a damaged member then raises :class:`FormatError` from ``load``. Without
+    ``verify``, only the members read whole anyway are checked (stored
+    ones up to 64 KiB). Other formats have no checksums to verify.
+
+    An array whose offset is not a multiple of its dtype's alignment is
+    copied into aligned memory, as is a compressed ``.npz`` member;
+    :func:`inspect` lists both. Under ``"r+"`` such a copy is read-only:
+    its writes could not reach the file, so a write raises instead of
+    being lost, while the file's other arrays stay writable views. With
+    ``strict=True`` a misaligned array raises :class:`AlignmentError`
+    instead.
+
+    An array of a dtype bytelens does not have (safetensors' ``C64``,
+    ``F8_E4M3FNUZ``, ``F4``; an ``.npy`` of complex numbers or strings, or
+    the raw ``|V1`` bytes ``np.save`` writes for ml_dtypes' types) does not
+    stop the others: its name stays in the mapping (so that nothing is
+    dropped silently, by ``bl.save(other, bl.load(path))`` say), and
+    asking for it raises :class:`FormatError` naming the file, the array
+    and its dtype; :attr:`FileArrays.unavailable` lists them with the
+    reason, as :func:`inspect` does. ``strict=True`` refuses such a file
+    whole, with a ``FormatError`` naming the array. Any header that is not
+    valid is a ``FormatError`` too; every error names the file.
+
+    The views read the mapped file itself: if another program truncates
+    it while they live, touching the lost bytes kills the process with
+    ``SIGBUS`` (as with any memory map, numpy's included; Windows refuses
+    to truncate a mapped file). :func:`save` never does this to a loaded
+    file: it writes a new file and renames it over the old one, whose
+    views keep reading the old bytes (Windows refuses that rename while
+    they live, and ``save`` says so).
+
+    >>> import bytelens as bl, numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "a.npy")
+    >>> np.save(path, np.arange(4, dtype=">i4"))
+    >>> a = bl.load(path, framework="np")["array"]
+    >>> a.tolist(), a.dtype.str, a.flags.writeable
+    ([0, 1, 2, 3], '>i4', False)
+    """
+    if mode not in ("r", "r+", "c"):
+        raise ValueError(f'mode must be "r", "r+" or "c", not {_short(str(mode))!r}')
+    convert = _converter(framework)
+    if convert is not None and convert.framework == "torch" and mode == "r":
+        mode = "c"  # torch writes to any tensor: never into a read-only mapping
+    path = _fspath(path)
+    index = _index_path(path)
+    if index is not None:
+        return _load_sharded(index, mode, strict, verify, convert)
+    out = FileArrays(path)
+    _load_file(out, path, mode, strict, verify, convert)
+    return out
+
+
+class _Converter:
+    """Hands an array out as a ``framework`` tensor (``_frameworks``)."""
+
+    def __init__(self, framework: str, to_framework: Callable[[np.ndarray, str], Any]) -> None:
+        self.framework, self._to = framework, to_framework
+
+    def __call__(self, array: np.ndarray) -> Any:
+        return self._to(array, self.framework)
+
+    def loses_writes(self, array: np.ndarray) -> str | None:
+        """Why a tensor of ``array`` would be a writable copy, whose writes
+        under ``mode="r+"`` could never reach the file (None where it
+        shares the file's memory, or cannot be written at all). JAX's
+        arrays are immutable, so only torch's copies can lose a write."""
+        if self.framework != "torch":
+            return None
+        from .. import _frameworks
+
+        return _frameworks.torch_copies(array)
+
+
+def _converter(framework: object) -> _Converter | None:
+    """None for numpy's arrays as they are; else the converter to the
+    framework ``framework`` names (safetensors' ``"pt"`` and ``"np"`` too).
+    ``_frameworks`` (and torch or JAX) is imported only when asked for."""
+    if framework == "numpy":
+        return None
+    if not isinstance(framework, str):
+        raise TypeError(f'framework is a str ("numpy", "torch", "jax"), not {type(framework).__name__}')
+    from .. import _frameworks
+
+    name = _frameworks.framework_name(framework)
+    return None if name == "numpy" else _Converter(name, _frameworks.to_framework)
+
+
+def _load_file(
+    out: FileArrays,
+    path: str,
+    mode: str,
+    strict: bool,
+    verify: bool,
+    convert: _Converter | None,
+    expect: Callable[[FileReport], None] | None = None,
+) -> None:
+    """Maps the file at ``path`` and puts its arrays into ``out``;
+    ``expect`` checks its report first (a shard's against its index)."""
+    f, info = _open(path)
+    with f:
+        report, members = _describe(path, f, info.st_size)
+        if expect is not None:
+            expect(report)
+        if report.format == "npz" and mode == "r+":
+            raise ValueError(
+                f"{path}: an .npz member written in place would no longer match its CRC-32, and zip "
+                'readers (np.load among them) would refuse it: load it with mode "r" or "c"'
+            )
+        for a in report.arrays:
+            if a.unavailable is not None and strict:
+                raise FormatError(
+                    f"{path}: array {_short(a.name)!r} has the dtype {_short(a.dtype)}, which bytelens cannot view "
+                    f"({a.unavailable}); strict=True refuses the file (without it the other arrays load)"
+                )
+        buf = Buffer.map(path, mode)
+        now = os.stat(path)
+        if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino) or buf.nbytes != info.st_size:
+            raise FormatError(
+                f"{path}: the file changed while it was loaded ({info.st_size} bytes, then {buf.nbytes}): "
+                "load it again"
+            )
+    archive = _Archive(path, buf) if any(a.copy == COMPRESSED for a in report.arrays) else None
+    by_name = {m.info.filename: m for m in members}
+    for a in report.arrays:
+        if a.unavailable is not None:
+            out._items[a.name] = _Unavailable(f"{path}: array {_short(a.name)!r}", a)
+            continue
+        if a.copy == COMPRESSED:
+            assert archive is not None and a.member is not None
+            out._items[a.name] = _Compressed(archive, by_name[a.member], a, mode, convert)
+            continue
+        assert a.descr is not None  # available
+        try:
+            try:
+                array = buf.view(a.descr, offset=a.offset, shape=a.shape, strides=a.strides)
+            except AlignmentError as err:
+                if strict:
+                    raise _naming(err, "", " (strict=True refuses the copy that would align it)") from None
+                array = _aligned_copy(buf, a, mode)
+        except LayoutError as err:
+            raise _naming(err, f"{path}: array {_short(a.name)!r}: ") from None
+        if convert is not None and mode == "r+":
+            why = convert.loses_writes(array)
+            if why is not None:
+                if a.copy is not None:  # read-only because it is a copy
+                    why = f"it is a copy ({a.copy.removesuffix(_READ_ONLY_UNDER_R_PLUS)})"
+                out._items[a.name] = _Refused(f"{path}: array {_short(a.name)!r}", why, convert.framework)
+                continue
+        out._items[a.name] = array if convert is None else convert(array)
+    if verify:
+        data = buf.view("|u1", shape=(buf.nbytes,))
+        for m in members:
+            if m.info.compress_type == zipfile.ZIP_STORED:
+                crc = 0
+                for at in range(m.start, m.start + m.info.file_size, 64 * _CHUNK):
+                    crc = zlib.crc32(data[at : min(at + 64 * _CHUNK, m.start + m.info.file_size)].data, crc)
+                _check_crc(crc, m.info, f"{path}, member {_short(m.info.filename)!r}")
+        for a in report.arrays:
+            if a.copy == COMPRESSED and a.unavailable is None:
+                out[a.name]  # decompresses (and checks) a compressed member now
+
+
+def _load_sharded(index: str, mode: str, strict: bool, verify: bool, convert: _Converter | None) -> FileArrays:
+    """Every tensor of the sharded checkpoint ``index`` describes, each
+    shard mapped once, in the index's order."""
+    report, weight_map, shards = _read_index(index)
+    shown = _printable(index)
+    loaded = FileArrays(index)
+    folder = os.path.dirname(index)
+    by_shard: dict[str, list[ArrayInfo]] = {shard: [] for shard in shards}
+    for a in report.arrays:  # one pass: a scan per shard was quadratic
+        by_shard[a.shard or ""].append(a)
+    for shard in shards:
+        wanted = by_shard[shard]
+
+        def same_as_indexed(now: FileReport, shard: str = shard, wanted: list[ArrayInfo] = wanted) -> None:
+            # The shard read again to be mapped: it must still hold what the
+            # index was checked against.
+            if sorted((a.name, a.offset, a.nbytes) for a in now.arrays) != sorted(
+                (a.name, a.offset, a.nbytes) for a in wanted
+            ):
+                raise FormatError(f"{shown}: shard {_short(shard)!r} changed while it was loaded: load it again")
+
+        _load_file(loaded, os.path.join(folder, shard), mode, strict, verify, convert, same_as_indexed)
+    out = FileArrays(index)
+    for tensor in weight_map:  # the index's order
+        out._items[tensor] = loaded._items[tensor]
+    return out
+
+
+class FileArrays(MutableMapping[str, Any]):
+    """What :func:`load` returns: a file's arrays by name, in the file's
+    order (numpy arrays, or the tensors of the ``framework`` asked for). It
+    acts as a dict of arrays, but for two things: a compressed ``.npz``
+    member is decompressed on its first access, exactly once (not by
+    ``load``, and not by ``in``, ``len`` or iterating the names); and an
+    array of a dtype bytelens lacks keeps its name but raises
+    :class:`FormatError` when asked for (:attr:`unavailable` lists them).
+
+    >>> import bytelens as bl, numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "z.npz")
+    >>> np.savez_compressed(path, a=np.arange(3), b=np.ones(2))
+    >>> arrays = bl.load(path)
+    >>> list(arrays), "a" in arrays, arrays["a"].tolist(), arrays.unavailable
+    (['a', 'b'], True, [0, 1, 2], {})
+    """
+
+    def __init__(self, path: str) -> None:
+        #: The file the arrays were loaded from (a sharded checkpoint's index).
+        self.path = path
+        self._items: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def unavailable(self) -> dict[str, str]:
+        """The arrays of the file that bytelens cannot hand out, name to
+        why (``"bytelens has no dtype C64"``); asking for one raises
+        :class:`FormatError` (as ``items()`` and ``values()`` do when they
+        reach one). ``{k: arrays[k] for k in arrays if k not in
+        arrays.unavailable}`` holds the rest."""
+        return {name: value.reason for name, value in self._items.items() if isinstance(value, _Unavailable)}
+
+    def __getitem__(self, name: str) -> Any:
+        value = self._items[name]
+        if isinstance(value, _Unavailable):
+            raise value.error()
+        if isinstance(value, _Compressed):
+            with self._lock:  # one decompression, however many threads ask
+                value = self._items[name]
+                if isinstance(value, _Compressed):
+                    value = self._items[name] = value.read()
+        return value
+
+    def __setitem__(self, name: str, array: Any) -> None:
+        self._items[name] = array
+
+    def __delitem__(self, name: str) -> None:
+        del self._items[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._items
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __repr__(self) -> str:
+        def note(value: Any) -> str:
+            if isinstance(value, _Compressed):
+                return " (compressed, not read yet)"
+            if isinstance(value, _Unavailable):
+                return f" (unavailable: {value.reason})"
+            return ""
+
+        names = [_short(name, 40) + note(value) for name, value in list(self._items.items())[:20]]
+        more = f", and {len(self._items) - 20} more" if len(self._items) > 20 else ""
+        return f"<bytelens arrays of {_short(self.path)!r}: {', '.join(names)}{more}>"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (dict, (dict(self.items()),))
+
+
+class _Unavailable:
+    """An array :func:`load` cannot hand out (a dtype bytelens lacks)."""
+
+    def __init__(self, where: str, array: ArrayInfo) -> None:
+        self.where, self.dtype = where, array.dtype
+        self.reason = array.unavailable or f"bytelens has no dtype {array.dtype}"
+
+    def error(self) -> FormatError:
+        return FormatError(
+            f"{self.where} has the dtype {_short(self.dtype)}, which bytelens cannot view "
+            f"({self.reason}); the file's other arrays loaded, and bl.inspect describes this one"
+        )
+
+
+class _Refused(_Unavailable):
+    """An array :func:`load` will not hand to torch under ``mode="r+"``:
+    torch would get a writable copy, and writes to it would be lost."""
+
+    def __init__(self, where: str, why: str, framework: str) -> None:
+        self.where, self.framework, self.why = where, framework, why
+        self.reason = f'{framework} would get a copy under mode="r+": {why}'
+
+    def error(self) -> FormatError:
+        return FormatError(
+            f'{self.where}: not handed to {self.framework} under mode="r+": {self.why}, '
+            f"so {self.framework} would get a writable copy whose writes never reach the file. "
+            f'Load with mode="c" (a writable copy, by intent) or framework="numpy" (a read-only array: '
+            "a write raises); the file's other arrays loaded"
+        )
+
+
+def _aligned_copy(buf: Buffer, a: ArrayInfo, mode: str) -> np.ndarray:
+    """``a``'s bytes copied into 64-byte aligned memory, viewed as ``a``:
+    writable only under ``"c"``, since under ``"r+"`` its writes would not
+    reach the file."""
+    assert a.descr is not None and a.strides is not None
+    # File arrays are C or Fortran order: their bytes are a.offset..a.end.
+    copy = Buffer(max(a.nbytes, 1))
+    copy.view("|u1", shape=(a.nbytes,))[:] = buf.view("|u1", offset=a.offset, shape=(a.nbytes,))
+    array = copy.view(a.descr, shape=a.shape, strides=a.strides)
+    array.flags.writeable = mode == "c"
+    return array

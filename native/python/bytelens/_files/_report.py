@@ -1,0 +1,201 @@
+"""What :func:`inspect` reports (:class:`ArrayInfo`, :class:`FileReport`),
+made from the core's headers (:func:`_arrays`), and how text from a file
+appears in reports and messages (:func:`_short`, :func:`_printable`,
+:func:`_naming`)."""
+
+from __future__ import annotations
+
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from .._native import LayoutError
+from ._headers import _file_dtype
+
+#: What an array copied into aligned memory is under ``mode="r+"``, after
+#: why it is copied (:attr:`ArrayInfo.copy`).
+_READ_ONLY_UNDER_R_PLUS = "; read-only under r+"
+#: Why a compressed ``.npz`` member is copied.
+COMPRESSED = "the member is compressed"
+
+
+@dataclass(frozen=True)
+class ArrayInfo:
+    """One array of a file, as :func:`inspect` reports it."""
+
+    name: str
+    #: The dtype as the file spells it (``"<f4"``, ``"BF16"``).
+    dtype: str
+    #: bytelens's type string, or None where bytelens has no such dtype.
+    descr: str | None
+    shape: tuple[int, ...]
+    #: Byte strides of the view; None without a ``descr``.
+    strides: tuple[int, ...] | None
+    #: Byte offset of the first element in the file (in the decompressed
+    #: member, for a compressed ``.npz`` member).
+    offset: int
+    nbytes: int
+    #: Why :func:`load` copies it instead of viewing the mapped file; None
+    #: for a zero-copy view.
+    copy: str | None = None
+    #: The ``.npz`` member (file name in the zip) it is stored in.
+    member: str | None = None
+    #: The bytes its elements lie in, ``(start, end)``, as the core's
+    #: ``Layout.byte_span`` gives them; None for ``(offset, offset + nbytes)``,
+    #: which is what a file's arrays (C or Fortran order) cover. A raw view
+    #: with a negative stride starts below its offset, and one with a zero
+    #: stride covers fewer than ``nbytes`` bytes.
+    span: tuple[int, int] | None = None
+    #: Why :func:`load` cannot hand it out at all (a dtype bytelens lacks,
+    #: ``"bytelens has no dtype C64"``); None for every array it loads.
+    #: ``load`` loads the file's other arrays, and raises
+    #: :class:`FormatError` with this reason for this one when it is asked
+    #: for (``strict=True`` refuses the whole file).
+    unavailable: str | None = None
+    #: The shard (file name beside the index) of a sharded checkpoint that
+    #: holds it; ``offset`` is in that file. None for a file of its own.
+    shard: str | None = None
+
+    @property
+    def alignment(self) -> int:
+        """The largest power of two the offset is a multiple of (the file is
+        mapped at a page boundary, so this is the address's alignment too)."""
+        return self.offset & -self.offset if self.offset else 1 << 63
+
+    @property
+    def start(self) -> int:
+        """The first byte any element covers."""
+        return self.offset if self.span is None else self.span[0]
+
+    @property
+    def end(self) -> int:
+        """The byte after the last one any element covers."""
+        return self.offset + self.nbytes if self.span is None else self.span[1]
+
+
+@dataclass(frozen=True)
+class FileReport:
+    """What :func:`inspect` found: the format and every array."""
+
+    path: str
+    format: str
+    size: int
+    arrays: list[ArrayInfo]
+    metadata: dict[str, str] = field(default_factory=dict)
+    version: tuple[int, int] | None = None
+
+    def __getitem__(self, name: str) -> ArrayInfo:
+        for array in self.arrays:
+            if array.name == name:
+                return array
+        raise KeyError(name)
+
+    def __str__(self) -> str:
+        version = f" {self.version[0]}.{self.version[1]}" if self.version else ""
+        count = f"{len(self.arrays)} array" + ("" if len(self.arrays) == 1 else "s")
+        lines = [f"{_printable(self.path)}: {self.format}{version}, {self.size:,} bytes, {count}"]
+        for key, value in self.metadata.items():
+            lines.append(f"  metadata {_short(key, 40)}: {_short(value)}")
+        if not self.arrays:
+            return "\n".join(lines)
+        sharded = any(a.shard is not None for a in self.arrays)
+        rows = [("name", "dtype", "shape") + (("shard",) if sharded else ()) + ("bytes", "align", "load")]
+        for a in self.arrays:
+            align = "any" if a.offset == 0 else str(min(a.alignment, 1 << 20))
+            span = f"{a.start}..{a.end}"
+            if a.copy == COMPRESSED:  # the range is in the decompressed member
+                span, align = f"{span} of {_short(a.member or '', 40)}", "-"
+            if a.unavailable is not None:
+                how = f"none: {_printable(a.unavailable)}"
+            else:
+                how = "view" if a.copy is None else f"copy: {_printable(a.copy)}"
+            rows.append(
+                (
+                    _short(a.name, 40),
+                    _short(a.dtype, 24),
+                    "(" + ", ".join(map(str, a.shape)) + ("," if len(a.shape) == 1 else "") + ")",
+                )
+                + ((_short(a.shard or "", 40),) if sharded else ())
+                + (span, align, how)
+            )
+        last = len(rows[0]) - 1
+        widths = [max(len(row[i]) for row in rows) for i in range(last)]
+        for row in rows:
+            cells = [cell.ljust(width) for cell, width in zip(row, widths)]
+            lines.append("  " + "  ".join(cells + [row[last]]).rstrip())
+        return "\n".join(lines)
+
+
+def _short(text: str, keep: int = 64) -> str:
+    """``text`` on one line of at most ``keep`` characters (then ``...``):
+    every control and non-ASCII character escaped (``\\x1b``, ``\\n``),
+    so that text from a file cannot move a terminal's cursor, set its
+    title or forge a line."""
+    text = text.encode("unicode_escape", "backslashreplace").decode("ascii")
+    return text if len(text) <= keep else text[:keep] + "..."
+
+
+def _printable(text: str) -> str:
+    """``text`` (a path: the user's own, or a file name a folder holds)
+    with its control characters escaped and the rest kept as it is, so
+    that a name of ESC sequences or newlines cannot drive the terminal."""
+    return "".join(
+        char.encode("unicode_escape", "backslashreplace").decode("ascii")
+        if unicodedata.category(char) in _UNPRINTABLE
+        else char
+        for char in text
+    )
+
+
+#: The Unicode categories :func:`_printable` escapes: controls (C0, DEL,
+#: C1), format characters (bidirectional overrides), surrogates, line and
+#: paragraph separators, unassigned code points.
+_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+
+
+def _naming(err: LayoutError, first: str, then: str = "") -> LayoutError:
+    """``err`` (of its own class, with its ``kind``) between ``first`` and ``then``."""
+    named = type(err)(f"{first}{err}{then}")
+    if hasattr(err, "kind"):
+        named.kind = err.kind
+    return named
+
+
+def _arrays(
+    header: dict[str, Any], base: int, name: str | None = None, member: str | None = None
+) -> list[ArrayInfo]:
+    """The arrays of a header read at byte ``base``; ``name`` names the one
+    array of an ``.npz`` ``member``. How each is handed out, and why, is
+    the core's to say (``access`` and ``why``)."""
+    out = []
+    for a in header["arrays"]:
+        copy = unavailable = None
+        if a["access"] == "copy":
+            copy = a["why"] + _READ_ONLY_UNDER_R_PLUS
+        elif a["access"] != "view":
+            unavailable = a["why"]
+        strides = tuple(a["strides"]) if a["strides"] is not None else None
+        out.append(
+            ArrayInfo(
+                name or a["name"],
+                a["dtype"],
+                a["descr"],
+                tuple(a["shape"]),
+                strides,
+                base + a["offset"],
+                a["nbytes"],
+                copy,
+                member,
+                unavailable=unavailable,
+            )
+        )
+    return out
+
+
+def _itemsize(descr: str | None) -> int:
+    """The itemsize of ``descr`` (bytelens's type string), from the core's
+    dtype table; 0 for None."""
+    if descr is None:
+        return 0
+    size: int = _file_dtype(descr)["size"]
+    return size

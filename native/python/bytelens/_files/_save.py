@@ -1,0 +1,363 @@
+""":func:`save`: ``.npy`` and safetensors files written so that every
+array maps zero-copy (:func:`_npy_parts`, :func:`_safetensors_parts`),
+each checked by the core as :func:`load` will read it, and written
+atomically (:func:`_write_atomically`)."""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import os
+import secrets
+import stat
+import struct
+from collections.abc import Callable
+from typing import Any, BinaryIO, Mapping
+
+import numpy as np
+
+from .._native import FormatError, read_header
+from ._headers import MAX_HEADER, _file_dtype
+from ._opening import _fspath, _not_regular, _reason
+from ._report import _printable, _short
+
+#: Where ``save`` starts the data (and every tensor it can) unless given ``align``.
+ALIGN = 64
+#: The largest ``align`` :func:`save` takes: a page.
+MAX_ALIGN = 4096
+
+
+def save(
+    path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
+    arrays: np.ndarray | Mapping[str, np.ndarray],
+    metadata: Mapping[str, str] | None = None,
+    *,
+    align: int = ALIGN,
+) -> None:
+    """Writes ``arrays`` so that :func:`load` maps every one zero-copy.
+
+    ``.npy``: one array (or a mapping with one), its data at a multiple of
+    ``align`` bytes (and of 64, as the format asks). ``.safetensors``: a
+    mapping of names to arrays (and optional string ``metadata``),
+    little-endian, the header padded with spaces (as the format allows) so
+    that the data starts at a multiple of ``align``. safetensors forbids
+    gaps between tensors, so tensors whose sizes are multiples of ``align``
+    come first (each at a multiple of ``align``), then the rest from the
+    widest dtype down, which keeps every tensor aligned for its dtype. Both
+    files read back with numpy's and the safetensors package's own loaders.
+
+    ``align`` (64 by default; cuBLAS and others want 256) is a power of two
+    from the widest dtype's itemsize up to 4096 (a page): anything else is
+    a ``ValueError``, before a byte is written.
+
+    Whatever :func:`load` would refuse is refused before a byte is
+    written: tensor names and metadata keys and values that are not
+    ``str`` (a ``TypeError``: nothing is converted silently, so ``1`` and
+    ``"1"`` cannot both become ``"1"``), a tensor named ``__metadata__``,
+    text that is not valid Unicode (a lone surrogate), a header past
+    :data:`MAX_HEADER` bytes, an ``.npy`` of a dtype bytelens cannot map
+    (datetime, strings, complex: ``np.save`` writes those), an ``.npy`` of
+    ml_dtypes' bfloat16 or float8 (which ``np.save`` writes as raw bytes
+    and no loader reads back as what they were: safetensors has codes for
+    them, from the core's dtype table), metadata for an ``.npy``.
+
+    The save is atomic: the file is written beside ``path`` under a
+    temporary name, flushed to disk, then renamed over ``path`` (a
+    symlink's target is replaced, not the link). ``path`` is at every
+    moment the old file whole or the new one whole; a save that fails
+    leaves the old file as it was and no temporary file behind. Arrays
+    loaded from the old file, here or in another process, stay valid and
+    keep the old bytes, so ``bl.save(path, bl.load(path))`` is safe.
+    (Windows renames over no file that is mapped: there ``save`` raises a
+    ``PermissionError`` while such arrays live, and leaves the old file
+    as it was; nor over a read-only file.) A new file gets the
+    permissions ``open(path, "wb")`` would give it; a replaced one keeps
+    its permission bits (on Windows, its read-only bit is all there is),
+    but, renamed over, no longer shares its bytes with hard links to the
+    old file.
+
+    >>> import bytelens as bl, numpy as np, tempfile, os
+    >>> path = os.path.join(tempfile.mkdtemp(), "m.safetensors")
+    >>> bl.save(path, {"w": np.ones(4, "<f4")})
+    >>> weights = bl.load(path)
+    >>> bl.save(path, {"w": weights["w"] * 2})   # over the file it maps
+    >>> weights["w"].tolist(), bl.load(path)["w"].tolist()
+    ([1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0])
+    """
+    path = _fspath(path)
+    if isinstance(align, bool) or not isinstance(align, int):
+        raise TypeError(f"align is an int, a power of two up to {MAX_ALIGN}, not {type(align).__name__}")
+    if align < 1 or align > MAX_ALIGN or align & (align - 1):
+        raise ValueError(f"align={align}: a power of two from the widest dtype's itemsize up to {MAX_ALIGN}")
+    if path.endswith(".npy"):
+        if metadata:
+            raise ValueError(f"{path}: an .npy file has no metadata; safetensors files do")
+        if isinstance(arrays, Mapping):
+            if len(arrays) != 1:
+                raise ValueError(f"an .npy file holds one array, not {len(arrays)}")
+            [arrays] = arrays.values()
+        head, parts = _npy_parts(path, np.asanyarray(arrays), align)
+    elif path.endswith(".safetensors"):
+        if not isinstance(arrays, Mapping):
+            raise TypeError("a safetensors file holds named arrays: pass a dict of name -> array")
+        if metadata is not None and not isinstance(metadata, Mapping):
+            raise TypeError(f"metadata is a dict of str -> str, not {type(metadata).__name__}")
+        head, parts = _safetensors_parts(path, arrays, metadata or {}, align)
+    else:
+        raise ValueError(f"save writes .npy or .safetensors files, not {_short(path)!r}")
+
+    def write(f: BinaryIO) -> None:
+        f.write(head)
+        for part in parts:
+            if part.nbytes:
+                f.write(part)
+
+    _write_atomically(path, write)
+
+
+def _check_align(align: int, itemsize: int, what: str) -> None:
+    """Refuses an ``align`` below the itemsize of ``what``."""
+    if align < itemsize:
+        raise ValueError(
+            f"align={align} is below the itemsize of {what} ({itemsize} bytes): it could not keep it aligned"
+        )
+
+
+def _npy_parts(path: str, array: np.ndarray, align: int) -> tuple[bytes, list[memoryview]]:
+    """The header of ``array``'s ``.npy`` file and its data, at a multiple
+    of ``align`` (and of 64, as the format asks)."""
+    if array.dtype.hasobject or array.dtype.names is not None:
+        raise TypeError(f"save writes arrays of numbers, not {array.dtype}")
+    known = _known_dtype(array.dtype)
+    if known is not None and not known["npy"]:
+        # np.save writes ml_dtypes' types as raw bytes ('|V1', '<V2'), which
+        # every loader reads back as bytes, not as what they were.
+        raise TypeError(
+            f"{path}: an .npy header cannot name {known['name']} (np.save writes it as raw bytes "
+            f"{array.dtype.str!r}, and loaders read bytes back): save it to a .safetensors file, "
+            f"as {known['safetensors']}"
+        )
+    if array.dtype.kind == "V":
+        raise TypeError(f"save writes arrays of numbers, not raw bytes ({array.dtype})")
+    _check_align(align, array.dtype.itemsize, str(array.dtype))
+    align = max(align, ALIGN)
+    fortran = array.flags.f_contiguous and not array.flags.c_contiguous
+    # np.asarray(order=...), not np.ascontiguousarray, which makes a 0-d array 1-d.
+    data = np.asarray(array, order="F" if fortran else "C")
+    dict_text = repr({"descr": array.dtype.str, "fortran_order": fortran, "shape": array.shape})
+    # Version 1.0 has a 2-byte header length; 2.0 a 4-byte one.
+    version, lead = (1, 10) if len(dict_text) + align + 10 < 65536 else (2, 12)
+    total = -(-(lead + len(dict_text) + 1) // align) * align
+    header = dict_text.ljust(total - lead - 1) + "\n"
+    head = (
+        b"\x93NUMPY"
+        + bytes([version, 0])
+        + struct.pack("<H" if version == 1 else "<I", len(header))
+        + header.encode("latin1")
+    )
+    # What load will make of it, asked of the core that will read it.
+    [parsed] = _loadable(path, head, len(head) + data.nbytes)["arrays"]
+    if parsed["descr"] is None:
+        raise TypeError(
+            f"{path}: bl.load could not map an .npy of dtype {array.dtype} ({array.dtype.str!r}): bytelens has "
+            "no such dtype, and bl.save writes only what bl.load maps (np.save writes it)"
+        )
+    return head, [_raw_bytes(data.T if fortran else data)]
+
+
+def _known_dtype(dtype: np.dtype[Any]) -> dict[str, Any] | None:
+    """The core's table row (``_file_dtype``) of a numpy dtype bytelens
+    has; None for one it lacks (complex, strings, datetimes)."""
+    try:
+        return _file_dtype(dtype)
+    except (TypeError, ValueError):  # LayoutError (BadDType) is a ValueError
+        return None
+
+
+def _loadable(path: str, head: bytes, length: int) -> dict[str, Any]:
+    """The header ``head`` of a file of ``length`` bytes, as :func:`load`
+    will read it; a ``ValueError`` if it would refuse it."""
+    try:
+        header = read_header(head, length)
+    except FormatError as err:
+        raise ValueError(f"{path}: bl.load would refuse the header bl.save was to write: {err}") from None
+    assert "need" not in header, "the whole header was given"
+    return header
+
+
+def _raw_bytes(array: np.ndarray) -> memoryview:
+    """The bytes of a C-contiguous array, whatever its dtype."""
+    return array.reshape(-1).view(np.uint8).data
+
+
+def _text(text: object, what: str) -> str:
+    """``text``, a str that UTF-8 can encode, or a TypeError or ValueError
+    naming ``what`` it is."""
+    if not isinstance(text, str):
+        raise TypeError(f"{what} must be a str, not {type(text).__name__} ({_short(repr(text))})")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValueError(
+            f"{what} {_short(text)!r} is not valid Unicode ({err.reason} at index {err.start}), "
+            "so it cannot be written as UTF-8"
+        ) from None
+    return text
+
+
+def _safetensors_parts(
+    path: str, arrays: Mapping[str, np.ndarray], metadata: Mapping[str, str], align: int
+) -> tuple[bytes, list[memoryview]]:
+    """The header of a safetensors file of ``arrays`` and its data, in order."""
+    tensors = []
+    names: set[str] = set()
+    for name, array in arrays.items():
+        name = _text(name, "a tensor name")
+        if name == "__metadata__":
+            raise ValueError("no tensor can be named '__metadata__': safetensors keeps the file's metadata there")
+        if name in names:  # a Mapping that is not a dict can repeat a key
+            raise ValueError(f"two tensors are named {_short(name)!r}")
+        names.add(name)
+        array = np.asanyarray(array)
+        known = _known_dtype(array.dtype)
+        if known is None:
+            raise TypeError(
+                f"safetensors has no dtype for {array.dtype} (tensor {_short(name)!r}) that bytelens has: "
+                "bl.save writes the dtypes bytelens views, each under its safetensors code"
+            )
+        code = known["safetensors"]
+        if array.dtype.byteorder == ">":
+            array = array.astype(array.dtype.newbyteorder("<"))
+        _check_align(align, array.dtype.itemsize, f"{array.dtype} (tensor {_short(name)!r})")
+        # np.asarray(order="C") keeps a 0-d tensor 0-d (np.ascontiguousarray makes it 1-d).
+        tensors.append((name, code, np.asarray(array, order="C")))
+    # Sizes that keep `align` first, then the widest dtypes first.
+    tensors.sort(key=lambda t: (t[2].nbytes % align != 0, -t[2].dtype.itemsize))
+    header: dict[str, Any] = {}
+    if metadata:
+        header["__metadata__"] = {
+            _text(key, "a metadata key"): _text(value, f"metadata {_short(str(key))!r}")
+            for key, value in metadata.items()
+        }
+    at = 0
+    for name, code, array in tensors:
+        header[name] = {"dtype": code, "shape": list(array.shape), "data_offsets": [at, at + array.nbytes]}
+        at += array.nbytes
+    encoded = json.dumps(header, separators=(",", ":")).encode()
+    # Spaces after the JSON, so that the data starts at a multiple of `align`.
+    encoded += b" " * (-(8 + len(encoded)) % align)
+    if len(encoded) > MAX_HEADER:
+        raise ValueError(
+            f"{path}: the header would be {len(encoded)} bytes, more than the {MAX_HEADER} bl.load reads "
+            "(most of it metadata?)"
+        )
+    head = struct.pack("<Q", len(encoded)) + encoded
+    _loadable(path, head, len(head) + at)
+    return head, [_raw_bytes(array) for _, _, array in tensors]
+
+
+# Why Windows refuses to rename over a file (Win32 error codes): access
+# denied, a sharing violation, or a mapped view of it still open.
+_IN_USE_WINERRORS = (5, 32, 1224)
+
+
+def _write_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
+    """Calls ``write`` on a new file beside ``path``, flushes it to disk
+    and renames it over ``path``: readers see the old file whole or the new
+    one whole, and the old file's bytes live on for whatever maps them.
+    On any error the new file is removed and the old one is untouched.
+
+    On Windows the rename is refused while the old file is mapped (by
+    ``bl.load``'s arrays, in this process or another) or open without
+    delete sharing, and over a read-only file: a ``PermissionError`` that
+    says so, the old file untouched."""
+    target = os.path.realpath(path)  # through a symlink: replace its target
+    folder, name = os.path.split(target)
+    try:
+        old: os.stat_result | None = os.stat(target)
+    except FileNotFoundError:
+        old = None
+    if old is not None and not stat.S_ISREG(old.st_mode):
+        raise _not_regular(path, old.st_mode)
+    if os.name == "nt" and old is not None and not old.st_mode & stat.S_IWRITE:
+        # POSIX renames over a read-only file in a writable folder; Windows
+        # does not. Refused before the new file exists, which would copy
+        # the old one's read-only bit and then be impossible to remove.
+        read_only = PermissionError(
+            f"{path}: the file is read-only, and Windows replaces no read-only file: "
+            "clear its read-only attribute first (os.chmod(path, stat.S_IWRITE))"
+        )
+        read_only.errno = errno.EACCES
+        raise read_only
+    temp = os.path.join(folder, f".{_name_start(name, 180)}.{secrets.token_hex(6)}.tmp")
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        # 0o666 less the umask, as open(path, "wb") gives a new file.
+        fd = os.open(temp, flags, 0o666)
+    except OSError as err:
+        reason = (err.strerror or str(err)).lower()
+        refused = type(err)(f"{path}: cannot create {temp}, the new file bl.save renames over it: {reason}")
+        refused.errno = err.errno
+        raise refused from None
+    try:
+        with os.fdopen(fd, "wb") as f:
+            if old is not None:  # the file replaced keeps its permission bits
+                os.chmod(temp, stat.S_IMODE(old.st_mode) & 0o777)
+            try:
+                write(f)
+                f.flush()
+                os.fsync(f.fileno())
+            except OSError as err:  # EFBIG, ENOSPC, EIO: named, with the path
+                failed = type(err)(
+                    err.errno, f"{_printable(path)}: writing the new file failed ({_reason(err)}); the old file is kept"
+                )
+                failed.filename = path
+                raise failed from None
+        try:
+            os.replace(temp, target)
+        except OSError as err:
+            if os.name == "nt" and old is not None and getattr(err, "winerror", None) in _IN_USE_WINERRORS:
+                raise _in_use(path, err) from None
+            raise
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+    # The rename itself, to disk: POSIX syncs it through the folder. Windows
+    # cannot open a folder with os.open, so there the rename reaches the
+    # disk when the system next writes the volume's metadata (the new
+    # file's bytes were synced above either way).
+    if os.name == "posix":
+        with contextlib.suppress(OSError):  # some file systems cannot sync a folder
+            folder_fd = os.open(folder, os.O_RDONLY)
+            try:
+                os.fsync(folder_fd)
+            finally:
+                os.close(folder_fd)
+
+
+def _in_use(path: str, err: OSError) -> PermissionError:
+    """Why Windows would not rename over ``path`` (``err``), and what to do."""
+    refused = PermissionError(
+        f"{path}: Windows cannot replace the file while it is mapped or open "
+        f"({_reason(err).rstrip('.')}): arrays bl.load returned for it, here or in another process, "
+        "map it until they are gone (del them, or copy what you need first), or save to another path"
+    )
+    refused.errno = errno.EACCES
+    refused.winerror = getattr(err, "winerror", None)  # type: ignore[attr-defined]
+    return refused
+
+
+def _name_start(name: str, limit: int) -> str:
+    """The longest start of ``name`` that is at most ``limit`` bytes as
+    the OS encodes file names, cut between characters: bytes cut inside
+    one are no name on macOS (whose file systems take only valid UTF-8)
+    nor on Windows (whose names are UTF-16: ``os.fsdecode`` refuses the
+    broken UTF-8)."""
+    used = 0
+    for i, char in enumerate(name):
+        used += len(os.fsencode(char))
+        if used > limit:
+            return name[:i]
+    return name
