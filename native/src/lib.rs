@@ -19,7 +19,9 @@ use std::fmt;
 pub use buffer::Buffer;
 /// The core's layout error: what is wrong with a view, with the numbers.
 pub use bytelens_core::Error as LayoutError;
-pub use copy::{can_cast, copy_into, gather_into};
+pub use copy::{
+    can_cast, can_dequantize, copy_into, dequantize_into, dequantize_into_threads, gather_into,
+};
 pub use mapped::{MapMode, MappedFile};
 pub use shared::{DATA_OFFSET, LockGuard, LockKind, MAX_NAME, SharedBuffer, SharedError};
 // Everything else of the core (the local `Error` below shadows the core's).
@@ -69,6 +71,13 @@ pub enum Error {
         /// Bytes the destination holds.
         got: usize,
     },
+    /// Blocks that cannot be dequantised as asked: a type bytelens has no
+    /// kernel for, an output type other than float32, float16 and
+    /// bfloat16, or bytes that are not whole blocks.
+    Dequantize {
+        /// What is wrong, with the numbers.
+        detail: String,
+    },
 }
 
 impl fmt::Display for Error {
@@ -90,6 +99,7 @@ impl fmt::Display for Error {
                     "the view holds {expected} bytes but the destination holds {got}"
                 )
             }
+            Error::Dequantize { detail } => f.write_str(detail),
         }
     }
 }

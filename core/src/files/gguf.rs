@@ -290,7 +290,7 @@ impl GgufEntry<'_> {
                 bytes,
             });
         }
-        Some(scalar(self.kind, bytes)?)
+        scalar(self.kind, bytes)
     }
 }
 

@@ -15,6 +15,7 @@
 //! destination directly.
 
 mod convert;
+mod dequant;
 mod tile;
 mod walk;
 
@@ -25,6 +26,7 @@ use crate::LayoutError;
 pub use convert::can_cast;
 #[cfg_attr(not(feature = "python"), allow(unused_imports))]
 pub(crate) use convert::is_copy;
+pub use dequant::{can_dequantize, dequantize_into, dequantize_into_threads};
 pub(crate) use walk::Copier;
 
 use crate::Error;
@@ -118,7 +120,6 @@ pub fn copy_into(bytes: &[u8], layout: &Layout, out: &mut [u8], to: Descr) -> Re
 ///
 /// The one fan-out of the crate: [`copy_into`]'s parts and the GPU
 /// uploads' (one staging ring per thread, or one range of a mapping).
-#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
 pub(crate) fn fan_out<S, E, I>(
     cuts: &[usize],
     states: I,
@@ -164,7 +165,7 @@ pub(crate) fn converted_layout(layout: &Layout, to: Descr) -> Result<Layout, Lay
 /// GPU upload in `gpu`).
 pub(crate) const PARALLEL_MIN: usize = 8 << 20;
 /// The most threads one copy takes.
-const MOST_THREADS: usize = 4;
+pub(crate) const MOST_THREADS: usize = 4;
 
 /// Whether [`copy_into`] would split this copy between threads (false for
 /// a copy it would refuse).

@@ -144,7 +144,7 @@ impl IntoPyErr for Error {
             Error::Layout(err) => err.into_py_err(py),
             Error::Alloc { .. } => PyMemoryError::new_err(self.to_string()),
             Error::Cast { .. } => CastError::new_err(self.to_string()),
-            Error::BadAlign { .. } | Error::SizeMismatch { .. } => {
+            Error::BadAlign { .. } | Error::SizeMismatch { .. } | Error::Dequantize { .. } => {
                 PyValueError::new_err(self.to_string())
             }
         }
