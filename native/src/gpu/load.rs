@@ -109,7 +109,7 @@ impl GpuContext {
             .map_err(|err| GpuError::File(err.to_string()))?;
         let name = |array: &bytelens_core::files::FileArray| match header.format {
             bytelens_core::files::Format::Npy => "array".to_owned(),
-            bytelens_core::files::Format::Safetensors => array.name.clone(),
+            _ => array.name.clone(),
         };
         // Misaligned arrays, copied into aligned memory, and their layouts.
         let mut copies = Vec::new();
