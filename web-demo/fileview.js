@@ -1,12 +1,16 @@
 // The file view: a file of any size, read only where it is shown (File.slice
 // for a picked file, HTTP range requests for one `cargo xtask demo FILE`
 // serves), drawn as a virtualised grid of 16-byte rows. The arrays its
-// header describes (.npy or safetensors, read by the core's readHeader in
-// the wasm package, the checks bl.load uses) are drawn as bands over the
-// bytes and listed; a misaligned array is marked. Only the rows on screen
-// and the header's first bytes are held in memory.
+// header describes (.npy, safetensors or GGUF, read by the core's readHeader
+// in the wasm package, the checks bl.load uses) are drawn as bands over the
+// bytes and listed; a misaligned array is marked. A GGUF file's metadata is
+// listed (long arrays by their first values), and the bytes of a quantised
+// tensor are coloured by its block's fields (d, dmin, scales, qs, ...: the
+// core's ggml table), with a legend for the blocks in view. Only the rows on
+// screen and the header's first bytes are held in memory.
 
 import { el } from "./dom.js";
+import { formatFloat } from "./numbers.js";
 
 const ROW = 16; // bytes per row
 const ROW_PX = 22; // a row's height in CSS pixels (.frow in style.css)
@@ -17,6 +21,12 @@ const HEAD = 65536; // bytes read first for the header
 const MAX_SCROLL_PX = 8_000_000;
 const MAX_LISTED = 1000; // arrays listed in the table (all are drawn)
 const HUES = [210, 28, 140, 330, 265, 95, 0, 185, 50, 300];
+// A quantised block's fields, by ggml's names, the same colour in every
+// type; other names take the next of FIELD_HUES.
+const FIELD_HUE = { d: 0, m: 35, dmin: 35, e: 0, scales: 275, scales_h: 275, scales_l: 305, qh: 190, hmask: 55, ql: 100, qs: 130 };
+const FIELD_HUES = [230, 160, 20, 320];
+const META_SHOWN = 4; // values of a metadata array shown before "… N more"
+const META_TEXT = 120; // characters of a metadata string shown
 
 
 /** A picked file, read through File.slice. */
@@ -103,6 +113,46 @@ function alignmentOf(offset) {
 
 function shapeText(shape) {
   return `(${shape.join(", ")}${shape.length === 1 ? "," : ""})`;
+}
+
+/** An array of a dtype bytelens has, at an offset that dtype's alignment
+ * does not divide (not one it has no dtype for: nothing views that). */
+function isMisaligned(a) {
+  return !a.aligned && a.descr !== null;
+}
+
+/** A quantised GGUF tensor (readHeader gives it `blockBytes` and `fields`). */
+function isBlocks(a) {
+  return a.blockBytes !== undefined;
+}
+
+/** Each field of a block with its colour and byte range: { name, dtype, count, offset, end, hue }. */
+function blockFields(a) {
+  let spare = 0;
+  return a.fields.map((f) => {
+    const size = Number(f.dtype.slice(2)); // "<f2", "|u1": the itemsize
+    const hue = FIELD_HUE[f.name] ?? FIELD_HUES[spare++ % FIELD_HUES.length];
+    return { ...f, end: f.offset + f.count * size, size, hue };
+  });
+}
+
+/** One GGUF metadata value as text: a string quoted and cut at META_TEXT characters, a float32 as numpy shows it. */
+function metaValueText(value, type, float32) {
+  if (type === "string") {
+    const text = JSON.stringify(value);
+    return text.length > META_TEXT ? `${text.slice(0, META_TEXT)}…" (${value.length.toLocaleString("en")} characters)` : text;
+  }
+  if (type === "float32" && typeof value === "number") return formatFloat(value, float32);
+  return String(value); // integers past 2^53 come as their decimal text
+}
+
+/** A metadata entry's value as the table shows it: an array by its first
+ * META_SHOWN values and "… N more" (exported for the unit tests). */
+export function metaText(entry, float32) {
+  if (entry.type !== "array") return metaValueText(entry.value, entry.type, float32);
+  const shown = entry.value.slice(0, META_SHOWN).map((v) => metaValueText(v, entry.elementType, float32));
+  const more = entry.count - shown.length;
+  return `[${shown.join(", ")}${more > 0 ? `, … ${more.toLocaleString("en")} more` : ""}]`;
 }
 
 export class FileView {
@@ -192,18 +242,22 @@ export class FileView {
     } catch (err) {
       note = err instanceof HeaderReadError
         ? `its header could not be read (${err.message}): its raw bytes`
-        : `no .npy or safetensors header (${err?.message ?? err}): its raw bytes`;
+        : `no .npy, safetensors or GGUF header (${err?.message ?? err}): its raw bytes`;
     }
     this.arrays = (header?.arrays ?? [])
-      .map((a, i) => ({ ...a, hue: HUES[i % HUES.length] }))
+      .map((a, i) => ({ ...a, hue: HUES[i % HUES.length], ...(isBlocks(a) ? { blockFields: blockFields(a) } : {}) }))
       .sort((a, b) => a.offset - b.offset);
-    const what = header ? `${header.format}${header.format === "npy" ? ` ${header.version.join(".")}` : ""}` : "a file";
+    this.gguf = header?.gguf ?? null;
+    const version = header?.format === "npy" ? ` ${header.version.join(".")}` : header?.format === "gguf" ? ` ${header.version[0]}` : "";
+    const what = header ? `${header.format}${version}` : "a file";
+    const keys = this.gguf ? `, ${this.gguf.length} metadata key${this.gguf.length === 1 ? "" : "s"}` : "";
     document.getElementById("file-summary").textContent =
-      `${source.name}: ${what}, ${source.size.toLocaleString("en")} bytes, ${this.arrays.length} array${this.arrays.length === 1 ? "" : "s"}`
+      `${source.name}: ${what}, ${source.size.toLocaleString("en")} bytes, ${this.arrays.length} array${this.arrays.length === 1 ? "" : "s"}${keys}`
       + (note ? `; ${note}` : "")
       + (header?.metadata?.length ? `; metadata ${header.metadata.map(([k, v]) => `${k}=${v}`).join(", ").slice(0, 200)}` : "");
     this.drawBands();
     this.drawTable();
+    this.drawMetadata();
     this.spacer.style.height = `${this.scrollPx}px`;
     this.scroller.scrollTop = 0;
     await this.render();
@@ -218,9 +272,9 @@ export class FileView {
     for (const a of [...this.arrays].sort((x, y) => y.nbytes - x.nbytes)) {
       const band = el("button", {
         type: "button",
-        class: `fband${a.aligned ? "" : " misaligned"}`,
+        class: `fband${isMisaligned(a) ? " misaligned" : ""}`,
         style: `left:${pct(a.offset)}%;width:max(3px, ${pct(a.nbytes)}%);--hue:${a.hue}`,
-        title: `${a.name}: ${a.dtype} ${shapeText(a.shape)}, bytes ${a.offset}..${a.offset + a.nbytes}${a.aligned ? "" : ", misaligned"}`,
+        title: `${a.name}: ${a.dtype} ${shapeText(a.shape)}, bytes ${a.offset}..${a.offset + a.nbytes}${isMisaligned(a) ? ", misaligned" : ""}`,
         "aria-label": `Jump to ${a.name}`,
         "data-testid": `file-band-${a.name}`,
       });
@@ -235,19 +289,66 @@ export class FileView {
     for (const a of this.arrays.slice(0, MAX_LISTED)) {
       const jump = el("button", { type: "button", class: "small", "aria-label": `Jump to ${a.name}`, text: "Jump", "data-testid": `file-jump-${a.name}` });
       jump.addEventListener("click", () => this.jumpTo(a.offset));
-      const load = a.descr === null ? `no bytelens dtype for ${a.dtype}`
-        : a.aligned ? "view" : "misaligned: bl.load copies it";
-      tbody.append(el("tr", { class: a.aligned ? "" : "misaligned", "data-testid": `file-array-${a.name}` },
+      const load = isBlocks(a) ? `${a.dtype} blocks, dequantised on access`
+        : a.descr === null ? (a.ggml === null ? `bytelens does not read ${a.dtype}` : `no bytelens dtype for ${a.dtype}`)
+          : a.aligned ? "view" : "misaligned: bl.load copies it";
+      const blocks = isBlocks(a)
+        ? `${a.blocks.toLocaleString("en")} × ${a.blockBytes} bytes (${a.block} elements each)` : "";
+      tbody.append(el("tr", { class: isMisaligned(a) ? "misaligned" : "", "data-testid": `file-array-${a.name}` },
         el("th", { scope: "row" }, el("span", { class: "swatch", style: `--hue:${a.hue}`, "aria-hidden": "true" }), a.name),
         el("td", {}, el("code", { text: a.dtype })),
         el("td", { text: shapeText(a.shape) }),
         el("td", { text: `${a.offset}..${a.offset + a.nbytes}` }),
         el("td", { text: alignmentOf(a.offset) }),
         el("td", { text: load }),
+        el("td", { text: blocks }),
         el("td", {}, jump)));
     }
     document.getElementById("file-more").textContent = this.arrays.length > MAX_LISTED
       ? `The first ${MAX_LISTED} of ${this.arrays.length} arrays are listed; the bands show all of them.` : "";
+  }
+
+  /** A GGUF file's metadata, one row per key (hidden for other files). */
+  drawMetadata() {
+    const box = document.getElementById("file-meta");
+    const tbody = box.querySelector("tbody");
+    tbody.replaceChildren();
+    box.hidden = !this.gguf;
+    if (!this.gguf) return;
+    const float32 = this.wasm.describeDType("float32").format;
+    for (const m of this.gguf.slice(0, MAX_LISTED)) {
+      const jump = el("button", { type: "button", class: "small", "aria-label": `Jump to ${m.key}'s value`, text: "Jump", "data-testid": `file-meta-jump-${m.key}` });
+      jump.addEventListener("click", () => this.jumpTo(m.offset));
+      const type = m.type === "array" ? `${m.elementType}[${m.count.toLocaleString("en")}]` : m.type;
+      tbody.append(el("tr", { "data-testid": `file-meta-${m.key}` },
+        el("th", { scope: "row" }, el("code", { text: m.key })),
+        el("td", {}, el("code", { text: type })),
+        el("td", { class: "meta-value", text: metaText(m, float32) }),
+        el("td", { text: `${m.offset}..${m.offset + m.nbytes}` }),
+        el("td", {}, jump)));
+    }
+    document.getElementById("file-meta-more").textContent = this.gguf.length > MAX_LISTED
+      ? `The first ${MAX_LISTED} of ${this.gguf.length} keys are listed.` : "";
+  }
+
+  /** The legend of the block fields of the quantised tensors in bytes `start..end`. */
+  drawLegend(start, end) {
+    const legend = document.getElementById("file-legend");
+    const shown = this.arrays.filter((a) => isBlocks(a) && a.offset < end && a.offset + a.nbytes > start);
+    legend.hidden = shown.length === 0;
+    legend.replaceChildren(...shown.map((a) => {
+      const first = Math.max(0, Math.floor((start - a.offset) / a.blockBytes));
+      const last = Math.min(a.blocks, Math.ceil((end - a.offset) / a.blockBytes)) - 1;
+      const blocks = first === last ? `block ${first}` : `blocks ${first}..${last}`;
+      return el("p", { class: "flegend", "data-testid": `file-legend-${a.name}` },
+        el("span", { class: "swatch", style: `--hue:${a.hue}`, "aria-hidden": "true" }),
+        el("strong", { text: a.name }),
+        ` ${blocks} of ${a.blocks}: ${a.dtype}, ${a.block} elements in ${a.blockBytes} bytes: `,
+        ...a.blockFields.flatMap((f, i) => [i ? " " : "", el("span", {
+          class: "ffield", style: `--hue:${f.hue}`, "data-testid": `file-legend-${a.name}-${f.name}`,
+          title: `${f.name}: ${f.count} × ${f.dtype} at bytes ${f.offset}..${f.end} of each block`,
+        }, el("code", { text: f.name }), ` ${f.dtype}${f.count > 1 ? `×${f.count}` : ""} @${f.offset}`)]));
+    }));
   }
 
   /** Scrolls so that the row holding byte `offset` is the first one drawn. */
@@ -272,6 +373,14 @@ export class FileView {
     return null;
   }
 
+  /** The block field holding byte `at` of quantised tensor `a`: { f, block, rel }, or null in a gap. */
+  fieldAt(a, at) {
+    const block = Math.floor(at / a.blockBytes);
+    const rel = at - block * a.blockBytes;
+    const f = a.blockFields.find((x) => rel >= x.offset && rel < x.end);
+    return f ? { f, block, rel } : null;
+  }
+
   async render(row = this.rowAt(this.scroller.scrollTop)) {
     if (!this.source) return;
     this.window.style.transform = `translateY(${this.scroller.scrollTop}px)`;
@@ -283,6 +392,7 @@ export class FileView {
     if (seq !== this.seq) return; // a later scroll is being drawn
     this.firstRow = row;
     this.window.dataset.first = String(start);
+    this.drawLegend(start, end);
     for (let r = 0; r < VISIBLE; r++) {
       const { line, offset, bytes: cells, ascii } = this.rows[r];
       const base = start + r * ROW;
@@ -297,13 +407,27 @@ export class FileView {
           const v = bytes[i];
           cell.textContent = v.toString(16).padStart(2, "0");
           const a = this.arrayAt(base + c);
-          cell.className = a ? `fb in${a.aligned ? "" : " misaligned"}` : "fb";
-          cell.style.setProperty("--hue", a ? a.hue : "");
-          cell.title = a ? `${a.name} byte ${base + c - a.offset} (file byte ${base + c})` : `byte ${base + c}`;
+          const at = a ? base + c - a.offset : 0;
+          const field = a?.blockFields ? this.fieldAt(a, at) : null;
+          if (field) {
+            // A quantised tensor: the byte's block field, coloured as the legend says.
+            const { f, block, rel } = field;
+            const item = f.count > 1 ? `[${Math.floor((rel - f.offset) / f.size)}]` : "";
+            cell.className = `fb in field${rel === 0 ? " bstart" : ""}`;
+            cell.dataset.field = f.name;
+            cell.style.setProperty("--hue", f.hue);
+            cell.title = `${a.name} block ${block}, ${f.name}${item} (${f.dtype}), byte ${rel} of the block (file byte ${base + c})`;
+          } else {
+            cell.className = a ? `fb in${isMisaligned(a) ? " misaligned" : ""}` : "fb";
+            delete cell.dataset.field;
+            cell.style.setProperty("--hue", a ? a.hue : "");
+            cell.title = a ? `${a.name} byte ${at} (file byte ${base + c})` : `byte ${base + c}`;
+          }
           text += v >= 0x20 && v < 0x7f ? String.fromCharCode(v) : ".";
         } else {
           cell.textContent = "";
           cell.className = "fb";
+          delete cell.dataset.field;
           cell.title = "";
         }
       }

@@ -261,6 +261,95 @@ fn headers_of_files() {
     );
 }
 
+/// `readHeader` of a GGUF file: typed metadata with long arrays cut to
+/// their first 8 elements (and counted), integers past 2^53 as strings,
+/// float32 values exact; tensors with their ggml type, and a quantised
+/// one's block and fields from the core's table.
+#[cfg(feature = "files")]
+#[wasm_bindgen_test]
+fn gguf_headers_of_files() {
+    use bytelens_wasm::read_header;
+    fn string(file: &mut Vec<u8>, text: &str) {
+        file.extend((text.len() as u64).to_le_bytes());
+        file.extend(text.as_bytes());
+    }
+    let mut file = b"GGUF".to_vec();
+    file.extend(3u32.to_le_bytes());
+    file.extend(2u64.to_le_bytes()); // tensors
+    file.extend(6u64.to_le_bytes()); // keys
+    // Where each value starts: a string's text, an array's first element.
+    let mut at = Vec::new();
+    string(&mut file, "general.architecture");
+    file.extend(8u32.to_le_bytes());
+    at.push(file.len() + 8);
+    string(&mut file, "llama");
+    string(&mut file, "seed");
+    file.extend(10u32.to_le_bytes()); // uint64
+    at.push(file.len());
+    file.extend((u64::MAX - 1).to_le_bytes());
+    string(&mut file, "eps");
+    file.extend(6u32.to_le_bytes()); // float32
+    at.push(file.len());
+    file.extend(0.1f32.to_le_bytes());
+    string(&mut file, "neg");
+    file.extend(1u32.to_le_bytes()); // int8
+    at.push(file.len());
+    file.push(0xfb);
+    string(&mut file, "tokens");
+    file.extend(9u32.to_le_bytes()); // array
+    file.extend(8u32.to_le_bytes()); // of strings
+    file.extend(10u64.to_le_bytes());
+    at.push(file.len());
+    for i in 0..10 {
+        string(&mut file, &format!("t{i}"));
+    }
+    string(&mut file, "types");
+    file.extend(9u32.to_le_bytes());
+    file.extend(1u32.to_le_bytes()); // of int8
+    file.extend(9u64.to_le_bytes());
+    at.push(file.len());
+    file.extend((0..9).map(|i: i8| (-i) as u8));
+    for (name, dims, code) in [("q", &[32u64, 2][..], 8u32), ("f", &[3][..], 0)] {
+        string(&mut file, name);
+        file.extend((dims.len() as u32).to_le_bytes());
+        for d in dims {
+            file.extend(d.to_le_bytes());
+        }
+        file.extend(code.to_le_bytes());
+        file.extend(if name == "q" { 0u64 } else { 96 }.to_le_bytes());
+    }
+    let start = file.len().next_multiple_of(32);
+    file.resize(start + 96 + 12, 0);
+
+    // Asked for more, at least twice what it had.
+    let more = read_header(&file[..40], file.len() as f64).unwrap();
+    let need = Reflect::get(&more, &"need".into()).unwrap().as_f64();
+    assert!(need >= Some(80.0), "{need:?}");
+    let header = read_header(&file, file.len() as f64).unwrap();
+    let text = js_sys::JSON::stringify(&header)
+        .unwrap()
+        .as_string()
+        .unwrap();
+    let eps = f64::from(0.1f32); // exact, as JS would hold it
+    assert_eq!(
+        text,
+        format!(
+            r#"{{"format":"gguf","version":[3,0],"dataStart":{start},"metadata":[],"gguf":[{{"key":"general.architecture","type":"string","count":1,"offset":{},"nbytes":5,"value":"llama"}},{{"key":"seed","type":"uint64","count":1,"offset":{},"nbytes":8,"value":"18446744073709551614"}},{{"key":"eps","type":"float32","count":1,"offset":{},"nbytes":4,"value":{eps}}},{{"key":"neg","type":"int8","count":1,"offset":{},"nbytes":1,"value":-5}},{{"key":"tokens","type":"array","elementType":"string","count":10,"offset":{},"nbytes":100,"value":["t0","t1","t2","t3","t4","t5","t6","t7"]}},{{"key":"types","type":"array","elementType":"int8","count":9,"offset":{},"nbytes":9,"value":[0,-1,-2,-3,-4,-5,-6,-7]}}],"arrays":[{{"name":"q","dtype":"Q8_0","descr":null,"shape":[2,32],"fortran":false,"offset":{start},"nbytes":68,"aligned":true,"ggml":"Q8_0","block":32,"blockBytes":34,"blocks":2,"fields":[{{"name":"d","dtype":"<f2","count":1,"offset":0}},{{"name":"qs","dtype":"|i1","count":32,"offset":2}}]}},{{"name":"f","dtype":"F32","descr":"<f4","shape":[3],"fortran":false,"offset":{},"nbytes":12,"aligned":true,"ggml":"F32"}}]}}"#,
+            at[0],
+            at[1],
+            at[2],
+            at[3],
+            at[4],
+            at[5],
+            start + 96
+        )
+    );
+    assert_eq!(
+        at[0], 64,
+        "the first value: after 24 bytes, a key of 20, a type and a length"
+    );
+}
+
 #[wasm_bindgen_test]
 fn fields_at_explicit_offsets() {
     let field = |dtype: &str, n: f64, offset: f64| {

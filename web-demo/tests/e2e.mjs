@@ -14,6 +14,8 @@ import { fileURLToPath } from "node:url";
 
 import { chromium } from "playwright-core";
 
+import { ggufFixture } from "./gguf-fixture.mjs";
+
 const demoDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const demoUrl = process.env.DEMO_URL;
 if (!demoUrl) {
@@ -422,6 +424,95 @@ const checks = [
     expectEqual((await cells("fnuz"))[4], "no bytelens dtype for F8_E4M3FNUZ", "the row of a code bytelens lacks");
     await page.unroute(served);
     expectNoProblems("in the float8 file's view");
+  }],
+
+  ["a served GGUF file: its metadata (long arrays shortened), tensors with their qtypes, a quantised tensor's block fields over its bytes", async (page) => {
+    // Faked in the page's network, as a served file read in ranges:
+    // tests/gguf-fixture.mjs's file (Q8_0, Q4_K, F32, F16 and IQ2_XXS tensors).
+    const file = Buffer.from(ggufFixture());
+    const served = (url) => url.pathname === "/file/tiny.gguf";
+    await page.route(served, (route) => {
+      const [, first, last] = route.request().headers().range.match(/bytes=(\d+)-(\d+)/).map(Number);
+      const body = file.subarray(first, Math.min(last + 1, file.length));
+      route.fulfill({ status: 206, body, headers: { "Content-Range": `bytes ${first}-${first + body.length - 1}/${file.length}` } });
+    });
+    await openDemo(page, `${demoUrl}?file=/file/tiny.gguf`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-summary]").textContent.startsWith("tiny.gguf"));
+    expectEqual(await text(page, "file-summary"), `tiny.gguf: gguf 3, ${file.length.toLocaleString("en")} bytes, 5 arrays, 14 metadata keys`, "the summary");
+    // The metadata table.
+    expect(await page.getByTestId("file-meta").isVisible(), "the metadata table is not shown");
+    const meta = async (key) => page.getByTestId(`file-meta-${key}`).locator("th, td").allTextContents();
+    const [, archType, arch] = await meta("general.architecture");
+    expectEqual(`${archType} ${arch}`, 'string "llama"', "general.architecture's type and value");
+    expectEqual((await meta("general.alignment")).slice(1, 3).join(" "), "uint32 64", "general.alignment");
+    expectEqual((await meta("test.big"))[2], "1152921504606846977", "a uint64 past 2^53, exact");
+    expectEqual((await meta("llama.attention.layer_norm_rms_epsilon"))[2], "0.00001", "a float32, as numpy prints it");
+    const [, tokType, tokens] = await meta("tokenizer.ggml.tokens");
+    expectEqual(`${tokType} ${tokens}`, 'string[20] ["<unk>", "<s>", "</s>", "tok3", … 16 more]', "the vocabulary, shortened");
+    // The tensors, with their qtypes and blocks.
+    const cells = async (name) => (await page.getByTestId(`file-array-${name}`).locator("td").allTextContents());
+    const [dtype, shape, , , load, blocks] = await cells("blk.0.ffn_down.weight");
+    expectEqual([dtype, shape, load, blocks].join(" | "), "Q4_K | (2, 256) | Q4_K blocks, dequantised on access | 2 × 144 bytes (256 elements each)", "the Q4_K tensor's row");
+    expectEqual((await cells("blk.0.attn_q.weight")).slice(0, 2).concat((await cells("blk.0.attn_q.weight"))[5]).join(" | "), "Q8_0 | (2, 64) | 4 × 34 bytes (32 elements each)", "the Q8_0 tensor's row");
+    expectEqual((await cells("token_embd.weight")).filter((_, i) => [0, 1, 4].includes(i)).join(" | "), "F32 | (4, 8) | view", "the F32 tensor's row");
+    expectEqual((await cells("blk.0.attn_k.weight"))[4], "bytelens does not read IQ2_XXS", "the row of a type bytelens does not read");
+    for (const name of ["blk.0.attn_k.weight", "blk.0.ffn_down.weight"]) {
+      expect(!(await page.getByTestId(`file-array-${name}`).getAttribute("class")).includes("misaligned"), `${name} is marked misaligned`);
+    }
+    // Jump to the Q4_K tensor: its first block's fields coloured over its bytes, with a legend.
+    const start = Number((await cells("blk.0.ffn_down.weight"))[2].split("..")[0]);
+    await page.getByTestId("file-jump-blk.0.ffn_down.weight").click();
+    await page.waitForFunction((b) => document.querySelector(".fwindow").dataset.first === String(b), start);
+    const legend = page.getByTestId("file-legend-blk.0.ffn_down.weight");
+    expect(await legend.isVisible(), "no legend for the Q4_K tensor in view");
+    expect((await legend.textContent()).includes("Q4_K, 256 elements in 144 bytes"), `the legend: ${await legend.textContent()}`);
+    const fields = await legend.locator(".ffield").allTextContents();
+    expectEqual(fields.join(" | "), "d <f2 @0 | dmin <f2 @2 | scales |u1×12 @4 | qs |u1×128 @16", "the legend's fields");
+    const byte = (i) => page.locator("[data-testid=file-row-0] .fb").nth(i);
+    expectEqual(await byte(0).getAttribute("title"), `blk.0.ffn_down.weight block 0, d (<f2), byte 0 of the block (file byte ${start})`, "the block's first byte");
+    expectEqual(await byte(0).textContent(), "00", "d's low byte (float16 1.0 is 0x3c00)");
+    expectEqual(await byte(1).textContent(), "3c", "d's high byte");
+    const fieldsOf = await page.evaluate(() => [...document.querySelectorAll("[data-testid=file-row-0] .fb, [data-testid=file-row-1] .fb")].map((b) => b.dataset.field ?? "").join(" "));
+    expectEqual(fieldsOf, `d d dmin dmin ${"scales ".repeat(12)}${"qs ".repeat(16).trim()}`, "the fields of the block's first 32 bytes");
+    expectEqual(await byte(5).getAttribute("title"), `blk.0.ffn_down.weight block 0, scales[1] (|u1), byte 5 of the block (file byte ${start + 5})`, "a scales byte");
+    // Each field its own colour, the legend's.
+    const background = (locator) => locator.evaluate((b) => getComputedStyle(b).backgroundColor);
+    const over = [await background(byte(0)), await background(byte(2)), await background(byte(4)),
+      await background(page.locator("[data-testid=file-row-1] .fb").first())]; // d, dmin, scales, qs
+    const inLegend = [];
+    for (let i = 0; i < 4; i++) inLegend.push(await background(legend.locator(".ffield").nth(i)));
+    expectEqual(over.join(" "), inLegend.join(" "), "the fields' colours over the bytes and in the legend");
+    expectEqual(new Set(over).size, 4, `the four fields' colours (${over.join(", ")})`);
+    // The second block starts 144 bytes on, marked.
+    const second = start + 144;
+    const cell = page.locator(`.frow[data-offset="${Math.floor(second / 16) * 16}"] .fb`).nth(second % 16);
+    expectEqual(await cell.getAttribute("title"), `blk.0.ffn_down.weight block 1, d (<f2), byte 0 of the block (file byte ${second})`, "the second block's first byte");
+    expect((await cell.getAttribute("class")).includes("bstart"), "the second block's start is not marked");
+    await page.getByTestId("file").screenshot({ path: screenshotPath.replace(/\.png$/, "-gguf.png") });
+    await page.unroute(served);
+    expectNoProblems("in the GGUF file's view");
+  }],
+
+  ["a picked .gguf file opens too, its Q8_0 blocks drawn", async (page) => {
+    await openDemo(page);
+    await page.getByTestId("load-file").setInputFiles({ name: "picked.gguf", mimeType: "application/octet-stream", buffer: Buffer.from(ggufFixture()) });
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-summary]").textContent.startsWith("picked.gguf"));
+    expect((await text(page, "file-summary")).startsWith("picked.gguf: gguf 3, 2,112 bytes, 5 arrays, 14 metadata keys"), `the summary: ${await text(page, "file-summary")}`);
+    await page.getByTestId("file-jump-blk.0.attn_q.weight").click();
+    const legend = page.getByTestId("file-legend-blk.0.attn_q.weight");
+    await legend.waitFor();
+    expectEqual((await legend.locator(".ffield").allTextContents()).join(" | "), "d <f2 @0 | qs |i1×32 @2", "the Q8_0 legend");
+    const start = Number(await page.evaluate(() => document.querySelector(".fwindow").dataset.first));
+    const titles = await page.evaluate(() => [...document.querySelectorAll("[data-testid=file-row-2] .fb")].map((b) => b.title));
+    // Bytes 32..48 of the tensor: the end of block 0's qs, then block 1's d at byte 34.
+    expectEqual(titles[2], `blk.0.attn_q.weight block 1, d (<f2), byte 0 of the block (file byte ${start + 34})`, "block 1's d");
+    expectEqual(titles[1], `blk.0.attn_q.weight block 0, qs[31] (|i1), byte 33 of the block (file byte ${start + 33})`, "block 0's last qs");
+    // The metadata table is gone for a file that is not GGUF.
+    await page.getByTestId("load-file").setInputFiles({ name: "raw.bin", mimeType: "application/octet-stream", buffer: Buffer.from("not a header at all") });
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-summary]").textContent.startsWith("raw.bin"));
+    expect(!(await page.getByTestId("file-meta").isVisible()), "the metadata table stays for a file without GGUF metadata");
+    expect(!(await page.getByTestId("file-legend").isVisible()), "the block legend stays for a file without quantised tensors");
+    expectNoProblems("in the picked GGUF file's view");
   }],
 
   ["a picked .npy file opens in the file view too", async (page) => {

@@ -1,6 +1,6 @@
 // Unit tests of the demo's parsing and formatting, and of what it takes
 // from the wasm package (its dtype table, its plan text, the file view's
-// header read through readHeader):
+// header read through readHeader, a GGUF file's among them):
 //   node --test web-demo/tests/numbers.test.mjs
 // after `cargo xtask build-wasm` has built the package into web-demo/pkg.
 import assert from "node:assert/strict";
@@ -11,7 +11,8 @@ import {
   roundToFormat, formatFloat, formatValue, hexOf, parseInteger, parseFloatText, parseByte,
   parseHexBytes, formatHexBytes, parseIntList, nestedRepr, readingsOf,
 } from "../numbers.js";
-import { HeaderReadError, readHeader } from "../fileview.js";
+import { HeaderReadError, metaText, readHeader } from "../fileview.js";
+import { ALIGNMENT, TOKENS, fixtureLayout, ggufFixture } from "./gguf-fixture.mjs";
 
 /** The wasm package the demo loads, built for the web and started here from its bytes. */
 async function loadPackage() {
@@ -332,4 +333,91 @@ test("the file view reads the header of a file past 4 GiB, its offsets exact", a
     after: [2 ** 32 + 272, 16, true],
   });
   assert.ok(arrays.after[0] + arrays.after[1] === size, "the last array ends at the file's end");
+});
+
+// A GGUF file (tests/gguf-fixture.mjs, written byte by byte): its header
+// through the file view's read, as the view draws it.
+
+test("the file view reads a GGUF header: tensors with their ggml types and blocks, typed metadata", async () => {
+  const file = ggufFixture();
+  const source = fakeSource(file, file.length);
+  const header = await readHeader(wasm, source);
+  assert.equal(source.reads, 1);
+  const layout = fixtureLayout();
+  assert.equal(header.format, "gguf");
+  assert.deepEqual(header.version, [3, 0]);
+  assert.equal(header.dataStart, layout.dataStart);
+  assert.equal(header.dataStart % ALIGNMENT, 0);
+  const arrays = Object.fromEntries(header.arrays.map((a) => [a.name, a]));
+  const plain = (a) => [a.dtype, a.ggml, a.descr, a.shape, a.offset, a.nbytes, a.blocks];
+  assert.deepEqual(plain(arrays["token_embd.weight"]), ["F32", "F32", "<f4", [4, 8], ...layout.tensors["token_embd.weight"], undefined]);
+  assert.deepEqual(plain(arrays["output_norm.weight"]), ["F16", "F16", "<f2", [8], ...layout.tensors["output_norm.weight"], undefined]);
+  // IQ2_XXS: sized and placed, but bytelens has no reader for it.
+  assert.deepEqual(plain(arrays["blk.0.attn_k.weight"]), ["IQ2_XXS", null, null, [256], ...layout.tensors["blk.0.attn_k.weight"], undefined]);
+  const q8 = arrays["blk.0.attn_q.weight"];
+  assert.deepEqual(plain(q8), ["Q8_0", "Q8_0", null, [2, 64], ...layout.tensors["blk.0.attn_q.weight"], 4]);
+  assert.deepEqual([q8.block, q8.blockBytes, q8.aligned], [32, 34, true]);
+  assert.deepEqual(q8.fields, [{ name: "d", dtype: "<f2", count: 1, offset: 0 }, { name: "qs", dtype: "|i1", count: 32, offset: 2 }]);
+  const q4k = arrays["blk.0.ffn_down.weight"];
+  assert.deepEqual(plain(q4k), ["Q4_K", "Q4_K", null, [2, 256], ...layout.tensors["blk.0.ffn_down.weight"], 2]);
+  assert.deepEqual(q4k.fields.map((f) => [f.name, f.dtype, f.count, f.offset]),
+    [["d", "<f2", 1, 0], ["dmin", "<f2", 1, 2], ["scales", "|u1", 12, 4], ["qs", "|u1", 128, 16]]);
+  // The block's first bytes are where the fixture wrote d = 1.0 and dmin = 0.5.
+  const at = q4k.offset + q4k.fields[1].offset;
+  assert.equal(new DataView(file.buffer).getUint16(at, true), 0x3800);
+
+  const meta = Object.fromEntries(header.gguf.map((m) => [m.key, m]));
+  assert.deepEqual(header.gguf.map((m) => m.key).slice(0, 3), ["general.architecture", "general.name", "general.alignment"]);
+  const typed = (key) => [meta[key].type, meta[key].value];
+  assert.deepEqual(typed("general.architecture"), ["string", "llama"]);
+  assert.deepEqual(typed("general.alignment"), ["uint32", 64]);
+  assert.deepEqual(typed("test.int8"), ["int8", -5]);
+  assert.deepEqual(typed("test.int64"), ["int64", -3]);
+  assert.deepEqual(typed("test.big"), ["uint64", "1152921504606846977"], "past 2^53: exact, as text");
+  assert.deepEqual(typed("test.ratio"), ["float64", 2.5]);
+  assert.deepEqual(typed("test.flag"), ["bool", true]);
+  assert.deepEqual(typed("llama.attention.layer_norm_rms_epsilon"), ["float32", Math.fround(1e-5)]);
+  // The metadata value's bytes: the string "llama" lies where the entry says.
+  const arch = meta["general.architecture"];
+  assert.equal(new TextDecoder().decode(file.subarray(arch.offset, arch.offset + arch.nbytes)), "llama");
+  // Long arrays: the first 8 elements and the count.
+  const tokens = meta["tokenizer.ggml.tokens"];
+  assert.deepEqual([tokens.type, tokens.elementType, tokens.count], ["array", "string", 20]);
+  assert.deepEqual(tokens.value, TOKENS.slice(0, 8));
+  assert.deepEqual(meta["tokenizer.ggml.scores"].value, [-0, -0.25, -0.5, -0.75, -1, -1.25, -1.5, -1.75]);
+  assert.deepEqual([meta["tokenizer.ggml.token_type"].elementType, meta["tokenizer.ggml.token_type"].value], ["int32", [3, 3, 3, 1, 1, 1, 1, 1]]);
+
+  // As the view's metadata table shows them: float32 as numpy prints it,
+  // arrays by their first values and how many more.
+  const f32 = row("float32").format;
+  assert.equal(metaText(meta["llama.attention.layer_norm_rms_epsilon"], f32), "0.00001");
+  assert.equal(metaText(tokens, f32), '["<unk>", "<s>", "</s>", "tok3", … 16 more]');
+  assert.equal(metaText(meta["tokenizer.ggml.scores"], f32), "[-0, -0.25, -0.5, -0.75, … 16 more]");
+  assert.equal(metaText(meta["test.big"], f32), "1152921504606846977");
+  assert.equal(metaText({ type: "string", value: "x".repeat(500) }, f32), `"${"x".repeat(119)}…" (500 characters)`);
+});
+
+test("a GGUF header with a 128,256-token vocabulary: read in a few doubling reads, its array shortened", async () => {
+  const file = ggufFixture({ vocab: 128_256 });
+  const source = fakeSource(file, file.length);
+  const header = await readHeader(wasm, source);
+  // 64 KiB, then at least twice as much each time: 2.6 MB of header in a handful of reads.
+  assert.ok(source.reads <= 7, `${source.reads} reads`);
+  assert.equal(header.dataStart, fixtureLayout({ vocab: 128_256 }).dataStart);
+  const tokens = header.gguf.find((m) => m.key === "tokenizer.ggml.tokens");
+  assert.equal(tokens.count, 128_256);
+  assert.deepEqual(tokens.value, ["<unk>", "<s>", "</s>", "tok3", "tok4", "tok5", "tok6", "tok7"]);
+  assert.ok(JSON.stringify(header).length < 5000, `the header's JSON is ${JSON.stringify(header).length} characters`);
+  assert.equal(header.arrays.length, 5);
+});
+
+test("a GGUF header the core refuses throws its RangeError", async () => {
+  const file = ggufFixture();
+  const broken = file.slice();
+  new DataView(broken.buffer).setUint32(4, 0x03000000, true); // big-endian's version
+  await assert.rejects(readHeader(wasm, fakeSource(broken, broken.length)), (err) => {
+    assert.ok(err instanceof RangeError, String(err));
+    assert.match(err.message, /big-endian GGUF/);
+    return true;
+  });
 });
