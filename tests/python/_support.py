@@ -24,8 +24,8 @@ BF16_BE = BF16.newbyteorder(">")
 
 
 def frameworks_required():
-    """Whether this venv was made to hold torch and JAX, so that their tests
-    must fail rather than skip without them: the xtask writes what it
+    """Whether this venv was made to hold torch and JAX (and gguf-py), so
+    that their tests must fail rather than skip without them: the xtask writes what it
     installed into ``.bytelens-requirements``, and venv-np2 is the one it
     installs them into."""
     marker = os.path.join(sys.prefix, ".bytelens-requirements")

@@ -72,7 +72,12 @@ const PY_TOOLS: [&str; 9] = [
 /// without them, and skip elsewhere). PyPI's torch is the CUDA build (about
 /// 3 GB with its nvidia packages), which runs on the CPU too. Pinned: what
 /// arrives zero-copy, and when XLA copies, is what the tests check.
-const PY_FRAMEWORKS: [&str; 3] = ["torch==2.15.0", "jax==0.10.2", "jaxlib==0.10.2"];
+///
+/// With them, llama.cpp's gguf-py (pure Python), whose `GGUFWriter` writes
+/// the GGUF files tests/python/test_gguf.py reads and whose
+/// `gguf.quants.dequantize` is the dequantisers' oracle; pinned, as the
+/// oracle must not change under a hand-in.
+const PY_FRAMEWORKS: [&str; 4] = ["torch==2.15.0", "jax==0.10.2", "jaxlib==0.10.2", "gguf==0.19.0"];
 /// The venv of [`PY_ENVS`] that [`PY_FRAMEWORKS`] go into.
 const FRAMEWORKS_ENV: &str = PY_ENVS[0].0;
 /// What builds and checks the wheels (wheels.rs), in the venv of

@@ -13,7 +13,7 @@ bounds or misaligned::
 """
 
 from ._copy import ascontiguous
-from ._files import FileArrays, FileReport, inspect, load, save
+from ._files import FileArrays, FileReport, Quantized, inspect, load, save
 from ._view import View
 from ._native import (
     AlignmentError,
@@ -41,6 +41,7 @@ __all__ = [
     "Layout",
     "LayoutError",
     "Plan",
+    "Quantized",
     "SharedBuffer",
     "SharedLock",
     "View",

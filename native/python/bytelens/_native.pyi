@@ -360,3 +360,20 @@ def gpu_upload(array: Any, dtype: Any = None) -> GpuBuffer: ...
 def gpu_upload_texture(array: Any, format: str | None = None, dimension: str = "2d") -> GpuTexture: ...
 def gpu_upload_all(arrays: Sequence[Any], dtype: Any = None) -> list[GpuBuffer]: ...
 def gpu_adapter_info() -> dict[str, Any]: ...
+
+def dequantize(
+    blocks: Any, qtype: str, shape: Sequence[int], dtype: Any = None, out: Any = None
+) -> Any:
+    """Whole ggml blocks dequantised (see ``bytelens.Quantized.dequantize``)."""
+
+class _GgmlType(TypedDict):
+    name: str
+    code: int
+    block: int
+    bytes: int
+    quantized: bool
+    dequantizes: bool
+    fields: list[tuple[str, str, int, int]]
+
+def ggml_type(name: str) -> _GgmlType | None:
+    """A ggml block type from the core's table, by name."""

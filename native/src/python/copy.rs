@@ -39,9 +39,28 @@ pub(crate) fn ascontiguous<'py>(
         return Err(Error::Cast { from, to }.into_py_err(py));
     }
     let result = converted_layout(source.layout(), to).py_err(py)?;
+    let layout = source.layout();
+    // A copy split between threads has the CPUs busy already; a thread
+    // populating the result's pages would only contend with it.
+    let parallel = is_parallel(source.bytes(), layout, to);
+    let fill = |bytes: &[u8], dst: &mut [u8]| copy_into(bytes, layout, dst, to);
+    write_result(py, &source, &result, out, parallel, fill)
+}
+
+/// The result of reading `source` with `fill` (its bytes, the result's
+/// bytes), into `out` or a new buffer: see [`into_new_buffer`] and
+/// [`into_out`]. `parallel`: `fill` runs threads of its own.
+pub(crate) fn write_result<'py>(
+    py: Python<'py>,
+    source: &Source<'py>,
+    result: &Layout,
+    out: Option<&Bound<'py, PyAny>>,
+    parallel: bool,
+    fill: impl Fn(&[u8], &mut [u8]) -> Result<(), Error> + Sync,
+) -> PyResult<Bound<'py, PyAny>> {
     match out {
-        None => into_new_buffer(py, &source, &result),
-        Some(out) => into_out(py, &source, &result, out),
+        None => into_new_buffer(py, source, result, parallel, fill),
+        Some(out) => into_out(py, source, result, out, fill),
     }
 }
 
@@ -58,6 +77,8 @@ fn into_new_buffer<'py>(
     py: Python<'py>,
     source: &Source<'py>,
     result: &Layout,
+    parallel: bool,
+    fill: impl Fn(&[u8], &mut [u8]) -> Result<(), Error> + Sync,
 ) -> PyResult<Bound<'py, PyAny>> {
     let nbytes = result.nbytes();
     let memory = Memory::for_result(py, nbytes, source.addresses().start)?;
@@ -71,18 +92,16 @@ fn into_new_buffer<'py>(
         // `buffer` outlives it.
         unsafe { std::slice::from_raw_parts_mut(buffer.get().address(), nbytes) }
     };
-    let (bytes, layout, to) = (source.bytes(), source.layout(), result.descr());
+    let bytes = source.bytes();
     let start = dst.as_ptr() as usize;
     py.detach(|| {
-        // A copy split between threads has the CPUs busy already; the
-        // populating thread would only contend with it for page faults.
-        if nbytes < POPULATE_MIN || is_parallel(bytes, layout, to) {
-            return copy_into(bytes, layout, dst, to);
+        if nbytes < POPULATE_MIN || parallel {
+            return fill(bytes, dst);
         }
         // A second thread maps the fresh pages ahead of the copy.
         std::thread::scope(|scope| {
             scope.spawn(|| populate(start, nbytes));
-            copy_into(bytes, layout, dst, to)
+            fill(bytes, dst)
         })
     })
     .py_err(py)?;
@@ -97,6 +116,7 @@ fn into_out<'py>(
     source: &Source<'py>,
     result: &Layout,
     out: &Bound<'py, PyAny>,
+    fill: impl Fn(&[u8], &mut [u8]) -> Result<(), Error> + Sync,
 ) -> PyResult<Bound<'py, PyAny>> {
     let Ok(array) = out.cast::<PyUntypedArray>() else {
         return Err(PyTypeError::new_err(format!(
@@ -129,7 +149,6 @@ fn into_out<'py>(
     }
     // SAFETY: reading the data pointer of a live array object we hold.
     let data = unsafe { (*array.as_array_ptr()).fields.data }.cast::<u8>();
-    let (layout, to) = (source.layout(), result.descr());
     let target = data as usize..data as usize + nbytes;
     let sources = source.addresses();
     // Shared bytes are read from a copy made before `out` is written (and
@@ -148,7 +167,7 @@ fn into_out<'py>(
     // aside above). Another thread writing `out` meanwhile would race, as it
     // would with any numpy operation (see the module docs of `source`).
     let dst = unsafe { std::slice::from_raw_parts_mut(data, nbytes) };
-    py.detach(|| copy_into(bytes, layout, dst, to)).py_err(py)?;
+    py.detach(|| fill(bytes, dst)).py_err(py)?;
     Ok(out.clone())
 }
 

@@ -14,13 +14,13 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
 
 use super::dtype::to_descr;
 use super::error::{FormatError, IntoPyErr, PyErrResult};
 use super::layout::{Int, PyLayout, resolve_view};
 use crate::Scalar;
-use crate::files::{Access, read_header as read};
+use crate::files::{Access, FileHeader, GgufValue, ValueType, read_header as read};
 
 /// The header of an `.npy` or safetensors file of `length` bytes, from
 /// `head`, its first bytes: a dict with `format`, `version`, `data_start`,
@@ -55,7 +55,11 @@ pub(crate) fn read_header<'py>(
     out.set_item("format", header.format.name())?;
     out.set_item("version", header.version)?;
     out.set_item("data_start", header.data_start)?;
-    out.set_item("metadata", PyList::new(py, header.metadata.iter())?)?;
+    if header.gguf.is_empty() {
+        out.set_item("metadata", PyList::new(py, header.metadata.iter())?)?;
+    } else {
+        out.set_item("metadata", gguf_metadata(py, &header, head)?)?;
+    }
     let arrays = PyList::empty(py);
     for array in header.arrays {
         let item = PyDict::new(py);
@@ -66,6 +70,7 @@ pub(crate) fn read_header<'py>(
         let (how, why) = match &access {
             Access::View => ("view", None),
             Access::Misaligned { .. } => ("copy", Some(access.to_string())),
+            Access::Blocks { .. } => ("blocks", None),
             _ => ("none", Some(access.to_string())),
         };
         item.set_item("name", array.name)?;
@@ -78,10 +83,71 @@ pub(crate) fn read_header<'py>(
         item.set_item("strides", strides)?;
         item.set_item("access", how)?;
         item.set_item("why", why)?;
+        item.set_item("ggml", array.ggml.map(|t| t.name()))?;
         arrays.append(item)?;
     }
     out.set_item("arrays", arrays)?;
     Ok(out)
+}
+
+/// A GGUF header's metadata as `(key, value)` pairs in file order, each
+/// value a Python `int`, `float`, `bool` or `str`, an array of strings a
+/// `list` of `str`, any other array a read-only numpy array (little-endian,
+/// one copy of its bytes): a 128k-token vocabulary costs milliseconds.
+fn gguf_metadata<'py>(py: Python<'py>, header: &FileHeader, head: &[u8]) -> PyResult<Bound<'py, PyList>> {
+    let frombuffer = py.import("numpy")?.getattr("frombuffer")?;
+    let out = PyList::empty(py);
+    for entry in header.gguf.iter() {
+        let Some(value) = entry.value(head) else {
+            return Err(FormatError::new_err(format!("the value of {:?} lies past the header", entry.key)));
+        };
+        let value = match value {
+            GgufValue::UInt(n) => n.into_pyobject(py)?.into_any(),
+            GgufValue::Int(n) => n.into_pyobject(py)?.into_any(),
+            GgufValue::Float(x) => PyFloat::new(py, x).into_any(),
+            GgufValue::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
+            GgufValue::Str(text) => PyString::new(py, text).into_any(),
+            GgufValue::Array { kind: ValueType::String, .. } => {
+                PyList::new(py, value.strings())?.into_any()
+            }
+            GgufValue::Array { kind, bytes, .. } => {
+                let dtype = match kind {
+                    ValueType::Bool => "?".to_owned(),
+                    other => format!("<{}{}", &other.name()[..1], other.size().unwrap_or(1)),
+                };
+                frombuffer.call1((PyBytes::new(py, bytes), dtype))?
+            }
+        };
+        out.append((entry.key, value))?;
+    }
+    Ok(out)
+}
+
+/// A ggml block type from the core's table, by name (any case): a dict
+/// with `name` (ggml's, `"Q4_K"`), `code`, `block` (elements per block),
+/// `bytes` (per block), `quantized`, `dequantizes` (whether bytelens has a
+/// kernel for it) and `fields`, a list of `(name, type string, count,
+/// offset)` (`("d", "<f2", 1, 0)`). None for a name the table lacks.
+#[pyfunction]
+pub(crate) fn ggml_type<'py>(py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyDict>>> {
+    let Some(ggml) = crate::files::GgmlType::from_name(name) else {
+        return Ok(None);
+    };
+    let info = ggml.info();
+    let out = PyDict::new(py);
+    out.set_item("name", info.name)?;
+    out.set_item("code", info.code)?;
+    out.set_item("block", info.block)?;
+    out.set_item("bytes", info.bytes)?;
+    out.set_item("quantized", ggml.is_quantized())?;
+    out.set_item("dequantizes", crate::can_dequantize(ggml))?;
+    let fields = PyList::empty(py);
+    for f in info.fields {
+        let descr = crate::Descr::new(f.dtype, crate::ByteOrder::Little).to_string();
+        fields.append((f.name, descr, f.count, f.offset))?;
+    }
+    out.set_item("fields", fields)?;
+    Ok(Some(out))
 }
 
 /// What the file formats need of `dtype` (anything `Buffer.view` takes),

@@ -30,6 +30,7 @@
 
 mod buffer;
 mod copy;
+mod dequant;
 mod dlpack;
 mod dtype;
 mod error;
@@ -52,9 +53,11 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<layout::PyLayout>()?;
     m.add_class::<layout::PyPlan>()?;
     m.add_function(wrap_pyfunction!(copy::ascontiguous, m)?)?;
+    m.add_function(wrap_pyfunction!(dequant::dequantize, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_header, m)?)?;
     m.add_function(wrap_pyfunction!(files::file_dtype, m)?)?;
+    m.add_function(wrap_pyfunction!(files::ggml_type, m)?)?;
     m.add_function(wrap_pyfunction!(files::view_layout, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_elements, m)?)?;
     m.add_class::<shared::PySharedBuffer>()?;

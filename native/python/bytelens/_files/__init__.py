@@ -1,4 +1,4 @@
-"""Real files: ``.npy``, ``.npz`` and safetensors as checked views over one
+"""Real files: ``.npy``, ``.npz``, safetensors and GGUF as checked views over one
 mapped file (:func:`load`), written with aligned tensors (:func:`save`),
 and described without reading their data (:func:`inspect`).
 
@@ -21,6 +21,7 @@ The modules, each importing only those listed before it (``_npz`` names
   first bytes (``_describe``).
 - ``_sharded``: a sharded checkpoint's index, checked against its shards.
 - ``_inspect``: :func:`inspect`.
+- ``_quantized``: :class:`Quantized`, a GGUF tensor's quantised blocks.
 - ``_load``: :func:`load` and :class:`FileArrays`.
 - ``_save``: :func:`save` and its atomic write.
 
@@ -34,10 +35,11 @@ from ._headers import HEAD, MAX_HEADER, _file_dtype, _header, read_elements, vie
 from ._inspect import inspect
 from ._load import FileArrays, load
 from ._opening import _describe, _open, _reason
+from ._quantized import Quantized
 from ._report import COMPRESSED, ArrayInfo, FileReport, _itemsize, _naming, _printable, _short
 from ._save import ALIGN, MAX_ALIGN, _name_start, save
 from ._sharded import MAX_INDEX
 
 # `doctest.testmod(bytelens._files)` (tests/python/test_files.py) finds only
 # what this module defines: the examples in these docstrings run through here.
-__test__ = {"inspect": inspect, "load": load, "FileArrays": FileArrays, "save": save}
+__test__ = {"inspect": inspect, "load": load, "FileArrays": FileArrays, "save": save, "Quantized": Quantized}

@@ -80,6 +80,6 @@ def _describe(path: str, f: BinaryIO, size: int) -> tuple[FileReport, list[_Memb
         size,
         _arrays(header, 0),
         dict(header["metadata"]),
-        tuple(header["version"]) if header["format"] == "npy" else None,
+        tuple(header["version"]) if header["format"] in ("npy", "gguf") else None,
     )
     return report, []

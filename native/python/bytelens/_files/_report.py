@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._native import LayoutError
+from .._native import ggml_type as _ggml_type
 from ._headers import _file_dtype
 
 #: What an array copied into aligned memory is under ``mode="r+"``, after
@@ -55,6 +56,18 @@ class ArrayInfo:
     #: The shard (file name beside the index) of a sharded checkpoint that
     #: holds it; ``offset`` is in that file. None for a file of its own.
     shard: str | None = None
+    #: A GGUF tensor's ggml type where it is quantised (``"Q4_K"``): its
+    #: bytes are blocks, which :func:`load` hands out as a
+    #: :class:`~bytelens.Quantized`. None for every other array.
+    ggml: str | None = None
+
+    @property
+    def blocks(self) -> int:
+        """The number of blocks of a quantised tensor (0 for other arrays)."""
+        if self.ggml is None:
+            return 0
+        info = _ggml_type(self.ggml)
+        return self.nbytes // info["bytes"] if info else 0
 
     @property
     def alignment(self) -> int:
@@ -81,7 +94,10 @@ class FileReport:
     format: str
     size: int
     arrays: list[ArrayInfo]
-    metadata: dict[str, str] = field(default_factory=dict)
+    #: safetensors' ``__metadata__`` (str to str), or a GGUF header's
+    #: key/values (``int``, ``float``, ``bool``, ``str``, a list of ``str``
+    #: or a numpy array).
+    metadata: dict[str, Any] = field(default_factory=dict)
     version: tuple[int, int] | None = None
 
     def __getitem__(self, name: str) -> ArrayInfo:
@@ -95,7 +111,7 @@ class FileReport:
         count = f"{len(self.arrays)} array" + ("" if len(self.arrays) == 1 else "s")
         lines = [f"{_printable(self.path)}: {self.format}{version}, {self.size:,} bytes, {count}"]
         for key, value in self.metadata.items():
-            lines.append(f"  metadata {_short(key, 40)}: {_short(value)}")
+            lines.append(f"  metadata {_short(key, 40)}: {_value_text(value)}")
         if not self.arrays:
             return "\n".join(lines)
         sharded = any(a.shard is not None for a in self.arrays)
@@ -107,6 +123,8 @@ class FileReport:
                 span, align = f"{span} of {_short(a.member or '', 40)}", "-"
             if a.unavailable is not None:
                 how = f"none: {_printable(a.unavailable)}"
+            elif a.ggml is not None:
+                how = f"{a.blocks:,} blocks, dequantised on access"
             else:
                 how = "view" if a.copy is None else f"copy: {_printable(a.copy)}"
             rows.append(
@@ -124,6 +142,22 @@ class FileReport:
             cells = [cell.ljust(width) for cell, width in zip(row, widths)]
             lines.append("  " + "  ".join(cells + [row[last]]).rstrip())
         return "\n".join(lines)
+
+
+def _value_text(value: Any) -> str:
+    """A metadata value on one short line: a long array as its length,
+    type and first few items."""
+    if isinstance(value, str):
+        return _short(value)
+    if isinstance(value, list):  # GGUF strings
+        head = ", ".join(f"'{_short(v, 16)}'" for v in value[:3])
+        more = ", ..." if len(value) > 3 else ""
+        return f"{len(value):,} strings [{head}{more}]"
+    if hasattr(value, "dtype") and hasattr(value, "tolist"):  # a numpy array
+        head = ", ".join(str(v) for v in value[:4])  # numpy's shortest text of each
+        more = ", ..." if len(value) > 4 else ""
+        return f"{len(value):,} {value.dtype.name} [{head}{more}]"
+    return _short(str(value))
 
 
 def _short(text: str, keep: int = 64) -> str:
@@ -169,9 +203,11 @@ def _arrays(
     the core's to say (``access`` and ``why``)."""
     out = []
     for a in header["arrays"]:
-        copy = unavailable = None
+        copy = unavailable = ggml = None
         if a["access"] == "copy":
             copy = a["why"] + _READ_ONLY_UNDER_R_PLUS
+        elif a["access"] == "blocks":
+            ggml = a["ggml"]
         elif a["access"] != "view":
             unavailable = a["why"]
         strides = tuple(a["strides"]) if a["strides"] is not None else None
@@ -187,6 +223,7 @@ def _arrays(
                 copy,
                 member,
                 unavailable=unavailable,
+                ggml=ggml,
             )
         )
     return out
