@@ -16,7 +16,15 @@ with the file in the page cache):
   .sum()` of each tensor, the same reduction for all three). Goal: bl.load
   at most 0.5x load_file. Skipped, saying so, where torch is not installed;
 - `bl.inspect` of a 2 GiB safetensors file: its time, the bytes it read
-  (/proc/self/io) and how much its resident memory grew.
+  (/proc/self/io) and how much its resident memory grew;
+- GGUF (`gguf_rows`), against gguf-py 0.19.0: opening a file of 16 Q4_K
+  tensors of 1024x4096 and a Llama-3-sized tokenizer (128,256 tokens,
+  scores, token types) and reading its metadata, `bl.load(path).metadata`
+  against `gguf.GGUFReader(path)` (goal: at most 0.01x); and dequantising
+  256 MiB of float32 output from Q8_0, Q4_0, Q4_K, Q5_K and Q6_K blocks,
+  `bl.Quantized.dequantize` against `gguf.quants.dequantize` (goal: at
+  least 10x as fast) and against a memcpy of the output (numpy's copy
+  into an existing array). Skipped, saying so, where gguf is not installed.
 """
 
 import argparse
@@ -104,6 +112,74 @@ def torch_rows(tmp, mib, repeats, rng):
     return rows, goal
 
 
+def synthetic_blocks(rng, qtype, nbytes):
+    """``nbytes`` (rounded down to whole blocks) of random ``qtype`` blocks
+    whose float16 fields are finite, as a 2-D uint8 array of one block a row."""
+    fields = bl._native.ggml_type(qtype)
+    n = nbytes // fields["bytes"]
+    blocks = rng.integers(0, 256, size=(n, fields["bytes"]), dtype=np.uint8)
+    for _, descr, _, offset in fields["fields"]:
+        if descr == "<f2":
+            blocks[:, offset : offset + 2] = rng.normal(0, 0.02, n).astype(np.float16).view(np.uint8).reshape(n, 2)
+    return blocks
+
+
+def gguf_rows(tmp, repeats, rng):
+    """The GGUF rows (see the module's docstring) and the goals' lines."""
+    try:
+        import gguf
+        from gguf.quants import dequantize as gguf_dequantize
+    except ImportError:
+        return [], ["gguf goals: skipped, gguf (gguf-py) is not installed (cargo xtask installs it into venv-np2)"]
+    T = gguf.GGMLQuantizationType
+    path = os.path.join(tmp, "model.gguf")
+    w = gguf.GGUFWriter(path, arch="llama")
+    w.add_tokenizer_model("gpt2")
+    w.add_token_list([f"tok{i}" for i in range(128_256)])
+    w.add_token_scores(rng.normal(size=128_256).astype(np.float32).tolist())
+    w.add_token_types([1] * 128_256)
+    for i in range(16):
+        blocks = synthetic_blocks(rng, "Q4_K", 1024 * 4096 // 256 * 144).reshape(1024, -1)
+        w.add_tensor(f"blk.{i}.weight", blocks, raw_dtype=T.Q4_K)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    open_reps = max(1, min(repeats, 3))  # GGUFReader takes seconds a run
+    t = median_s([lambda: bl.load(path).metadata, lambda: gguf.GGUFReader(path)], open_reps)
+    rows = [
+        ("gguf", "bl.load + metadata", t[0], t[1]),
+        ("gguf", "gguf.GGUFReader", t[1], t[1]),
+    ]
+    opened = t[0] / t[1]
+    goals = [f"goal open a GGUF file with a 128,256-token vocabulary <= 0.01x GGUFReader: {opened:.4f} "
+             f"({'met' if opened <= 0.01 else 'MISSED'})"]
+    os.unlink(path)
+    out_bytes = 256 << 20
+    out = np.empty(out_bytes // 4, np.float32)
+    copy_src = np.ones_like(out)
+    for qtype in ("Q8_0", "Q4_0", "Q4_K", "Q5_K", "Q6_K"):
+        info = bl._native.ggml_type(qtype)
+        blocks = synthetic_blocks(rng, qtype, out_bytes // 4 // info["block"] * info["bytes"])
+        q = bl.Quantized.from_blocks(qtype, blocks, (out.size,))
+        calls = [
+            lambda: q.dequantize(out=out),
+            lambda: gguf_dequantize(blocks, T[qtype]),
+            lambda: np.copyto(out, copy_src),
+        ]
+        t = median_s(calls, max(1, min(repeats, 3)))
+        rows += [
+            (qtype, "Quantized.dequantize(out=)", t[0], t[2]),
+            (qtype, "gguf.quants.dequantize", t[1], t[2]),
+            (qtype, "memcpy of the output", t[2], t[2]),
+        ]
+        speedup = t[1] / t[0]
+        goals.append(f"goal dequantise {qtype} to float32 >= 10x gguf.quants.dequantize: {speedup:.1f} "
+                     f"({'met' if speedup >= 10 else 'MISSED'}); {t[0] / t[2]:.2f}x a memcpy "
+                     f"({os.cpu_count()} threads)")
+    return rows, goals
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -134,6 +210,8 @@ def main():
         os.unlink(st_path)
 
         more, torch_goal = torch_rows(tmp, args.mib, args.repeats, rng)
+        rows += more
+        more, gguf_goals = gguf_rows(tmp, args.repeats, rng)
         rows += more
 
         npy_path = os.path.join(tmp, "data.npy")
@@ -172,6 +250,7 @@ def main():
     for group, name, seconds, baseline in rows:
         print(f"{group:<12} {name:<28} {seconds * 1e3:>8.2f}ms {seconds / baseline:>7.3f}x")
     print(f"\n{torch_goal}")
+    print("\n".join(gguf_goals))
     print(
         f"\nbl.inspect of a {big_size:,}-byte "
         f"safetensors file: {spent * 1e3:.2f} ms, {read:,} bytes read, resident memory +{grew:,} bytes "

@@ -354,3 +354,56 @@ def test_the_core_asks_for_more_of_a_large_header_in_few_reads(tmp_path):
         bl._files._headers._read_header = real
     assert arrays.metadata["tokenizer.ggml.tokens"][-1] == "token number 299999"
     assert len(reads) <= 10, reads
+
+
+def gpu_or_skip():
+    """bytelens.gpu, where there is an adapter (lavapipe in CI, where its
+    absence fails, as in test_gpu.py)."""
+    from bytelens import gpu
+
+    try:
+        gpu.adapter_info()
+    except gpu.GpuError as err:
+        if os.environ.get("CI") or os.environ.get("BYTELENS_REQUIRE_GPU"):
+            raise
+        pytest.skip(f"no GPU adapter: {err}")
+    return gpu
+
+
+def test_gpu_load_uploads_blocks_or_dequantises_on_the_way(model):
+    gpu = gpu_or_skip()
+    path, _, reader = model
+    arrays = bl.load(path)
+    raw = gpu.load(path)
+    assert list(raw) == list(arrays)
+    for name, buffer in raw.items():
+        item = arrays[name]
+        if isinstance(item, bl.Quantized):
+            assert (buffer.qtype, buffer.values_shape, buffer.dtype) == (item.qtype, item.shape, np.uint8)
+            assert buffer.download().tobytes() == item.blocks.tobytes(), name
+        else:
+            assert buffer.qtype is None and buffer.values_shape is None
+            assert buffer.download().tobytes() == np.ascontiguousarray(item).tobytes(), name
+    for dtype in ("float32", "bfloat16"):
+        on_gpu = gpu.load(path, dtype=dtype)
+        for name, buffer in on_gpu.items():
+            item = arrays[name]
+            if isinstance(item, bl.Quantized):
+                assert buffer.qtype is None and buffer.shape == item.shape
+                assert buffer.download().tobytes() == item.dequantize(dtype).tobytes(), (name, dtype)
+
+
+def test_gpu_upload_of_a_quantised_tensor_cut_across_staging_chunks():
+    # Larger than a staging chunk and cut between threads: every chunk and
+    # part boundary falls somewhere inside the blocks' output.
+    gpu = gpu_or_skip()
+    rng = np.random.default_rng(5)
+    blocks = synthetic_blocks(rng, "Q6_K", 128, 256 * 200)
+    q = bl.Quantized.from_blocks("q6_k", blocks, (128, 256 * 200))
+    for dtype in ("float32", "float16"):
+        buffer = gpu.upload(q, dtype=dtype)
+        assert buffer.download().tobytes() == q.dequantize(dtype).tobytes(), dtype
+    raw = gpu.upload(q)
+    assert (raw.qtype, raw.values_shape, raw.nbytes) == ("q6_k", q.shape, q.nbytes)
+    with pytest.raises(bl.GpuError, match="float32, float16 or bfloat16"):
+        gpu.upload(q, dtype="int32")

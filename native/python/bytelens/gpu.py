@@ -68,7 +68,17 @@ def upload(array: Any, dtype: Any = None) -> GpuBuffer:
     any numpy operation, the upload would read a mix). Raises ``GpuError``
     without an adapter or on a wgpu error, ``LayoutError`` for a dtype
     bytelens does not move (complex, object, strings, structured).
+
+    A :class:`bytelens.Quantized` (a GGUF tensor) goes up as its blocks
+    without ``dtype`` (a buffer whose ``qtype`` and ``values_shape`` say
+    what they hold, for a shader to dequantise), and dequantised on the
+    way with ``dtype`` float32, float16 or bfloat16 (no dequantised copy on
+    the host).
     """
+    from ._files import Quantized
+
+    if isinstance(array, Quantized):
+        return gpu_upload_all([array._raw], dtype, [(array.qtype, array.shape)])[0]
     return gpu_upload(array, dtype)
 
 
@@ -104,7 +114,7 @@ def load(
     path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
     dtype: Any = None,
 ) -> dict[str, GpuBuffer]:
-    """Every array of an ``.npy``, ``.npz`` or safetensors file, or of a
+    """Every array of an ``.npy``, ``.npz``, safetensors or GGUF file, or of a
     sharded safetensors checkpoint, as GPU buffers: name to
     :class:`GpuBuffer`, in the file's order (an ``.npy`` file's one array is
     called ``"array"``), each converted to ``dtype`` on the way when one is
@@ -119,7 +129,9 @@ def load(
     faulting them in one by one. Misaligned arrays and compressed ``.npz``
     members are copied into aligned memory first, as ``bytelens.load``
     does. An array of a dtype bytelens does not have raises ``FormatError``
-    naming it, before anything is uploaded.
+    naming it, before anything is uploaded. A GGUF file's quantised
+    tensors go up as :func:`upload` sends a :class:`bytelens.Quantized`:
+    their blocks without ``dtype``, dequantised on the way with it.
 
     >>> import numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "w.npz")
@@ -128,7 +140,7 @@ def load(
     >>> list(on_gpu), on_gpu["w"].dtype, on_gpu["b"].download().tolist()
     (['w', 'b'], dtype('float32'), [0.0, 1.0, 2.0])
     """
-    from ._files import _short
+    from ._files import Quantized, _short
     from ._files import load as load_file
     from ._native import FormatError
 
@@ -144,8 +156,10 @@ def load(
     names = list(arrays)
     if not names:
         return {}  # an empty .npz: nothing to upload, so no adapter needed
-    views = [arrays[name] for name in names]
-    return dict(zip(names, gpu_upload_all(views, dtype)))
+    items = [arrays[name] for name in names]
+    views = [item._raw if isinstance(item, Quantized) else item for item in items]
+    quantized = [(item.qtype, item.shape) if isinstance(item, Quantized) else None for item in items]
+    return dict(zip(names, gpu_upload_all(views, dtype, quantized)))
 
 
 @naming_arguments

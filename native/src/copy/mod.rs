@@ -26,6 +26,8 @@ use crate::LayoutError;
 pub use convert::can_cast;
 #[cfg_attr(not(feature = "python"), allow(unused_imports))]
 pub(crate) use convert::is_copy;
+#[cfg_attr(not(feature = "gpu"), allow(unused_imports))]
+pub(crate) use dequant::Dequantizer;
 pub use dequant::{can_dequantize, dequantize_into, dequantize_into_threads};
 pub(crate) use walk::Copier;
 

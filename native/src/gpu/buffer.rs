@@ -4,6 +4,7 @@
 use std::fmt;
 
 use bytelens_core::Layout;
+use bytelens_core::files::GgmlType;
 
 use super::GpuContext;
 use super::context::round_up;
@@ -14,6 +15,9 @@ pub struct GpuBuffer {
     pub(super) segments: Vec<wgpu::Buffer>,
     /// C-contiguous: its `nbytes` is the data's.
     pub(super) layout: Layout,
+    /// Quantised blocks uploaded as they are: their ggml type and the
+    /// layout (float32, C order) of the values they hold.
+    pub(super) quantized: Option<(GgmlType, Layout)>,
 }
 
 /// Bytes on the GPU for `nbytes` of data: a multiple of
@@ -47,6 +51,17 @@ impl GpuBuffer {
     /// byte order and shape. `download()?.view_as(gpu.layout())` reads it.
     pub fn layout(&self) -> Layout {
         self.layout
+    }
+
+    /// Where the buffer holds quantised blocks as they were in the file
+    /// (an upload of [`HostView::quantized`](super::HostView::quantized)
+    /// without a `to`): their ggml type and the shape of the values they
+    /// hold, for a shader to dequantise. Its [`layout`](Self::layout) is
+    /// then the blocks' bytes, uint8.
+    pub fn quantized(&self) -> Option<(GgmlType, &[usize])> {
+        self.quantized
+            .as_ref()
+            .map(|(ggml, values)| (*ggml, values.shape()))
     }
 
     /// The wgpu buffers holding the data, in order; more than one when the

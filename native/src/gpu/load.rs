@@ -6,8 +6,8 @@
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use bytelens_core::Descr;
 use bytelens_core::files::{Access, read_header};
+use bytelens_core::{DType, Descr, Layout};
 
 use super::upload::HostView;
 use super::{GpuBuffer, GpuContext, GpuError};
@@ -77,7 +77,7 @@ impl GpuContext {
         })
     }
 
-    /// Every array of an `.npy` or safetensors file, given its bytes (a
+    /// Every array of an `.npy`, safetensors or GGUF file, given its bytes (a
     /// [`MappedFile`](crate::MappedFile)'s, so that nothing is read before
     /// it is copied), as GPU buffers in the file's order, named as the file
     /// names them (an `.npy` file's one array `"array"`), converted to `to`
@@ -85,6 +85,11 @@ impl GpuContext {
     /// [`upload_all`](Self::upload_all), straight from `bytes`; one whose
     /// offset is not a multiple of its dtype's alignment is first copied
     /// into aligned memory.
+    ///
+    /// A GGUF file's quantised tensors go up as their blocks, in buffers
+    /// that know their type ([`GpuBuffer::quantized`]) where `to` is None,
+    /// and dequantised on the way to `to` (float32, float16 or bfloat16)
+    /// otherwise, in the same pass as the copy into staging memory.
     ///
     /// A header that is not valid, or an array of a dtype bytelens does not
     /// have, is [`GpuError::File`], before anything is uploaded.
@@ -111,15 +116,27 @@ impl GpuContext {
             bytelens_core::files::Format::Npy => "array".to_owned(),
             _ => array.name.clone(),
         };
-        // Misaligned arrays, copied into aligned memory, and their layouts.
+        // Misaligned arrays, copied into aligned memory, and their layouts;
+        // quantised blocks, with the layout of the values they hold.
         let mut copies = Vec::new();
         let mut layouts = Vec::with_capacity(header.arrays.len());
-        for array in &header.arrays {
+        let mut values = vec![None; header.arrays.len()];
+        for (i, array) in header.arrays.iter().enumerate() {
             let refuse = |why: String| GpuError::File(format!("array {:?}: {why}", name(array)));
             match array.access(0) {
                 Access::View => {
                     let layout = array.layout().map_err(|err| refuse(err.to_string()))?;
                     layouts.push((layout, None));
+                }
+                Access::Blocks { ggml } => {
+                    let nbytes =
+                        usize::try_from(array.nbytes).map_err(|err| refuse(err.to_string()))?;
+                    let offset =
+                        usize::try_from(array.offset).map_err(|err| refuse(err.to_string()))?;
+                    let blocks = Layout::contiguous(DType::U8, &[nbytes])?.with_offset(offset)?;
+                    let shape: Vec<usize> = array.shape.iter().map(|&n| n as usize).collect();
+                    values[i] = Some((ggml, Layout::contiguous(DType::F32, &shape)?));
+                    layouts.push((blocks, None));
                 }
                 Access::Misaligned { .. } => {
                     let start = array.offset as usize;
@@ -139,9 +156,13 @@ impl GpuContext {
         }
         let views: Vec<HostView<'_>> = layouts
             .iter()
-            .map(|(layout, copy)| {
+            .zip(&values)
+            .map(|((layout, copy), values)| {
                 let from = copy.map_or(bytes, |i| copies[i].as_bytes());
-                HostView::from((from, layout))
+                match values {
+                    Some((ggml, values)) => HostView::quantized(from, layout, *ggml, values),
+                    None => HostView::from((from, layout)),
+                }
             })
             .collect();
         let buffers = self.upload_all(&views, to)?;

@@ -11,6 +11,7 @@ use std::sync::MutexGuard;
 
 use wgpu::WriteOnly;
 
+use bytelens_core::files::GgmlType;
 use bytelens_core::{Descr, Element, Layout, View};
 
 use super::buffer::padded_len;
@@ -18,7 +19,7 @@ use super::context::{Inner, UploadPath};
 use super::error::Scopes;
 use super::ring::{Ring, lock, map_now};
 use super::{GpuBuffer, GpuContext, GpuError};
-use crate::copy::{Copier, PARALLEL_MIN, converted_layout, fan_out};
+use crate::copy::{Copier, Dequantizer, PARALLEL_MIN, converted_layout, fan_out};
 
 /// A checked view on the host, as an upload reads it: the bytes and the
 /// layout over them (checked when the upload starts). Made from a
@@ -27,9 +28,31 @@ use crate::copy::{Copier, PARALLEL_MIN, converted_layout, fan_out};
 pub struct HostView<'v> {
     bytes: &'v [u8],
     layout: &'v Layout,
+    /// Quantised blocks (the layout's bytes) and the layout of the values
+    /// they hold ([`HostView::quantized`]).
+    quantized: Option<(GgmlType, &'v Layout)>,
 }
 
 impl<'v> HostView<'v> {
+    /// Quantised blocks of ggml type `ggml`, the bytes `blocks` spans over
+    /// `bytes` (a uint8 run), holding values of the shape of `values`: an
+    /// upload without [`Upload::to`] copies the blocks as they are into a
+    /// buffer that knows its type ([`GpuBuffer::quantized`]); one with
+    /// `to` (float32, float16 or bfloat16) dequantises them on the way, in
+    /// the same pass as the copy into staging memory.
+    pub fn quantized(
+        bytes: &'v [u8],
+        blocks: &'v Layout,
+        ggml: GgmlType,
+        values: &'v Layout,
+    ) -> HostView<'v> {
+        HostView {
+            bytes,
+            layout: blocks,
+            quantized: Some((ggml, values)),
+        }
+    }
+
     /// The bytes the view reads (its layout's byte span), or none where
     /// the layout does not fit them (the upload says why).
     pub(super) fn span(&self) -> &'v [u8] {
@@ -48,6 +71,7 @@ impl<'v, T: Element> From<&'v View<'_, T>> for HostView<'v> {
         HostView {
             bytes: view.bytes(),
             layout: view.layout(),
+            quantized: None,
         }
     }
 }
@@ -57,6 +81,7 @@ impl<'v, B: AsRef<[u8]> + ?Sized> From<(&'v B, &'v Layout)> for HostView<'v> {
         HostView {
             bytes: bytes.as_ref(),
             layout,
+            quantized: None,
         }
     }
 }
@@ -119,9 +144,10 @@ impl Upload<'_, '_> {
     /// Uploads into a new GPU buffer, zero-padded to a multiple of 4 bytes
     /// (an empty view gives a 4-byte buffer of zeros).
     pub fn buffer(self) -> Result<GpuBuffer, GpuError> {
-        let (copier, layout) = self.copier()?;
-        let dst = self.gpu.alloc(&layout)?;
-        self.gpu.fill(&copier, &dst)?;
+        let (source, layout) = self.source()?;
+        let mut dst = self.gpu.alloc(&layout)?;
+        self.gpu.fill(&source, &dst)?;
+        dst.quantized = self.raw_blocks();
         Ok(dst)
     }
 
@@ -129,16 +155,47 @@ impl Upload<'_, '_> {
     /// frame after frame into one buffer, with no allocation); the
     /// buffer's dtype and shape become the upload's.
     pub fn write_into(self, dst: &mut GpuBuffer) -> Result<(), GpuError> {
-        let (copier, layout) = self.copier()?;
-        if copier.out_bytes() != dst.nbytes() {
+        let (source, layout) = self.source()?;
+        if source.out_bytes() != dst.nbytes() {
             return Err(GpuError::SizeMismatch {
                 gpu: dst.nbytes(),
-                host: copier.out_bytes(),
+                host: source.out_bytes(),
             });
         }
-        self.gpu.fill(&copier, dst)?;
+        self.gpu.fill(&source, dst)?;
         dst.layout = layout;
+        dst.quantized = self.raw_blocks();
         Ok(())
+    }
+
+    /// What the upload writes, and its result's layout: quantised blocks
+    /// dequantised where a `to` is given, else the view's elements.
+    fn source(&self) -> Result<(Source<'_>, Layout), GpuError> {
+        match (self.src.quantized, self.to) {
+            (Some((ggml, values)), Some(to)) => {
+                let blocks = self.src.span();
+                let dequantizer = Dequantizer::new(ggml, blocks, to).map_err(GpuError::Host)?;
+                let layout =
+                    Layout::contiguous(to.dtype, values.shape())?.with_byte_order(to.order);
+                if layout.nbytes() != dequantizer.out_bytes() {
+                    return Err(GpuError::SizeMismatch {
+                        gpu: layout.nbytes(),
+                        host: dequantizer.out_bytes(),
+                    });
+                }
+                Ok((Source::Blocks(dequantizer), layout))
+            }
+            _ => {
+                let (copier, layout) = self.copier()?;
+                Ok((Source::Walk(copier), layout))
+            }
+        }
+    }
+
+    /// The type and values' layout of quantised blocks uploaded as they are.
+    fn raw_blocks(&self) -> Option<(GgmlType, Layout)> {
+        let (ggml, values) = self.src.quantized?;
+        self.to.is_none().then_some((ggml, *values))
     }
 
     /// The context, the view's bytes and layout, and the element asked for.
@@ -148,7 +205,7 @@ impl Upload<'_, '_> {
 
     /// The copy (the layout checked against the bytes) and its C-ordered result's layout.
     fn copier(&self) -> Result<(Copier<'_>, Layout), GpuError> {
-        let HostView { bytes, layout } = self.src;
+        let HostView { bytes, layout, .. } = self.src;
         let to = self.to.unwrap_or(layout.descr());
         let copier = Copier::new(bytes, layout, to)?;
         Ok((copier, converted_layout(layout, to)?))
@@ -194,13 +251,14 @@ impl GpuContext {
             ctx: self.clone(),
             segments,
             layout: *layout,
+            quantized: None,
         })
     }
 
     /// Fills `dst` with the copy, by the context's [`UploadPath`]: large
     /// copies are cut into consecutive parts, each filled by its own thread
     /// (through its own ring when staged).
-    fn fill(&self, copier: &Copier<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
+    fn fill(&self, copier: &Source<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
         let inner = &self.inner;
         let scopes = Scopes::push(&inner.device);
         let result = match inner.path {
@@ -214,7 +272,7 @@ impl GpuContext {
 
     /// Through the upload rings: each thread fills its ring's mapped slots
     /// and copies each into its part of `dst` on the GPU.
-    fn fill_staged(&self, copier: &Copier<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
+    fn fill_staged(&self, copier: &Source<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
         let inner = &self.inner;
         // Rings are always locked in index order, so concurrent uploads wait
         // for each other instead of deadlocking.
@@ -249,7 +307,7 @@ impl GpuContext {
     /// Unified memory: maps each segment of `dst` for writing (waiting for
     /// the GPU's work on it) and fills it in place, cut between the upload
     /// threads; no staging buffer, no GPU-side copy.
-    fn fill_in_place(&self, copier: &Copier<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
+    fn fill_in_place(&self, copier: &Source<'_>, dst: &GpuBuffer) -> Result<(), GpuError> {
         let inner = &self.inner;
         let step = stage_step(copier, inner.chunk);
         let mut start = 0;
@@ -283,7 +341,7 @@ impl GpuContext {
 /// How many bytes the walk fills in cache at a time before they are
 /// copied into mapped memory: whole rows where they fit, so that
 /// transposed tiles stay whole.
-fn stage_step(copier: &Copier<'_>, chunk: u64) -> u64 {
+fn stage_step(copier: &Source<'_>, chunk: u64) -> u64 {
     let size = copier.out_itemsize() as u64;
     let row = copier.row_len() as u64 * size;
     (STAGE_BLOCK as u64).max(16 * row).min(chunk).max(size) / size * size
@@ -300,7 +358,7 @@ fn stage_step(copier: &Copier<'_>, chunk: u64) -> u64 {
 /// whose buffers are the process's own memory), the walk writes it
 /// directly instead.
 fn write_mapped(
-    copier: &Copier<'_>,
+    copier: &Source<'_>,
     mut mapped: WriteOnly<'_, [u8]>,
     at: u64,
     step: u64,
@@ -350,6 +408,71 @@ fn host_slice<'a>(mut mapped: WriteOnly<'a, [u8]>) -> &'a mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(ptr.as_ptr(), len) }
 }
 
+/// What an upload writes, element after element in C order: a view's
+/// elements (the walk, converted on the way), or quantised blocks
+/// dequantised.
+// One per upload, on the stack: boxing the walk would cost an allocation.
+#[allow(clippy::large_enum_variant)]
+pub(super) enum Source<'a> {
+    Walk(Copier<'a>),
+    Blocks(Dequantizer<'a>),
+}
+
+impl Source<'_> {
+    fn out_itemsize(&self) -> usize {
+        match self {
+            Source::Walk(c) => c.out_itemsize(),
+            Source::Blocks(d) => d.out_itemsize(),
+        }
+    }
+
+    fn out_bytes(&self) -> usize {
+        match self {
+            Source::Walk(c) => c.out_bytes(),
+            Source::Blocks(d) => d.out_bytes(),
+        }
+    }
+
+    /// Elements per row of the output (a block's, for blocks).
+    fn row_len(&self) -> usize {
+        match self {
+            Source::Walk(c) => c.row_len(),
+            Source::Blocks(d) => d.block(),
+        }
+    }
+
+    fn is_block_copy(&self) -> bool {
+        matches!(self, Source::Walk(c) if c.is_block_copy())
+    }
+
+    fn contiguous(&self, first: usize, count: usize) -> Option<&[u8]> {
+        match self {
+            Source::Walk(c) => c.contiguous(first, count),
+            Source::Blocks(_) => None,
+        }
+    }
+
+    fn fill(&self, first: usize, out: &mut [u8]) {
+        match self {
+            Source::Walk(c) => c.fill(first, out),
+            Source::Blocks(d) => d.fill(first, out),
+        }
+    }
+
+    fn cuts(
+        &self,
+        parts: usize,
+        align: usize,
+        min_bytes: usize,
+        range: std::ops::Range<usize>,
+    ) -> Vec<usize> {
+        match self {
+            Source::Walk(c) => c.cuts(parts, align, min_bytes, range),
+            Source::Blocks(d) => d.cuts(parts, align, min_bytes, range),
+        }
+    }
+}
+
 /// Bytes the walk fills in cache before they are copied into a staging slot
 /// (a buffer's, or a texture's rows).
 pub(super) const STAGE_BLOCK: usize = 256 << 10;
@@ -358,7 +481,7 @@ pub(super) const STAGE_BLOCK: usize = 256 << 10;
 /// destination start and the last ends: [`Copier::cuts`] on multiples of 8
 /// bytes (a GPU copy's and a mapped range's alignment); copies under 8 MiB
 /// stay whole.
-fn cuts(copier: &Copier<'_>, parts: usize, start: u64, end: u64) -> Vec<usize> {
+fn cuts(copier: &Source<'_>, parts: usize, start: u64, end: u64) -> Vec<usize> {
     copier.cuts(parts, 8, PARALLEL_MIN, start as usize..end as usize)
 }
 
@@ -376,7 +499,7 @@ struct UploadSink<'a> {
 
 impl UploadSink<'_> {
     /// Fills the sink's part, slot after slot.
-    fn fill(&mut self, copier: &Copier<'_>) -> Result<(), GpuError> {
+    fn fill(&mut self, copier: &Source<'_>) -> Result<(), GpuError> {
         let step = stage_step(copier, self.ctx.chunk);
         let mut block = Vec::new();
         while self.written < self.end {

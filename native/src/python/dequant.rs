@@ -43,7 +43,9 @@ pub(crate) fn dequantize<'py>(
     let source = Source::read(blocks, "dequantize")?;
     let layout = source.layout();
     if layout.descr().dtype != DType::U8 || !layout.is_c_contiguous() {
-        return Err(PyValueError::new_err("the blocks must be a C-contiguous uint8 array"));
+        return Err(PyValueError::new_err(
+            "the blocks must be a C-contiguous uint8 array",
+        ));
     }
     let result = Layout::contiguous(to.dtype, &shape).py_err(py)?;
     let info = ggml.info();

@@ -94,12 +94,19 @@ pub(crate) fn read_header<'py>(
 /// value a Python `int`, `float`, `bool` or `str`, an array of strings a
 /// `list` of `str`, any other array a read-only numpy array (little-endian,
 /// one copy of its bytes): a 128k-token vocabulary costs milliseconds.
-fn gguf_metadata<'py>(py: Python<'py>, header: &FileHeader, head: &[u8]) -> PyResult<Bound<'py, PyList>> {
+fn gguf_metadata<'py>(
+    py: Python<'py>,
+    header: &FileHeader,
+    head: &[u8],
+) -> PyResult<Bound<'py, PyList>> {
     let frombuffer = py.import("numpy")?.getattr("frombuffer")?;
     let out = PyList::empty(py);
     for entry in header.gguf.iter() {
         let Some(value) = entry.value(head) else {
-            return Err(FormatError::new_err(format!("the value of {:?} lies past the header", entry.key)));
+            return Err(FormatError::new_err(format!(
+                "the value of {:?} lies past the header",
+                entry.key
+            )));
         };
         let value = match value {
             GgufValue::UInt(n) => n.into_pyobject(py)?.into_any(),
@@ -107,9 +114,10 @@ fn gguf_metadata<'py>(py: Python<'py>, header: &FileHeader, head: &[u8]) -> PyRe
             GgufValue::Float(x) => PyFloat::new(py, x).into_any(),
             GgufValue::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
             GgufValue::Str(text) => PyString::new(py, text).into_any(),
-            GgufValue::Array { kind: ValueType::String, .. } => {
-                PyList::new(py, value.strings())?.into_any()
-            }
+            GgufValue::Array {
+                kind: ValueType::String,
+                ..
+            } => PyList::new(py, value.strings())?.into_any(),
             GgufValue::Array { kind, bytes, .. } => {
                 let dtype = match kind {
                     ValueType::Bool => "?".to_owned(),

@@ -15,6 +15,7 @@
 
 use std::sync::OnceLock;
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
@@ -23,7 +24,9 @@ use super::dtype::{numpy_descr, to_descr};
 use super::error::{IntoPyErr, PyErrResult};
 use super::memory::Memory;
 use super::source::Source;
+use crate::files::GgmlType;
 use crate::gpu::{GpuBuffer, GpuContext, GpuError, GpuTexture, HostView, texture_format, wgpu};
+use crate::{DType, Layout};
 
 /// The interpreter's context, made once; a failure (no adapter) is kept
 /// and raised again on every call.
@@ -66,6 +69,28 @@ impl PyGpuBuffer {
     #[getter]
     fn shape<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         PyTuple::new(py, self.inner.layout().shape())
+    }
+
+    /// The ggml type (``"q4_k"``) of quantised blocks uploaded as they are
+    /// (``gpu.load`` of a GGUF file without ``dtype``), for a shader to
+    /// dequantise: the buffer's dtype is then uint8, its shape the blocks'
+    /// bytes, and ``values_shape`` the shape of the values they hold. None
+    /// for every other buffer.
+    #[getter]
+    fn qtype(&self) -> Option<String> {
+        self.inner
+            .quantized()
+            .map(|(ggml, _)| ggml.name().to_lowercase())
+    }
+
+    /// The shape of the values quantised blocks hold (see ``qtype``); None
+    /// for every other buffer.
+    #[getter]
+    fn values_shape<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyTuple>>> {
+        self.inner
+            .quantized()
+            .map(|(_, shape)| PyTuple::new(py, shape))
+            .transpose()
     }
 
     /// How many wgpu buffers hold the data (more than one only past the
@@ -246,17 +271,26 @@ pub(crate) fn gpu_upload_texture(
     Ok(PyGpuTexture { inner })
 }
 
+/// A GGUF tensor's type name and the shape of its values.
+type QuantizedItem = (String, Vec<usize>);
+
 /// Uploads each array of `arrays` (a list) into a new GPU buffer, in
 /// order, each converted to `dtype` when one is given, bringing the pages
 /// of the arrays still to come into memory while the current one is copied
 /// (`GpuContext::upload_all`): what `bytelens.gpu.load` uploads a loaded
 /// file's mapped arrays with.
+///
+/// `quantized`, where given, has one item per array: None, or `(qtype,
+/// shape)` for an array that is a GGUF tensor's blocks (a uint8 array):
+/// uploaded as they are without `dtype` (a buffer that knows its `qtype`),
+/// dequantised on the way with one.
 #[pyfunction]
-#[pyo3(signature = (arrays, dtype=None))]
+#[pyo3(signature = (arrays, dtype=None, quantized=None))]
 pub(crate) fn gpu_upload_all(
     py: Python<'_>,
     arrays: Vec<Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
+    quantized: Option<Vec<Option<QuantizedItem>>>,
 ) -> PyResult<Vec<PyGpuBuffer>> {
     let gpu = context(py)?;
     let to = dtype.map(to_descr).transpose()?;
@@ -264,9 +298,32 @@ pub(crate) fn gpu_upload_all(
         .iter()
         .map(|array| Source::read(array, "upload"))
         .collect::<PyResult<Vec<_>>>()?;
+    let quantized = quantized.unwrap_or_default();
+    // Each quantised array's type and the layout of the values it holds.
+    let values = sources
+        .iter()
+        .enumerate()
+        .map(|(i, _)| match quantized.get(i) {
+            Some(Some((qtype, shape))) => {
+                let ggml = GgmlType::from_name(qtype)
+                    .ok_or_else(|| PyValueError::new_err(format!("no ggml type {qtype:?}")))?;
+                Ok(Some((
+                    ggml,
+                    Layout::contiguous(DType::F32, shape).py_err(py)?,
+                )))
+            }
+            _ => Ok(None),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
     let views: Vec<_> = sources
         .iter()
-        .map(|source| HostView::from((source.bytes(), source.layout())))
+        .zip(&values)
+        .map(|(source, values)| match values {
+            Some((ggml, values)) => {
+                HostView::quantized(source.bytes(), source.layout(), *ggml, values)
+            }
+            None => HostView::from((source.bytes(), source.layout())),
+        })
         .collect();
     // `sources` holds every array until the uploads return.
     let buffers = py.detach(|| gpu.upload_all(&views, to)).py_err(py)?;

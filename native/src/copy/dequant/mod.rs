@@ -23,6 +23,8 @@ mod x86;
 #[cfg(test)]
 mod tests;
 
+use std::ops::Range;
+
 use bytelens_core::files::GgmlType;
 use bytelens_core::{DType, Descr};
 
@@ -183,7 +185,7 @@ impl Kernel {
 /// # Examples
 /// ```
 /// use bytelens::{DType, Descr, dequantize_into};
-/// use bytelens_core::files::GgmlType;
+/// use bytelens::files::GgmlType;
 /// // One Q8_0 block: a float16 scale of 0.5, then 32 int8 values.
 /// let mut block = bytelens::f16::from_f32(0.5).to_le_bytes().to_vec();
 /// block.extend((0..32).map(|i| (i as i8 - 16) as u8));
@@ -224,33 +226,9 @@ pub(crate) fn dequantize_with(
 ) -> Result<(), Error> {
     let info = ggml.info();
     let (block, bytes) = (info.block as usize, info.bytes as usize);
-    if dequantizer(ggml).is_none() {
-        return Err(Error::Dequantize {
-            detail: format!("{ggml} is not a quantised type bytelens dequantises"),
-        });
-    }
-    if !matches!(to.dtype, DType::F32 | DType::F16 | DType::BF16) || to != Descr::native(to.dtype) {
-        return Err(Error::Dequantize {
-            detail: format!("{ggml} dequantises to native float32, float16 or bfloat16, not {to}"),
-        });
-    }
-    if !blocks.len().is_multiple_of(bytes) {
-        return Err(Error::Dequantize {
-            detail: format!(
-                "{} bytes are not a whole number of {ggml} blocks of {bytes} bytes",
-                blocks.len()
-            ),
-        });
-    }
-    let n_blocks = blocks.len() / bytes;
+    let n_blocks = check(ggml, blocks, out.len(), to)?;
     let size = to.dtype.size();
     let expected = n_blocks * block * size;
-    if out.len() != expected {
-        return Err(Error::SizeMismatch {
-            expected,
-            got: out.len(),
-        });
-    }
     let threads = if expected < PARALLEL_MIN {
         1
     } else {
@@ -274,6 +252,42 @@ pub(crate) fn dequantize_with(
     })
     .unwrap_or_else(|never| match never {});
     Ok(())
+}
+
+/// Checks a call: a type with a kernel, an output type it gives, whole
+/// blocks, and an output of `out_len` bytes that holds exactly what they
+/// give. The number of blocks.
+fn check(ggml: GgmlType, blocks: &[u8], out_len: usize, to: Descr) -> Result<usize, Error> {
+    let info = ggml.info();
+    let (block, bytes) = (info.block as usize, info.bytes as usize);
+    if dequantizer(ggml).is_none() {
+        return Err(Error::Dequantize {
+            detail: format!("{ggml} is not a quantised type bytelens dequantises"),
+        });
+    }
+    if !matches!(to.dtype, DType::F32 | DType::F16 | DType::BF16) || to != Descr::native(to.dtype) {
+        return Err(Error::Dequantize {
+            detail: format!("{ggml} dequantises to native float32, float16 or bfloat16, not {to}"),
+        });
+    }
+    if !blocks.len().is_multiple_of(bytes) {
+        return Err(Error::Dequantize {
+            detail: format!(
+                "{} bytes are not a whole number of {ggml} blocks of {bytes} bytes",
+                blocks.len()
+            ),
+        });
+    }
+    let n_blocks = blocks.len() / bytes;
+    let size = to.dtype.size();
+    let expected = n_blocks * block * size;
+    if out_len != expected {
+        return Err(Error::SizeMismatch {
+            expected,
+            got: out_len,
+        });
+    }
+    Ok(n_blocks)
 }
 
 /// Dequantises `src` into `out` (its exact size in the output type): in
@@ -317,4 +331,130 @@ fn fill(kernel: Kernel, ggml: GgmlType, src: &[u8], out: &mut [u8], convert: Con
         kernel.run(ggml, src, floats);
         convert.run(bytemuck::cast_slice(floats), out);
     }
+}
+
+/// Quantised blocks as a source of output elements in order, for a writer
+/// that fills its output in pieces of its own choosing (the GPU upload's
+/// staging slots and threads): any run of elements, whole blocks
+/// dequantised straight into it, a block cut at either end of the run
+/// through a scratch block.
+#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Dequantizer<'a> {
+    ggml: GgmlType,
+    blocks: &'a [u8],
+    kernel: Kernel,
+    convert: Convert,
+}
+
+#[cfg_attr(not(feature = "gpu"), allow(dead_code))]
+impl<'a> Dequantizer<'a> {
+    /// `blocks` of `ggml` dequantised to `to`, checked as
+    /// [`dequantize_into`] checks them.
+    pub(crate) fn new(
+        ggml: GgmlType,
+        blocks: &'a [u8],
+        to: Descr,
+    ) -> Result<Dequantizer<'a>, Error> {
+        let info = ggml.info();
+        let n = blocks.len() / info.bytes as usize * info.block as usize;
+        // The same checks as a whole call, on an output of the right size
+        // that is never written: an empty slice for no blocks.
+        check(ggml, blocks, n * to.dtype.size(), to)?;
+        Ok(Dequantizer {
+            ggml,
+            blocks,
+            kernel: Kernel::detect(),
+            convert: Convert::new(Descr::native(DType::F32), to)?,
+        })
+    }
+
+    /// Elements per block.
+    pub(crate) fn block(&self) -> usize {
+        self.ggml.info().block as usize
+    }
+
+    /// Bytes of one output element.
+    pub(crate) fn out_itemsize(&self) -> usize {
+        self.convert.to().dtype.size()
+    }
+
+    /// Bytes of the whole output.
+    pub(crate) fn out_bytes(&self) -> usize {
+        let info = self.ggml.info();
+        self.blocks.len() / info.bytes as usize * info.block as usize * self.out_itemsize()
+    }
+
+    /// Fills `out` with output elements `first..`, as many as it holds.
+    ///
+    /// # Panics
+    /// When `out` does not hold a whole number of elements, or more than
+    /// the blocks hold from `first` on.
+    pub(crate) fn fill(&self, first: usize, out: &mut [u8]) {
+        let (block, bytes) = (self.block(), self.ggml.info().bytes as usize);
+        let size = self.out_itemsize();
+        let count = out.len() / size;
+        assert!(out.len() == count * size && (first + count) * size <= self.out_bytes());
+        let (mut at, mut out) = (first, out);
+        while !out.is_empty() {
+            let (b, skip) = (at / block, at % block);
+            let available = out.len() / size;
+            if skip == 0 && available >= block {
+                // Whole blocks from here, as many as fit, straight in.
+                let whole = available / block;
+                let (part, rest) = std::mem::take(&mut out).split_at_mut(whole * block * size);
+                let src = &self.blocks[b * bytes..(b + whole) * bytes];
+                fill(self.kernel, self.ggml, src, part, self.convert);
+                (at, out) = (at + whole * block, rest);
+                continue;
+            }
+            // Part of a block: all of it into scratch, the part wanted out.
+            let take = (block - skip).min(available);
+            let (head, rest) = std::mem::take(&mut out).split_at_mut(take * size);
+            let mut floats = [0f32; 256];
+            let floats = &mut floats[..block];
+            self.kernel
+                .run(self.ggml, &self.blocks[b * bytes..(b + 1) * bytes], floats);
+            let mut converted = [0u8; 1024];
+            let converted = &mut converted[..block * size];
+            self.convert.run(bytemuck::cast_slice(floats), converted);
+            head.copy_from_slice(&converted[skip * size..(skip + take) * size]);
+            (at, out) = (at + take, rest);
+        }
+    }
+
+    /// Where `parts` threads' byte ranges of `range` of the output start,
+    /// and where the last ends: on whole blocks, at multiples of `align`
+    /// bytes; a range under `min_bytes` stays whole.
+    pub(crate) fn cuts(
+        &self,
+        parts: usize,
+        align: usize,
+        min_bytes: usize,
+        range: Range<usize>,
+    ) -> Vec<usize> {
+        let unit = lcm(self.block() * self.out_itemsize(), align);
+        let data = self.out_bytes().min(range.end).saturating_sub(range.start);
+        let first = range.start.div_ceil(unit);
+        let units = ((range.start + data) / unit).saturating_sub(first);
+        let parts = if data < min_bytes {
+            1
+        } else {
+            parts.min(units).max(1)
+        };
+        let mut cuts = vec![range.start];
+        cuts.extend((1..parts).map(|k| (first + units * k / parts) * unit));
+        cuts.push(range.end);
+        cuts
+    }
+}
+
+fn lcm(a: usize, b: usize) -> usize {
+    let gcd = |mut a: usize, mut b: usize| {
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        a
+    };
+    a / gcd(a, b) * b
 }
