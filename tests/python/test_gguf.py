@@ -407,3 +407,24 @@ def test_gpu_upload_of_a_quantised_tensor_cut_across_staging_chunks():
     assert (raw.qtype, raw.values_shape, raw.nbytes) == ("q6_k", q.shape, q.nbytes)
     with pytest.raises(bl.GpuError, match="float32, float16 or bfloat16"):
         gpu.upload(q, dtype="int32")
+
+
+def test_the_inspect_command_dumps_a_quantised_tensors_values(model):
+    path, _, reader = model
+    done = subprocess.run(
+        [sys.executable, "-m", "bytelens", "inspect", str(path), "--dump", "--array", "w.q4_k", "--rows", "2"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    t = next(t for t in reader.tensors if t.name == "w.q4_k")
+    want = gguf_dequantize(t.data, t.tensor_type).reshape(-1)
+    title = next(i for i, line in enumerate(lines) if line.startswith("w.q4_k: Q4_K (3, 512) at "))
+    assert lines[title].endswith("6 blocks of 256 values in 144 bytes")
+    rows = lines[title + 1 :]
+    assert len(rows) == 2 and rows[1].split()[:3] == [str(t.data_offset + 144), "block", "1:"]
+    shown = [float(v) for v in rows[0].split()[3:-1]]
+    assert len(shown) == 16 and np.allclose(shown, want[:16], rtol=1e-5)
+    assert rows[0].endswith(" ...")

@@ -1,6 +1,7 @@
 """``bytelens inspect FILE`` (also ``python -m bytelens inspect FILE``):
-what an ``.npy``, ``.npz``, safetensors or raw file holds, and a typed
-hexdump of its bytes, reading only the headers and the rows shown."""
+what an ``.npy``, ``.npz``, safetensors, GGUF or raw file holds, and a
+typed hexdump of its bytes (a quantised GGUF tensor's blocks dequantised),
+reading only the headers and the rows shown."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ import re
 import sys
 from typing import Callable, Iterator, NoReturn
 
+import numpy as np
+
 from ._files import (
     COMPRESSED,
     ArrayInfo,
     FileReport,
+    Quantized,
     _file_dtype,
     _itemsize,
     _open,
@@ -143,6 +147,9 @@ def dump(path: str, report: FileReport, name: str | None, at: int | None, rows: 
     in the array's order (which strides may reverse or repeat), at most
     :data:`ROW_VALUES` of them. Reads the file a chunk of rows at a time."""
     array = _chosen(path, report, name)
+    if array.ggml is not None:
+        yield from _dump_blocks(path, array, at, rows)
+        return
     if array.descr is None:
         raise ValueError(f"{path}: bytelens has no dtype {array.dtype} to show the values of {_quote(array.name)} in")
     if array.copy == COMPRESSED:
@@ -182,6 +189,31 @@ def dump(path: str, report: FileReport, name: str | None, at: int | None, rows: 
                 yield f"{offset:>12}  {hexes}  {' '.join(values)}".rstrip()
             if len(data) < count * ROW + itemsize - 1:
                 return  # the end of the file
+
+
+def _dump_blocks(path: str, array: ArrayInfo, at: int | None, rows: int) -> Iterator[str]:
+    """A quantised tensor's blocks from the one holding byte ``at`` (the
+    first without it), one a row: its offset, its number and its first
+    values dequantised. Reads only the blocks shown."""
+    assert array.ggml is not None
+    q = Quantized(np.zeros(0, np.uint8), array.ggml, (0,))
+    size, block = q.blocks.dtype.itemsize, q.values_per_block
+    yield f"{_title(array)}, {array.blocks:,} blocks of {block} values in {size} bytes"
+    first = 0 if at is None else max(0, at - array.offset) // size
+    if at is not None and not array.offset <= at < array.end:
+        raise ValueError(f"{path}: --at {at} is not in {_quote(array.name)} ({array.offset}..{array.end})")
+    count = max(0, min(rows, array.blocks - first))
+    f, _ = _open(path)
+    with f:
+        f.seek(array.offset + first * size)
+        data = f.read(count * size)
+    count = len(data) // size  # the file may have shrunk since its header was read
+    raw = np.frombuffer(data[: count * size], np.uint8)
+    values = Quantized.from_blocks(array.ggml, raw, (count * block,)).dequantize()
+    for i in range(count):
+        shown = " ".join(f"{v:g}" for v in values[i * block : i * block + ROW_VALUES].tolist())
+        more = " ..." if block > ROW_VALUES else ""
+        yield f"{array.offset + (first + i) * size:>12}  block {first + i}: {shown}{more}"
 
 
 def _chosen(path: str, report: FileReport, name: str | None) -> ArrayInfo:

@@ -67,6 +67,11 @@ class Quantized:
         return cls(raw.reshape(-1).view(np.uint8), qtype, shape)
 
     @property
+    def values_per_block(self) -> int:
+        """Values each block holds (32 or 256)."""
+        return int(self._block)
+
+    @property
     def nbytes(self) -> int:
         """The bytes its blocks take in the file."""
         return int(self._raw.nbytes)
