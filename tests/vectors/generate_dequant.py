@@ -16,7 +16,10 @@ the blocks being what a quantiser would write), blocks of all-zero and
 all-0xff quants, scales of +-0, +-inf and the largest float16, and for
 MXFP4 every exponent byte (subnormal halves included). NaN scales are left
 out: numpy's float32 multiply and bytelens' keep a NaN, but which payload
-survives is the hardware's, not a rule.
+survives is the hardware's, not a rule. For the same reason a NaN an
+operation makes (an infinite scale times a zero quant) matches any NaN in
+the runners: x86 makes the negative quiet NaN (what this file holds, if
+written there), Arm the positive one, and Rust leaves it to the hardware.
 """
 
 import sys

@@ -1,6 +1,8 @@
 //! The reference dequantisers, one per ggml block type: the contract
 //! every other build of them is held to, and gguf-py's
-//! `gguf.quants.dequantize` bit for bit (tests/vectors/dequant.txt).
+//! `gguf.quants.dequantize` bit for bit (tests/vectors/dequant.txt), but
+//! for the payload of a NaN an operation makes (an infinite scale times a
+//! zero), which is the hardware's in numpy and in Rust alike.
 //!
 //! Each computes in float32 with the operations in gguf-py's order (it is
 //! numpy's float32 arithmetic, one rounding per operation, no fused
