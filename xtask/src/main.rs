@@ -107,7 +107,7 @@ usage: cargo xtask [--no-install] <task>
   test --list [SUITE...]  what each suite runs and needs
   demo [FILE]             builds the wasm package and serves the web demo on http://127.0.0.1:8000
                           (with FILE: opened in the demo's file view, read in ranges)
-  bench [FILTER...]       the layout, copy and convert benchmarks against memcpy, FILTER passed on to criterion
+  bench [FILTER...]       the layout, copy, convert and dequantise benchmarks against memcpy, FILTER passed on to criterion
   bench python [views ARG... | copy ARG... | scale ARG... | files ARG... | gpu ARG...]
                           the Python package's views, copies and Ray/Dask round trips against numpy
   bench gpu [--prepare-device]
