@@ -151,19 +151,7 @@ impl<'a> Copier<'a> {
         if row > 0 && row * parts * 4 <= total {
             unit = lcm(unit, row);
         }
-        let data = total.min(range.end).saturating_sub(range.start);
-        // Cuts at multiples of `unit` from the start of the copy.
-        let first = range.start.div_ceil(unit);
-        let units = ((range.start + data) / unit).saturating_sub(first);
-        let parts = if data < min_bytes {
-            1
-        } else {
-            parts.min(units).max(1)
-        };
-        let mut cuts = vec![range.start];
-        cuts.extend((1..parts).map(|k| (first + units * k / parts) * unit));
-        cuts.push(range.end);
-        cuts
+        cuts_in_units(unit, total, parts, min_bytes, range)
     }
 
     /// Bytes of one destination element.
@@ -386,11 +374,36 @@ fn run<const N: usize>(bytes: &[u8], at: isize, stride: isize, from: usize, out:
 }
 
 /// The least common multiple of two sizes.
-fn lcm(a: usize, b: usize) -> usize {
+pub(crate) fn lcm(a: usize, b: usize) -> usize {
     fn gcd(a: usize, b: usize) -> usize {
         if b == 0 { a } else { gcd(b, a % b) }
     }
     a / gcd(a, b) * b
+}
+
+/// Where `parts` threads' byte ranges of `range` of an output of `total`
+/// bytes start, and where the last ends: at multiples of `unit` bytes from
+/// the start of the output, as evenly as they go; a range holding less
+/// than `min_bytes` of the output stays whole.
+pub(crate) fn cuts_in_units(
+    unit: usize,
+    total: usize,
+    parts: usize,
+    min_bytes: usize,
+    range: Range<usize>,
+) -> Vec<usize> {
+    let data = total.min(range.end).saturating_sub(range.start);
+    let first = range.start.div_ceil(unit);
+    let units = ((range.start + data) / unit).saturating_sub(first);
+    let parts = if data < min_bytes {
+        1
+    } else {
+        parts.min(units).max(1)
+    };
+    let mut cuts = vec![range.start];
+    cuts.extend((1..parts).map(|k| (first + units * k / parts) * unit));
+    cuts.push(range.end);
+    cuts
 }
 
 /// An odometer over the outer axes: the byte where each output row starts.

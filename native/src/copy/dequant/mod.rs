@@ -29,6 +29,7 @@ use bytelens_core::files::GgmlType;
 use bytelens_core::{DType, Descr};
 
 use super::convert::Convert;
+use super::walk::{cuts_in_units, lcm};
 use super::{MOST_THREADS, PARALLEL_MIN, fan_out};
 use crate::Error;
 
@@ -434,27 +435,6 @@ impl<'a> Dequantizer<'a> {
         range: Range<usize>,
     ) -> Vec<usize> {
         let unit = lcm(self.block() * self.out_itemsize(), align);
-        let data = self.out_bytes().min(range.end).saturating_sub(range.start);
-        let first = range.start.div_ceil(unit);
-        let units = ((range.start + data) / unit).saturating_sub(first);
-        let parts = if data < min_bytes {
-            1
-        } else {
-            parts.min(units).max(1)
-        };
-        let mut cuts = vec![range.start];
-        cuts.extend((1..parts).map(|k| (first + units * k / parts) * unit));
-        cuts.push(range.end);
-        cuts
+        cuts_in_units(unit, self.out_bytes(), parts, min_bytes, range)
     }
-}
-
-fn lcm(a: usize, b: usize) -> usize {
-    let gcd = |mut a: usize, mut b: usize| {
-        while b != 0 {
-            (a, b) = (b, a % b);
-        }
-        a
-    };
-    a / gcd(a, b) * b
 }

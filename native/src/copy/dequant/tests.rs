@@ -21,12 +21,19 @@ fn same(a: &[u8], b: &[u8], to: DType) -> bool {
         DType::F32 => f32::from_ne_bytes(e.try_into().unwrap()).is_nan(),
         _ => {
             let bits = u16::from_ne_bytes(e.try_into().unwrap());
-            let (exp, frac) = if to == DType::F16 { (0x7c00, 0x03ff) } else { (0x7f80, 0x007f) };
+            let (exp, frac) = if to == DType::F16 {
+                (0x7c00, 0x03ff)
+            } else {
+                (0x7f80, 0x007f)
+            };
             bits & exp == exp && bits & frac != 0
         }
     };
     let size = to.size();
-    a.len() == b.len() && a.chunks(size).zip(b.chunks(size)).all(|(x, y)| x == y || (nan(x) && nan(y)))
+    a.len() == b.len()
+        && a.chunks(size)
+            .zip(b.chunks(size))
+            .all(|(x, y)| x == y || (nan(x) && nan(y)))
 }
 
 fn quantized() -> Vec<GgmlType> {
@@ -91,7 +98,10 @@ proptest! {
 }
 
 #[test]
-#[cfg_attr(miri, ignore = "16 MiB is too much for Miri; fan_out is copy_into's, tested there")]
+#[cfg_attr(
+    miri,
+    ignore = "16 MiB is too much for Miri; fan_out is copy_into's, tested there"
+)]
 fn large_outputs_split_between_threads_give_the_same_bits() {
     // 16 MiB of float32 from Q4_K: past the parallel threshold.
     let n_blocks = 16 * 1024;
@@ -119,7 +129,10 @@ fn large_outputs_split_between_threads_give_the_same_bits() {
             1,
         )
         .unwrap();
-        assert!(same(&whole[i * 1024..][..1024], &by_block, DType::F32), "block {i}");
+        assert!(
+            same(&whole[i * 1024..][..1024], &by_block, DType::F32),
+            "block {i}"
+        );
     }
 }
 
@@ -247,23 +260,46 @@ fn gguf_py_answers_bit_for_bit() {
 #[test]
 fn any_run_of_elements_gives_the_whole_outputs_bytes() {
     use super::Dequantizer;
-    for (ggml, to) in [(GgmlType::Q4_K, DType::F32), (GgmlType::Q8_0, DType::F16), (GgmlType::MXFP4, DType::BF16)] {
+    for (ggml, to) in [
+        (GgmlType::Q4_K, DType::F32),
+        (GgmlType::Q8_0, DType::F16),
+        (GgmlType::MXFP4, DType::BF16),
+    ] {
         let bytes = ggml.info().bytes as usize;
-        let blocks: Vec<u8> = (0..bytes * 5).map(|i| (i * 131 % 256) as u8 & 0xbf).collect();
+        let blocks: Vec<u8> = (0..bytes * 5)
+            .map(|i| (i * 131 % 256) as u8 & 0xbf)
+            .collect();
         let whole = dequantize(Kernel::detect(), ggml, &blocks, to);
         let d = Dequantizer::new(ggml, &blocks, Descr::native(to)).unwrap();
         assert_eq!(d.out_bytes(), whole.len());
         let size = to.size();
         let n = whole.len() / size;
-        for (first, count) in [(0, n), (1, n - 1), (3, 40), (31, 2), (n - 1, 1), (0, 0), (n / 3, n / 2)] {
+        for (first, count) in [
+            (0, n),
+            (1, n - 1),
+            (3, 40),
+            (31, 2),
+            (n - 1, 1),
+            (0, 0),
+            (n / 3, n / 2),
+        ] {
             let mut part = vec![0u8; count * size];
             d.fill(first, &mut part);
-            assert!(same(&part, &whole[first * size..(first + count) * size], to), "{ggml} {first}+{count}");
+            assert!(
+                same(&part, &whole[first * size..(first + count) * size], to),
+                "{ggml} {first}+{count}"
+            );
         }
         let cuts = d.cuts(3, 8, 0, 0..whole.len());
         let unit = ggml.info().block as usize * size;
-        assert!(cuts.len() == 4 && cuts[1..3].iter().all(|c| c % unit == 0), "{cuts:?}");
+        assert!(
+            cuts.len() == 4 && cuts[1..3].iter().all(|c| c % unit == 0),
+            "{cuts:?}"
+        );
     }
     let err = Dequantizer::new(GgmlType::Q8_0, &[0; 35], Descr::native(DType::F32)).unwrap_err();
-    assert_eq!(err.to_string(), "35 bytes are not a whole number of Q8_0 blocks of 34 bytes");
+    assert_eq!(
+        err.to_string(),
+        "35 bytes are not a whole number of Q8_0 blocks of 34 bytes"
+    );
 }
