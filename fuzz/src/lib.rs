@@ -8,7 +8,8 @@
 //! - [`header`]: shared-memory headers read from hostile bytes;
 //! - [`args`]: a view's arguments as JavaScript passes them, resolved by
 //!   the core's `ViewArgs::resolve`, and the `args.json` cases;
-//! - [`files`]: `.npy` and safetensors headers read from hostile bytes.
+//! - [`files`]: `.npy`, safetensors and GGUF headers read from hostile
+//!   bytes, GGUF's quantised tensors dequantised.
 //!
 //! Inputs are `arbitrary` types. Those that start from a vector case take it
 //! by number: an input of four zero bytes (the first variant) and the case's
