@@ -197,6 +197,9 @@ fn command(target: &str, budget: &Budget, extra: &[String]) -> Command {
     for what in ["corpus", "seeds", "regressions"] {
         c.arg(dir(what, target));
     }
+    // Committed inputs (fuzz/inputs/TARGET: the GGUF files of every type),
+    // after the corpus: libFuzzer writes what it finds into the first folder.
+    c.args([dir("inputs", target)].into_iter().filter(|d| d.is_dir()));
     c.arg("--");
     let seconds = match budget {
         Budget {
