@@ -57,7 +57,10 @@ fn blocks(ggml: GgmlType) -> Buffer {
 fn main() {
     // `cargo xtask bench FILTER` passes criterion's filters to every bench:
     // run only where none is given or one names this one.
-    let filters: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
     if !filters.is_empty() && !filters.iter().any(|f| "dequant".contains(f.as_str())) {
         return;
     }
