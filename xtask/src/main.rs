@@ -77,7 +77,12 @@ const PY_TOOLS: [&str; 9] = [
 /// the GGUF files tests/python/test_gguf.py reads and whose
 /// `gguf.quants.dequantize` is the dequantisers' oracle; pinned, as the
 /// oracle must not change under a hand-in.
-const PY_FRAMEWORKS: [&str; 4] = ["torch==2.15.0", "jax==0.10.2", "jaxlib==0.10.2", "gguf==0.19.0"];
+const PY_FRAMEWORKS: [&str; 4] = [
+    "torch==2.15.0",
+    "jax==0.10.2",
+    "jaxlib==0.10.2",
+    "gguf==0.19.0",
+];
 /// The venv of [`PY_ENVS`] that [`PY_FRAMEWORKS`] go into.
 const FRAMEWORKS_ENV: &str = PY_ENVS[0].0;
 /// What builds and checks the wheels (wheels.rs), in the venv of

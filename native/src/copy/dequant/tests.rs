@@ -239,7 +239,11 @@ fn gguf_py_answers_bit_for_bit() {
             .chunks(4)
             .flat_map(|c| f32::from_le_bytes(c.try_into().unwrap()).to_ne_bytes())
             .collect();
-        let kernels = if cfg!(miri) { &[Kernel::Portable][..] } else { &[Kernel::detect(), Kernel::Portable] };
+        let kernels = if cfg!(miri) {
+            &[Kernel::Portable][..]
+        } else {
+            &[Kernel::detect(), Kernel::Portable]
+        };
         for &kernel in kernels {
             let got = dequantize(kernel, ggml, &blocks, DType::F32);
             if !same(&got, &expected, DType::F32) {
