@@ -187,6 +187,17 @@ def test_dequantize_on_load_hands_out_plain_arrays_once(model):
         bl.load(path, dequantize="int8")
 
 
+def test_a_quantised_tensor_pickles_with_its_blocks(model):
+    import pickle
+
+    path, _, _ = model
+    q = bl.load(path)["w.q5_k"]
+    back = pickle.loads(pickle.dumps(q, protocol=5))
+    assert (back.qtype, back.shape, back.nbytes) == (q.qtype, q.shape, q.nbytes)
+    assert back.dequantize().tobytes() == q.dequantize().tobytes()
+    assert pickle.loads(pickle.dumps(bl.load(path)))["w.q5_k"].blocks.tobytes() == q.blocks.tobytes()
+
+
 def test_writes_to_blocks_reach_the_file_under_r_plus(tmp_path):
     path = tmp_path / "m.gguf"
     write_model(path, np.random.default_rng(1), vocab=10)

@@ -109,6 +109,11 @@ class Quantized:
         values = self.dequantize()
         return values if dtype is None else values.astype(dtype, copy=False)
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The blocks travel as a numpy array (a copy, as any pickled array);
+        # the lock and the cached structured view are made again.
+        return (Quantized, (self._raw, self.qtype, self.shape))
+
     def __repr__(self) -> str:
         n = self.nbytes // self.blocks.dtype.itemsize
         return f"<bytelens.Quantized {self.qtype} {self.shape}, {n} block{'' if n == 1 else 's'}>"
