@@ -30,6 +30,8 @@ __all__ = [
     "file_dtype",
     "view_layout",
     "read_elements",
+    "dequantize",
+    "ggml_type",
 ]
 if sys.platform != "win32":
     __all__ += ["SharedBuffer", "SharedLock"]
