@@ -9,6 +9,7 @@ import {
 } from "./numbers.js";
 import { el } from "./dom.js";
 import { FileView, fileSource, urlSource } from "./fileview.js";
+import { Inspector } from "./inspector.js";
 
 const MAX_BYTES = 4096;
 const LINE = 32; // bytes per line of the grid: a multiple of every itemsize
@@ -49,6 +50,8 @@ const state = {
   plan: null,
   errorInput: null,
   fileView: null, // the file view (fileview.js)
+  inspector: null, // the data inspector beside the grid (inspector.js)
+  selected: 0, // the byte it reads from: the focused cell's first
 };
 
 
@@ -201,6 +204,19 @@ function refresh() {
     label.textContent = dtypeOf(reading);
   }
   hideEditError();
+  inspect();
+}
+
+/** The inspector reads the bytes from the selection (the focused cell's first byte). */
+function inspect() {
+  const n = state.buf.nbytes;
+  if (state.selected >= n) state.selected = Math.max(0, n - 1);
+  if (n === 0) {
+    state.inspector.clear();
+    return;
+  }
+  const bytes = state.buf.bytes();
+  state.inspector.show(state.selected, bytes.subarray(state.selected, state.selected + 8), n);
 }
 
 /** The tooltip of a cell, made when it is pointed at or focused. */
@@ -332,7 +348,14 @@ function wireGrid() {
     cell.classList.toggle(cls, on);
     lightBytes(Number(cell.dataset.start), Number(cell.dataset.end), cls, on);
   };
-  grid.addEventListener("focusin", (e) => light(e, "lit", true));
+  grid.addEventListener("focusin", (e) => {
+    light(e, "lit", true);
+    const cell = e.target.closest?.(".cell[data-start]");
+    if (cell && Number(cell.dataset.start) !== state.selected) {
+      state.selected = Number(cell.dataset.start);
+      inspect();
+    }
+  });
   grid.addEventListener("focusout", (e) => light(e, "lit", false));
   grid.addEventListener("mouseover", (e) => light(e, "hover-lit", true));
   grid.addEventListener("mouseout", (e) => light(e, "hover-lit", false));
@@ -731,6 +754,7 @@ async function main() {
     const table = state.wasm.dtypes();
     state.readings = readingsOf(table);
     fillDtypeList(table);
+    state.inspector = new Inspector(state.wasm, $("buffer-inspector"), "buffer-inspector", state.readings);
     wireGrid();
     wireToolbar();
     wireLayout();

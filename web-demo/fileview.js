@@ -7,10 +7,13 @@
 // listed (long arrays by their first values), and the bytes of a quantised
 // tensor are coloured by its block's fields (d, dmin, scales, qs, ...: the
 // core's ggml table), with a legend for the blocks in view. Only the rows on
-// screen and the header's first bytes are held in memory.
+// screen and the header's first bytes are held in memory. A data inspector
+// beside the rows (inspector.js) reads the selected byte as every dtype;
+// the arrow keys move the selection and scroll, reading only rows not read.
 
 import { el } from "./dom.js";
-import { formatFloat } from "./numbers.js";
+import { formatFloat, indexAt, readingsOf } from "./numbers.js";
+import { Inspector } from "./inspector.js";
 
 const ROW = 16; // bytes per row
 const ROW_PX = 22; // a row's height in CSS pixels (.frow in style.css)
@@ -27,6 +30,8 @@ const FIELD_HUE = { d: 0, m: 35, dmin: 35, e: 0, scales: 275, scales_h: 275, sca
 const FIELD_HUES = [230, 160, 20, 320];
 const META_SHOWN = 4; // values of a metadata array shown before "… N more"
 const META_TEXT = 120; // characters of a metadata string shown
+const INSPECT = 8; // bytes the inspector reads from the selection: the widest dtype's
+const NONE = Object.freeze({ row: -1, promise: Promise.resolve() });
 
 
 /** A picked file, read through File.slice. */
@@ -162,8 +167,14 @@ export class FileView {
     this.arrays = []; // sorted by offset, each with its hue
     this.seq = 0; // the latest render; older reads are dropped
     this.firstRow = -1;
+    this.target = NONE; // the row being drawn (or drawn last) and its promise
+    this.held = null; // { start, bytes }: the rows drawn, read once
+    this.selected = null; // the byte offset the inspector reads
+    this.inspectSeq = 0;
+    this.layouts = new Map(); // array name → its strides, from the core's Layout
     this.pin = null; // { row, top }: the row a jump showed, at scrollTop `top`
     this.scroller = document.getElementById("file-scroll");
+    this.inspector = new Inspector(wasm, document.getElementById("file-inspector"), "file-inspector", readingsOf(wasm.dtypes()));
     this.spacer = el("div", { class: "fspacer" });
     this.window = el("div", { class: "fwindow", role: "presentation" });
     this.rows = [];
@@ -172,7 +183,7 @@ export class FileView {
       const bytes = [];
       const line = el("div", { class: "frow", "data-testid": `file-row-${r}` }, offset);
       for (let c = 0; c < ROW; c++) {
-        const b = el("span", { class: "fb" });
+        const b = el("span", { class: "fb", "data-col": c });
         bytes.push(b);
         line.append(b);
       }
@@ -183,6 +194,27 @@ export class FileView {
     }
     this.scroller.replaceChildren(this.window, this.spacer);
     this.scroller.addEventListener("scroll", () => this.render());
+    this.window.addEventListener("click", (e) => {
+      const cell = e.target.closest?.(".fb");
+      const line = cell?.closest(".frow");
+      if (!cell || !this.source) return;
+      const b = Number(line.dataset.offset) + Number(cell.dataset.col);
+      if (b >= this.source.size) return;
+      this.scroller.focus({ preventScroll: true });
+      this.select(b);
+    });
+    this.scroller.addEventListener("keydown", (e) => {
+      const step = { ArrowLeft: -1, ArrowRight: 1, ArrowUp: -ROW, ArrowDown: ROW }[e.key];
+      if (step === undefined || !this.source?.size || e.altKey || e.ctrlKey || e.metaKey) return;
+      e.preventDefault(); // the keys move the selection, not the scroll position
+      if (this.selected === null) {
+        this.select(Math.max(0, this.target.row) * ROW); // the first byte drawn
+        return;
+      }
+      const to = this.selected + step;
+      if (to < 0 || to >= this.source.size) return; // nothing before the first byte or past the last
+      this.select(to);
+    });
     document.getElementById("file-goto").addEventListener("submit", (e) => {
       e.preventDefault();
       const input = document.getElementById("file-goto-offset");
@@ -232,6 +264,11 @@ export class FileView {
   async open(source) {
     this.source = source;
     this.firstRow = -1;
+    this.target = NONE;
+    this.held = null;
+    this.selected = null;
+    this.layouts.clear();
+    this.inspector.clear();
     this.pin = null;
     const section = document.getElementById("file");
     section.hidden = false;
@@ -351,12 +388,133 @@ export class FileView {
     }));
   }
 
-  /** Scrolls so that the row holding byte `offset` is the first one drawn. */
+  /** Scrolls so that the row holding byte `offset` is the first one drawn, and selects that byte. */
   async jumpTo(offset) {
-    const row = Math.min(Math.floor(offset / ROW), this.lastFirstRow);
+    this.selected = offset;
+    await this.scrollToRow(Math.min(Math.floor(offset / ROW), this.lastFirstRow));
+    await this.inspect();
+  }
+
+  async scrollToRow(row) {
     this.scroller.scrollTop = this.scrollTopFor(row);
     this.pin = { row, top: this.scroller.scrollTop };
     await this.render(row);
+  }
+
+  /** Rows wholly inside the scroller: those a selection may be on without a scroll. */
+  get rowsOnScreen() {
+    return Math.min(VISIBLE, Math.max(1, Math.floor(this.scroller.clientHeight / ROW_PX)));
+  }
+
+  /**
+   * Selects byte `b`: scrolls by as few rows as it takes to show it (the
+   * rows already read are not read again), then reads it in the inspector.
+   */
+  async select(b) {
+    this.selected = b;
+    const row = Math.floor(b / ROW);
+    const first = this.target.row;
+    const shown = this.rowsOnScreen;
+    let want = first;
+    if (first === -1 || row < first) want = Math.min(row, this.lastFirstRow);
+    else if (row >= first + shown) want = Math.min(row - shown + 1, this.lastFirstRow);
+    if (want !== first) await this.scrollToRow(want);
+    else this.markSelection();
+    await this.inspect();
+  }
+
+  /** Marks the selected byte among the rows drawn. */
+  markSelection() {
+    for (const { line, bytes } of this.rows) {
+      const base = Number(line.dataset.offset);
+      for (let c = 0; c < ROW; c++) {
+        const on = base + c === this.selected;
+        bytes[c].classList.toggle("sel", on);
+        if (on) bytes[c].setAttribute("aria-selected", "true");
+        else bytes[c].removeAttribute("aria-selected");
+      }
+    }
+  }
+
+  /**
+   * Bytes `start..end` of the file: those inside the rows drawn from
+   * them, and only the rest read (one range before them, one after).
+   * A short read gives fewer bytes, as `source.read` does.
+   */
+  async readAround(start, end) {
+    const held = this.held;
+    const lo = held ? Math.max(start, held.start) : end;
+    const hi = held ? Math.min(end, held.start + held.bytes.length) : end;
+    if (lo >= hi) return this.source.read(start, end);
+    const before = start < lo ? await this.source.read(start, lo) : new Uint8Array(0);
+    if (before.length < lo - start) return before;
+    const after = hi < end ? await this.source.read(hi, end) : new Uint8Array(0);
+    const out = new Uint8Array(before.length + (hi - lo) + after.length);
+    out.set(before);
+    out.set(held.bytes.subarray(lo - held.start, hi - held.start), before.length);
+    out.set(after, before.length + hi - lo);
+    return out;
+  }
+
+  /** The strides of array `a`, in bytes, by the core's Layout (Fortran order: its transpose of the reversed shape). */
+  stridesOf(a) {
+    let strides = this.layouts.get(a.name);
+    if (!strides) {
+      const c = new this.wasm.Layout(a.descr, { shape: a.shape });
+      const f = a.fortran ? new this.wasm.Layout(a.descr, { shape: [...a.shape].reverse() }) : null;
+      const ft = f?.transpose();
+      strides = { c: c.strides, stored: ft ? ft.strides : c.strides };
+      for (const l of [c, f, ft]) l?.free();
+      this.layouts.set(a.name, strides);
+    }
+    return strides;
+  }
+
+  /**
+   * What the inspector says of byte `b` of array `a`: where the element
+   * (or a quantised tensor's block field element) holding it lies, `at`,
+   * and how to describe it from its bytes, `describe(bytes)`.
+   */
+  elementPlan(a, b) {
+    const rel = b - a.offset;
+    if (isBlocks(a)) {
+      const field = this.fieldAt(a, rel);
+      const block = Math.floor(rel / a.blockBytes);
+      if (!field) return { describe: () => ({ name: a.name, note: `block ${block}, between its fields` }) };
+      const { f } = field;
+      const item = Math.floor((field.rel - f.offset) / f.size);
+      const at = a.offset + block * a.blockBytes + f.offset + item * f.size;
+      return {
+        at, size: f.size,
+        describe: (bytes) => ({ name: a.name, block, field: f.count > 1 ? `${f.name}[${item}]` : f.name, ...this.inspector.readOne(f.dtype, bytes) }),
+      };
+    }
+    if (a.descr === null) return { describe: () => ({ name: a.name, note: `no bytelens dtype for ${a.dtype}` }) };
+    const size = this.wasm.describeDType(a.descr).size;
+    const k = Math.floor(rel / size);
+    const { c, stored } = this.stridesOf(a);
+    const index = indexAt(k * size, a.shape, stored);
+    const flat = index.reduce((n, i, d) => n + (i * c[d]) / size, 0);
+    return {
+      at: a.offset + k * size, size,
+      describe: (bytes) => ({ name: a.name, index, flat, fortran: a.fortran, ...this.inspector.readOne(a.descr, bytes) }),
+    };
+  }
+
+  /** Reads the selection in the inspector: its 8 bytes (fewer at the end) and its array's element, in one read at most. */
+  async inspect() {
+    const b = this.selected;
+    if (b === null || !this.source) return;
+    const seq = ++this.inspectSeq;
+    const a = this.arrayAt(b);
+    const plan = a ? this.elementPlan(a, b) : null;
+    const end = Math.min(this.source.size, b + INSPECT);
+    const from = plan?.at !== undefined ? Math.min(b, plan.at) : b;
+    const to = plan?.at !== undefined ? Math.max(end, plan.at + plan.size) : end;
+    const bytes = await this.readAround(from, to);
+    if (seq !== this.inspectSeq) return;
+    const element = plan?.describe(plan.at === undefined ? null : bytes.subarray(plan.at - from, plan.at - from + plan.size));
+    this.inspector.show(b, bytes.subarray(b - from, end - from), this.source.size, element);
   }
 
   /** The array holding byte `b`: a binary search of the sorted arrays. */
@@ -381,15 +539,25 @@ export class FileView {
     return f ? { f, block, rel } : null;
   }
 
-  async render(row = this.rowAt(this.scroller.scrollTop)) {
-    if (!this.source) return;
+  /** Draws the rows from `row` (by default, the scroll position's); a row asked for again waits for the same read. */
+  render(row = this.rowAt(this.scroller.scrollTop)) {
+    if (!this.source) return Promise.resolve();
     this.window.style.transform = `translateY(${this.scroller.scrollTop}px)`;
-    if (row === this.firstRow) return;
-    const seq = ++this.seq;
+    if (row === this.target.row) return this.target.promise;
+    const promise = this.draw(row, ++this.seq);
+    this.target = { row, promise };
+    promise.catch(() => {
+      if (this.target.promise === promise) this.target = NONE; // drawn again on the next scroll
+    });
+    return promise;
+  }
+
+  async draw(row, seq) {
     const start = row * ROW;
     const end = Math.min(this.source.size, start + VISIBLE * ROW);
-    const bytes = await this.source.read(start, end);
+    const bytes = await this.readAround(start, end);
     if (seq !== this.seq) return; // a later scroll is being drawn
+    this.held = { start, bytes };
     this.firstRow = row;
     this.window.dataset.first = String(start);
     this.drawLegend(start, end);
@@ -433,5 +601,6 @@ export class FileView {
       }
       ascii.textContent = text;
     }
+    this.markSelection();
   }
 }

@@ -112,6 +112,25 @@ export function hexOf(bytes, start, size, order) {
   return out;
 }
 
+/**
+ * The multi-index of the element `rel` bytes from element [0, …, 0] of an
+ * array of `shape` whose `strides` (in bytes: the core's `Layout` gives
+ * them) are positive and lay the elements out without gaps or overlaps, as
+ * C- and Fortran-order arrays are: each axis's index, from the largest
+ * stride down, is how many of its strides fit in what is left.
+ */
+export function indexAt(rel, shape, strides) {
+  const axes = shape.map((_, d) => d).sort((x, y) => strides[y] - strides[x]);
+  const index = shape.map(() => 0);
+  let rest = rel;
+  for (const d of axes) {
+    if (shape[d] < 2) continue; // the stride of a 1-long axis says nothing
+    index[d] = Math.floor(rest / strides[d]);
+    rest -= index[d] * strides[d];
+  }
+  return index;
+}
+
 /** A printable ASCII character for a byte, or a middle dot. */
 export function asciiOf(b) {
   return b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : "·";

@@ -9,7 +9,7 @@ import test from "node:test";
 
 import {
   roundToFormat, formatFloat, formatValue, hexOf, parseInteger, parseFloatText, parseByte,
-  parseHexBytes, formatHexBytes, parseIntList, nestedRepr, readingsOf,
+  parseHexBytes, formatHexBytes, parseIntList, nestedRepr, readingsOf, indexAt,
 } from "../numbers.js";
 import { HeaderReadError, metaText, readHeader } from "../fileview.js";
 import { ALIGNMENT, TOKENS, fixtureLayout, ggufFixture } from "./gguf-fixture.mjs";
@@ -115,6 +115,39 @@ test("nested repr", () => {
   assert.equal(nestedRepr(["1", "2", "3", "4", "5", "6"], [2, 3]), "[[1, 2, 3],\n [4, 5, 6]]");
   assert.equal(nestedRepr(["7"], []), "7");
   assert.equal(nestedRepr(["1", "2"], [2, 1, 1]), "[[[1]],\n\n [[2]]]");
+});
+
+test("the inspector's multi-index of a byte offset inverts the core's layouts, C and Fortran order", () => {
+  for (const [dtype, size] of [["<f4", 4], [">i2", 2], ["|u1", 1], ["<f8", 8]]) {
+    for (const shape of [[7], [3, 5], [2, 3, 4], [4, 1, 3], [1, 6], [2, 2, 2, 3]]) {
+      for (const fortran of [false, true]) {
+        // The strides the file view takes from the core: C order, or a
+        // Fortran-order array as the transpose of its reversed shape.
+        const layout = fortran
+          ? new wasm.Layout(dtype, { shape: [...shape].reverse() }).transpose()
+          : new wasm.Layout(dtype, { shape });
+        const count = shape.reduce((n, k) => n * k, 1);
+        const buf = new wasm.Buffer(count * size);
+        // Element k in C order lies at offsets[k] (the core's walk): its index is k's C-order digits.
+        const offsets = buf.offsets(dtype, layout.options()).map(Number);
+        const seen = new Set();
+        offsets.forEach((at, k) => {
+          const want = [];
+          let rest = k;
+          for (let d = shape.length - 1; d >= 0; d--) {
+            want.unshift(rest % shape[d]);
+            rest = Math.floor(rest / shape[d]);
+          }
+          assert.deepEqual(indexAt(at, shape, layout.strides), want, `${dtype} ${shape} ${fortran ? "F" : "C"} at byte ${at}`);
+          seen.add(at);
+        });
+        assert.equal(seen.size, count, "every element has its own bytes");
+        buf.free();
+        layout.free();
+      }
+    }
+  }
+  assert.deepEqual(indexAt(0, [], []), [], "a 0-d array");
 });
 
 test("the grid's readings come from the package's dtype table, signed above unsigned", () => {

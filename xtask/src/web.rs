@@ -196,7 +196,8 @@ pub fn bench(install: bool) -> Result {
 /// The files the demo's end-to-end test opens, at target/demo-files/,
 /// served by the test run at `/file/NAME`: safetensors files of 1 GiB
 /// (whose second tensor is misaligned) and of 5 GiB (tensors past 4 GiB),
-/// sparse: only their headers are written.
+/// sparse: only their headers are written; and the small files numpy
+/// writes ([`numpy_test_files`]).
 pub fn demo_test_files() -> Result<Vec<PathBuf>> {
     const GIB: u64 = 1 << 30;
     let tail = 1u64 << 20;
@@ -223,7 +224,40 @@ pub fn demo_test_files() -> Result<Vec<PathBuf>> {
             ("tail", "U8", 5 * GIB - 64 - big - 4096, 64 + big + 4096),
         ],
     )?;
-    Ok(vec![one, five])
+    let mut files = vec![one, five];
+    files.extend(numpy_test_files()?);
+    Ok(files)
+}
+
+/// What web-demo/tests/fixtures.py writes into target/demo-files/: small
+/// .npy and safetensors files, and numpy.json, numpy's answers about them.
+const NUMPY_FILES: [&str; 6] = [
+    "c_order.npy",
+    "fortran.npy",
+    "int16_be.npy",
+    "tensors.safetensors",
+    "heatmap.npy",
+    "numpy.json",
+];
+
+/// Runs web-demo/tests/fixtures.py with the numpy 2 venv's python, unless
+/// each of its files is newer than the script (numpy.json, written last,
+/// is older after a run that stopped part way); returns the files, served
+/// with the others.
+fn numpy_test_files() -> Result<Vec<PathBuf>> {
+    let dir = target_dir().join("demo-files");
+    let script = demo_dir().join("tests/fixtures.py");
+    let files: Vec<PathBuf> = NUMPY_FILES.iter().map(|name| dir.join(name)).collect();
+    let modified = |path: &Path| fs::metadata(path).and_then(|m| m.modified()).ok();
+    let written = modified(&script);
+    let fresh = written.is_some() && files.iter().all(|f| modified(f) > written);
+    if !fresh {
+        let python = crate::venv_python(crate::PY_ENVS[0].0);
+        let (script, out) = (script.display().to_string(), dir.display().to_string());
+        run(cmd(&python, &[&script, &out]))?;
+    }
+    // numpy.json is for the test, which reads it from disk ($DEMO_FILES).
+    Ok(files.into_iter().filter(|f| !f.ends_with("numpy.json")).collect())
 }
 
 /// A sparse safetensors file `name` in target/demo-files/ of `data` bytes
@@ -270,6 +304,7 @@ pub fn e2e(url: &str) -> Command {
     c.env("DEMO_URL", url)
         .env("DEMO_BIG_FILE", "/file/model-1gib.safetensors")
         .env("DEMO_HUGE_FILE", "/file/model-5gib.safetensors")
+        .env("DEMO_FILES", target_dir().join("demo-files"))
         .env("SCREENSHOT", target_dir().join("demo-screenshot.png"));
     c
 }
