@@ -170,6 +170,7 @@ export class FileView {
     this.target = NONE; // the row being drawn (or drawn last) and its promise
     this.held = null; // { start, bytes }: the rows drawn, read once
     this.selected = null; // the byte offset the inspector reads
+    this.moves = Promise.resolve(); // the selection's moves, one after another
     this.inspectSeq = 0;
     this.layouts = new Map(); // array name → its strides, from the core's Layout
     this.pin = null; // { row, top }: the row a jump showed, at scrollTop `top`
@@ -410,16 +411,30 @@ export class FileView {
    * Selects byte `b`: scrolls by as few rows as it takes to show it (the
    * rows already read are not read again), then reads it in the inspector.
    */
-  async select(b) {
+  select(b) {
     this.selected = b;
-    const row = Math.floor(b / ROW);
-    const first = this.target.row;
-    const shown = this.rowsOnScreen;
-    let want = first;
-    if (first === -1 || row < first) want = Math.min(row, this.lastFirstRow);
-    else if (row >= first + shown) want = Math.min(row - shown + 1, this.lastFirstRow);
-    if (want !== first) await this.scrollToRow(want);
-    else this.markSelection();
+    this.markSelection();
+    // One move at a time: each reads after the last has drawn its rows, so
+    // that quick key presses never ask for a row twice.
+    const move = this.moves.then(() => this.follow());
+    this.moves = move.catch(() => {});
+    return move;
+  }
+
+  /** Scrolls to the selection, if it is off screen, and reads it. */
+  async follow() {
+    // Keys pressed while the rows were read may have moved it on: again until it is shown.
+    for (;;) {
+      const row = Math.floor(this.selected / ROW);
+      const first = this.target.row;
+      const shown = this.rowsOnScreen;
+      let want = first;
+      if (first === -1 || row < first) want = Math.min(row, this.lastFirstRow);
+      else if (row >= first + shown) want = Math.min(row - shown + 1, this.lastFirstRow);
+      if (want === first) break;
+      await this.scrollToRow(want);
+    }
+    this.markSelection();
     await this.inspect();
   }
 

@@ -15,6 +15,12 @@ function rowsOf(table, readings) {
   return [...table.filter((d) => d.kind === "b"), ...readings];
 }
 
+/** The value as JS writes it (every digit of a float's double), bool as true or false, -0 kept. */
+function exactText(v, dtype) {
+  if (dtype.kind === "b") return String(v === 1);
+  return Object.is(v, -0) ? "-0" : String(v);
+}
+
 function plural(n, what) {
   return `${n} ${what}${n === 1 ? "" : "s"}`;
 }
@@ -92,7 +98,7 @@ export class Inspector {
         hex.textContent = h;
         delete td.dataset.past;
         td.dataset.value = text;
-        td.dataset.exact = dtype.kind === "b" ? String(v === 1) : String(v);
+        td.dataset.exact = exactText(v, dtype);
         td.dataset.hex = h;
         td.title = `${dtype.typeStrings[c.order]} at byte ${offset}: ${text} (${h})`;
       }
@@ -109,7 +115,7 @@ export class Inspector {
 
   showElement(e) {
     const box = this.element;
-    for (const k of Object.keys(box.dataset)) delete box.dataset[k];
+    for (const k of Object.keys(box.dataset)) if (k !== "testid") delete box.dataset[k];
     box.hidden = !e;
     if (!e) {
       box.replaceChildren();
@@ -126,14 +132,14 @@ export class Inspector {
       // A quantised tensor: its block and the field holding the byte.
       box.dataset.block = String(e.block);
       box.dataset.field = e.field;
-      Object.assign(box.dataset, e.value === undefined ? {} : { value: e.text, exact: String(e.value), hex: e.hex });
+      Object.assign(box.dataset, e.value === undefined ? {} : { value: e.text, exact: exactText(e.value, e.described), hex: e.hex });
       box.replaceChildren(name, ` block ${e.block.toLocaleString("en")}, `, el("code", { text: e.field }), ...read);
       return;
     }
     box.dataset.index = JSON.stringify(e.index);
     box.dataset.flat = String(e.flat);
     box.dataset.value = e.text;
-    box.dataset.exact = String(e.value);
+    box.dataset.exact = exactText(e.value, e.described);
     box.dataset.hex = e.hex;
     box.replaceChildren(name, el("code", { text: `[${e.index.join(", ")}]` }), ...read,
       el("span", { class: "insp-flat", text: ` element ${e.flat.toLocaleString("en")} in C order${e.fortran ? ", stored in Fortran order" : ""}` }));
@@ -146,6 +152,6 @@ export class Inspector {
     padded.set(bytes.subarray(0, dtype.size));
     this.scratch.setBytes(0, padded);
     const value = this.scratch.read(descr, { offset: 0, shape: [1] })[0];
-    return { value, text: formatValue(value, dtype), hex: hexOf(padded, 0, dtype.size, dtype.order), dtype: dtype.typeString };
+    return { value, text: formatValue(value, dtype), hex: hexOf(padded, 0, dtype.size, dtype.order), dtype: dtype.typeString, described: dtype };
   }
 }

@@ -7,7 +7,7 @@
 // ../target/demo-screenshot.png from this folder's parent, web-demo/).
 // Exits 1 with a message per failed check, 2 when it cannot run at all.
 
-import { mkdtemp, mkdir, rm } from "node:fs/promises";
+import { mkdtemp, mkdir, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -27,6 +27,9 @@ const origin = new URL(demoUrl).origin;
 const bigFile = process.env.DEMO_BIG_FILE ?? "/file/model-1gib.safetensors";
 // The 5 GiB one (tensors past 4 GiB, where 32-bit offsets would wrap).
 const hugeFile = process.env.DEMO_HUGE_FILE ?? "/file/model-5gib.safetensors";
+// The small files tests/fixtures.py writes with numpy, served at /file/NAME,
+// and numpy.json, numpy's answers about them, read from this folder.
+const numpyDir = path.resolve(process.env.DEMO_FILES ?? path.resolve(demoDir, "..", "target", "demo-files"));
 const screenshotPath = process.env.SCREENSHOT
   ? path.resolve(process.env.SCREENSHOT)
   : path.resolve(demoDir, "..", "target", "demo-screenshot.png");
@@ -114,6 +117,84 @@ async function edit(page, testId, typed) {
   const input = page.getByTestId(testId);
   await input.fill(typed);
   await input.press("Enter");
+}
+
+/** numpy.json, read once. */
+let numpyAnswers;
+async function numpy() {
+  numpyAnswers ??= JSON.parse(await readFile(path.join(numpyDir, "numpy.json"), "utf8"));
+  return numpyAnswers;
+}
+
+/** numpy's text of a value ("nan", "-0.0", "1.5", "true", "-12") and the page's
+ * (`data-exact`: JS's String of the value read, "-0" kept) say the same value. */
+function sameValue(page, np) {
+  if (np === "true" || np === "false" || /^-?\d+$/.test(np)) return page === np;
+  const want = { nan: NaN, inf: Infinity, "-inf": -Infinity }[np] ?? Number(np);
+  const got = page === "-0" ? -0 : Number(page);
+  return Object.is(want, got);
+}
+
+/** Everything the inspector `id` shows: its offset, each dtype's cells by "name order", its element line. */
+function readInspector(page, id) {
+  return page.evaluate((prefix) => {
+    const box = document.querySelector(`[data-testid=${prefix}]`);
+    const cells = {};
+    for (const td of box.querySelectorAll("td[data-testid]")) {
+      const [name, order] = td.dataset.testid.slice(prefix.length + 1).split(/-(?=little$|big$)/);
+      cells[`${name} ${order}`] = { past: td.dataset.past === "true", value: td.dataset.value, exact: td.dataset.exact, hex: td.dataset.hex };
+    }
+    const element = box.querySelector(`[data-testid=${prefix}-element]`);
+    return {
+      offset: box.querySelector(`[data-testid=${prefix}-offset]`).dataset.offset,
+      cells,
+      element: element.hidden ? null : (({ testid, ...data }) => data)(element.dataset),
+    };
+  }, id);
+}
+
+/** Compares the inspector's readings with numpy's answers for one offset (numpy.json's `offsets[i]`); returns the differences. */
+function inspectorDiffers(shown, want, what) {
+  const out = [];
+  for (const [name, orders] of Object.entries(want.readings)) {
+    for (const [order, np] of Object.entries(orders)) {
+      const cell = shown.cells[`${name} ${order}`];
+      if (!cell) out.push(`${what}: no ${name} ${order} cell`);
+      else if (np === null) {
+        if (!cell.past) out.push(`${what}: ${name} ${order} runs past the end, but the inspector shows ${cell.value}`);
+      } else if (cell.past) out.push(`${what}: ${name} ${order} says past the end; numpy reads ${np.value}`);
+      else if (cell.hex !== np.hex || !sameValue(cell.exact, np.value)) {
+        out.push(`${what}: ${name} ${order}: ${cell.exact} (${cell.hex}), numpy ${np.value} (${np.hex})`);
+      }
+    }
+  }
+  const e = want.element;
+  const got = shown.element;
+  if (!e !== !got) out.push(`${what}: element ${JSON.stringify(got)}, numpy ${JSON.stringify(e)}`);
+  else if (e && (got.array !== e.array || got.index !== JSON.stringify(e.index) || Number(got.flat) !== e.flat
+    || got.hex !== e.hex || !sameValue(got.exact, e.value))) {
+    out.push(`${what}: element ${got.array}${got.index} #${got.flat} = ${got.exact} (${got.hex}), `
+      + `numpy ${e.array}${JSON.stringify(e.index)} #${e.flat} = ${e.value} (${e.hex})`);
+  }
+  return out;
+}
+
+/** Selects `offset` in the file view by typing it into "Go to byte offset"; waits for the inspector. */
+async function inspectAt(page, offset) {
+  await page.getByTestId("file-goto-offset").fill(String(offset));
+  await page.getByTestId("file-goto-button").click();
+  await page.waitForFunction((b) => document.querySelector("[data-testid=file-inspector-offset]").dataset.offset === String(b), offset);
+}
+
+/** The /file/ range requests the page makes from now on: [[start, end], ...]. */
+function watchRanges(page) {
+  const ranges = [];
+  page.on("request", (req) => {
+    if (!req.url().includes("/file/")) return;
+    const m = req.headers().range?.match(/bytes=(\d+)-(\d+)/);
+    if (m) ranges.push([Number(m[1]), Number(m[2]) + 1]);
+  });
+  return ranges;
 }
 
 const checks = [
@@ -524,6 +605,143 @@ const checks = [
     await page.waitForFunction(() => document.querySelector("[data-testid=file-summary]").textContent.startsWith("three.npy"));
     expectEqual(await text(page, "file-summary"), "three.npy: npy 1.0, 140 bytes, 1 array", "the picked file's summary");
     expectEqual(await page.locator("[data-testid=file-array-array] td").nth(2).textContent(), "128..140", "the array's bytes");
+  }],
+
+  ["the file view's inspector reads the bytes at chosen offsets as every dtype in both byte orders, and the element there, as numpy does", async (page) => {
+    const answers = await numpy();
+    let compared = 0;
+    for (const name of ["c_order.npy", "fortran.npy", "int16_be.npy", "tensors.safetensors"]) {
+      const file = answers.files[name];
+      await openDemo(page, `${demoUrl}?file=/file/${name}`);
+      await page.waitForFunction((n) => document.querySelector("[data-testid=file-summary]").textContent.startsWith(n), name);
+      const differs = [];
+      for (const want of file.offsets) {
+        await inspectAt(page, want.offset);
+        differs.push(...inspectorDiffers(await readInspector(page, "file-inspector"), want, `${name} byte ${want.offset}`));
+        compared++;
+      }
+      expect(differs.length === 0, `the inspector and numpy differ:\n    ${differs.slice(0, 20).join("\n    ")}`);
+      // Near the end the wider dtypes say they run past it.
+      const last = file.offsets.at(-1);
+      expectEqual(last.offset, file.size - 1, `${name}: numpy.json's last offset`);
+      const shown = await readInspector(page, "file-inspector");
+      expect(shown.cells["float64 little"].past && shown.cells["int16 big"].past && !shown.cells["uint8 little"].past,
+        `${name}: the last byte's readings ${JSON.stringify(shown.cells["float64 little"])}`);
+    }
+    console.log(`  (${compared} offsets of 4 files, ${answers.dtypes.length} dtypes × 2 byte orders each, equal to numpy ${answers.numpy}'s)`);
+    expectNoProblems("in the inspector");
+  }],
+
+  ["inside the C- and Fortran-order arrays and the bfloat16 and float8 tensors, the element's multi-index and value are numpy's", async (page) => {
+    const answers = await numpy();
+    // Elements numpy.json does not list by offset: a few in each array, from its `first` values (C order).
+    for (const [name, array, picks] of [
+      ["c_order.npy", "array", [[0, 4], [0, 5], [1, 2], [23, 39]]],
+      ["fortran.npy", "array", [[0, 4], [1, 2], [5, 0], [23, 39]]],
+      ["tensors.safetensors", "bf16", [[0, 0], [0, 3], [0, 4], [1, 0]]],
+      ["tensors.safetensors", "f8", [[0, 0], [0, 2], [0, 3], [1, 1]]],
+    ]) {
+      const a = answers.files[name].arrays[array];
+      await openDemo(page, `${demoUrl}?file=/file/${name}`);
+      await page.waitForFunction((n) => document.querySelector("[data-testid=file-summary]").textContent.startsWith(n), name);
+      const size = Number(a.nbytes) / a.shape.reduce((n, k) => n * k, 1);
+      for (const index of picks) {
+        const flat = index[0] * a.shape[1] + index[1];
+        // Where numpy keeps it: C order, or the first axis fastest in Fortran order.
+        const k = a.fortran ? index[1] * a.shape[0] + index[0] : flat;
+        const at = a.offset + k * size + (size - 1); // the element's last byte
+        await inspectAt(page, at);
+        const { element } = await readInspector(page, "file-inspector");
+        expectEqual(`${element?.array}${element?.index} #${element?.flat}`, `${array}${JSON.stringify(index)} #${flat}`, `${name} byte ${at}: the element`);
+        if (flat < a.first.length) {
+          expect(sameValue(element.exact, a.first[flat]), `${name}${JSON.stringify(index)}: ${element.exact}, numpy ${a.first[flat]}`);
+        }
+      }
+    }
+  }],
+
+  ["arrow keys move the file view's selection and scroll, reading only rows not read yet", async (page) => {
+    const name = "c_order.npy";
+    await openDemo(page, `${demoUrl}?file=/file/${name}`);
+    await page.waitForFunction((n) => document.querySelector("[data-testid=file-summary]").textContent.startsWith(n), name);
+    const selected = () => page.evaluate(() => document.querySelector("[data-testid=file-inspector-offset]").dataset.offset);
+    const marked = () => page.evaluate(() => [...document.querySelectorAll(".fb.sel")].map((b) => Number(b.closest(".frow").dataset.offset) + Number(b.dataset.col)));
+    await page.locator("[data-testid=file-row-1] .fb").nth(2).click(); // byte 18
+    expectEqual(await selected(), "18", "the clicked byte");
+    for (const [key, want] of [["ArrowRight", 19], ["ArrowDown", 35], ["ArrowLeft", 34], ["ArrowUp", 18], ["ArrowUp", 2], ["ArrowUp", 2], ["ArrowLeft", 1]]) {
+      await page.keyboard.press(key);
+      await page.waitForFunction((b) => document.querySelector("[data-testid=file-inspector-offset]").dataset.offset === String(b), want);
+      expectEqual(JSON.stringify(await marked()), `[${want}]`, `the byte marked after ${key}`);
+    }
+    // Down past the rows on screen: the view scrolls a row at a time, and
+    // reads only the rows new to it (those it read are held).
+    const onScreen = await page.evaluate(() => Math.floor(document.querySelector("#file-scroll").clientHeight / 22));
+    const ranges = watchRanges(page);
+    const steps = onScreen + 5;
+    for (let i = 0; i < steps; i++) await page.keyboard.press("ArrowDown");
+    const want = 1 + 16 * steps;
+    await page.waitForFunction((b) => document.querySelector("[data-testid=file-inspector-offset]").dataset.offset === String(b), want);
+    const first = await page.evaluate(() => Number(document.querySelector(".fwindow").dataset.first));
+    expectEqual(first, 16 * (steps - onScreen + 1), "the first row drawn after moving down past the rows on screen");
+    const box = await page.locator(".fb.sel").boundingBox();
+    const view = await page.getByTestId("file-scroll").boundingBox();
+    expect(box && box.y >= view.y && box.y + box.height <= view.y + view.height, `the selected byte is off screen: ${JSON.stringify(box)} in ${JSON.stringify(view)}`);
+    const drawnAtFirst = 24 * 16; // the rows read when the file opened: 0..384
+    const reread = ranges.filter(([a, b]) => a < drawnAtFirst && b > 0);
+    expect(reread.length === 0, `rows read again: ${JSON.stringify(reread)}`);
+    const fetched = ranges.reduce((n, [a, b]) => n + b - a, 0);
+    expect(fetched <= 16 * (steps - onScreen + 1), `moving down ${steps} rows fetched ${fetched} bytes in ${ranges.length} requests: ${JSON.stringify(ranges)}`);
+    expect(ranges.length <= steps - onScreen + 1, `${ranges.length} requests: ${JSON.stringify(ranges)}`);
+    // The readings are still numpy's there.
+    const answers = await numpy();
+    const at = answers.files[name].offsets.find((o) => o.offset >= 128 && o.offset < 1000);
+    await inspectAt(page, at.offset);
+    const differs = inspectorDiffers(await readInspector(page, "file-inspector"), at, `${name} byte ${at.offset}`);
+    expect(differs.length === 0, differs.join("\n    "));
+    expectNoProblems("moving the selection");
+  }],
+
+  ["in a quantised GGUF tensor the inspector names the block and field of the selected byte", async (page) => {
+    await openDemo(page);
+    await page.getByTestId("load-file").setInputFiles({ name: "blocks.gguf", mimeType: "application/octet-stream", buffer: Buffer.from(ggufFixture()) });
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-summary]").textContent.startsWith("blocks.gguf"));
+    await page.getByTestId("file-jump-blk.0.ffn_down.weight").click();
+    const element = async () => (await readInspector(page, "file-inspector")).element;
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-inspector-element]").dataset.field === "d");
+    let e = await element();
+    expectEqual(`${e.array} ${e.block} ${e.field} ${e.exact} ${e.hex}`, "blk.0.ffn_down.weight 0 d 1 0x3c00", "the first block's d (float16 1.0)");
+    await page.getByTestId("file-scroll").focus(); // the arrows move the selection a jump made
+    for (let i = 0; i < 5; i++) await page.keyboard.press("ArrowRight");
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-inspector-element]").dataset.field === "scales[1]");
+    e = await element();
+    expectEqual(`${e.block} ${e.field}`, "0 scales[1]", "byte 5 of the block");
+    for (let i = 0; i < 9; i++) await page.keyboard.press("ArrowDown"); // byte 149: block 1's scales[1]
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-inspector-element]").dataset.block === "1");
+    e = await element();
+    expectEqual(`${e.block} ${e.field}`, "1 scales[1]", "byte 149 of the tensor");
+  }],
+
+  ["the buffer grid's inspector reads the focused cell's bytes and follows an edit", async (page) => {
+    await openDemo(page);
+    const cells = async () => (await readInspector(page, "buffer-inspector")).cells;
+    expectEqual((await readInspector(page, "buffer-inspector")).offset, "0", "the inspector's byte at first");
+    expectEqual((await cells())["float32 little"].value, "1", "float32 at byte 0 of the example");
+    await page.getByTestId("input-int32-4").focus(); // bytes 16..20: 44 33 22 11
+    await page.waitForFunction(() => document.querySelector("[data-testid=buffer-inspector-offset]").dataset.offset === "16");
+    let c = await cells();
+    expectEqual(`${c["int32 little"].exact} ${c["int16 little"].exact} ${c["int32 big"].hex}`, "287454020 13124 0x44332211", "int32 and int16 at byte 16");
+    await edit(page, "input-int32-4", "0x01020304");
+    c = await cells();
+    expectEqual(`${c["int32 little"].exact} ${c["int32 big"].exact} ${c["uint8 little"].exact} ${c["int64 little"].hex}`,
+      "16909060 67305985 4 0xffffffff01020304", "the readings at byte 16 after the edit");
+    // The last bytes: the wider dtypes run past the end of the 32-byte buffer.
+    await page.getByTestId("byte-input-30").focus();
+    await page.waitForFunction(() => document.querySelector("[data-testid=buffer-inspector-offset]").dataset.offset === "30");
+    c = await cells();
+    expect(c["float32 little"].past && !c["int16 little"].past, `at byte 30: float32 ${JSON.stringify(c["float32 little"])}, int16 ${JSON.stringify(c["int16 little"])}`);
+    await edit(page, "byte-input-30", "ff");
+    await page.waitForFunction(() => document.querySelector("[data-testid=buffer-inspector-int8-little]").dataset.exact === "-1");
+    expectNoProblems("in the buffer's inspector");
   }],
 
   ["a full-page screenshot at 1280×800, and still no console errors", async (page) => {
