@@ -668,6 +668,7 @@ fn size_of(array: &str, shape: &[u64], itemsize: usize) -> Result<u64, FileError
     Ok(nbytes)
 }
 
+pub mod dequant;
 mod ggml;
 mod gguf;
 mod npy;

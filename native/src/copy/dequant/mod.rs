@@ -1,6 +1,6 @@
 //! Dequantising ggml's blocks (GGUF tensors) into float32, float16 or
 //! bfloat16, in the copy kernel's style: one reference
-//! ([`reference`], gguf-py's results bit for bit), builds of it for the
+//! (the core's [`dequant`](bytelens_core::files::dequant), gguf-py's results bit for bit), builds of it for the
 //! CPU's vector units chosen at run time, and big outputs split between
 //! threads by [`fan_out`].
 //!
@@ -16,7 +16,6 @@
 //! float16 and bfloat16 outputs are float32 blocks rounded once, by the
 //! conversion kernel (`convert`), from a scratch block that stays in cache.
 
-mod reference;
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 mod x86;
 
@@ -76,7 +75,7 @@ macro_rules! dequantizers {
         mod portable {
             $(#[inline(always)]
             pub(super) fn $f(blocks: &[u8], out: &mut [f32]) {
-                super::each::<$b, $n>(blocks, out, super::reference::$f);
+                super::each::<$b, $n>(blocks, out, bytelens_core::files::dequant::$f);
             })*
         }
 

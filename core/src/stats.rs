@@ -1,0 +1,787 @@
+//! What an array's values are, streamed over its bytes in chunks: counts,
+//! extremes, mean and standard deviation ([`Stats`]), numpy's histogram
+//! ([`Histogram`]) and a 2-D array downsampled to a picture ([`Heatmap`],
+//! feature `alloc`).
+//!
+//! Every dtype of the core's table is read, in either byte order, through
+//! the core's own decoding (float16, bfloat16 and the float8s exactly), as
+//! `f64`. Chunks are whole elements, of any size: a page streams a file's
+//! byte ranges through these in bounded pieces, and the results do not
+//! depend on where the chunks were cut (but for the last bits of the mean
+//! and standard deviation).
+//!
+//! # Examples
+//! ```
+//! use bytelens_core::{Descr, Histogram, Stats};
+//! let d: Descr = "<f4".parse()?;
+//! let values = [1.0f32, 2.0, f32::NAN, 4.0, f32::INFINITY, 0.0];
+//! let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+//! let mut stats = Stats::new();
+//! stats.push(d, &bytes[..8])?; // any cut on whole elements
+//! stats.push(d, &bytes[8..])?;
+//! let counts = stats.counts();
+//! assert_eq!((counts.elements, counts.finite, counts.nan, counts.pos_inf, counts.zero), (6, 4, 1, 1, 1));
+//! assert_eq!((stats.min(), stats.max(), stats.mean()), (Some(0.0), Some(4.0), Some(1.75)));
+//! let mut hist = Histogram::for_range(0.0, 4.0, 4, d.dtype).unwrap();
+//! hist.push(d, &bytes)?;
+//! assert_eq!(hist.counts(), [1, 1, 1, 1]);
+//! assert_eq!(hist.edges(), [0.0, 1.0, 2.0, 3.0, 4.0]);
+//! # Ok::<(), bytelens_core::Error>(())
+//! ```
+#![forbid(unsafe_code)]
+
+use half::{bf16, f16};
+
+use crate::{ByteOrder, DType, Descr, Error, Scalar};
+
+/// Calls `f` with each `N`-byte element of `bytes` in native byte order.
+#[inline(always)]
+fn each<const N: usize>(bytes: &[u8], order: ByteOrder, mut f: impl FnMut([u8; N])) {
+    let swap = order != ByteOrder::NATIVE;
+    for chunk in bytes.chunks_exact(N) {
+        let mut raw = [0u8; N];
+        raw.copy_from_slice(chunk);
+        if swap {
+            raw.reverse();
+        }
+        f(raw);
+    }
+}
+
+/// Calls `f` with the value of each whole element of `descr` in `bytes`,
+/// in order, as `f64` (exact but for 64-bit integers past 2^53, which
+/// round as numpy's `astype(float64)` rounds them). A partial element at
+/// the end is left out.
+#[inline(always)]
+fn for_each_value(descr: Descr, bytes: &[u8], mut f: impl FnMut(f64)) {
+    let o = descr.order;
+    match descr.dtype {
+        DType::Bool => each::<1>(bytes, o, |b| f(f64::from(u8::from(b[0] != 0)))),
+        DType::U8 => each::<1>(bytes, o, |b| f(f64::from(b[0]))),
+        DType::I8 => each::<1>(bytes, o, |b| f(f64::from(b[0] as i8))),
+        DType::U16 => each(bytes, o, |b| f(f64::from(u16::from_ne_bytes(b)))),
+        DType::I16 => each(bytes, o, |b| f(f64::from(i16::from_ne_bytes(b)))),
+        DType::U32 => each(bytes, o, |b| f(f64::from(u32::from_ne_bytes(b)))),
+        DType::I32 => each(bytes, o, |b| f(f64::from(i32::from_ne_bytes(b)))),
+        DType::U64 => each(bytes, o, |b| f(u64::from_ne_bytes(b) as f64)),
+        DType::I64 => each(bytes, o, |b| f(i64::from_ne_bytes(b) as f64)),
+        DType::F16 => each(bytes, o, |b| f(f16::from_ne_bytes(b).to_f64())),
+        DType::BF16 => each(bytes, o, |b| f(bf16::from_ne_bytes(b).to_f64())),
+        DType::F32 => each(bytes, o, |b| f(f64::from(f32::from_ne_bytes(b)))),
+        DType::F64 => each(bytes, o, |b| f(f64::from_ne_bytes(b))),
+        DType::F8E4M3FN | DType::F8E5M2 | DType::F8E8M0FNU => {
+            // 256 codes: decode each once, by the core's format.
+            let table: [f64; 256] = core::array::from_fn(|code| {
+                let bits = [code as u8];
+                Scalar::read(descr, &bits).map_or(f64::NAN, Scalar::to_f64)
+            });
+            each::<1>(bytes, o, |b| f(table[usize::from(b[0])]))
+        }
+    }
+}
+
+/// Refuses bytes that are not whole elements of `descr`.
+fn whole_elements(descr: Descr, bytes: &[u8]) -> Result<usize, Error> {
+    let itemsize = descr.dtype.size();
+    if !bytes.len().is_multiple_of(itemsize) {
+        return Err(Error::ItemsizeMismatch {
+            nbytes: bytes.len(),
+            itemsize,
+            dtype: descr.dtype,
+        });
+    }
+    Ok(bytes.len() / itemsize)
+}
+
+/// The smallest normal magnitude of a float dtype with subnormals (0 for
+/// the others: nothing is subnormal there).
+fn smallest_normal(dtype: DType) -> f64 {
+    match dtype.float_format() {
+        Some(format) if format.subnormals => {
+            // 2^(1 - bias), for biases up to 1023.
+            f64::from_bits(((1 - format.bias + 1023) as u64) << 52)
+        }
+        _ => 0.0,
+    }
+}
+
+/// The counts [`Stats`] keeps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Every element pushed.
+    pub elements: u64,
+    /// The finite ones (every integer and bool).
+    pub finite: u64,
+    /// NaN (any payload, either sign).
+    pub nan: u64,
+    /// Positive infinity.
+    pub pos_inf: u64,
+    /// Negative infinity.
+    pub neg_inf: u64,
+    /// Zero, either sign.
+    pub zero: u64,
+    /// Subnormal floats: non-zero, smaller in magnitude than the dtype's
+    /// smallest normal number (never an integer, nor a float8_e8m0fnu,
+    /// which has none).
+    pub subnormal: u64,
+}
+
+/// Statistics of an array's values, streamed over chunks of its bytes:
+/// [`Counts`], and the minimum, maximum, mean and population standard
+/// deviation of the finite values, as numpy's `nanmin`, `nanmax`,
+/// `nanmean` and `nanstd` give them for the finite values as float64
+/// (`a = a[np.isfinite(a)].astype(np.float64)`), the last two within
+/// float64 rounding.
+///
+/// The moments are accumulated in `f64`: each run of up to 256 finite
+/// values two-pass (its mean, then its squared deviations from it), the
+/// runs merged by Chan's formula, so that the result is as accurate as a
+/// two-pass computation over the whole array and [`Stats::merge`] joins
+/// the statistics of two parts, in order or not.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{Descr, Stats};
+/// let d: Descr = ">i2".parse()?;
+/// let (mut a, mut b) = (Stats::new(), Stats::new());
+/// a.push(d, &[0, 1, 0, 2])?; // 1, 2
+/// b.push(d, &[0, 3, 0, 0])?; // 3, 0
+/// a.merge(&b);
+/// assert_eq!(a.mean(), Some(1.5));
+/// assert_eq!(a.std(), Some(1.25f64.sqrt()));
+/// assert_eq!(a.counts().zero, 1);
+/// assert!(a.push(d, &[1, 2, 3]).is_err()); // not whole elements
+/// # Ok::<(), bytelens_core::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Stats {
+    counts: Counts,
+    min: f64,
+    max: f64,
+    /// The mean of the finite values so far.
+    mean: f64,
+    /// The sum of their squared deviations from `mean`.
+    m2: f64,
+}
+
+impl Default for Stats {
+    fn default() -> Stats {
+        Stats::new()
+    }
+}
+
+/// Finite values gathered before their moments join the totals.
+const RUN: usize = 256;
+
+impl Stats {
+    /// No elements yet.
+    pub const fn new() -> Stats {
+        Stats {
+            counts: Counts {
+                elements: 0,
+                finite: 0,
+                nan: 0,
+                pos_inf: 0,
+                neg_inf: 0,
+                zero: 0,
+                subnormal: 0,
+            },
+            min: f64::INFINITY,
+            max: f64::NEG_INFINITY,
+            mean: 0.0,
+            m2: 0.0,
+        }
+    }
+
+    /// Adds the elements of `descr` in `bytes`, whole elements only: fails
+    /// with `ItemsizeMismatch`, adding nothing, when its length is not a
+    /// multiple of the itemsize.
+    pub fn push(&mut self, descr: Descr, bytes: &[u8]) -> Result<(), Error> {
+        let n = whole_elements(descr, bytes)?;
+        let tiny = smallest_normal(descr.dtype);
+        let mut run = [0f64; RUN];
+        let mut len = 0;
+        let (mut min, mut max) = (self.min, self.max);
+        let c = &mut self.counts;
+        let (mut mean, mut m2, mut finite) = (self.mean, self.m2, c.finite);
+        for_each_value(descr, bytes, |x| {
+            if x.is_finite() {
+                if x == 0.0 {
+                    c.zero += 1;
+                } else if x.abs() < tiny {
+                    c.subnormal += 1;
+                }
+                min = min.min(x);
+                max = max.max(x);
+                run[len] = x;
+                len += 1;
+                if len == RUN {
+                    absorb(&mut finite, &mut mean, &mut m2, &run);
+                    len = 0;
+                }
+            } else if x.is_nan() {
+                c.nan += 1;
+            } else if x > 0.0 {
+                c.pos_inf += 1;
+            } else {
+                c.neg_inf += 1;
+            }
+        });
+        absorb(&mut finite, &mut mean, &mut m2, &run[..len]);
+        c.finite = finite;
+        c.elements += n as u64;
+        (self.min, self.max, self.mean, self.m2) = (min, max, mean, m2);
+        Ok(())
+    }
+
+    /// Adds the statistics of other elements (another part of the array,
+    /// before or after these: the result is the same up to rounding).
+    pub fn merge(&mut self, other: &Stats) {
+        let (a, b) = (&mut self.counts, &other.counts);
+        let n = a.finite;
+        a.elements += b.elements;
+        a.nan += b.nan;
+        a.pos_inf += b.pos_inf;
+        a.neg_inf += b.neg_inf;
+        a.zero += b.zero;
+        a.subnormal += b.subnormal;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+        let mut finite = n;
+        chan(
+            &mut finite,
+            &mut self.mean,
+            &mut self.m2,
+            b.finite,
+            other.mean,
+            other.m2,
+        );
+        self.counts.finite = finite;
+    }
+
+    /// The counts.
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    /// The smallest finite value; `None` when there is none.
+    pub fn min(&self) -> Option<f64> {
+        (self.counts.finite > 0).then_some(self.min)
+    }
+
+    /// The largest finite value; `None` when there is none.
+    pub fn max(&self) -> Option<f64> {
+        (self.counts.finite > 0).then_some(self.max)
+    }
+
+    /// The mean of the finite values; `None` when there is none.
+    pub fn mean(&self) -> Option<f64> {
+        (self.counts.finite > 0).then_some(self.mean)
+    }
+
+    /// The population variance (numpy's `ddof=0`) of the finite values;
+    /// `None` when there is none.
+    pub fn variance(&self) -> Option<f64> {
+        (self.counts.finite > 0).then(|| self.m2 / self.counts.finite as f64)
+    }
+
+    /// The population standard deviation (numpy's `std`, `ddof=0`) of the
+    /// finite values; `None` when there is none.
+    pub fn std(&self) -> Option<f64> {
+        self.variance().map(sqrt)
+    }
+}
+
+/// `x.sqrt()` without std: the square root rounded correctly, by Newton's
+/// method from the float's halved exponent, finished by a correction of
+/// the last bit.
+fn sqrt(x: f64) -> f64 {
+    if x.is_nan() || x < 0.0 {
+        return f64::NAN;
+    }
+    if x == 0.0 || x.is_infinite() {
+        return x;
+    }
+    // Scaled by an even power of two into a range where the residuals
+    // below neither overflow nor lose bits to underflow.
+    let pow2 = |k: i32| f64::from_bits(((1023 + k) as u64) << 52);
+    let (x, scale) = if x < pow2(-500) {
+        (x * pow2(600), pow2(-300))
+    } else if x > pow2(500) {
+        (x * pow2(-600), pow2(300))
+    } else {
+        (x, 1.0)
+    };
+    let mut r = f64::from_bits((x.to_bits() >> 1) + (1023u64 << 51));
+    for _ in 0..6 {
+        r = 0.5 * (r + x / r);
+    }
+    // The neighbour whose square is nearest to x, by exact residuals.
+    let best = [
+        f64::from_bits(r.to_bits() - 1),
+        r,
+        f64::from_bits(r.to_bits() + 1),
+    ]
+    .into_iter()
+    .min_by(|a, b| {
+        let ra = residual(*a, x).abs();
+        let rb = residual(*b, x).abs();
+        ra.partial_cmp(&rb).unwrap_or(core::cmp::Ordering::Equal)
+    })
+    .unwrap_or(r);
+    best * scale
+}
+
+/// `r * r - x`, with the product's rounding error kept (Dekker's split),
+/// so that two candidates' residuals compare exactly enough.
+fn residual(r: f64, x: f64) -> f64 {
+    const SPLIT: f64 = 134_217_729.0; // 2^27 + 1
+    let c = SPLIT * r;
+    let hi = c - (c - r);
+    let lo = r - hi;
+    let p = r * r;
+    let err = ((hi * hi - p) + 2.0 * hi * lo) + lo * lo;
+    (p - x) + err
+}
+
+/// Joins a run of finite values to the moments `(n, mean, m2)`: the run's
+/// own mean and squared deviations two-pass, then Chan's merge.
+#[inline]
+fn absorb(n: &mut u64, mean: &mut f64, m2: &mut f64, run: &[f64]) {
+    if run.is_empty() {
+        return;
+    }
+    let count = run.len() as f64;
+    let run_mean = run.iter().sum::<f64>() / count;
+    let run_m2 = run.iter().map(|x| (x - run_mean) * (x - run_mean)).sum();
+    chan(n, mean, m2, run.len() as u64, run_mean, run_m2);
+}
+
+/// Chan et al.'s merge of the moments of two parts.
+fn chan(n: &mut u64, mean: &mut f64, m2: &mut f64, nb: u64, mean_b: f64, m2_b: f64) {
+    if nb == 0 {
+        return;
+    }
+    if *n == 0 {
+        (*n, *mean, *m2) = (nb, mean_b, m2_b);
+        return;
+    }
+    let (na_f, nb_f) = (*n as f64, nb as f64);
+    let total = na_f + nb_f;
+    let delta = mean_b - *mean;
+    *mean += delta * (nb_f / total);
+    *m2 += m2_b + delta * delta * (na_f * nb_f / total);
+    *n += nb;
+}
+
+/// The most bins a [`Histogram`] has.
+pub const MAX_BINS: usize = 1024;
+
+/// The arithmetic numpy's `histogram` does for an array of some dtype:
+/// that of `np.result_type` of the array and its range's ends, each
+/// operation rounded to it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Arithmetic {
+    /// float64: integer, bool and float64 arrays (and the float8s, see
+    /// [`Histogram::new`]).
+    F64,
+    /// float32 arrays.
+    F32,
+    /// float16 or bfloat16 arrays: each operation rounded to it, as numpy
+    /// and ml_dtypes compute them (in float32, rounded once to the type).
+    Narrow(DType),
+}
+
+impl Arithmetic {
+    fn of(dtype: DType) -> Arithmetic {
+        match dtype {
+            DType::F32 => Arithmetic::F32,
+            DType::F16 | DType::BF16 => Arithmetic::Narrow(dtype),
+            _ => Arithmetic::F64,
+        }
+    }
+
+    /// `x` rounded to the type (exact `f64` operations on its values
+    /// rounded once: the same as the type's own operation).
+    #[inline(always)]
+    fn round(self, x: f64) -> f64 {
+        match self {
+            Arithmetic::F64 => x,
+            Arithmetic::F32 => f64::from(x as f32),
+            Arithmetic::Narrow(dtype) => Scalar::float(dtype, x).map_or(x, Scalar::to_f64),
+        }
+    }
+}
+
+/// A histogram with equal bins over `[lo, hi]`, counted exactly as numpy's
+/// `np.histogram(a, bins, range=(lo, hi))` counts them (its fast path for
+/// equal bins, with its corrections at the edges), with numpy's edges
+/// (`np.linspace(lo, hi, bins + 1)` in the array's type) bit for bit.
+/// Values outside the range, NaN and infinities are not counted; each bin
+/// holds `edges[i] <= x < edges[i + 1]`, the last one `hi` too.
+///
+/// numpy computes in the type of the array: float64 for integer, bool
+/// and float64 arrays, float32 for float32 ones, and float16 or bfloat16
+/// (ml_dtypes) arithmetic for those, where its edges are rounded to the
+/// type. Give the array's dtype to have its bins; the float8s are
+/// counted in float64 (numpy's own float8 edges round to a few values,
+/// or are NaN for float8_e8m0fnu).
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{DType, Descr, Histogram};
+/// // np.histogram(np.float32([0.1, 0.2, 0.3, 0.7]), bins=3)
+/// let d = Descr::native(DType::F32);
+/// let values = [0.1f32, 0.2, 0.3, 0.7];
+/// let mut h = Histogram::for_range(0.1, f64::from(0.7f32), 3, DType::F32).unwrap();
+/// h.push(d, bytemuck::cast_slice(&values))?;
+/// assert_eq!(h.counts(), [2, 1, 1]);
+/// // A constant array: numpy's range of one around it.
+/// let h = Histogram::for_range(3.0, 3.0, 2, DType::I16).unwrap();
+/// assert_eq!(h.edges(), [2.5, 3.0, 3.5]);
+/// # Ok::<(), bytelens_core::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Histogram {
+    bins: usize,
+    arithmetic: Arithmetic,
+    lo: f64,
+    hi: f64,
+    /// `hi - lo` in the arithmetic.
+    width: f64,
+    // INVARIANT: `edges[..=bins]` are numpy's linspace, `edges[bins] == hi`.
+    edges: [f64; MAX_BINS + 1],
+    counts: [u64; MAX_BINS],
+}
+
+impl Histogram {
+    /// No values yet, `bins` equal bins over `[lo, hi]` in numpy's
+    /// arithmetic for arrays of `dtype`. `None` when `bins` is 0 or more
+    /// than [`MAX_BINS`], `lo` and `hi` are not finite with `lo <= hi`, or
+    /// the edges do not increase (a range too narrow for the type, or too
+    /// wide: numpy refuses both, "Too many bins for data range"; fewer
+    /// bins may do for the first).
+    /// Use [`Histogram::for_range`] for the range numpy chooses.
+    pub fn new(lo: f64, hi: f64, bins: usize, dtype: DType) -> Option<Histogram> {
+        if bins == 0 || bins > MAX_BINS || !(lo.is_finite() && hi.is_finite() && lo <= hi) {
+            return None;
+        }
+        let arithmetic = Arithmetic::of(dtype);
+        let r = |x| arithmetic.round(x);
+        let (lo, hi) = (r(lo), r(hi));
+        let mut edges = [0.0; MAX_BINS + 1];
+        // numpy's linspace(lo, hi, bins + 1) in the type.
+        let delta = r(hi - lo);
+        let div = bins as f64;
+        let step = r(delta / div);
+        for (i, edge) in edges[..bins].iter_mut().enumerate() {
+            let i = i as f64;
+            let y = if step == 0.0 {
+                r(r(i / div) * delta)
+            } else {
+                r(i * step)
+            };
+            *edge = r(y + lo);
+        }
+        edges[bins] = hi;
+        // numpy refuses edges that do not increase ("Too many bins for
+        // data range"): a range too narrow for the type.
+        if edges[..=bins]
+            .windows(2)
+            .any(|w| !(w[0] < w[1] && w[1].is_finite()))
+        {
+            return None;
+        }
+        Some(Histogram {
+            bins,
+            arithmetic,
+            lo,
+            hi,
+            width: delta,
+            edges,
+            counts: [0; MAX_BINS],
+        })
+    }
+
+    /// Like [`Histogram::new`] over the range numpy's `histogram` chooses
+    /// for finite values from `min` to `max`: those, or `min - 0.5` to
+    /// `max + 0.5` when they are equal.
+    pub fn for_range(min: f64, max: f64, bins: usize, dtype: DType) -> Option<Histogram> {
+        if min == max {
+            let r = |x| Arithmetic::of(dtype).round(x);
+            return Histogram::new(r(min - 0.5), r(max + 0.5), bins, dtype);
+        }
+        Histogram::new(min, max, bins, dtype)
+    }
+
+    /// Counts the elements of `descr` in `bytes` that lie in the range,
+    /// whole elements only: fails with `ItemsizeMismatch`, counting
+    /// nothing, when its length is not a multiple of the itemsize.
+    pub fn push(&mut self, descr: Descr, bytes: &[u8]) -> Result<(), Error> {
+        whole_elements(descr, bytes)?;
+        match self.arithmetic {
+            Arithmetic::F64 => self.count(descr, bytes, |x| x),
+            Arithmetic::F32 => self.count(descr, bytes, |x| f64::from(x as f32)),
+            a @ Arithmetic::Narrow(_) => self.count(descr, bytes, |x| a.round(x)),
+        }
+        Ok(())
+    }
+
+    /// numpy's `_histograms_impl` fast path, with `r` rounding each result
+    /// to the array's type.
+    #[inline(always)]
+    fn count(&mut self, descr: Descr, bytes: &[u8], r: impl Fn(f64) -> f64) {
+        let (lo, hi, width, bins) = (self.lo, self.hi, self.width, self.bins);
+        let n = bins as f64;
+        let edges = &self.edges[..=bins];
+        let counts = &mut self.counts[..bins];
+        for_each_value(descr, bytes, |x| {
+            if !(x >= lo && x <= hi) {
+                return;
+            }
+            let x = r(x); // numpy's astype(bin_edges.dtype)
+            let f = r(r(r(x - lo) / width) * n);
+            // A float to int cast saturates (NaN: 0), as a bin index must.
+            let mut i = (f as usize).min(bins - 1);
+            if x < edges[i] {
+                i = i.saturating_sub(1);
+            }
+            if i != bins - 1 && x >= edges[i + 1] {
+                i += 1;
+            }
+            counts[i] += 1;
+        });
+    }
+
+    /// The count of each bin.
+    pub fn counts(&self) -> &[u64] {
+        &self.counts[..self.bins]
+    }
+
+    /// The `bins + 1` edges, numpy's.
+    pub fn edges(&self) -> &[f64] {
+        &self.edges[..=self.bins]
+    }
+
+    /// Adds the counts of `other`, a histogram with the same edges (of
+    /// another part of the array): `false`, adding nothing, when its
+    /// edges differ.
+    pub fn merge(&mut self, other: &Histogram) -> bool {
+        if self.edges() != other.edges() {
+            return false;
+        }
+        for (a, b) in self.counts.iter_mut().zip(other.counts()) {
+            *a += b;
+        }
+        true
+    }
+}
+
+/// What a [`Heatmap`] pixel is of the elements it covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reduce {
+    /// The mean of the finite ones.
+    Mean,
+    /// The largest finite one.
+    Max,
+}
+
+#[cfg(feature = "alloc")]
+pub use heatmap::Heatmap;
+
+#[cfg(test)]
+mod tests;
+
+#[cfg(feature = "alloc")]
+mod heatmap {
+    use alloc::vec;
+    use alloc::vec::Vec;
+
+    use super::{Reduce, for_each_value, whole_elements};
+    use crate::{Descr, Error};
+
+    /// A 2-D array of `rows × cols` elements (C order) downsampled to an
+    /// `out_h × out_w` picture as its rows stream in: pixel `(i, j)` is
+    /// the mean (or the maximum) of the finite elements of rows
+    /// `i * rows / out_h .. (i + 1) * rows / out_h` and columns
+    /// `j * cols / out_w .. (j + 1) * cols / out_w` (integer division),
+    /// NaN where none is finite.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{Descr, Heatmap, Reduce};
+    /// let d: Descr = "|u1".parse()?;
+    /// let mut map = Heatmap::new(3, 4, 2, 2, Reduce::Mean).unwrap();
+    /// map.push(d, &[1, 2, 3, 4, 5, 6])?; // any cut on whole elements
+    /// map.push(d, &[7, 8, 9, 10, 11, 12])?;
+    /// // Row 0 alone, then rows 1 and 2; columns 0..2 and 2..4.
+    /// assert_eq!(map.values(), [1.5, 3.5, 7.5, 9.5]);
+    /// assert_eq!(map.range(), Some((1.5, 9.5)));
+    /// assert!(map.is_done());
+    /// # Ok::<(), bytelens_core::Error>(())
+    /// ```
+    #[derive(Clone, Debug, PartialEq)]
+    pub struct Heatmap {
+        rows: usize,
+        cols: usize,
+        out_h: usize,
+        out_w: usize,
+        reduce: Reduce,
+        /// The next element's row and column.
+        row: usize,
+        col: usize,
+        /// The output row being gathered, and its columns' sums (or
+        /// maxima) and counts of finite values.
+        out_row: usize,
+        acc: Vec<f64>,
+        finite: Vec<u64>,
+        /// The output column of each input column's first element.
+        /// INVARIANT: `col_start[j] = j * cols / out_w`, with
+        /// `col_start[out_w] = cols`.
+        col_start: Vec<usize>,
+        values: Vec<f32>,
+    }
+
+    impl Heatmap {
+        /// An empty picture. `None` unless `1 <= out_h <= rows` and `1 <=
+        /// out_w <= cols`, with `rows * cols` and `out_h * out_w` within
+        /// `usize`.
+        pub fn new(
+            rows: usize,
+            cols: usize,
+            out_h: usize,
+            out_w: usize,
+            reduce: Reduce,
+        ) -> Option<Heatmap> {
+            if out_h == 0 || out_w == 0 || out_h > rows || out_w > cols {
+                return None;
+            }
+            rows.checked_mul(cols)?;
+            let pixels = out_h.checked_mul(out_w)?;
+            let col_start = (0..=out_w)
+                .map(|j| (j as u128 * cols as u128 / out_w as u128) as usize)
+                .collect();
+            Some(Heatmap {
+                rows,
+                cols,
+                out_h,
+                out_w,
+                reduce,
+                row: 0,
+                col: 0,
+                out_row: 0,
+                acc: vec![0.0; out_w],
+                finite: vec![0; out_w],
+                col_start,
+                values: vec![f32::NAN; pixels],
+            })
+        }
+
+        /// The first input row of output row `i`.
+        fn row_start(&self, i: usize) -> usize {
+            (i as u128 * self.rows as u128 / self.out_h as u128) as usize
+        }
+
+        /// Adds the next elements of the array (C order), from where the
+        /// last call stopped; any number of whole elements. Fails, adding
+        /// nothing, with `ItemsizeMismatch` for a partial element and with
+        /// `CountMismatch` for more elements than the array has left.
+        pub fn push(&mut self, descr: Descr, bytes: &[u8]) -> Result<(), Error> {
+            let n = whole_elements(descr, bytes)?;
+            let pushed = self.row * self.cols + self.col;
+            let total = self.rows * self.cols;
+            if n > total - pushed {
+                return Err(Error::CountMismatch {
+                    expected: total,
+                    got: pushed + n,
+                });
+            }
+            let mut j = self.output_column(self.col);
+            let mut next_col = self.col_start[j + 1];
+            let mut next_row = self.row_start(self.out_row + 1);
+            let reduce = self.reduce;
+            for_each_value(descr, bytes, |x| {
+                if self.col == next_col {
+                    j += 1;
+                    next_col = self.col_start[j + 1];
+                }
+                if x.is_finite() {
+                    let acc = &mut self.acc[j];
+                    *acc = match (reduce, self.finite[j]) {
+                        (Reduce::Mean, _) => *acc + x,
+                        (Reduce::Max, 0) => x,
+                        (Reduce::Max, _) => acc.max(x),
+                    };
+                    self.finite[j] += 1;
+                }
+                self.col += 1;
+                if self.col == self.cols {
+                    (self.col, j, next_col) = (0, 0, self.col_start[1]);
+                    self.row += 1;
+                    if self.row == next_row {
+                        self.finish_row();
+                        next_row = self.row_start(self.out_row + 1);
+                    }
+                }
+            });
+            Ok(())
+        }
+
+        /// The output column of input column `col`.
+        fn output_column(&self, col: usize) -> usize {
+            // The last j with col_start[j] <= col.
+            self.col_start.partition_point(|&start| start <= col) - 1
+        }
+
+        /// Writes the output row being gathered and starts the next.
+        fn finish_row(&mut self) {
+            let at = self.out_row * self.out_w;
+            for (j, value) in self.values[at..at + self.out_w].iter_mut().enumerate() {
+                let n = self.finite[j];
+                *value = match (n, self.reduce) {
+                    (0, _) => f32::NAN,
+                    (_, Reduce::Mean) => (self.acc[j] / n as f64) as f32,
+                    (_, Reduce::Max) => self.acc[j] as f32,
+                };
+            }
+            self.acc.fill(0.0);
+            self.finite.fill(0);
+            self.out_row += 1;
+        }
+
+        /// Whether every element has been pushed.
+        pub fn is_done(&self) -> bool {
+            self.row == self.rows
+        }
+
+        /// Writes the output row still being gathered, from the elements
+        /// pushed so far (for a stream cut short: its pixels then cover
+        /// fewer rows); nothing when the rows are all in or none of it
+        /// has come. Pushing more afterwards is refused as past the end.
+        pub fn finish(&mut self) {
+            if !self.is_done() && (self.row > self.row_start(self.out_row) || self.col > 0) {
+                self.finish_row();
+            }
+            self.row = self.rows;
+            self.col = 0;
+        }
+
+        /// The picture, `out_h × out_w` in C order (NaN where no finite
+        /// element is, or none has come yet).
+        pub fn values(&self) -> &[f32] {
+            &self.values
+        }
+
+        /// The smallest and largest finite pixel, for a colour scale;
+        /// `None` when no pixel is finite.
+        pub fn range(&self) -> Option<(f32, f32)> {
+            self.values
+                .iter()
+                .filter(|v| v.is_finite())
+                .fold(None, |range, &v| match range {
+                    None => Some((v, v)),
+                    Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
+                })
+        }
+    }
+}

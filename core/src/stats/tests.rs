@@ -1,0 +1,421 @@
+//! `Stats`, `Histogram` and `Heatmap` against plain references: every
+//! element read one at a time by `Scalar::read`, subnormals found from the
+//! bits, moments two-pass over the whole array with compensated sums,
+//! histogram bins found by comparing with the edges, pixels averaged
+//! directly; over random data of every dtype in both byte orders, cut
+//! into random chunks.
+extern crate std;
+
+use std::vec::Vec;
+
+use super::*;
+use crate::FloatFormat;
+
+/// Small under Miri, which runs these with no unsafe code to check.
+const ELEMENTS: usize = if cfg!(miri) { 40 } else { 3000 };
+const ROUNDS: usize = if cfg!(miri) { 1 } else { 4 };
+
+/// splitmix64.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// Uniform in [0, 1).
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Roughly normal: a sum of uniforms.
+    fn normal(&mut self, mean: f64, sd: f64) -> f64 {
+        let s: f64 = (0..4).map(|_| self.unit()).sum::<f64>() - 2.0;
+        mean + sd * s * 1.7
+    }
+}
+
+/// `n` random elements of `descr`: for floats most of them normal values
+/// around a random mean, the rest random bit patterns (NaN, infinities,
+/// subnormals and extremes among them; float64's only as wide as
+/// float32's, so that sums stay finite); for integers and bool, any bits.
+fn random_bytes(rng: &mut Rng, descr: Descr, n: usize) -> Vec<u8> {
+    let size = descr.dtype.size();
+    let mut out = std::vec![0u8; n * size];
+    let (mean, sd) = (rng.normal(0.0, 50.0), 0.1 + rng.unit() * 20.0);
+    for chunk in out.chunks_exact_mut(size) {
+        for b in chunk.iter_mut() {
+            *b = rng.next() as u8;
+        }
+        if descr.dtype == DType::F64 && rng.below(4) == 0 {
+            let wide = f64::from(f32::from_bits(rng.next() as u32));
+            Scalar::F64(wide).write(descr.order, chunk).unwrap();
+        } else if descr.dtype.is_float() && (descr.dtype == DType::F64 || rng.below(4) != 0) {
+            let value = Scalar::float(descr.dtype, rng.normal(mean, sd)).unwrap();
+            value.write(descr.order, chunk).unwrap();
+        }
+    }
+    out
+}
+
+fn every_descr() -> Vec<Descr> {
+    let mut all = Vec::new();
+    for dtype in DType::ALL {
+        all.push(Descr::new(dtype, ByteOrder::Little));
+        if dtype.size() > 1 {
+            all.push(Descr::new(dtype, ByteOrder::Big));
+        }
+    }
+    all
+}
+
+/// An element's value, read the slow way.
+fn value(descr: Descr, element: &[u8]) -> f64 {
+    Scalar::read(descr, element).unwrap().to_f64()
+}
+
+/// Whether an element is a subnormal float, from its bits.
+fn is_subnormal(descr: Descr, element: &[u8]) -> bool {
+    let Some(format) = descr.dtype.float_format() else {
+        return false;
+    };
+    let mut raw = [0u8; 8];
+    raw[..element.len()].copy_from_slice(element);
+    if descr.order == ByteOrder::Big {
+        raw[..element.len()].reverse();
+    }
+    let bits = u64::from_le_bytes(raw);
+    let FloatFormat {
+        exponent_bits: e,
+        mantissa_bits: m,
+        ..
+    } = format;
+    let exponent = (bits >> m) & ((1 << e) - 1);
+    let mantissa = bits & ((1u64 << m) - 1);
+    format.subnormals && exponent == 0 && mantissa != 0
+}
+
+/// Neumaier's compensated sum.
+fn sum(values: impl Iterator<Item = f64>) -> f64 {
+    let (mut s, mut c) = (0.0f64, 0.0f64);
+    for x in values {
+        let t = s + x;
+        c += if s.abs() >= x.abs() {
+            (s - t) + x
+        } else {
+            (x - t) + s
+        };
+        s = t;
+    }
+    s + c
+}
+
+struct Reference {
+    counts: Counts,
+    finite: Vec<f64>,
+    min: f64,
+    max: f64,
+    mean: f64,
+    std: f64,
+}
+
+fn reference(descr: Descr, bytes: &[u8]) -> Reference {
+    let mut counts = Counts::default();
+    let mut finite = Vec::new();
+    for element in bytes.chunks_exact(descr.dtype.size()) {
+        let x = value(descr, element);
+        counts.elements += 1;
+        if x.is_nan() {
+            counts.nan += 1;
+        } else if x == f64::INFINITY {
+            counts.pos_inf += 1;
+        } else if x == f64::NEG_INFINITY {
+            counts.neg_inf += 1;
+        } else {
+            counts.finite += 1;
+            counts.zero += u64::from(x == 0.0);
+            counts.subnormal += u64::from(is_subnormal(descr, element));
+            finite.push(x);
+        }
+    }
+    let n = finite.len() as f64;
+    let mean = sum(finite.iter().copied()) / n;
+    let var = sum(finite.iter().map(|x| (x - mean) * (x - mean))) / n;
+    Reference {
+        counts,
+        min: finite.iter().copied().fold(f64::INFINITY, f64::min),
+        max: finite.iter().copied().fold(f64::NEG_INFINITY, f64::max),
+        mean,
+        std: var.sqrt(),
+        finite,
+    }
+}
+
+/// `bytes` cut at random element boundaries.
+fn random_cuts<'a>(rng: &mut Rng, bytes: &'a [u8], size: usize) -> Vec<&'a [u8]> {
+    let n = bytes.len() / size;
+    let mut cuts: Vec<usize> = (0..rng.below(6)).map(|_| rng.below(n + 1)).collect();
+    cuts.extend([0, n]);
+    cuts.sort_unstable();
+    cuts.windows(2)
+        .map(|w| &bytes[w[0] * size..w[1] * size])
+        .collect()
+}
+
+fn check_stats(stats: &Stats, expected: &Reference, what: &str) {
+    assert_eq!(stats.counts(), expected.counts, "{what}");
+    if expected.finite.is_empty() {
+        assert_eq!((stats.min(), stats.mean(), stats.std()), (None, None, None));
+        return;
+    }
+    assert_eq!(stats.min(), Some(expected.min), "{what}");
+    assert_eq!(stats.max(), Some(expected.max), "{what}");
+    let scale = expected.finite.iter().map(|x| x.abs()).sum::<f64>() / expected.finite.len() as f64;
+    let (mean, std) = (stats.mean().unwrap(), stats.std().unwrap());
+    assert!(
+        (mean - expected.mean).abs() <= 1e-13 * scale,
+        "{what}: mean {mean} vs {}",
+        expected.mean
+    );
+    assert!(
+        (std - expected.std).abs() <= 1e-12 * (expected.std + 1e-3 * scale),
+        "{what}: std {std} vs {}",
+        expected.std
+    );
+}
+
+#[test]
+fn stats_equal_the_reference_for_every_dtype_and_any_chunking() {
+    let mut rng = Rng(1);
+    for descr in every_descr() {
+        for round in 0..ROUNDS {
+            let n = rng.below(ELEMENTS) + round;
+            let bytes = random_bytes(&mut rng, descr, n);
+            let expected = reference(descr, &bytes);
+            let size = descr.dtype.size();
+            let mut whole = Stats::new();
+            for chunk in random_cuts(&mut rng, &bytes, size) {
+                whole.push(descr, chunk).unwrap();
+            }
+            check_stats(&whole, &expected, &std::format!("{descr}, {n} elements"));
+            // Two parts pushed apart, merged the other way round.
+            let cut = rng.below(n + 1) * size;
+            let (mut first, mut second) = (Stats::new(), Stats::new());
+            first.push(descr, &bytes[..cut]).unwrap();
+            second.push(descr, &bytes[cut..]).unwrap();
+            second.merge(&first);
+            check_stats(&second, &expected, &std::format!("{descr}, merged"));
+        }
+    }
+}
+
+#[test]
+fn partial_elements_are_refused_and_nothing_is_counted() {
+    let d = Descr::native(DType::F32);
+    let mut stats = Stats::new();
+    assert_eq!(
+        stats.push(d, &[0; 6]),
+        Err(Error::ItemsizeMismatch {
+            nbytes: 6,
+            itemsize: 4,
+            dtype: DType::F32
+        })
+    );
+    assert_eq!(stats, Stats::new());
+    let mut hist = Histogram::new(0.0, 1.0, 4, DType::F32).unwrap();
+    assert!(hist.push(d, &[0; 3]).is_err());
+    assert_eq!(hist.counts(), [0; 4]);
+}
+
+#[test]
+fn the_square_root_is_correctly_rounded() {
+    let mut rng = Rng(2);
+    for _ in 0..if cfg!(miri) { 50 } else { 100_000 } {
+        let x = f64::from_bits(rng.next() >> 1);
+        if x.is_finite() {
+            assert_eq!(sqrt(x).to_bits(), x.sqrt().to_bits(), "{x:e}");
+        }
+    }
+    for x in [
+        0.0,
+        1.0,
+        4.0,
+        2.0,
+        f64::MIN_POSITIVE,
+        5e-324,
+        f64::MAX,
+        f64::INFINITY,
+    ] {
+        assert_eq!(sqrt(x), x.sqrt());
+    }
+    assert!(sqrt(-1.0).is_nan() && sqrt(f64::NAN).is_nan());
+}
+
+/// The value numpy's histogram compares, in the array's arithmetic.
+fn in_type(dtype: DType, x: f64) -> f64 {
+    match dtype {
+        DType::F32 => f64::from(x as f32),
+        DType::F16 | DType::BF16 => Scalar::float(dtype, x).unwrap().to_f64(),
+        _ => x,
+    }
+}
+
+#[test]
+fn histogram_counts_equal_comparisons_with_its_edges() {
+    let mut rng = Rng(3);
+    for descr in every_descr() {
+        for round in 0..ROUNDS {
+            let n = rng.below(ELEMENTS) + round + 1;
+            let bytes = random_bytes(&mut rng, descr, n);
+            let expected = reference(descr, &bytes);
+            if expected.finite.is_empty() {
+                continue;
+            }
+            let bins = [1, 7, 64, 200][rng.below(4)];
+            let Some(mut hist) =
+                Histogram::for_range(expected.min, expected.max, bins, descr.dtype)
+            else {
+                // Only a range too narrow for the type's bins, or too wide.
+                let width = in_type(descr.dtype, expected.max - expected.min);
+                assert!(
+                    descr.dtype.size() <= 2 || width.is_infinite(),
+                    "{descr} {bins}"
+                );
+                continue;
+            };
+            for chunk in random_cuts(&mut rng, &bytes, descr.dtype.size()) {
+                hist.push(descr, chunk).unwrap();
+            }
+            let edges = hist.edges();
+            assert_eq!(edges.len(), bins + 1);
+            let mut naive = std::vec![0u64; bins];
+            for &x in &expected.finite {
+                if !(x >= edges[0] && x <= edges[bins]) {
+                    continue;
+                }
+                let x = in_type(descr.dtype, x);
+                let i = edges[1..bins].iter().filter(|&&e| e <= x).count();
+                naive[i] += 1;
+            }
+            assert_eq!(hist.counts(), naive, "{descr}, {bins} bins");
+            assert_eq!(
+                naive.iter().sum::<u64>(),
+                expected.finite.len() as u64,
+                "{descr}: every finite value in some bin"
+            );
+        }
+    }
+}
+
+#[test]
+fn histogram_refuses_what_numpy_refuses() {
+    assert!(Histogram::new(0.0, 1.0, 0, DType::F64).is_none());
+    assert!(Histogram::new(0.0, 1.0, MAX_BINS + 1, DType::F64).is_none());
+    assert!(Histogram::new(1.0, 0.0, 4, DType::F64).is_none());
+    assert!(Histogram::new(0.0, f64::INFINITY, 4, DType::F64).is_none());
+    assert!(Histogram::new(f64::NAN, 1.0, 4, DType::F64).is_none());
+    // float16 has no 64 values between 1000 and 1001.
+    assert!(Histogram::new(1000.0, 1001.0, 64, DType::F16).is_none());
+    assert!(Histogram::new(1000.0, 1001.0, 2, DType::F16).is_some());
+    assert!(Histogram::new(1000.0, 1001.0, 64, DType::F32).is_some());
+    // Merging needs the same edges.
+    let mut a = Histogram::new(0.0, 1.0, 4, DType::F64).unwrap();
+    let b = Histogram::new(0.0, 2.0, 4, DType::F64).unwrap();
+    assert!(!a.merge(&b));
+    assert!(a.merge(&a.clone()));
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn heatmap_pixels_are_the_means_and_maxima_of_what_they_cover() {
+    let mut rng = Rng(4);
+    let descrs = [
+        Descr::new(DType::F32, ByteOrder::Little),
+        Descr::new(DType::F16, ByteOrder::Big),
+        Descr::new(DType::I16, ByteOrder::Little),
+        Descr::new(DType::F8E4M3FN, ByteOrder::Little),
+    ];
+    for round in 0..if cfg!(miri) { 2 } else { 60 } {
+        let descr = descrs[round % descrs.len()];
+        let (rows, cols) = (rng.below(30) + 1, rng.below(30) + 1);
+        let (out_h, out_w) = (rng.below(rows) + 1, rng.below(cols) + 1);
+        let bytes = random_bytes(&mut rng, descr, rows * cols);
+        let size = descr.dtype.size();
+        let values: Vec<f64> = bytes.chunks_exact(size).map(|e| value(descr, e)).collect();
+        for reduce in [Reduce::Mean, Reduce::Max] {
+            let mut map = Heatmap::new(rows, cols, out_h, out_w, reduce).unwrap();
+            for chunk in random_cuts(&mut rng, &bytes, size) {
+                assert!(!map.is_done() || chunk.is_empty());
+                map.push(descr, chunk).unwrap();
+            }
+            assert!(map.is_done());
+            for i in 0..out_h {
+                for j in 0..out_w {
+                    let mut finite = Vec::new();
+                    for r in i * rows / out_h..(i + 1) * rows / out_h {
+                        for c in j * cols / out_w..(j + 1) * cols / out_w {
+                            let x = values[r * cols + c];
+                            if x.is_finite() {
+                                finite.push(x);
+                            }
+                        }
+                    }
+                    let expected = match (finite.is_empty(), reduce) {
+                        (true, _) => f32::NAN,
+                        (_, Reduce::Mean) => {
+                            (finite.iter().sum::<f64>() / finite.len() as f64) as f32
+                        }
+                        (_, Reduce::Max) => finite.iter().copied().fold(f64::MIN, f64::max) as f32,
+                    };
+                    let got = map.values()[i * out_w + j];
+                    let same = got == expected || (got.is_nan() && expected.is_nan());
+                    assert!(same, "({i}, {j}) of {rows}x{cols}: {got} vs {expected}");
+                }
+            }
+            let finite: Vec<f32> = map
+                .values()
+                .iter()
+                .copied()
+                .filter(|v| v.is_finite())
+                .collect();
+            let range = finite.iter().fold(None, |r: Option<(f32, f32)>, &v| {
+                Some(r.map_or((v, v), |(lo, hi)| (lo.min(v), hi.max(v))))
+            });
+            assert_eq!(map.range(), range);
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn a_heatmap_refuses_elements_past_the_end_and_finishes_early() {
+    let d = Descr::native(DType::U8);
+    assert!(Heatmap::new(2, 2, 3, 1, Reduce::Mean).is_none());
+    assert!(Heatmap::new(2, 2, 1, 0, Reduce::Mean).is_none());
+    let mut map = Heatmap::new(4, 2, 2, 1, Reduce::Max).unwrap();
+    map.push(d, &[1, 2, 3, 4, 5]).unwrap();
+    assert_eq!(
+        map.push(d, &[0; 4]),
+        Err(Error::CountMismatch {
+            expected: 8,
+            got: 9
+        })
+    );
+    map.finish();
+    assert!(map.is_done());
+    // Rows 0 and 1, then row 2's first element only.
+    assert_eq!(map.values(), [4.0, 5.0]);
+    assert!(map.push(d, &[1]).is_err());
+    let mut empty = Heatmap::new(2, 2, 2, 2, Reduce::Mean).unwrap();
+    empty.finish();
+    assert!(empty.values().iter().all(|v| v.is_nan()));
+    assert_eq!(empty.range(), None);
+}
