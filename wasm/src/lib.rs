@@ -42,6 +42,8 @@ mod error;
 mod files;
 mod layout;
 mod plan;
+#[cfg(feature = "files")]
+mod stats;
 mod transfer;
 mod types;
 mod value;
@@ -53,6 +55,8 @@ pub use error::BindingError;
 pub use files::read_header;
 pub use layout::JsLayout;
 pub use plan::Plan;
+#[cfg(feature = "files")]
+pub use stats::{JsHeatmap, JsHistogram, JsStats, Range, StatsResult, dequantize};
 pub use types::{
     ByteSource, DTypeDescription, DTypeTable, FieldSpecs, LayoutOptions, LayoutSpec, Numbers,
     PlanFields, Ranges, TypedArray, Values,

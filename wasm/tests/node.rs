@@ -2,6 +2,8 @@
 #![cfg(target_arch = "wasm32")]
 
 mod common;
+#[cfg(feature = "files")]
+mod stats;
 
 use common::{assert_thrown, js, kind, message, thrown};
 

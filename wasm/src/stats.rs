@@ -1,0 +1,360 @@
+//! What an array's values are, for the web demo's tensor panel (feature
+//! `files`, the demo's build: the published package's budget has no room
+//! for them): `Stats`, `Histogram` and `Heatmap` are the core's, over
+//! chunks of an array's bytes streamed in from JS; `dequantize` is the
+//! core's reference dequantiser of GGUF's quantised blocks. The page draws
+//! what these return and computes nothing of its own.
+//!
+//! Every `push` takes whole elements of its dtype (a `Uint8Array` whose
+//! length is a multiple of the itemsize, else a `RangeError` of kind
+//! `"ItemsizeMismatch"`): a page streaming a file's byte ranges cuts them
+//! on element boundaries.
+#![forbid(unsafe_code)]
+
+use bytelens_core::files::{GgmlType, dequant};
+use bytelens_core::{DType, Descr, Heatmap, Histogram, MAX_BINS, Reduce, Stats};
+use js_sys::JsString;
+use wasm_bindgen::prelude::*;
+
+use crate::BindingError;
+use crate::convert::{arg, dtype_arg, given, number, object, whole};
+use crate::error::at_most;
+
+#[wasm_bindgen(typescript_custom_section)]
+const TYPES: &str = r#"
+/** What `Stats.result()` gives: counts of every element pushed, and the
+ *  minimum, maximum, mean and population standard deviation (numpy's
+ *  `nanmin`, `nanmax`, `nanmean`, `nanstd` of the finite values as
+ *  float64), null when no value is finite. */
+export interface StatsResult {
+  count: number;
+  finite: number;
+  nan: number;
+  posinf: number;
+  neginf: number;
+  zero: number;
+  /** Non-zero floats below the dtype's smallest normal (never integers). */
+  subnormal: number;
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  std: number | null;
+}
+"#;
+
+#[wasm_bindgen]
+extern "C" {
+    /// `StatsResult`.
+    #[wasm_bindgen(typescript_type = "StatsResult")]
+    pub type StatsResult;
+    /// `[number, number] | null`.
+    #[wasm_bindgen(typescript_type = "[number, number] | null")]
+    pub type Range;
+}
+
+/// An optional dtype argument: `None` when undefined or null.
+fn optional_dtype(dtype: &JsValue) -> Result<Option<Descr>, BindingError> {
+    given(dtype)
+        .map(|d| dtype_arg(d.unchecked_ref::<JsString>()))
+        .transpose()
+}
+
+/// Statistics of an array's values, streamed: `push` chunks of its bytes
+/// (whole elements), then `result()`. The core's `Stats`: the mean and
+/// standard deviation of the finite values equal numpy's within float64
+/// rounding, whatever the chunks.
+#[wasm_bindgen(js_name = Stats)]
+pub struct JsStats {
+    descr: Descr,
+    inner: Stats,
+}
+
+#[wasm_bindgen(js_class = Stats)]
+impl JsStats {
+    /// Statistics of elements of `dtype` (a type string: `"<f4"`,
+    /// `">i2"`, `"bfloat16"`, `"float8_e4m3fn"`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(dtype: &JsString) -> Result<JsStats, BindingError> {
+        Ok(JsStats {
+            descr: dtype_arg(dtype)?,
+            inner: Stats::new(),
+        })
+    }
+
+    /// Adds the elements in `bytes`: whole elements only (a partial one is
+    /// a `RangeError` of kind `"ItemsizeMismatch"`, and nothing is added).
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), BindingError> {
+        Ok(self.inner.push(self.descr, bytes)?)
+    }
+
+    /// Adds the statistics of another part of the array (`other` is left
+    /// as it is; its dtype may differ).
+    pub fn merge(&mut self, other: &JsStats) {
+        self.inner.merge(&other.inner);
+    }
+
+    /// `{ count, finite, nan, posinf, neginf, zero, subnormal, min, max,
+    /// mean, std }`; the last four null when no value is finite.
+    pub fn result(&self) -> Result<StatsResult, BindingError> {
+        let s = &self.inner;
+        let c = s.counts();
+        let n = |v: u64| JsValue::from_f64(v as f64);
+        let f = |v: Option<f64>| v.map_or(JsValue::NULL, JsValue::from_f64);
+        let result = object(&[
+            ("count", n(c.elements)),
+            ("finite", n(c.finite)),
+            ("nan", n(c.nan)),
+            ("posinf", n(c.pos_inf)),
+            ("neginf", n(c.neg_inf)),
+            ("zero", n(c.zero)),
+            ("subnormal", n(c.subnormal)),
+            ("min", f(s.min())),
+            ("max", f(s.max())),
+            ("mean", f(s.mean())),
+            ("std", f(s.std())),
+        ])?;
+        Ok(result.unchecked_into())
+    }
+}
+
+/// A histogram with numpy's equal bins: `np.histogram(a, bins, range=(lo,
+/// hi))`'s edges bit for bit and its counts exactly, for an array of
+/// `dtype` (numpy computes in the array's type: float32 for float32,
+/// float16 or bfloat16 for those, float64 for integers and float64; the
+/// float8s are counted in float64). NaN, infinities and values outside
+/// the range are not counted.
+#[wasm_bindgen(js_name = Histogram)]
+pub struct JsHistogram {
+    inner: Histogram,
+}
+
+/// `bins` (default 64) as a count of bins.
+fn bins_arg(bins: &JsValue) -> Result<usize, BindingError> {
+    let Some(bins) = given(bins) else {
+        return Ok(64);
+    };
+    let n = arg(bins, "bins", whole)?;
+    if n == 0 || n > MAX_BINS {
+        return Err(BindingError::bad_value(
+            "bins",
+            "a whole number from 1 to 1024",
+            n as f64,
+        ));
+    }
+    Ok(n)
+}
+
+fn histogram(
+    lo: &JsValue,
+    hi: &JsValue,
+    bins: &JsValue,
+    dtype: &JsValue,
+    make: fn(f64, f64, usize, DType) -> Option<Histogram>,
+) -> Result<JsHistogram, BindingError> {
+    let (lo_n, hi_n) = (number(lo, "lo")?, number(hi, "hi")?);
+    let bins_n = bins_arg(bins)?;
+    let dtype = optional_dtype(dtype)?.map_or(DType::F64, |d| d.dtype);
+    if !lo_n.is_finite() || !hi_n.is_finite() || lo_n > hi_n {
+        let (what, got) = if lo_n.is_finite() {
+            ("hi", hi)
+        } else {
+            ("lo", lo)
+        };
+        return Err(BindingError::Argument {
+            what,
+            expected: "finite, with lo <= hi",
+            got: got.clone(),
+            type_error: false,
+        });
+    }
+    let inner = make(lo_n, hi_n, bins_n, dtype).ok_or_else(|| {
+        BindingError::bad_value(
+            "bins",
+            "fewer: numpy refuses edges that do not increase in the array's type",
+            bins_n as f64,
+        )
+    })?;
+    Ok(JsHistogram { inner })
+}
+
+#[wasm_bindgen(js_class = Histogram)]
+impl JsHistogram {
+    /// `bins` (default 64, at most 1024) equal bins from `lo` to `hi`, in
+    /// numpy's arithmetic for arrays of `dtype` (default float64).
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "number")] lo: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] hi: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number | undefined")] bins: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string | undefined")] dtype: &JsValue,
+    ) -> Result<JsHistogram, BindingError> {
+        histogram(lo, hi, bins, dtype, Histogram::new)
+    }
+
+    /// The bins `np.histogram` chooses for finite values from `min` to
+    /// `max` (`Stats.result()`'s): that range, or `min - 0.5` to `max +
+    /// 0.5` when they are equal.
+    #[wasm_bindgen(js_name = forRange)]
+    pub fn for_range(
+        #[wasm_bindgen(unchecked_param_type = "number")] min: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] max: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number | undefined")] bins: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "string | undefined")] dtype: &JsValue,
+    ) -> Result<JsHistogram, BindingError> {
+        histogram(min, max, bins, dtype, Histogram::for_range)
+    }
+
+    /// Counts the elements of `dtype` in `bytes` (whole elements).
+    pub fn push(&mut self, bytes: &[u8], dtype: &JsString) -> Result<(), BindingError> {
+        Ok(self.inner.push(dtype_arg(dtype)?, bytes)?)
+    }
+
+    /// The count of each bin (exact: integers below 2^53).
+    pub fn counts(&self) -> Vec<f64> {
+        self.inner.counts().iter().map(|&c| c as f64).collect()
+    }
+
+    /// The `bins + 1` edges, numpy's.
+    pub fn edges(&self) -> Vec<f64> {
+        self.inner.edges().to_vec()
+    }
+}
+
+/// A 2-D array (`rows × cols`, C order) downsampled to an `outH × outW`
+/// picture as its bytes stream in: each pixel the mean or the maximum of
+/// the finite elements it covers (rows `floor(i * rows / outH)` to
+/// `floor((i + 1) * rows / outH)`, columns likewise), NaN where none is.
+#[wasm_bindgen(js_name = Heatmap)]
+pub struct JsHeatmap {
+    descr: Descr,
+    inner: Heatmap,
+}
+
+/// A picture's dimension: from 1 to the array's.
+fn out_dim(value: &JsValue, what: &'static str, most: usize) -> Result<usize, BindingError> {
+    let n = arg(value, what, whole)?;
+    if n == 0 || n > most {
+        return Err(BindingError::bad_value(
+            what,
+            "a whole number from 1 to the array's (rows for outH, cols for outW)",
+            n as f64,
+        ));
+    }
+    Ok(n)
+}
+
+#[wasm_bindgen(js_class = Heatmap)]
+impl JsHeatmap {
+    /// An empty picture of a `rows × cols` array of `dtype`; `mode` is
+    /// `"mean"` or `"max"`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "number")] rows: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] cols: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] out_h: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number")] out_w: &JsValue,
+        dtype: &JsString,
+        #[wasm_bindgen(unchecked_param_type = "\"mean\" | \"max\"")] mode: &JsValue,
+    ) -> Result<JsHeatmap, BindingError> {
+        let (rows_n, cols_n) = (arg(rows, "rows", whole)?, arg(cols, "cols", whole)?);
+        let (h, w) = (
+            out_dim(out_h, "outH", rows_n)?,
+            out_dim(out_w, "outW", cols_n)?,
+        );
+        let descr = dtype_arg(dtype)?;
+        let reduce = match mode.as_string().as_deref() {
+            Some("mean") => Reduce::Mean,
+            Some("max") => Reduce::Max,
+            _ => {
+                return Err(BindingError::Argument {
+                    what: "mode",
+                    expected: "\"mean\" or \"max\"",
+                    got: mode.clone(),
+                    type_error: !mode.is_string(),
+                });
+            }
+        };
+        let inner = Heatmap::new(rows_n, cols_n, h, w, reduce).ok_or_else(|| {
+            BindingError::bad_value(
+                "rows",
+                "such that rows × cols is at most 4294967295 elements",
+                rows_n as f64,
+            )
+        })?;
+        Ok(JsHeatmap { descr, inner })
+    }
+
+    /// Adds the next elements (C order), from where the last call
+    /// stopped: whole rows or any whole number of elements. More than the
+    /// array has left is a `RangeError` of kind `"CountMismatch"`.
+    #[wasm_bindgen(js_name = pushRows)]
+    pub fn push_rows(&mut self, bytes: &[u8]) -> Result<(), BindingError> {
+        Ok(self.inner.push(self.descr, bytes)?)
+    }
+
+    /// Ends the stream: a cut-short one's last row of pixels is written
+    /// from the elements that came. Nothing more can be pushed.
+    pub fn done(&mut self) {
+        self.inner.finish();
+    }
+
+    /// Whether every element has come (or `done()` was called).
+    #[wasm_bindgen(getter, js_name = isDone)]
+    pub fn is_done(&self) -> bool {
+        self.inner.is_done()
+    }
+
+    /// The picture, `outH × outW` in C order (NaN where no finite element
+    /// is, or none has come yet).
+    pub fn values(&self) -> Vec<f32> {
+        self.inner.values().to_vec()
+    }
+
+    /// `[min, max]` of the finite pixels, for the colour scale; null when
+    /// none is finite.
+    pub fn range(&self) -> Range {
+        match self.inner.range() {
+            Some((lo, hi)) => {
+                js_sys::Array::of2(&f64::from(lo).into(), &f64::from(hi).into()).into()
+            }
+            None => JsValue::NULL,
+        }
+        .unchecked_into()
+    }
+}
+
+/// GGUF's quantised blocks (`qtype`: ggml's name, any case, `"Q4_K"`,
+/// `"q8_0"`) dequantised to float32 by the core's reference (gguf-py's
+/// values bit for bit): `blocks` must be whole blocks.
+#[wasm_bindgen]
+pub fn dequantize(qtype: &JsString, blocks: &[u8]) -> Result<Vec<f32>, BindingError> {
+    let bad = |expected: &'static str, got: JsValue, type_error| BindingError::Argument {
+        what: "qtype",
+        expected,
+        got,
+        type_error,
+    };
+    const TYPES: &str = "a quantised ggml type: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, \
+                         Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0 or TQ2_0";
+    let name = qtype
+        .as_string()
+        .ok_or_else(|| bad(TYPES, qtype.into(), true))?;
+    let ggml = GgmlType::from_name(&name)
+        .filter(|&t| dequant::can_dequantize(t))
+        .ok_or_else(|| bad(TYPES, qtype.into(), false))?;
+    let info = ggml.info();
+    let (block, bytes) = (info.block as usize, info.bytes as usize);
+    if !blocks.len().is_multiple_of(bytes) {
+        return Err(BindingError::Argument {
+            what: "blocks' length",
+            expected: "a whole number of blocks (see the type's block size)",
+            got: (blocks.len() as f64).into(),
+            type_error: false,
+        });
+    }
+    let count = blocks.len() / bytes * block;
+    at_most(count, "dequantize() returns")?;
+    let mut out = vec![0f32; count];
+    dequant::dequantize_blocks(ggml, blocks, &mut out);
+    Ok(out)
+}
