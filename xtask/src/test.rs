@@ -200,7 +200,12 @@ pub const SUITES: [Suite; 12] = [
         name: "demo",
         about: "the web demo's unit tests in Node and its end-to-end test in Chromium",
         full_run: true,
-        needs: &[Need::PythonEnvs, Need::WebTools, Need::WasmPackage, Need::DemoServer],
+        needs: &[
+            Need::PythonEnvs,
+            Need::WebTools,
+            Need::WasmPackage,
+            Need::DemoServer,
+        ],
         steps: demo,
     },
 ];

@@ -257,7 +257,10 @@ fn numpy_test_files() -> Result<Vec<PathBuf>> {
         run(cmd(&python, &[&script, &out]))?;
     }
     // numpy.json is for the test, which reads it from disk ($DEMO_FILES).
-    Ok(files.into_iter().filter(|f| !f.ends_with("numpy.json")).collect())
+    Ok(files
+        .into_iter()
+        .filter(|f| !f.ends_with("numpy.json"))
+        .collect())
 }
 
 /// A sparse safetensors file `name` in target/demo-files/ of `data` bytes
