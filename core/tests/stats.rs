@@ -32,6 +32,10 @@ fn ulps(a: f64, b: f64) -> u64 {
 }
 
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "100 KB of JSON: slow under Miri, and no unsafe code here (the unit tests run)"
+)]
 fn stats_and_histograms_equal_numpy_s() {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../tests/vectors/stats.json");
     let text = std::fs::read_to_string(path).expect("stats.json");
@@ -43,9 +47,9 @@ fn stats_and_histograms_equal_numpy_s() {
         let name = case["name"].as_str().unwrap();
         let descr: Descr = case["dtype"].as_str().unwrap().parse().unwrap();
         let bytes = hex(case["bytes"].as_str().unwrap());
+        let n = bytes.len() / descr.dtype.size();
         let mut stats = Stats::new();
         // In three chunks of whole elements.
-        let n = bytes.len() / descr.dtype.size();
         let cut = |k: usize| k * n / 3 * descr.dtype.size();
         for k in 0..3 {
             stats.push(descr, &bytes[cut(k)..cut(k + 1)]).unwrap();

@@ -12,7 +12,7 @@ use super::*;
 use crate::FloatFormat;
 
 /// Small under Miri, which runs these with no unsafe code to check.
-const ELEMENTS: usize = if cfg!(miri) { 40 } else { 3000 };
+const ELEMENTS: usize = if cfg!(miri) { 16 } else { 3000 };
 const ROUNDS: usize = if cfg!(miri) { 1 } else { 4 };
 
 /// splitmix64.
