@@ -10,6 +10,7 @@ import {
 import { el } from "./dom.js";
 import { FileView, fileSource, urlSource } from "./fileview.js";
 import { Inspector } from "./inspector.js";
+import { Pictures, heatSize } from "./pictures.js";
 
 const MAX_BYTES = 4096;
 const LINE = 32; // bytes per line of the grid: a multiple of every itemsize
@@ -52,6 +53,7 @@ const state = {
   fileView: null, // the file view (fileview.js)
   inspector: null, // the data inspector beside the grid (inspector.js)
   selected: 0, // the byte it reads from: the focused cell's first
+  pictures: null, // the layout view's statistics, histogram and heatmap (pictures.js)
 };
 
 
@@ -467,6 +469,7 @@ function updateLayout() {
     walk.textContent = "";
     valuesBox.textContent = "";
     $("layout").classList.add("has-error");
+    state.pictures.clear();
     return;
   }
   errorBox.textContent = "";
@@ -521,6 +524,58 @@ function updateLayout() {
   const shown = offsets.slice(0, 64).join(", ");
   walk.textContent = total ? `Byte offsets in index order: ${shown}${total > 64 ? ", …" : ""}` : "";
   valuesBox.textContent = total || shape.length === 0 ? nestedRepr(texts, shape) : "[]";
+  drawLayoutPictures(dtype, offsets, size, shape);
+}
+
+/**
+ * The layout view's statistics, histogram and heatmap (a 2-D view's), by
+ * the core: the view's element bytes gathered in index order (byte
+ * copies only), then `Stats`, `Histogram` and `Heatmap` over them.
+ */
+function drawLayoutPictures(dtype, offsets, size, shape) {
+  const { wasm, pictures } = state;
+  if (offsets.length === 0) {
+    pictures.clear("No elements: no statistics.");
+    return;
+  }
+  const bytes = state.buf.bytes();
+  const gathered = new Uint8Array(offsets.length * size);
+  offsets.forEach((at, k) => gathered.set(bytes.subarray(at, at + size), k * size));
+  const stats = new wasm.Stats(dtype);
+  let r;
+  try {
+    stats.push(gathered);
+    r = stats.result();
+  } finally {
+    stats.free();
+  }
+  pictures.showStats(r);
+  if (r.min !== null) {
+    const h = wasm.Histogram.forRange(r.min, r.max, 64, dtype);
+    try {
+      h.push(gathered, dtype);
+      pictures.showHistogram(h.counts(), h.edges());
+    } finally {
+      h.free();
+    }
+  }
+  if (shape.length !== 2 || shape[0] * shape[1] === 0) {
+    pictures.noHeatmap(shape.length === 2 ? "" : "A heatmap is drawn for a 2-D view.");
+    return;
+  }
+  const [rows, cols] = shape;
+  const { outH, outW } = heatSize(rows, cols);
+  const maps = {};
+  for (const mode of ["mean", "max"]) {
+    const map = new wasm.Heatmap(rows, cols, outH, outW, dtype, mode);
+    try {
+      map.pushRows(gathered);
+      maps[mode] = { values: map.values(), range: map.range() };
+    } finally {
+      map.free();
+    }
+  }
+  pictures.showHeatmap(maps, { rows, cols, outH, outW, transposed: false, label: "" });
 }
 
 /** The layout panel's dtype suggestions: every type string of the table. */
@@ -755,6 +810,7 @@ async function main() {
     state.readings = readingsOf(table);
     fillDtypeList(table);
     state.inspector = new Inspector(state.wasm, $("buffer-inspector"), "buffer-inspector", state.readings);
+    state.pictures = new Pictures($("layout-pictures"), "layout");
     wireGrid();
     wireToolbar();
     wireLayout();
@@ -763,6 +819,8 @@ async function main() {
     setBuffer(EXAMPLE);
     updatePlan();
     state.fileView = new FileView(state.wasm);
+    // For the end-to-end test's benchmarks (tests/e2e.mjs): the file view and its tensor panel.
+    window.bytelensDemo = { fileView: state.fileView, tensor: state.fileView.tensor };
     // `cargo xtask demo FILE` serves the file at /file/NAME and opens ?file=/file/NAME.
     const served = new URLSearchParams(location.search).get("file");
     if (served?.startsWith("/file/")) {

@@ -14,6 +14,7 @@
 import { el } from "./dom.js";
 import { formatFloat, indexAt, readingsOf } from "./numbers.js";
 import { Inspector } from "./inspector.js";
+import { TensorPanel } from "./tensor.js";
 
 const ROW = 16; // bytes per row
 const ROW_PX = 22; // a row's height in CSS pixels (.frow in style.css)
@@ -39,6 +40,7 @@ export function fileSource(file) {
   return {
     name: file.name,
     size: file.size,
+    spec: { file }, // what the tensor panel's worker reads it by
     read: async (start, end) => new Uint8Array(await file.slice(start, end).arrayBuffer()),
   };
 }
@@ -64,6 +66,7 @@ export async function urlSource(url) {
   return {
     name: decodeURIComponent(new URL(url, location.href).pathname.split("/").pop()),
     size: total,
+    spec: { url: new URL(url, location.href).href },
     read: async (start, end) => (end <= start ? new Uint8Array(0) : new Uint8Array(await (await ranged(start, end)).arrayBuffer())),
   };
 }
@@ -176,6 +179,7 @@ export class FileView {
     this.pin = null; // { row, top }: the row a jump showed, at scrollTop `top`
     this.scroller = document.getElementById("file-scroll");
     this.inspector = new Inspector(wasm, document.getElementById("file-inspector"), "file-inspector", readingsOf(wasm.dtypes()));
+    this.tensor = new TensorPanel(wasm, this);
     this.spacer = el("div", { class: "fspacer" });
     this.window = el("div", { class: "fwindow", role: "presentation" });
     this.rows = [];
@@ -270,6 +274,7 @@ export class FileView {
     this.selected = null;
     this.layouts.clear();
     this.inspector.clear();
+    this.tensor.close();
     this.pin = null;
     const section = document.getElementById("file");
     section.hidden = false;
@@ -327,6 +332,8 @@ export class FileView {
     for (const a of this.arrays.slice(0, MAX_LISTED)) {
       const jump = el("button", { type: "button", class: "small", "aria-label": `Jump to ${a.name}`, text: "Jump", "data-testid": `file-jump-${a.name}` });
       jump.addEventListener("click", () => this.jumpTo(a.offset));
+      const openIt = el("button", { type: "button", class: "small", "aria-label": `Open ${a.name} in the tensor panel`, text: "Values", "data-testid": `file-open-${a.name}` });
+      openIt.addEventListener("click", () => this.tensor.open(a));
       const load = isBlocks(a) ? `${a.dtype} blocks, dequantised on access`
         : a.descr === null ? (a.ggml === null ? `bytelens does not read ${a.dtype}` : `no bytelens dtype for ${a.dtype}`)
           : a.aligned ? "view" : "misaligned: bl.load copies it";
@@ -340,7 +347,7 @@ export class FileView {
         el("td", { text: alignmentOf(a.offset) }),
         el("td", { text: load }),
         el("td", { text: blocks }),
-        el("td", {}, jump)));
+        el("td", {}, jump, " ", openIt)));
     }
     document.getElementById("file-more").textContent = this.arrays.length > MAX_LISTED
       ? `The first ${MAX_LISTED} of ${this.arrays.length} arrays are listed; the bands show all of them.` : "";

@@ -27,6 +27,8 @@ const origin = new URL(demoUrl).origin;
 const bigFile = process.env.DEMO_BIG_FILE ?? "/file/model-1gib.safetensors";
 // The 5 GiB one (tensors past 4 GiB, where 32-bit offsets would wrap).
 const hugeFile = process.env.DEMO_HUGE_FILE ?? "/file/model-5gib.safetensors";
+// A sparse float32 (8192, 8192) .npy, 256 MiB, for the heatmap benchmark.
+const heatFile = process.env.DEMO_HEAT_FILE ?? "/file/heatmap-8k.npy";
 // The small files tests/fixtures.py writes with numpy, served at /file/NAME,
 // and numpy.json, numpy's answers about them, read from this folder.
 const numpyDir = path.resolve(process.env.DEMO_FILES ?? path.resolve(demoDir, "..", "target", "demo-files"));
@@ -195,6 +197,66 @@ function watchRanges(page) {
     if (m) ranges.push([Number(m[1]), Number(m[2]) + 1]);
   });
   return ranges;
+}
+
+/** The C-order multi-index of flat element k. */
+function unravelC(k, shape) {
+  const index = shape.map(() => 0);
+  for (let d = shape.length - 1; d >= 0; d--) {
+    index[d] = k % shape[d];
+    k = Math.floor(k / shape[d]);
+  }
+  return index;
+}
+
+/** Waits for the tensor panel's statistics run to end; fails unless it ended done. */
+async function waitTensor(page, timeout = 60_000) {
+  await page.waitForFunction(() => ["done", "error", "cancelled", "none"].includes(document.querySelector("[data-testid=tensor]").dataset.state), null, { timeout });
+  const state = await page.getByTestId("tensor").getAttribute("data-state");
+  expectEqual(state, "done", `the tensor panel's state (${await text(page, "tensor-progress-text")})`);
+}
+
+/** Opens array `array` of the served fixture `name` in the tensor panel; waits for its statistics. */
+async function openTensor(page, name, array) {
+  await openDemo(page, `${demoUrl}?file=/file/${name}`);
+  await page.waitForFunction((n) => document.querySelector("[data-testid=file-summary]").textContent.startsWith(n), name);
+  await page.getByTestId(`file-open-${array}`).click();
+  await waitTensor(page);
+}
+
+/** The table's cells: { flat, index, exact }. */
+function tensorCells(page) {
+  return page.evaluate(() => [...document.querySelectorAll("[data-testid=tensor-table] td[data-testid]")].map((c) => ({ flat: c.dataset.flat, index: c.dataset.index, exact: c.dataset.exact })));
+}
+
+/** The statistics line `${id}-stats`'s data (String of each value) with the histogram's counts and edges. */
+function tensorStats(page, id) {
+  return page.evaluate((p) => {
+    const line = document.querySelector(`[data-testid=${p}-stats]`);
+    const hist = document.querySelector(`[data-testid=${p}-hist]`);
+    return { ...line.dataset, counts: hist.dataset.counts ? JSON.parse(hist.dataset.counts) : null, edges: hist.dataset.edges ? JSON.parse(hist.dataset.edges) : null };
+  }, id);
+}
+
+/** The differences between the page's statistics and numpy's (numpy.json's `stats`). */
+function statsDiffer(got, np, what) {
+  const out = [];
+  for (const k of ["count", "nan", "posinf", "neginf", "zero", "subnormal"]) {
+    if (Number(got[k]) !== np[k]) out.push(`${what}: ${k} ${got[k]}, numpy ${np[k]}`);
+  }
+  // Of the finite values (numpy.json's min, max, mean, std; its nan* count the infinities in).
+  for (const k of ["min", "max"]) {
+    if (!sameValue(got[k], np[k])) out.push(`${what}: ${k} ${got[k]}, numpy ${np[k]}`);
+  }
+  for (const [k, n] of [["mean", "mean"], ["std", "std"]]) {
+    const [a, b] = [Number(got[k]), Number(np[n])];
+    if (!(Math.abs(a - b) <= 1e-12 * Math.abs(b) || a === b)) out.push(`${what}: ${k} ${got[k]}, numpy ${n} ${np[n]} (relative ${Math.abs(a - b) / Math.abs(b)})`);
+  }
+  const h = np.histogram;
+  if (JSON.stringify(got.counts) !== JSON.stringify(h.counts)) out.push(`${what}: histogram counts ${JSON.stringify(got.counts)}, numpy ${JSON.stringify(h.counts)}`);
+  const edges = (got.edges ?? []).filter((e, i) => !sameValue(e, h.edges[i]));
+  if (edges.length || got.edges?.length !== h.edges.length) out.push(`${what}: histogram edges differ: ${edges.slice(0, 3).join(", ")}`);
+  return out;
 }
 
 const checks = [
@@ -744,6 +806,233 @@ const checks = [
     expectNoProblems("in the buffer's inspector");
   }],
 
+  ["the tensor panel shows C- and Fortran-order arrays, int16 big-endian, the bfloat16 and float8 tensors as numpy does: values, statistics, histogram", async (page) => {
+    const answers = await numpy();
+    for (const [name, array] of [["c_order.npy", "array"], ["fortran.npy", "array"], ["int16_be.npy", "array"],
+      ["tensors.safetensors", "bf16"], ["tensors.safetensors", "f8"], ["heatmap.npy", "array"]]) {
+      const a = answers.files[name].arrays[array];
+      await openTensor(page, name, array);
+      const cells = await tensorCells(page);
+      const n = a.shape.reduce((x, k) => x * k, 1);
+      expectEqual(cells.length, Math.min(128, n), `${name} ${array}: cells on the first page`);
+      const differ = a.first.map((v, k) => [k, v]).filter(([k, v]) => !sameValue(cells[k].exact, v));
+      expect(differ.length === 0, `${name} ${array}: values differ from numpy's: ${differ.slice(0, 5).map(([k, v]) => `#${k} ${cells[k].exact} numpy ${v}`).join(", ")}`);
+      expectEqual(cells[5].index, JSON.stringify(unravelC(5, a.shape)), `${name} ${array}: element 5's index`);
+      const differs = statsDiffer(await tensorStats(page, "tensor"), a.stats, `${name} ${array}`);
+      expect(differs.length === 0, differs.join("\n    "));
+    }
+    // The Fortran-order array's later pages too: PageDown reads them.
+    const a = answers.files["fortran.npy"].arrays.array;
+    await openTensor(page, "fortran.npy", "array");
+    await page.getByTestId("tensor-table").focus();
+    await page.keyboard.press("PageDown");
+    await page.waitForFunction(() => document.querySelector("[data-testid=tensor-table]").dataset.first === "128");
+    const cells = await tensorCells(page);
+    // fixtures.py: 100 * row + col outside row 0.
+    const wrong = cells.filter((c) => { const [r, col] = JSON.parse(c.index); return !sameValue(c.exact, String(100 * r + col)); });
+    expect(wrong.length === 0 && cells.length === 128, `the Fortran array's second page: ${JSON.stringify(wrong.slice(0, 3))}`);
+    expectEqual(cells[0].index, JSON.stringify(unravelC(128, a.shape)), "the second page's first index");
+    expectNoProblems("in the tensor panel");
+  }],
+
+  ["the tensor panel by keyboard: Page Down/Up, arrows, Home, End, and a jump to a multi-index or a flat one", async (page) => {
+    await openTensor(page, "c_order.npy", "array");
+    const first = () => page.evaluate(() => Number(document.querySelector("[data-testid=tensor-table]").dataset.first));
+    const expectFirst = async (want, after) => {
+      await page.waitForFunction((w) => document.querySelector("[data-testid=tensor-table]").dataset.first === String(w), want).catch(() => {});
+      expectEqual(await first(), want, `the first element shown after ${after}`);
+    };
+    // The keyboard alone reaches the table (Tab from the Next page button).
+    await page.getByTestId("tensor-next").focus();
+    await page.keyboard.press("Tab");
+    expectEqual(await page.evaluate(() => document.activeElement?.dataset.testid), "tensor-table", "focus after Tab from the Next page button");
+    await page.keyboard.press("PageDown");
+    await expectFirst(128, "PageDown");
+    await page.keyboard.press("ArrowDown");
+    await expectFirst(136, "ArrowDown");
+    await page.keyboard.press("PageUp");
+    await expectFirst(8, "PageUp");
+    await page.keyboard.press("End");
+    await expectFirst(952, "End"); // the page of the last element: 960 elements, rows of 8
+    await page.keyboard.press("Home");
+    await expectFirst(0, "Home");
+    await page.getByTestId("tensor-jump-index").fill("5, 7");
+    await page.getByTestId("tensor-jump-index").press("Enter");
+    await expectFirst(200, "a jump to [5, 7]");
+    let hit = await page.evaluate(() => ({ ...document.querySelector("[data-testid=tensor-table] td.hit").dataset }));
+    expectEqual(`${hit.index} ${hit.flat} ${hit.exact}`, "[5,7] 207 507", "the element jumped to");
+    await page.getByTestId("tensor-jump-index").fill("[23, 39]");
+    await page.getByTestId("tensor-jump-button").click();
+    await expectFirst(952, "a jump to [23, 39]");
+    await page.getByTestId("tensor-jump-index").fill("900");
+    await page.getByTestId("tensor-jump-index").press("Enter");
+    await expectFirst(896, "a jump to flat 900");
+    hit = await page.evaluate(() => ({ ...document.querySelector("[data-testid=tensor-table] td.hit").dataset }));
+    expectEqual(`${hit.index} ${hit.exact}`, "[22,20] 2220", "flat element 900");
+    await page.getByTestId("tensor-jump-index").fill("24, 0");
+    await page.getByTestId("tensor-jump-index").press("Enter");
+    expect(await page.evaluate(() => !document.querySelector("[data-testid=tensor-jump-index]").validity.valid), "[24, 0] is not refused");
+    await expectFirst(896, "a refused jump");
+  }],
+
+  ["the heatmap of heatmap.npy: the square bright, the gradient rising left to right; mean and max; the value under the mouse", async (page) => {
+    await openTensor(page, "heatmap.npy", "array");
+    const canvas = page.getByTestId("tensor-heatmap");
+    const pixels = () => canvas.evaluate((c) => {
+      const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+      const lum = (y, x) => { const p = (y * c.width + x) * 4; return 0.2126 * d[p] + 0.7152 * d[p + 1] + 0.0722 * d[p + 2]; };
+      const row = (y) => Array.from({ length: c.width }, (_, x) => lum(y, x));
+      // The square: rows 128..256, columns 256..384 of 512 × 768, in a 320 × 480 picture: rows 80..160, columns 160..240.
+      const inside = [];
+      for (let y = 82; y < 158; y += 5) for (let x = 162; x < 238; x += 5) inside.push(lum(y, x));
+      return { w: c.width, h: c.height, top: row(10), bottom: row(300), inside, mid: row(120) };
+    });
+    const p = await pixels();
+    expectEqual(`${p.w}x${p.h}`, "480x320", "the heatmap's pixels (512 × 768 downsampled to the panel)");
+    const brightest = Math.max(...p.top, ...p.bottom);
+    expect(p.inside.every((l) => l > brightest + 20), `the square is not brighter than the gradient: ${Math.min(...p.inside)} vs ${brightest}`);
+    for (const [what, row] of [["row 10", p.top], ["row 300", p.bottom]]) {
+      // Rising, but for the rounding of a colour channel to 8 bits (the scale's red falls as its green rises).
+      const falls = row.findIndex((l, x) => x > 0 && l < row[x - 1] - 1);
+      expect(falls === -1, `the gradient falls in ${what} at x=${falls}`);
+      expect(row.at(-1) > row[0] + 80, `the gradient in ${what} barely rises: ${row[0]} to ${row.at(-1)}`);
+    }
+    expect(p.mid.slice(0, 150).every((l, x) => x === 0 || l >= p.mid[x - 1] - 1), "row 120 left of the square is not monotone");
+    await page.getByTestId("tensor-heatmap-mode").selectOption("max");
+    expectEqual(await canvas.getAttribute("data-mode"), "max", "the heatmap's mode");
+    await canvas.scrollIntoViewIfNeeded();
+    const box = await canvas.boundingBox();
+    const under = page.getByTestId("tensor-heatmap-value");
+    await page.mouse.move(box.x + 2, box.y + box.height * (300 / 320));
+    const left = Number(await under.getAttribute("data-value"));
+    expect(left >= 0 && left < 0.01, `the value under the mouse at the left edge: ${left}`);
+    await page.mouse.move(box.x + box.width * (200 / 480), box.y + box.height * (120 / 320));
+    expectEqual(await under.getAttribute("data-value"), "2", "the value under the mouse in the square");
+    const [, r0, r1, c0, c1] = ((await under.textContent()).match(/^rows (\d+)\.\.(\d+), columns (\d+)\.\.(\d+): max 2$/) ?? []).map(Number);
+    expect(r0 >= 128 && r1 <= 256 && r1 > r0 && c0 >= 256 && c1 <= 384 && c1 > c0, `the readout: ${await under.textContent()}`);
+    // The histogram's log toggle redraws it.
+    await page.getByTestId("tensor-hist-log").check();
+    expectEqual(await page.getByTestId("tensor-hist").getAttribute("data-log"), "true", "the histogram's log counts");
+    await page.getByTestId("tensor-heatmap-mode").selectOption("mean");
+    await page.getByTestId("tensor").scrollIntoViewIfNeeded();
+    await page.getByTestId("file").screenshot({ path: screenshotPath.replace(/\.png$/, "-tensor.png") });
+    expectNoProblems("drawing the heatmap");
+  }],
+
+  ["a GGUF file's quantised tensor: its values, statistics and heatmap dequantised by the core", async (page) => {
+    await openDemo(page);
+    await page.getByTestId("load-file").setInputFiles({ name: "blocks.gguf", mimeType: "application/octet-stream", buffer: Buffer.from(ggufFixture()) });
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-summary]").textContent.startsWith("blocks.gguf"));
+    await page.getByTestId("file-open-blk.0.ffn_down.weight").click();
+    await waitTensor(page);
+    const stats = await tensorStats(page, "tensor");
+    expectEqual(`${stats.count} ${stats.nan}`, "512 0", "the Q4_K tensor's count and NaNs");
+    const counts = JSON.parse(await page.getByTestId("tensor-hist").getAttribute("data-counts"));
+    expectEqual(counts.reduce((x, y) => x + y, 0), Number(stats.finite), "the histogram's counts sum to the finite values");
+    const size = await page.getByTestId("tensor-heatmap").evaluate((c) => `${c.width}x${c.height}`);
+    expectEqual(size, "256x2", "the heatmap of the (2, 256) tensor");
+    const cells = await tensorCells(page);
+    expectEqual(cells.length, 128, "the first page of the dequantised values");
+    // Its mean is the mean of the values shown when they are all shown: a Q8_0 tensor of 128.
+    await page.getByTestId("file-open-blk.0.attn_q.weight").click();
+    await waitTensor(page);
+    const all = (await tensorCells(page)).map((c) => Number(c.exact));
+    const q8 = await tensorStats(page, "tensor");
+    expectEqual(Number(q8.max), Math.max(...all), "the Q8_0 tensor's max against its 128 values shown");
+    expectEqual(Number(q8.min), Math.min(...all), "the Q8_0 tensor's min");
+    await page.getByTestId("file-open-blk.0.attn_k.weight").click();
+    expectEqual(await text(page, "tensor-note"), "bytelens does not read IQ2_XXS", "a tensor bytelens does not read");
+    expectNoProblems("in the GGUF tensors");
+  }],
+
+  ["cancel stops the statistics' fetching of the 1 GiB tensor: no range asked for after it", async (page) => {
+    await openDemo(page, `${demoUrl}?file=${bigFile}`);
+    const ranges = watchRanges(page);
+    await page.getByTestId("file-open-weights").click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=tensor]").dataset.state === "running");
+    const weights = await page.evaluate(() => Number(document.querySelector("[data-testid=file-array-weights] td:nth-child(4)").textContent.split("..")[0]));
+    const big = () => ranges.filter(([a, b]) => b - a > 1024 * 1024 && a >= weights);
+    const started = Date.now();
+    while (big().length < 3 && Date.now() - started < 20_000) await page.waitForTimeout(20);
+    expect(big().length >= 3, `the statistics asked for ${big().length} chunks in 20 s`);
+    await page.getByTestId("tensor-cancel").click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=tensor]").dataset.state === "cancelled");
+    const atCancel = ranges.length;
+    await page.waitForTimeout(1000);
+    expectEqual(ranges.length, atCancel, "range requests after the cancel was acknowledged");
+    const chunks = big();
+    const starts = new Set(chunks.map(([a]) => a));
+    expectEqual(starts.size, chunks.length, "chunks asked for twice");
+    const fetched = chunks.reduce((n, [a, b]) => n + b - a, 0);
+    const total = 1024 * 1024 * 1024;
+    expect(fetched < total / 2, `${fetched} bytes asked for before the cancel`);
+    console.log(`  (cancelled after ${chunks.length} chunks of 8 MiB; ${ranges.length - atCancel} requests after it)`);
+    // The request the cancel aborted is not a failure of the page.
+    problems.failed = problems.failed.filter((f) => !(f.includes("/file/") && f.includes("ERR_ABORTED")));
+    expectEqual(await text(page, "tensor-progress-text"), `Cancelled after ${await page.evaluate(() => document.querySelector("[data-testid=tensor-progress-text]").textContent.match(/\d+/)[0])} requests.`, "the progress line");
+    expectNoProblems("cancelling");
+  }],
+
+  ["the layout panel's view has statistics, a histogram and a heatmap, updated after an edit in the grid", async (page) => {
+    await openDemo(page);
+    await page.getByTestId("load-hex").fill("00 ".repeat(32));
+    await page.getByTestId("load-hex-button").click();
+    await page.getByTestId("layout-dtype").fill("<f4");
+    await page.getByTestId("layout-offset").fill("0");
+    await page.getByTestId("layout-strides").fill("");
+    await page.getByTestId("layout-shape").fill("2, 4");
+    let s = await tensorStats(page, "layout");
+    expectEqual(s.count, "8", "the view's count");
+    expectEqual(await page.getByTestId("layout-heatmap").evaluate((c) => `${c.width}x${c.height}`), "4x2", "the 2×4 view's heatmap");
+    await edit(page, "input-float32-0", "1000");
+    s = await tensorStats(page, "layout");
+    expectEqual(s.max, "1000", "the view's max after float32[0] = 1000");
+    const counts = JSON.parse(await page.getByTestId("layout-hist").getAttribute("data-counts"));
+    expectEqual(counts.at(-1), 1, "the histogram's last bin holds the 1000");
+    expectEqual(counts.reduce((x, y) => x + y, 0), Number(s.finite), "the histogram counts every finite value");
+    await edit(page, "input-float32-1", "nan");
+    s = await tensorStats(page, "layout");
+    expectEqual(`${s.nan} ${s.finite} ${s.zero} ${s.min}`, "1 7 6 0", "NaN counted after float32[1] = nan");
+    await page.getByTestId("reset").click();
+    expectNoProblems("in the layout panel's pictures");
+  }],
+
+  ["benchmarks: statistics and histogram of the 1 GiB float32 tensor and the heatmap of an 8192×8192 one against fetching their bytes alone; no long task", async (page) => {
+    const results = [];
+    for (const [file, array] of [[bigFile, "weights"], [heatFile, "array"]]) {
+      await openDemo(page, `${demoUrl}?file=${file}`);
+      await page.evaluate(() => {
+        window.benchLong = [];
+        window.benchHeap = 0;
+        new PerformanceObserver((list) => window.benchLong.push(...list.getEntries().map((e) => e.duration))).observe({ type: "longtask" });
+        setInterval(() => { window.benchHeap = Math.max(window.benchHeap, performance.memory.usedJSHeapSize); }, 50);
+      });
+      await page.getByTestId(`file-open-${array}`).click();
+      await waitTensor(page, 300_000);
+      const all = Number(await page.getByTestId("tensor").getAttribute("data-ms"));
+      const pass1 = Number(await page.getByTestId("tensor").getAttribute("data-pass1"));
+      const wasm = Number(await page.getByTestId("tensor").getAttribute("data-wasm"));
+      const fetchMs = await page.evaluate(async () => (await window.bytelensDemo.tensor.run("fetch")).ms);
+      const heat = array === "array" ? await page.evaluate(async () => (await window.bytelensDemo.tensor.run("heat")).ms) : null;
+      const { long, heap } = await page.evaluate(() => ({ long: window.benchLong, heap: window.benchHeap }));
+      results.push({ file, all, pass1, wasm, fetchMs, heat, long, heap });
+    }
+    const [stats, heat] = results;
+    const line = (goal, r, limit) => console.log(`  goal ${goal} <= ${limit}x fetch time: ${r.toFixed(2)} (${r <= limit ? "met" : "MISSED"})`);
+    line("statistics and histogram of a 1 GiB float32 tensor", stats.all / stats.fetchMs, 1.5);
+    console.log(`    (${(stats.all / 1000).toFixed(2)} s: the statistics' pass ${(stats.pass1 / 1000).toFixed(2)} s, `
+      + `the histogram's second pass ${((stats.all - stats.pass1) / 1000).toFixed(2)} s; fetching the same ranges alone ${(stats.fetchMs / 1000).toFixed(2)} s)`);
+    const heapMax = Math.max(stats.heap, heat.heap);
+    console.log(`  goal JS heap below 64 MiB while they run: max ${(heapMax / 1048576).toFixed(1)} MiB (${heapMax < 64 * 1048576 ? "met" : "MISSED"}); `
+      + `the worker's wasm memory at most ${(Math.max(stats.wasm, heat.wasm) / 1048576).toFixed(1)} MiB`);
+    line("heatmap of an 8192x8192 float32 tensor", heat.heat / heat.fetchMs, 2);
+    console.log(`    (${(heat.heat / 1000).toFixed(2)} s, fetching alone ${(heat.fetchMs / 1000).toFixed(2)} s; statistics, histogram and heatmap together ${(heat.all / 1000).toFixed(2)} s)`);
+    const long = [...stats.long, ...heat.long];
+    console.log(`  goal no main-thread task over 50 ms: ${long.length} long tasks${long.length ? ` (longest ${Math.max(...long).toFixed(0)} ms)` : ""} (${long.length === 0 ? "met" : "MISSED"})`);
+    expect(long.length === 0, `long tasks on the main thread while the statistics ran: ${long.map((d) => d.toFixed(0)).join(", ")} ms`);
+    expectNoProblems("in the benchmarks");
+  }],
+
   ["a full-page screenshot at 1280×800, and still no console errors", async (page) => {
     await openDemo(page);
     await mkdir(path.dirname(screenshotPath), { recursive: true });
@@ -765,7 +1054,10 @@ async function main() {
     context.setDefaultTimeout(TIMEOUT_MS);
     const page = context.pages()[0] ?? (await context.newPage());
     watch(page);
+    // E2E_ONLY=text runs the first check and those whose name holds the text.
+    const only = process.env.E2E_ONLY;
     for (const [i, [name, check]] of checks.entries()) {
+      if (only && i > 0 && !name.includes(only)) continue;
       try {
         await check(page);
         console.log(`ok ${i + 1} - ${name}`);

@@ -106,7 +106,17 @@ def stats(a):
     if is_float(dtype):
         tiny = float(ml_dtypes.finfo(dtype).smallest_normal)
         out["subnormal"] = int(((x != 0) & (np.abs(x) < tiny)).sum())
-    counts, edges = np.histogram(finite, bins=BINS)
+    # Of the finite values, as the core's Stats gives them (numpy's nan*
+    # above count the infinities in).
+    out.update({"min": text(finite.min()), "max": text(finite.max()), "mean": text(finite.mean()), "std": text(finite.std())}
+               if finite.size else {"min": None, "max": None, "mean": None, "std": None})
+    # np.histogram of the finite values in the array's own dtype, as numpy
+    # bins them (float32 edges for float32; float16 and bfloat16 theirs),
+    # but the float8s, in float64 (numpy's float8 edges round to a handful).
+    own = a.ravel()[np.isfinite(x)]
+    if dtype.itemsize == 1 and is_float(dtype):
+        own = own.astype(np.float64)
+    counts, edges = np.histogram(own, bins=BINS)
     out["histogram"] = {"bins": BINS, "counts": [int(c) for c in counts], "edges": [text(e) for e in edges]}
     return out
 

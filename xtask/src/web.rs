@@ -224,9 +224,39 @@ pub fn demo_test_files() -> Result<Vec<PathBuf>> {
             ("tail", "U8", 5 * GIB - 64 - big - 4096, 64 + big + 4096),
         ],
     )?;
-    let mut files = vec![one, five];
+    let mut files = vec![one, five, sparse_npy_8k()?];
     files.extend(numpy_test_files()?);
     Ok(files)
+}
+
+/// `heatmap-8k.npy` in target/demo-files/: a float32 (8192, 8192) .npy of
+/// 256 MiB, sparse (its data reads as zeros), for the heatmap benchmark of
+/// the demo's end-to-end run; written once, kept while it has its size.
+fn sparse_npy_8k() -> Result<PathBuf> {
+    const SIDE: u64 = 8192;
+    let mut header =
+        format!("{{'descr': '<f4', 'fortran_order': False, 'shape': ({SIDE}, {SIDE}), }}");
+    while (10 + header.len() + 1) % 64 != 0 {
+        header.push(' ');
+    }
+    header.push('\n');
+    let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+    bytes.extend((header.len() as u16).to_le_bytes());
+    bytes.extend(header.as_bytes());
+    let size = bytes.len() as u64 + SIDE * SIDE * 4;
+    let dir = target_dir().join("demo-files");
+    fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let path = dir.join("heatmap-8k.npy");
+    if fs::metadata(&path).is_ok_and(|m| m.len() == size) {
+        return Ok(path);
+    }
+    let write = || -> std::io::Result<()> {
+        let mut file = fs::File::create(&path)?;
+        file.write_all(&bytes)?;
+        file.set_len(size)
+    };
+    write().map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(path)
 }
 
 /// What web-demo/tests/fixtures.py writes into target/demo-files/: small
@@ -307,6 +337,7 @@ pub fn e2e(url: &str) -> Command {
     c.env("DEMO_URL", url)
         .env("DEMO_BIG_FILE", "/file/model-1gib.safetensors")
         .env("DEMO_HUGE_FILE", "/file/model-5gib.safetensors")
+        .env("DEMO_HEAT_FILE", "/file/heatmap-8k.npy")
         .env("DEMO_FILES", target_dir().join("demo-files"))
         .env("SCREENSHOT", target_dir().join("demo-screenshot.png"));
     c

@@ -1,0 +1,393 @@
+// The tensor panel: one array of the file view, its values in its dtype in
+// a paged table in C order (any shape, C or Fortran order; a quantised
+// GGUF tensor dequantised), read a page at a time from the file's bytes by
+// the core; and statistics, a histogram and a heatmap of the whole tensor,
+// computed by the core in a worker (tensor-worker.js) over the file's
+// bytes streamed in bounded chunks, with a progress bar and a cancel
+// button. This file reads bytes, moves them and draws.
+
+import { el } from "./dom.js";
+import { formatValue, indexAt, parseIntList } from "./numbers.js";
+import { Pictures, heatSize } from "./pictures.js";
+
+const COLS = 8; // elements per table row
+const ROWS = 16; // rows per page
+const PAGE = COLS * ROWS;
+const CHUNK = 8 * 1024 * 1024; // bytes per request of the statistics' stream
+const GAP = 64 * 1024; // a Fortran page's element ranges closer than this are read as one
+
+function count(shape) {
+  return shape.reduce((n, k) => n * k, 1);
+}
+
+/** The C-order multi-index of flat element `k` of `shape`. */
+function unravel(k, shape) {
+  const index = shape.map(() => 0);
+  for (let d = shape.length - 1; d >= 0; d--) {
+    index[d] = shape[d] ? k % shape[d] : 0;
+    k = shape[d] ? Math.floor(k / shape[d]) : 0;
+  }
+  return index;
+}
+
+export class TensorPanel {
+  constructor(wasm, fileView) {
+    this.wasm = wasm;
+    this.view = fileView;
+    this.array = null;
+    this.first = 0; // the first element on the page (C order)
+    this.hit = -1; // the element a jump went to
+    this.pageSeq = 0;
+    this.runId = 0;
+    this.runs = new Map(); // run id → { resolve, reject, kind }
+    this.worker = null;
+    const $ = (id) => document.getElementById(id);
+    this.box = $("tensor");
+    this.title = $("tensor-title");
+    this.note = $("tensor-note");
+    this.table = $("tensor-table");
+    this.pageLine = $("tensor-page");
+    this.progress = $("tensor-progress");
+    this.progressText = $("tensor-progress-text");
+    this.cancelButton = $("tensor-cancel");
+    this.sliceForm = $("tensor-slice-form");
+    this.sliceInput = $("tensor-slice");
+    this.pictures = new Pictures($("tensor-pictures"), "tensor");
+    $("tensor-prev").addEventListener("click", () => this.showPage(this.first - PAGE));
+    $("tensor-next").addEventListener("click", () => this.showPage(this.first + PAGE));
+    this.cancelButton.addEventListener("click", () => this.cancel());
+    $("tensor-jump").addEventListener("submit", (e) => {
+      e.preventDefault();
+      this.jump($("tensor-jump-index"));
+    });
+    this.sliceForm.addEventListener("submit", (e) => {
+      e.preventDefault();
+      this.chooseSlice();
+    });
+    this.table.addEventListener("keydown", (e) => {
+      if (!this.array || e.altKey || e.ctrlKey || e.metaKey) return;
+      const n = this.total;
+      const step = { PageDown: PAGE, PageUp: -PAGE, ArrowDown: COLS, ArrowUp: -COLS, Home: -Infinity, End: Infinity }[e.key];
+      if (step === undefined) return;
+      e.preventDefault();
+      const to = step === Infinity ? n - 1 : step === -Infinity ? 0 : this.first + step;
+      this.showPage(to);
+    });
+  }
+
+  /** Closes the panel (another file opened): its run cancelled. */
+  close() {
+    this.cancel();
+    this.array = null;
+    this.box.hidden = true;
+  }
+
+  get total() {
+    return count(this.array.shape);
+  }
+
+  /** Opens array `a` of the file view (one of `fileView.arrays`): its first page, then its statistics. */
+  async open(a) {
+    this.cancel();
+    this.setState("opening");
+    this.array = a;
+    this.box.hidden = false;
+    this.hit = -1;
+    this.pictures.clear();
+    this.title.textContent = `${a.name}: ${a.dtype} (${a.shape.join(", ")}${a.shape.length === 1 ? "," : ""})${a.fortran ? ", Fortran order" : ""}, `
+      + `${count(a.shape).toLocaleString("en")} elements, bytes ${a.offset}..${a.offset + a.nbytes}`;
+    this.box.dataset.array = a.name;
+    const blocks = a.blockBytes !== undefined;
+    this.readable = blocks || a.descr !== null;
+    if (!this.readable) {
+      this.note.textContent = a.ggml === null ? `bytelens does not read ${a.dtype}` : `no bytelens dtype for ${a.dtype}`;
+      this.table.replaceChildren();
+      this.setState("none");
+      return;
+    }
+    this.note.textContent = blocks ? `${a.dtype} blocks, dequantised by the core (${a.block} elements in ${a.blockBytes} bytes each)` : "";
+    this.described = blocks ? this.wasm.describeDType("<f4") : this.wasm.describeDType(a.descr);
+    this.slice = this.heatPlan(a.shape.slice(0, -2).map(() => 0));
+    this.sliceForm.hidden = !(this.slice && this.slice.lead.length > 0);
+    this.sliceInput.value = this.slice?.lead.join(", ") ?? "";
+    this.box.scrollIntoView({ block: "nearest" });
+    await this.showPage(0);
+    this.run("all").catch(() => {});
+  }
+
+  // ------------------------------------------------------------ the table
+
+  /** Shows the page holding element `k` (clamped), rows of COLS in C order. */
+  async showPage(k) {
+    if (!this.array || !this.readable) return;
+    const n = this.total;
+    const first = Math.max(0, Math.min(Math.floor(Math.min(k, n - 1) / COLS) * COLS, Math.floor((n - 1) / COLS) * COLS));
+    const last = Math.min(n, first + PAGE);
+    const seq = ++this.pageSeq;
+    const values = await this.readValues(first, last);
+    if (seq !== this.pageSeq) return;
+    this.first = first;
+    this.draw(first, last, values);
+  }
+
+  /** Elements first..last (C order) of the array, as the core reads them (a typed array). */
+  async readValues(first, last) {
+    const a = this.array;
+    const read = (s, e) => this.view.source.read(a.offset + s, a.offset + e);
+    if (a.blockBytes !== undefined) {
+      const b0 = Math.floor(first / a.block);
+      const b1 = Math.ceil(last / a.block);
+      const out = this.wasm.dequantize(a.ggml, await read(b0 * a.blockBytes, b1 * a.blockBytes));
+      return out.subarray(first - b0 * a.block, last - b0 * a.block);
+    }
+    const size = this.described.size;
+    const n = last - first;
+    let bytes;
+    if (!a.fortran || a.shape.length < 2) {
+      bytes = await read(first * size, last * size);
+    } else {
+      // Fortran order: each element's bytes at its stored offset (the core's
+      // Layout strides), those near each other read as one range.
+      const { c, stored } = this.view.stridesOf(a);
+      const at = [];
+      for (let k = first; k < last; k++) {
+        const index = indexAt(k * size, a.shape, c);
+        at.push(index.reduce((o, i, d) => o + i * stored[d], 0));
+      }
+      const sorted = [...new Set(at)].sort((x, y) => x - y);
+      const ranges = [];
+      for (const o of sorted) {
+        const r = ranges.at(-1);
+        if (r && o - r.end < GAP) r.end = o + size;
+        else ranges.push({ start: o, end: o + size });
+      }
+      for (const r of ranges) r.bytes = await read(r.start, r.end);
+      bytes = new Uint8Array(n * size);
+      at.forEach((o, i) => {
+        const r = ranges.find((x) => o >= x.start && o < x.end);
+        bytes.set(r.bytes.subarray(o - r.start, o - r.start + size), i * size);
+      });
+    }
+    const buf = new this.wasm.Buffer(bytes.length);
+    try {
+      buf.setBytes(0, bytes);
+      return buf.read(a.descr, { offset: 0, shape: [n] });
+    } finally {
+      buf.free();
+    }
+  }
+
+  draw(first, last, values) {
+    const a = this.array;
+    const head = el("tr", {}, el("th", { scope: "col", text: "index" }),
+      ...Array.from({ length: COLS }, (_, j) => el("th", { scope: "col", text: `+${j}` })));
+    const rows = [];
+    for (let r = first; r < last; r += COLS) {
+      const cells = [];
+      for (let k = r; k < Math.min(last, r + COLS); k++) {
+        const v = values[k - first];
+        const text = formatValue(v, this.described);
+        cells.push(el("td", {
+          class: k === this.hit ? "hit" : "",
+          "data-testid": `tensor-cell-${k - first}`,
+          "data-flat": k,
+          "data-index": JSON.stringify(unravel(k, a.shape)),
+          "data-exact": Object.is(v, -0) ? "-0" : String(v),
+          title: `${a.name}[${unravel(k, a.shape).join(", ")}] (element ${k} in C order) = ${text}`,
+          text,
+        }));
+      }
+      rows.push(el("tr", {}, el("th", { scope: "row", text: `[${unravel(r, a.shape).join(", ")}]` }), ...cells));
+    }
+    this.table.replaceChildren(el("caption", { class: "vh", text: `Values of ${a.name} in C order` }), el("thead", {}, head), el("tbody", {}, ...rows));
+    this.table.dataset.first = String(first);
+    this.table.dataset.last = String(last);
+    this.pageLine.textContent = `elements ${first.toLocaleString("en")}..${last.toLocaleString("en")} of ${this.total.toLocaleString("en")} (C order)`;
+  }
+
+  /** Jumps to the index typed: a multi-index ("3, 4" or "[3, 4]") or a flat one ("123"). */
+  async jump(input) {
+    const a = this.array;
+    if (!a || !this.readable) return;
+    let index;
+    try {
+      index = parseIntList(input.value, "index") ?? [];
+    } catch (err) {
+      input.setCustomValidity(err.message);
+      input.reportValidity();
+      return;
+    }
+    let k;
+    if (index.length === 1 && a.shape.length !== 1) k = index[0];
+    else if (index.length === a.shape.length && index.every((i, d) => i >= 0 && i < a.shape[d])) {
+      k = index.reduce((f, i, d) => f * a.shape[d] + i, 0);
+    }
+    if (!(Number.isSafeInteger(k) && k >= 0 && k < this.total)) {
+      input.setCustomValidity(`a flat index 0..${this.total - 1}, or ${a.shape.length} indices below (${a.shape.join(", ")})`);
+      input.reportValidity();
+      return;
+    }
+    input.setCustomValidity("");
+    this.hit = k;
+    await this.showPage(k);
+  }
+
+  // ------------------------------------------------- statistics and pictures
+
+  /**
+   * What the heatmap draws, for leading indices `lead`: a 2-D array (a
+   * Fortran-order one as stored, drawn transposed), the 2-D slice
+   * `[...lead, :, :]` of a C-order n-d one, or an image (H, W, 1|3|4) as
+   * H rows of W pixels (each the mean or max of its channels); null when
+   * there is none. `start` and `nbytes`: its bytes in the tensor.
+   */
+  heatPlan(lead) {
+    const a = this.array;
+    const s = a.shape;
+    const blocks = a.blockBytes !== undefined;
+    const elementBytes = blocks ? null : this.described.size;
+    const bytesOf = (k) => (blocks ? (k / a.block) * a.blockBytes : k * elementBytes);
+    let rows, cols, transposed = false, label = "", start = 0, heatLead = [];
+    if (s.length < 2) return null;
+    if (s.length === 3 && [1, 3, 4].includes(s[2]) && !a.fortran) {
+      [rows, cols] = [s[0], s[1] * s[2]];
+      label = `an image ${s[0]} × ${s[1]} with ${s[2]} channel${s[2] === 1 ? "" : "s"}: each pixel over its channels`;
+      const { outH, outW } = heatSize(rows, s[1]);
+      if (blocks && (rows * cols) % a.block) return null;
+      return { rows, cols, outH, outW, transposed, label, start, nbytes: bytesOf(rows * cols), lead: [] };
+    }
+    if (s.length === 2) {
+      [rows, cols] = a.fortran ? [s[1], s[0]] : s;
+      transposed = a.fortran;
+    } else {
+      if (a.fortran) return null;
+      heatLead = lead;
+      [rows, cols] = s.slice(-2);
+      const leadFlat = lead.reduce((f, i, d) => f * s[d] + i, 0);
+      start = leadFlat * rows * cols;
+      label = `the slice [${lead.join(", ")}, :, :]`;
+    }
+    if (rows * cols === 0) return null;
+    if (blocks && (rows * cols) % a.block) return null;
+    const { outH, outW } = heatSize(rows, cols);
+    return { rows, cols, outH, outW, transposed, label, start: bytesOf(start), nbytes: bytesOf(rows * cols), lead: heatLead };
+  }
+
+  /** The n-d array's slice typed in the slice box: its heatmap alone is fetched and drawn. */
+  chooseSlice() {
+    const a = this.array;
+    let lead;
+    try {
+      lead = parseIntList(this.sliceInput.value, "slice") ?? [];
+    } catch (err) {
+      this.sliceInput.setCustomValidity(err.message);
+      this.sliceInput.reportValidity();
+      return;
+    }
+    const want = a.shape.length - 2;
+    if (lead.length !== want || lead.some((i, d) => !(i >= 0 && i < a.shape[d]))) {
+      this.sliceInput.setCustomValidity(`${want} indices below (${a.shape.slice(0, want).join(", ")})`);
+      this.sliceInput.reportValidity();
+      return;
+    }
+    this.sliceInput.setCustomValidity("");
+    this.slice = this.heatPlan(lead);
+    this.run("heat").catch(() => {});
+  }
+
+  worker_() {
+    if (!this.worker) {
+      this.worker = new Worker(new URL("./tensor-worker.js", import.meta.url), { type: "module" });
+      this.worker.onmessage = (e) => this.onMessage(e.data);
+      this.worker.onerror = (e) => {
+        for (const [id, r] of this.runs) r.reject(new Error(e.message ?? "the worker failed"));
+        this.runs.clear();
+      };
+    }
+    return this.worker;
+  }
+
+  /**
+   * Streams the tensor's bytes through the worker: `kind` "all" (statistics,
+   * histogram and heatmap, as opening it does), "heat" (the heatmap's
+   * slice alone) or "fetch" (the same ranges fetched and nothing computed:
+   * the benchmark's baseline). Resolves with the worker's "done" message.
+   */
+  run(kind = "all") {
+    const a = this.array;
+    if (!a || !this.readable) return Promise.reject(new Error("no readable array"));
+    this.cancel();
+    const id = ++this.runId;
+    const blocks = a.blockBytes !== undefined;
+    const chunk = blocks ? Math.max(1, Math.floor(CHUNK / a.blockBytes)) * a.blockBytes : CHUNK;
+    const heat = this.slice && kind !== "fetch" ? this.slice : null;
+    const range = kind === "heat" ? { start: a.offset + heat.start, nbytes: heat.nbytes } : { start: a.offset, nbytes: a.nbytes };
+    const message = {
+      type: "run", id, source: this.view.source.spec, ...range, chunk,
+      descr: blocks ? null : a.descr, qtype: blocks ? a.ggml : null,
+      stats: kind === "all", hist: kind === "all", fetchOnly: kind === "fetch",
+      heat: heat ? { rows: heat.rows, cols: heat.cols, outH: heat.outH, outW: heat.outW, start: kind === "heat" ? 0 : heat.start, nbytes: heat.nbytes } : null,
+    };
+    if (kind === "all") {
+      this.pictures.clear("Reading the whole tensor …");
+      if (!heat) this.pictures.noHeatmap(a.shape.length < 2 ? "A 1-D array: no heatmap." : "No heatmap for this array (a Fortran-order array of more than 2 axes, or an empty one).");
+    }
+    this.setState("running");
+    this.progress.value = 0;
+    this.progressText.textContent = "";
+    this.cancelButton.disabled = false;
+    return new Promise((resolve, reject) => {
+      this.runs.set(id, { resolve, reject, kind, heat, started: performance.now() });
+      this.worker_().postMessage(message);
+    });
+  }
+
+  /** Stops the run in progress: the worker asks for no more ranges. */
+  cancel() {
+    const id = this.runId;
+    if (!this.runs.has(id)) return;
+    this.worker?.postMessage({ type: "cancel", id });
+    this.progressText.textContent = "Cancelling …";
+  }
+
+  setState(s) {
+    this.box.dataset.state = s;
+    this.cancelButton.disabled = s !== "running";
+  }
+
+  onMessage(m) {
+    const r = this.runs.get(m.id);
+    if (!r) return;
+    const mine = m.id === this.runId;
+    if (m.type === "progress" && mine) {
+      this.progress.value = m.done / m.total;
+      const mib = (x) => (x / 1048576).toFixed(1);
+      this.progressText.textContent = `${mib(m.done)} of ${mib(m.total)} MiB${m.pass === 2 ? " (the histogram's pass)" : ""}, ${m.requests} requests`;
+    } else if (m.type === "stats" && mine) {
+      this.pictures.showStats(m.result);
+    } else if (m.type === "hist" && mine) {
+      this.pictures.showHistogram(m.counts, m.edges);
+    } else if (m.type === "heat" && mine) {
+      this.pictures.showHeatmap({ mean: m.mean, max: m.max }, r.heat);
+    } else if (m.type === "done") {
+      this.runs.delete(m.id);
+      if (mine) {
+        this.setState("done");
+        this.progress.value = 1;
+        const secs = (m.ms / 1000).toFixed(2);
+        this.progressText.textContent = `${(m.fetched / 1048576).toFixed(1)} MiB in ${m.requests} requests, ${secs} s`;
+        Object.assign(this.box.dataset, { ms: String(m.ms), pass1: String(m.pass1), requests: String(m.requests), fetched: String(m.fetched), wasm: String(m.wasmBytes) });
+      }
+      r.resolve(m);
+    } else if (m.type === "cancelled" || m.type === "error") {
+      this.runs.delete(m.id);
+      if (mine) {
+        this.setState(m.type === "cancelled" ? "cancelled" : "error");
+        this.progressText.textContent = m.type === "cancelled" ? `Cancelled after ${m.requests} requests.` : `Failed: ${m.message}`;
+        if (m.type === "error") this.pictures.clear(`The statistics failed: ${m.message}`);
+        else if (!this.pictures.stats.dataset.count) this.pictures.clear("Cancelled.");
+      }
+      r.reject(new Error(m.type === "cancelled" ? "cancelled" : m.message));
+    }
+  }
+}
