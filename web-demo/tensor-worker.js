@@ -6,7 +6,8 @@
 // this sends back. Nothing here computes a number of its own.
 //
 // Messages in:  { type: "run", id, source, start, nbytes, descr | qtype,
-//                 blockBytes, chunk, stats, hist, heat, fetchOnly }
+//                 blockBytes, chunk, stats, hist, heat, fetchOnly,
+//                 cacheBytes?, opfs? }
 //               { type: "cancel", id }
 // Messages out: { type: "progress" | "stats" | "hist" | "heat" | "done" |
 //                 "cancelled" | "error", id, ... }
@@ -14,19 +15,43 @@
 // `source` is { url } (read in HTTP byte ranges) or { file } (a File, read
 // by slice). Each chunk is fetched once: the statistics and the heatmap
 // take it in the same pass; the histogram needs the finite range first, so
-// it takes the chunks kept in a bounded cache (CACHE_BYTES) in that pass,
-// and fetches only the others again, in a second pass.
+// it takes them in a second pass: a tensor of CACHE_BYTES or less from the
+// chunks kept in memory, a bigger one from a file of the browser's Origin
+// Private File System that the first pass wrote each chunk into (a
+// synchronous access handle, read back into one reused buffer), removed
+// when the run ends or is cancelled. Where there is no such file system,
+// too little quota, or a write fails, the chunks not in memory are
+// fetched again, and the run says why.
 
 import init, { Stats, Histogram, Heatmap, dequantize } from "./pkg/bytelens_wasm.js";
 
 /** The chunks kept for the histogram's pass: a tensor this big or smaller is fetched once. */
 const CACHE_BYTES = 32 * 1024 * 1024;
 const BINS = 64;
+/** The OPFS files of the runs: `${SPILL_PREFIX}${uuid}`. */
+const SPILL_PREFIX = "bytelens-tensor-";
+/** Storage left free beyond the tensor's bytes before a run writes them to OPFS. */
+const SPILL_MARGIN = 64 * 1024 * 1024;
 
 const ready = init();
 let memory = null;
 ready.then((exports) => { memory = exports.memory; });
 const cancelled = new Set();
+// The files of earlier runs (a tab closed mid-run leaves one): removed
+// before this worker writes its own. A file another tab's run is writing
+// is locked by its access handle, and stays.
+const swept = sweep();
+
+async function sweep() {
+  try {
+    const root = await navigator.storage.getDirectory();
+    const stale = [];
+    for await (const name of root.keys()) if (name.startsWith(SPILL_PREFIX)) stale.push(name);
+    await Promise.all(stale.map((name) => root.removeEntry(name).catch(() => {})));
+  } catch {
+    // No OPFS here: nothing to sweep, and runs fetch again.
+  }
+}
 
 self.onmessage = (e) => {
   const m = e.data;
@@ -93,11 +118,119 @@ async function* chunks(m, state, skip = () => null) {
   }
 }
 
+const mib = (n) => `${(n / 1048576).toFixed(1)} MiB`;
+
+/** A run's chunks in an OPFS file, at their offsets in the tensor, for the histogram's pass. */
+class Spill {
+  constructor(root, name, access) {
+    this.root = root;
+    this.name = name;
+    this.access = access;
+    this.buffer = null; // the one buffer reads go into
+    this.written = 0;
+    this.writeMs = 0; // the time spent in write and read, for the benchmark's line
+    this.readMs = 0;
+  }
+
+  write(bytes, at) {
+    const t = performance.now();
+    const n = this.access.write(bytes, { at });
+    if (n !== bytes.length) throw new Error(`wrote ${n} of ${bytes.length} bytes`);
+    this.written += n;
+    this.writeMs += performance.now() - t;
+  }
+
+  /** Bytes at..at+length, in the reused buffer (valid until the next read). */
+  read(at, length) {
+    if (!this.buffer || this.buffer.length < length) this.buffer = new Uint8Array(length);
+    const view = this.buffer.subarray(0, length);
+    const t = performance.now();
+    const n = this.access.read(view, { at });
+    this.readMs += performance.now() - t;
+    if (n !== length) throw new Error(`read ${n} of ${length} bytes back from the browser's storage at ${at}`);
+    return view;
+  }
+
+  /** Closes and deletes the file; never throws. */
+  async remove() {
+    try {
+      this.access.close();
+    } catch {
+      // already closed
+    }
+    this.buffer = null;
+    await this.root.removeEntry(this.name).catch(() => {});
+  }
+}
+
+/**
+ * An OPFS file for `nbytes`, its size reserved: { spill } or, where that
+ * cannot be, { reason } (no OPFS or no synchronous access handles in this
+ * browser, too little quota, the file refused).
+ */
+async function openSpill(nbytes) {
+  if (!navigator.storage?.getDirectory) return { reason: "this browser has no Origin Private File System" };
+  if (typeof self.FileSystemFileHandle?.prototype.createSyncAccessHandle !== "function") {
+    return { reason: "this browser has no synchronous access to its Origin Private File System" };
+  }
+  let root, name, access;
+  try {
+    const { quota, usage } = await navigator.storage.estimate();
+    const room = quota - usage;
+    if (!(room >= nbytes + SPILL_MARGIN)) return { reason: `the browser's storage has ${mib(room)} free for this page, ${mib(nbytes + SPILL_MARGIN)} needed` };
+    await swept;
+    root = await navigator.storage.getDirectory();
+    name = `${SPILL_PREFIX}${crypto.randomUUID()}`;
+    const handle = await root.getFileHandle(name, { create: true });
+    access = await handle.createSyncAccessHandle();
+    access.truncate(nbytes); // the quota taken now, not found short half way
+    return { spill: new Spill(root, name, access) };
+  } catch (err) {
+    try {
+      access?.close();
+    } catch {
+      // closed
+    }
+    if (name) await root.removeEntry(name).catch(() => {});
+    return { reason: `the browser's storage refused the file: ${err?.message ?? err}` };
+  }
+}
+
+/** Lets messages in (a cancel) between chunks read synchronously: a task, unclamped as nested timeouts are. */
+function nextTask() {
+  return new Promise((resolve) => {
+    const channel = new MessageChannel();
+    channel.port1.onmessage = () => {
+      channel.port1.close();
+      resolve();
+    };
+    channel.port2.postMessage(null);
+  });
+}
+
 /** A chunk as elements the core reads: a quantised one dequantised to float32. */
 function elements(m, bytes) {
   if (!m.qtype) return bytes;
   const out = dequantize(m.qtype, bytes);
   return new Uint8Array(out.buffer, out.byteOffset, out.byteLength);
+}
+
+/**
+ * The chunks again, for the histogram's pass: from `spill` (read back
+ * from OPFS), else from `cache` and, for the rest, fetched again.
+ */
+async function* again(m, state, cache, spill) {
+  if (!spill) {
+    yield* chunks(m, state, (k) => cache.get(k) ?? null);
+    return;
+  }
+  const count = Math.ceil(m.nbytes / m.chunk);
+  for (let i = 0; i < count; i++) {
+    await nextTask();
+    if (cancelled.has(m.id)) throw new Cancelled();
+    const a = i * m.chunk;
+    yield [i, spill.read(a, Math.min(m.nbytes, a + m.chunk) - a)];
+  }
 }
 
 async function run(m) {
@@ -109,15 +242,39 @@ async function run(m) {
   const stats = m.stats ? new Stats(dtype) : null;
   // Both pictures of each kind in the one pass: switching mean and max fetches nothing.
   const heat = m.heat ? ["mean", "max"].map((mode) => new Heatmap(m.heat.rows, m.heat.cols, m.heat.outH, m.heat.outW, dtype, mode)) : null;
+  const cacheBytes = m.cacheBytes ?? CACHE_BYTES;
   const cache = new Map();
   let cached = 0;
   let histogram = null;
+  // Where the histogram's pass reads the bytes: "memory", "opfs" or "refetch" (and why).
+  let from = null;
+  let why = "";
+  let spill = null;
+  // The histogram's file, for a tensor bigger than the cache (a few ms,
+  // before the first range). A picked file is on this computer already:
+  // read again, as OPFS would be.
+  const noSpill = m.opfs === false ? "the run asked not to use the browser's storage"
+    : m.source.file ? "a file on this computer, read again" : null;
+  const opening = m.hist && !m.fetchOnly && m.nbytes > cacheBytes
+    ? (noSpill ? Promise.resolve({ reason: noSpill }) : openSpill(m.nbytes))
+    : null;
   const total = m.nbytes * (m.hist ? 2 : 1);
   let done = 0;
-  const progress = (pass) => post({ type: "progress", id: m.id, done, total, pass, requests: state.requests });
+  const progress = (pass) => post({ type: "progress", id: m.id, done, total, pass, from, requests: state.requests });
+  let outcome = null;
   try {
+    if (opening) ({ spill, reason: why = "" } = await opening);
     for await (const [i, bytes] of chunks(m, state)) {
       if (!m.fetchOnly) {
+        if (spill) {
+          try {
+            spill.write(bytes, i * m.chunk);
+          } catch (err) {
+            why = `writing to the browser's storage failed after ${mib(spill.written)}: ${err?.message ?? err}`;
+            await spill.remove();
+            spill = null;
+          }
+        }
         const values = elements(m, bytes);
         stats?.push(values);
         if (heat) {
@@ -131,7 +288,7 @@ async function run(m) {
             for (const h of heat) h.pushRows(part);
           }
         }
-        if (m.hist && cached + bytes.length <= CACHE_BYTES) {
+        if (m.hist && !spill && cached + bytes.length <= cacheBytes) {
           cache.set(i, bytes);
           cached += bytes.length;
         }
@@ -141,12 +298,13 @@ async function run(m) {
       progress(1);
     }
     const pass1 = performance.now() - started;
+    if (m.hist) from = spill ? "opfs" : cached === m.nbytes ? "memory" : "refetch";
     if (stats) {
       const result = stats.result();
       post({ type: "stats", id: m.id, result });
       if (m.hist) {
         if (result.min !== null) histogram = Histogram.forRange(result.min, result.max, BINS, dtype);
-        else done += m.nbytes; // nothing finite: no histogram, nothing more to fetch
+        else done += m.nbytes; // nothing finite: no histogram, nothing more to read
       }
     }
     if (heat) {
@@ -154,30 +312,32 @@ async function run(m) {
       const pictures = heat.map((h) => ({ values: h.values(), range: h.range() }));
       post({ type: "heat", id: m.id, mean: pictures[0], max: pictures[1] }, pictures.map((p) => p.values.buffer));
     }
+    const firstPass = { requests: state.requests, fetched: state.fetched };
     if (histogram) {
-      const firstPass = state.requests;
-      for await (const [i, bytes] of chunks(m, state, (k) => cache.get(k) ?? null)) {
+      for await (const [i, bytes] of again(m, state, cache, spill)) {
         histogram.push(elements(m, bytes), dtype);
         cache.delete(i);
         done += bytes.length;
         progress(2);
       }
-      post({ type: "hist", id: m.id, counts: histogram.counts(), edges: histogram.edges(), refetched: state.requests - firstPass });
+      post({ type: "hist", id: m.id, counts: histogram.counts(), edges: histogram.edges(), refetched: state.requests - firstPass.requests, from, why });
     }
-    post({
+    outcome = {
       type: "done", id: m.id, ms: performance.now() - started, requests: state.requests,
-      fetched: state.fetched, wasmBytes: state.wasmMax, cachedBytes: cached, pass1,
-    });
+      fetched: state.fetched, refetchedBytes: state.fetched - firstPass.fetched, wasmBytes: state.wasmMax,
+      cachedBytes: cached, spilledBytes: spill?.written ?? 0, writeMs: spill?.writeMs ?? 0, readMs: spill?.readMs ?? 0, pass1, from, why,
+    };
   } catch (err) {
-    if (err instanceof Cancelled || err?.name === "AbortError") {
-      post({ type: "cancelled", id: m.id, requests: state.requests, done });
-      return;
-    }
-    throw err;
+    if (!(err instanceof Cancelled || err?.name === "AbortError")) throw err;
+    outcome = { type: "cancelled", id: m.id, requests: state.requests, done };
   } finally {
     cancelled.delete(m.id);
     stats?.free();
     histogram?.free();
     for (const h of heat ?? []) h.free();
+    // Gone before the page hears the run ended (a cancel during the opening included).
+    spill ??= opening ? (await opening).spill ?? null : null;
+    await spill?.remove();
   }
+  post(outcome);
 }

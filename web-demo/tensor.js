@@ -312,20 +312,26 @@ export class TensorPanel {
    * histogram and heatmap, as opening it does), "heat" (the heatmap's
    * slice alone) or "fetch" (the same ranges fetched and nothing computed:
    * the benchmark's baseline). Resolves with the worker's "done" message.
+   * `options` (for tests): `chunk` (bytes per request), `cacheBytes` (the
+   * largest tensor whose chunks the histogram's pass takes from memory),
+   * `opfs: false` (fetch again rather than keep the bytes in the browser's
+   * storage).
    */
-  run(kind = "all") {
+  run(kind = "all", options = {}) {
     const a = this.array;
     if (!a || !this.readable) return Promise.reject(new Error("no readable array"));
     this.cancel();
     const id = ++this.runId;
     const blocks = a.blockBytes !== undefined;
-    const chunk = blocks ? Math.max(1, Math.floor(CHUNK / a.blockBytes)) * a.blockBytes : CHUNK;
+    const want = options.chunk ?? CHUNK;
+    const chunk = blocks ? Math.max(1, Math.floor(want / a.blockBytes)) * a.blockBytes : want;
     const heat = this.slice && kind !== "fetch" ? this.slice : null;
     const range = kind === "heat" ? { start: a.offset + heat.start, nbytes: heat.nbytes } : { start: a.offset, nbytes: a.nbytes };
     const message = {
       type: "run", id, source: this.view.source.spec, ...range, chunk,
       descr: blocks ? null : a.descr, qtype: blocks ? a.ggml : null,
       stats: kind === "all", hist: kind === "all", fetchOnly: kind === "fetch",
+      cacheBytes: options.cacheBytes, opfs: options.opfs,
       heat: heat ? { rows: heat.rows, cols: heat.cols, outH: heat.outH, outW: heat.outW, start: kind === "heat" ? 0 : heat.start, nbytes: heat.nbytes } : null,
     };
     if (kind === "all") {
@@ -362,7 +368,8 @@ export class TensorPanel {
     if (m.type === "progress" && mine) {
       this.progress.value = m.done / m.total;
       const mib = (x) => (x / 1048576).toFixed(1);
-      this.progressText.textContent = `${mib(m.done)} of ${mib(m.total)} MiB${m.pass === 2 ? " (the histogram's pass)" : ""}, ${m.requests} requests`;
+      const pass2 = { opfs: " (the histogram's pass, read back from the browser's storage)", memory: " (the histogram's pass, from memory)", refetch: " (the histogram's pass, fetched again)" };
+      this.progressText.textContent = `${mib(m.done)} of ${mib(m.total)} MiB${m.pass === 2 ? pass2[m.from] : ""}, ${m.requests} requests`;
     } else if (m.type === "stats" && mine) {
       this.pictures.showStats(m.result);
     } else if (m.type === "hist" && mine) {
@@ -375,8 +382,17 @@ export class TensorPanel {
         this.setState("done");
         this.progress.value = 1;
         const secs = (m.ms / 1000).toFixed(2);
-        this.progressText.textContent = `${(m.fetched / 1048576).toFixed(1)} MiB in ${m.requests} requests, ${secs} s`;
-        Object.assign(this.box.dataset, { ms: String(m.ms), pass1: String(m.pass1), requests: String(m.requests), fetched: String(m.fetched), wasm: String(m.wasmBytes) });
+        const mib = (x) => `${(x / 1048576).toFixed(1)} MiB`;
+        const how = {
+          opfs: `; the histogram's pass read them back from the browser's storage (OPFS, ${mib(m.spilledBytes)} written)`,
+          memory: "; the histogram's pass took them from memory",
+          refetch: `; the histogram's pass fetched ${mib(m.refetchedBytes)} again (${m.why})`,
+        }[m.from] ?? "";
+        this.progressText.textContent = `${mib(m.fetched)} in ${m.requests} requests, ${secs} s${how}`;
+        Object.assign(this.box.dataset, {
+          ms: String(m.ms), pass1: String(m.pass1), requests: String(m.requests), fetched: String(m.fetched), wasm: String(m.wasmBytes),
+          second: m.from ?? "", refetched: String(m.refetchedBytes), write: String(m.writeMs), read: String(m.readMs),
+        });
       }
       r.resolve(m);
     } else if (m.type === "cancelled" || m.type === "error") {
