@@ -8,27 +8,17 @@
 //! memcpy, then one `goal ...: ratio (met|MISSED)` line per type (one
 //! thread at most 1.5× the memcpy).
 
+mod common;
+
 use std::hint::black_box;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytelens::files::GgmlType;
 use bytelens::{Buffer, DType, Descr, dequantize_into_threads};
+use common::median;
 
 const OUT_BYTES: usize = 256 << 20;
 const REPS: usize = 7;
-
-fn median(mut f: impl FnMut()) -> Duration {
-    f(); // warm: pages faulted in, caches as in the runs
-    let mut times: Vec<Duration> = (0..REPS)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[REPS / 2]
-}
 
 /// Blocks of `ggml` for `OUT_BYTES` of float32: every byte written,
 /// float16 scales finite (what a real file holds; the kernels do not
@@ -74,7 +64,7 @@ fn main() {
             .for_each(|(i, x)| *x = i as u8);
         b
     };
-    let memcpy = median(|| {
+    let memcpy = median(REPS, || {
         out.as_bytes_mut()
             .copy_from_slice(black_box(src.as_bytes()))
     });
@@ -99,7 +89,7 @@ fn main() {
     ] {
         let src = blocks(ggml);
         let mut run = |n| {
-            median(|| {
+            median(REPS, || {
                 dequantize_into_threads(ggml, black_box(src.as_bytes()), out.as_bytes_mut(), f32, n)
                     .unwrap()
             })

@@ -8,29 +8,19 @@
 //! with ratios and writes `gpu.csv` and `gpu.svg` into `BYTELENS_BENCH_DIR`
 //! (default `target/bench`).
 
+mod common;
+
 use std::fmt::Write as _;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use bytelens::gpu::{GpuBuffer, GpuContext, GpuOptions, wgpu};
 use bytelens::{Buffer, ByteOrder, DType, Descr, Layout, gather_into};
+use common::median;
 
 struct Row {
     name: &'static str,
     what: &'static str,
     median: Duration,
-}
-
-fn median(reps: usize, mut f: impl FnMut()) -> Duration {
-    f(); // warm-up: page faults, first mappings, pipeline of the ring
-    let mut times: Vec<Duration> = (0..reps)
-        .map(|_| {
-            let start = Instant::now();
-            f();
-            start.elapsed()
-        })
-        .collect();
-    times.sort();
-    times[reps / 2]
 }
 
 fn wait(gpu: &GpuContext) {
