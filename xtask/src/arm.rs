@@ -145,7 +145,7 @@ const PY_LEFT_OUT: [(&str, &str); 11] = [
         "torch and JAX are not installed for aarch64 (3 GB)",
     ),
     (
-        "test_readme.py",
+        "test_examples.py",
         "its examples use Ray, Dask, torch and the GPU",
     ),
     ("test_hostile.py", SLOW),

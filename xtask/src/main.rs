@@ -36,6 +36,7 @@ use serde_json::Value;
 
 mod arm;
 mod cross;
+mod docs;
 mod fuzz;
 mod gpu;
 mod test;
@@ -97,6 +98,9 @@ const WHEEL_TOOLS: [&str; 2] = [
 ];
 /// The venv of [`PY_ENVS`] that builds the wheels.
 const BUILD_ENV: &str = PY_ENVS[0].0;
+/// What renders the Python API reference (docs.rs), in [`BUILD_ENV`] only;
+/// pinned, as the link check reads its HTML.
+const DOCS_TOOLS: [&str; 1] = ["pdoc==16.0.0"];
 /// The other CPython versions the installed wheel is tested on (the abi3
 /// wheel serves every CPython from 3.11; [`base_python`] makes the 3.11
 /// venvs of [`PY_ENVS`]), each in a venv with numpy 2.x and [`PY_TOOLS`],
@@ -112,6 +116,10 @@ usage: cargo xtask [--no-install] <task>
   test --list [SUITE...]  what each suite runs and needs
   demo [FILE]             builds the wasm package and serves the web demo on http://127.0.0.1:8000
                           (with FILE: opened in the demo's file view, read in ranges)
+  docs [--serve]          the guide (mdBook) and the Python, Rust and JS API references into target/docs/,
+                          links checked; --serve: then served on http://127.0.0.1:8001
+  docs --test             what the docs suite runs: the site from the packages a test run built, its
+                          links checked, a screenshot of the guide's first page in Chromium
   bench [FILTER...]       the layout, copy, convert and dequantise benchmarks against memcpy, FILTER passed on to criterion
   bench python [views ARG... | copy ARG... | scale ARG... | files ARG... | gpu ARG...]
                           the Python package's views, copies and Ray/Dask round trips against numpy
@@ -142,6 +150,7 @@ enum Task {
         all: bool,
     },
     Demo(Option<PathBuf>),
+    Docs(docs::Options),
     Bench(Vec<String>),
     BenchPython(Vec<String>),
     BenchGpu {
@@ -191,6 +200,12 @@ fn main() -> ExitCode {
             all,
         } => test::test(&suites, install, all),
         Task::Demo(file) => demo(file, install),
+        Task::Docs(options) => installing(install, || {
+            ensure_python_envs()?;
+            web::ensure_web_tools(options.screenshot)?;
+            docs::ensure_mdbook()
+        })
+        .and_then(|()| docs::docs(&options)),
         Task::Bench(filter) => bench(&filter),
         Task::BenchPython(args) => bench_python(&args, install),
         Task::BenchGpu { prepare_device } => gpu::bench(prepare_device, install),
@@ -316,6 +331,16 @@ fn parse(mut args: Arguments) -> Result<(Task, bool)> {
                 return Err("demo: at most one FILE".to_owned());
             }
             Task::Demo(files.pop().map(PathBuf::from))
+        }
+        Some("docs") => {
+            let serve = args.contains("--serve");
+            let test = args.contains("--test");
+            no_more(args, "docs")?;
+            Task::Docs(docs::Options {
+                packages: !test,
+                screenshot: test,
+                serve,
+            })
         }
         Some("arm-test") => {
             let part: String = args
@@ -499,10 +524,12 @@ fn ensure_python_envs() -> Result {
             &[]
         };
         let build: &[&str] = if name == BUILD_ENV { &WHEEL_TOOLS } else { &[] };
+        let docs: &[&str] = if name == BUILD_ENV { &DOCS_TOOLS } else { &[] };
         let wanted: Vec<&str> = [numpy]
             .into_iter()
             .chain(PY_TOOLS)
             .chain(build.iter().copied())
+            .chain(docs.iter().copied())
             .chain(frameworks.iter().copied())
             .collect();
         let marker = dir.join(".bytelens-requirements");

@@ -9,8 +9,8 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::{
-    PY_ENVS, Result, arm, cmd, cross, ensure_python_envs, fuzz, gpu, py_dir, root, run,
-    venv_python, web, wheel_envs, without_rust,
+    BUILD_ENV, PY_ENVS, Result, arm, cmd, cross, docs, ensure_python_envs, fuzz, gpu, py_dir, root,
+    run, venv_python, web, wheel_envs, without_rust,
 };
 
 /// Targets the core must build for without std: a microcontroller and the browser.
@@ -38,15 +38,20 @@ enum Need {
     CrossTools,
     /// qemu-user, the aarch64 gcc and C library, the aarch64 CPython and its packages.
     ArmTools,
+    /// mdBook (pdoc comes with the venvs, TypeDoc with the web tools).
+    DocsTools,
     /// The release wasm package in web-demo/pkg/: built first unless the
     /// `wasm` suite (whose last step builds it) ran earlier in the same run.
     WasmPackage,
+    /// The wheel installed in the venvs: built first unless the `python`
+    /// suite (whose first step builds it) ran earlier in the same run.
+    PythonPackage,
     /// web-demo/ served on 127.0.0.1 for as long as the run lasts.
     DemoServer,
 }
 
 /// The installs, in the order they run; `--no-install` skips them all.
-const INSTALLS: [Need; 9] = [
+const INSTALLS: [Need; 10] = [
     Need::Lints,
     Need::NoStdTargets,
     Need::Miri,
@@ -56,6 +61,7 @@ const INSTALLS: [Need; 9] = [
     Need::Lavapipe,
     Need::CrossTools,
     Need::ArmTools,
+    Need::DocsTools,
 ];
 
 impl Need {
@@ -72,7 +78,9 @@ impl Need {
             Need::ArmTools => {
                 "qemu-user, aarch64 gcc and libc, an aarch64 CPython in ~/.cache/bytelens/arm/"
             }
+            Need::DocsTools => "mdBook",
             Need::WasmPackage => "web-demo/pkg/ (built unless `wasm` ran before)",
+            Need::PythonPackage => "the wheel in the venvs (built unless `python` ran before)",
             Need::DemoServer => "the demo served on 127.0.0.1",
         }
     }
@@ -89,7 +97,8 @@ impl Need {
             Need::Lavapipe => gpu::ensure_lavapipe(),
             Need::CrossTools => cross::ensure_tools(),
             Need::ArmTools => arm::ensure_tools(),
-            Need::WasmPackage | Need::DemoServer => Ok(()),
+            Need::DocsTools => docs::ensure_mdbook(),
+            Need::WasmPackage | Need::PythonPackage | Need::DemoServer => Ok(()),
         }
     }
 }
@@ -118,7 +127,7 @@ pub struct Suite {
 }
 
 /// Every suite, in the order the full run runs them.
-pub const SUITES: [Suite; 12] = [
+pub const SUITES: [Suite; 13] = [
     Suite {
         name: "lint",
         about: "rustfmt and clippy (-D warnings) on every crate, target and feature",
@@ -208,6 +217,20 @@ pub const SUITES: [Suite; 12] = [
         ],
         steps: demo,
     },
+    Suite {
+        name: "docs",
+        about: "the guide and the API references built (links and anchors checked, the first page in Chromium); every Python, JS and Rust example of the README and the guide run",
+        full_run: true,
+        needs: &[
+            Need::PythonEnvs,
+            Need::WebTools,
+            Need::Lavapipe,
+            Need::DocsTools,
+            Need::PythonPackage,
+            Need::WasmPackage,
+        ],
+        steps: docs_suite,
+    },
 ];
 
 /// The suite called `name`.
@@ -274,8 +297,12 @@ pub fn test(suites: &[&'static Suite], install: bool, all: bool) -> Result {
     };
     let mut list: Vec<(&str, String, Command)> = vec![];
     for (i, suite) in suites.iter().enumerate() {
-        let wasm_before = suites[..i].iter().any(|s| s.name == "wasm");
-        if suite.needs.contains(&Need::WasmPackage) && !wasm_before {
+        let before = |name: &str| suites[..i].iter().any(|s| s.name == name);
+        if suite.needs.contains(&Need::PythonPackage) && !before("python") {
+            let label = "the wheel, installed into the venvs".to_owned();
+            list.push((suite.name, label, xtask_step("build-python", &run)));
+        }
+        if suite.needs.contains(&Need::WasmPackage) && !before("wasm") {
             let label = "release wasm package for the demo".to_owned();
             list.push((suite.name, label, xtask_step("build-wasm", &run)));
         }
@@ -529,6 +556,8 @@ fn python(run: &Run) -> Vec<Step> {
         };
         let mut check = cmd(&venv_python(name), &["-c", INSTALLED_CHECK]);
         let mut pytest = cmd(&venv_python(name), &["-m", "pytest", "tests/python", "-q"]);
+        // The README's and the guide's examples are the docs suite's.
+        pytest.arg("--ignore=tests/python/test_examples.py");
         // The one abi3 binary is searched hardest (300 examples a property)
         // under 3.11 with both numpys; the newer interpreters run with
         // hypothesis' default 100, which is about their own C API and
@@ -596,6 +625,54 @@ fn demo(run: &Run) -> Vec<Step> {
     vec![
         ("unit tests".into(), unit),
         ("end to end in Chromium".into(), web::e2e(&run.demo_url)),
+    ]
+}
+
+fn docs_suite(run: &Run) -> Vec<Step> {
+    let mut site = xtask_step("docs", run);
+    site.arg("--test");
+    let mut python = cmd(
+        &venv_python(BUILD_ENV),
+        &[
+            "-m",
+            "pytest",
+            "tests/python/test_examples.py",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
+    );
+    gpu::require_gpu(&mut python);
+    without_rust(&mut python);
+    let js = cmd("node", &["--test", "docs/tests/examples.test.mjs"]);
+    let mut rust = cmd(
+        "cargo",
+        &[
+            "test",
+            "-p",
+            "bytelens",
+            "--features",
+            "gpu",
+            "--doc",
+            "guide",
+        ],
+    );
+    rust.env("RUSTDOCFLAGS", "--cfg bytelens_guide");
+    gpu::require_gpu(&mut rust);
+    vec![
+        (
+            "the site: guide, API references, links, the first page in Chromium".into(),
+            site,
+        ),
+        (
+            "the README's and the guide's Python examples".into(),
+            python,
+        ),
+        ("their JavaScript examples, in Node".into(), js),
+        (
+            "their Rust examples, as doctests (gpu included)".into(),
+            rust,
+        ),
     ]
 }
 

@@ -42,7 +42,7 @@ fn locked_wasm_bindgen() -> Result<String> {
     Err("Cargo.lock has no wasm-bindgen".to_owned())
 }
 
-fn installed(program: &str, args: &[&str]) -> Option<String> {
+pub(crate) fn installed(program: &str, args: &[&str]) -> Option<String> {
     Command::new(program)
         .args(args)
         .output()
@@ -349,8 +349,12 @@ pub fn e2e(url: &str) -> Command {
 /// that the demo reads only what it shows; what a client can make it hold
 /// or wait for is bounded (see [`serve`]). Returns the URL.
 pub fn serve(port: u16, files: Vec<PathBuf>) -> Result<String> {
-    let dir = demo_dir();
-    let site = serve::Site::new(&dir, files).map_err(|e| format!("{}: {e}", dir.display()))?;
+    serve_dir(&demo_dir(), port, files)
+}
+
+/// [`serve`] for any folder `dir` (the docs' site, target/docs/).
+pub fn serve_dir(dir: &Path, port: u16, files: Vec<PathBuf>) -> Result<String> {
+    let site = serve::Site::new(dir, files).map_err(|e| format!("{}: {e}", dir.display()))?;
     let server = serve::Server::start(port, site, serve::Limits::default())
         .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
     Ok(format!("http://{}/", server.addr()))

@@ -519,6 +519,9 @@ fn content_type(path: &Path) -> &'static str {
         "png" => "image/png",
         "svg" => "image/svg+xml",
         "ico" => "image/x-icon",
+        "woff2" => "font/woff2",
+        "woff" => "font/woff",
+        "ttf" => "font/ttf",
         _ => "text/plain; charset=utf-8",
     }
 }

@@ -318,8 +318,8 @@ class FileArrays(MutableMapping[str, Any]):
     def unavailable(self) -> dict[str, str]:
         """The arrays of the file that bytelens cannot hand out, name to
         why (``"bytelens has no dtype C64"``); asking for one raises
-        :class:`FormatError` (as ``items()`` and ``values()`` do when they
-        reach one). ``{k: arrays[k] for k in arrays if k not in
+        :class:`FormatError` (as iterating the mapping's items or values
+        does when it reaches one). ``{k: arrays[k] for k in arrays if k not in
         arrays.unavailable}`` holds the rest."""
         return {name: value.reason for name, value in self._items.items() if isinstance(value, _Unavailable)}
 
