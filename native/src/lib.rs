@@ -1,4 +1,114 @@
-#![doc = include_str!("../../README.md")]
+//! Typed, aligned, reinterpretable views over one byte buffer, checked so
+//! that no view reads out of bounds or misaligned: the same bytes seen as
+//! `i32`, `i16`, `f32`, … by numpy's `view(dtype)` rules, in either byte
+//! order, and moved without copying between processes, files and the GPU.
+//!
+//! This crate is the native half of bytelens. It re-exports the `no_std`
+//! core ([`bytelens_core`]: [`Layout`], [`View`], [`ViewMut`], [`Plan`],
+//! [`DType`], [`Descr`], the file headers in [`files`]) and adds what
+//! needs an allocator and an operating system:
+//!
+//! | | |
+//! |---|---|
+//! | [`Buffer`] | owned, zeroed memory at 64-byte alignment (or [`Buffer::with_align`]), whose views are checked once and then read without bounds checks |
+//! | [`SharedBuffer`] | a named shared-memory segment other processes attach to, its [`Plan`] in the header and a lock that survives a killed holder ([`LockGuard::owner_died`]) |
+//! | [`MappedFile`] | a file mapped read-only, read-write or copy-on-write ([`MapMode`]) |
+//! | [`copy_into`], [`gather_into`] | any view into a C-ordered slice, byte order and dtype converted on the way, at memory speed (SIMD register tiles for transposes) |
+//! | [`dequantize_into`] | GGUF's quantised blocks (Q4_0 … Q6_K, IQ4, MXFP4, TQ) to float32, float16 or bfloat16 |
+//! | [`gpu`] (feature `gpu`) | uploads of any view to wgpu buffers and textures, downloads, model files straight to the GPU |
+//!
+//! The Python package (`import bytelens`), built from this crate with the
+//! `python` feature, and the WebAssembly package share the core's
+//! arithmetic and its errors.
+//!
+//! # Views
+//!
+//! A [`Layout`] is a dtype, a byte offset, a shape and signed byte strides;
+//! [`Buffer::view_as`] checks it against the buffer (every element inside,
+//! every element aligned) and gives a [`View`] that reads it; transposes,
+//! slices and reinterpretations are new layouts over the same bytes.
+//!
+//! ```
+//! use bytelens::{Buffer, DType, Layout};
+//!
+//! let mut buf = Buffer::new(16)?;
+//! buf.view_mut::<i32>()?.set(&[0], 0x11223344)?;
+//! // The same bytes as int16: on little-endian bytes the low half comes first.
+//! let halves: Vec<i16> = buf.view::<i16>()?.iter().collect();
+//! assert_eq!(halves, [0x3344, 0x1122, 0, 0, 0, 0, 0, 0]);
+//!
+//! // A checked `as_strided`: a 2x2 float32 matrix, transposed, without copying.
+//! let m = Layout::contiguous(DType::F32, &[2, 2])?.transpose();
+//! assert_eq!(buf.view_as::<f32>(m)?.len(), 4);
+//!
+//! // A view that would misalign is an error with the numbers in it.
+//! let err = buf.view_as::<f32>(Layout::new(DType::F32, 2, &[1], &[4])?).unwrap_err();
+//! assert_eq!(err.to_string(), "offset 2 is not a multiple of 4, the alignment of float32");
+//! # Ok::<(), bytelens::Error>(())
+//! ```
+//!
+//! # Several arrays in one buffer
+//!
+//! A [`Plan`] lays out named arrays as a C `struct` (one after another,
+//! each aligned) or `union` (alternatives over the same bytes), and writes
+//! the WGSL struct a shader declares for them.
+//!
+//! ```
+//! use bytelens::{Buffer, DType, Plan};
+//!
+//! let mut plan = Plan::new();
+//! plan.field("A", DType::F32, &[3])?.field("B", DType::F32, &[1])?
+//!     .union()?
+//!     .field("D", DType::I32, &[2])?.field("E", DType::I32, &[2])?;
+//! let mut buf = Buffer::new(plan.nbytes())?;
+//! buf.view_as_mut::<f32>(plan.get("A").unwrap().layout()?)?.set(&[0], 1.0)?;
+//! let d = buf.view_as::<i32>(plan.get("D").unwrap().layout()?)?;
+//! assert_eq!(d.get(&[0])?, 0x3F80_0000); // the bits of 1.0f
+//! # Ok::<(), bytelens::Error>(())
+//! ```
+//!
+//! # Copies and conversions
+//!
+//! ```
+//! use bytelens::{Buffer, DType, Descr, Layout, copy_into};
+//!
+//! let mut buf = Buffer::new(6 * 8)?;
+//! let m = Layout::contiguous(DType::F64, &[2, 3])?;
+//! {
+//!     let mut w = buf.view_as_mut::<f64>(m)?;
+//!     for (k, (i, j)) in [(0, 0), (0, 1), (0, 2), (1, 0), (1, 1), (1, 2)].into_iter().enumerate() {
+//!         w.set(&[i, j], k as f64)?;
+//!     }
+//! }
+//! // The transpose, in C order, as float32: one pass, as numpy's
+//! // `np.ascontiguousarray(m.T).astype(np.float32)`.
+//! let mut out = [0u8; 6 * 4];
+//! copy_into(buf.as_bytes(), &m.transpose(), &mut out, Descr::native(DType::F32))?;
+//! let got: Vec<f32> = out.chunks(4).map(|c| f32::from_ne_bytes(c.try_into().unwrap())).collect();
+//! assert_eq!(got, [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
+//! # Ok::<(), bytelens::Error>(())
+//! ```
+//!
+//! # Errors
+//!
+//! Every fallible function returns [`Error`] (the core's [`LayoutError`]
+//! inside [`Error::Layout`]), [`SharedError`] for shared memory and mapped
+//! files, or `gpu::GpuError`; each message carries the numbers a person
+//! needs ("offset 2 is not a multiple of 4, the alignment of float32"). No
+//! public function panics on bad input.
+//!
+//! # Features
+//!
+//! - `gpu`: [`gpu`], on wgpu 30 (Vulkan, Metal, DX12).
+//! - `python`: the extension module `bytelens._native`, built by maturin;
+//!   not for Rust users.
+//!
+//! # The guide
+//!
+//! `cargo xtask docs` builds the guide (`docs/guide/`), with chapters on
+//! views, plans, files, shared memory, copies, the GPU, WebAssembly and
+//! every error, beside this reference; its Rust examples run as doctests
+//! of this crate.
 #![deny(
     missing_docs,
     unsafe_op_in_unsafe_fn,
@@ -15,6 +125,41 @@ mod python;
 mod shared;
 
 use std::fmt;
+
+/// The README's and the guide's Rust examples, run as this crate's
+/// doctests by the docs suite of `cargo xtask test`:
+/// `RUSTDOCFLAGS="--cfg bytelens_guide" cargo test -p bytelens --features gpu --doc guide`.
+#[cfg(all(doctest, bytelens_guide))]
+mod guide {
+    macro_rules! chapters {
+        ($($name:ident => $file:literal),* $(,)?) => {
+            $(
+                #[doc = include_str!(concat!("../../", $file))]
+                mod $name {}
+            )*
+        };
+    }
+    chapters! {
+        readme => "README.md",
+        getting_started => "docs/guide/getting-started.md",
+        views => "docs/guide/views.md",
+        plans => "docs/guide/plans.md",
+        numpy => "docs/guide/numpy.md",
+        files => "docs/guide/files.md",
+        gguf => "docs/guide/gguf.md",
+        shared_memory => "docs/guide/shared-memory.md",
+        copying => "docs/guide/copying.md",
+        wasm => "docs/guide/wasm.md",
+        scale_out => "docs/guide/scale-out.md",
+        questions => "docs/guide/questions.md",
+        errors => "docs/guide/errors.md",
+        platforms => "docs/guide/platforms.md",
+        performance => "docs/guide/performance.md",
+        testing => "docs/guide/testing.md",
+    }
+    #[cfg(feature = "gpu")]
+    chapters! { gpu => "docs/guide/gpu.md" }
+}
 
 pub use buffer::Buffer;
 /// The core's layout error: what is wrong with a view, with the numbers.
