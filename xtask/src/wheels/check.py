@@ -22,7 +22,7 @@ from pathlib import Path
 
 PYTHONS = ("3.11", "3.12", "3.13")
 SYSTEMS = ("POSIX :: Linux", "Microsoft :: Windows", "MacOS")
-URLS = ("Homepage", "Repository", "Issues")
+URLS = ("Homepage", "Documentation", "Repository", "Issues", "Changelog")
 # wgpu's panic locations name its crate's sources: a build without the
 # `gpu` feature has none of them.
 GPU_MARK = b"wgpu-core-"
