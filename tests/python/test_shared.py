@@ -455,7 +455,10 @@ def test_ctrl_c_interrupts_a_wait_for_the_lock(name, lock):
                 sys.executable,
                 "-c",
                 f"""
-import bytelens as bl, time
+import bytelens as bl, signal, time
+# Ctrl-C's own handler, whatever this child inherited: a run started in the
+# background of a shell without job control ignores SIGINT, and so would it.
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sh = bl.SharedBuffer.attach("{name}")
 print("waiting", flush=True)
 try:
