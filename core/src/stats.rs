@@ -201,9 +201,14 @@ impl Stats {
         let tiny = smallest_normal(descr.dtype);
         let mut run = [0f64; RUN];
         let mut len = 0;
-        let (mut min, mut max) = (self.min, self.max);
+        let mut m = Moments {
+            n: self.counts.finite,
+            mean: self.mean,
+            m2: self.m2,
+            min: self.min,
+            max: self.max,
+        };
         let c = &mut self.counts;
-        let (mut mean, mut m2, mut finite) = (self.mean, self.m2, c.finite);
         for_each_value(descr, bytes, |x| {
             if x.is_finite() {
                 if x == 0.0 {
@@ -211,12 +216,10 @@ impl Stats {
                 } else if x.abs() < tiny {
                     c.subnormal += 1;
                 }
-                min = min.min(x);
-                max = max.max(x);
                 run[len] = x;
                 len += 1;
                 if len == RUN {
-                    absorb(&mut finite, &mut mean, &mut m2, &run);
+                    m.absorb(&run);
                     len = 0;
                 }
             } else if x.is_nan() {
@@ -227,10 +230,10 @@ impl Stats {
                 c.neg_inf += 1;
             }
         });
-        absorb(&mut finite, &mut mean, &mut m2, &run[..len]);
-        c.finite = finite;
+        m.absorb(&run[..len]);
+        c.finite = m.n;
         c.elements += n as u64;
-        (self.min, self.max, self.mean, self.m2) = (min, max, mean, m2);
+        (self.min, self.max, self.mean, self.m2) = (m.min, m.max, m.mean, m.m2);
         Ok(())
     }
 
@@ -344,17 +347,80 @@ fn residual(r: f64, x: f64) -> f64 {
     (p - x) + err
 }
 
-/// Joins a run of finite values to the moments `(n, mean, m2)`: the run's
-/// own mean and squared deviations two-pass, then Chan's merge.
-#[inline]
-fn absorb(n: &mut u64, mean: &mut f64, m2: &mut f64, run: &[f64]) {
-    if run.is_empty() {
-        return;
+/// Lanes of a run's sums and extremes: independent chains that the CPU
+/// (and the compiler's vectors) advance side by side, where a single
+/// running sum or minimum would wait on the last value's at every value.
+const LANES: usize = 4;
+
+/// The finite values' count, moments and extremes, as [`Stats::push`]
+/// gathers them.
+struct Moments {
+    n: u64,
+    mean: f64,
+    m2: f64,
+    min: f64,
+    max: f64,
+}
+
+impl Moments {
+    /// Joins a run of finite values: its extremes, its own mean and
+    /// squared deviations two-pass (each sum in [`LANES`] parts, added
+    /// pairwise), then Chan's merge.
+    #[inline]
+    fn absorb(&mut self, run: &[f64]) {
+        if run.is_empty() {
+            return;
+        }
+        let (mut sum, mut lo, mut hi) = (
+            [0.0; LANES],
+            [f64::INFINITY; LANES],
+            [f64::NEG_INFINITY; LANES],
+        );
+        let lanes = run.chunks_exact(LANES);
+        let rest = lanes.remainder();
+        for values in lanes {
+            for l in 0..LANES {
+                sum[l] += values[l];
+                lo[l] = lo[l].min(values[l]);
+                hi[l] = hi[l].max(values[l]);
+            }
+        }
+        for (l, &x) in rest.iter().enumerate() {
+            sum[l] += x;
+            lo[l] = lo[l].min(x);
+            hi[l] = hi[l].max(x);
+        }
+        let count = run.len() as f64;
+        let run_mean = pairwise(sum) / count;
+        let mut dev = [0.0; LANES];
+        let lanes = run.chunks_exact(LANES);
+        let rest = lanes.remainder();
+        for values in lanes {
+            for l in 0..LANES {
+                let d = values[l] - run_mean;
+                dev[l] += d * d;
+            }
+        }
+        for (l, &x) in rest.iter().enumerate() {
+            dev[l] += (x - run_mean) * (x - run_mean);
+        }
+        self.min = lo.iter().fold(self.min, |a, &b| a.min(b));
+        self.max = hi.iter().fold(self.max, |a, &b| a.max(b));
+        chan(
+            &mut self.n,
+            &mut self.mean,
+            &mut self.m2,
+            run.len() as u64,
+            run_mean,
+            pairwise(dev),
+        );
     }
-    let count = run.len() as f64;
-    let run_mean = run.iter().sum::<f64>() / count;
-    let run_m2 = run.iter().map(|x| (x - run_mean) * (x - run_mean)).sum();
-    chan(n, mean, m2, run.len() as u64, run_mean, run_m2);
+}
+
+/// The lanes' sum, added pairwise.
+#[inline(always)]
+fn pairwise([a, b, c, d]: [f64; LANES]) -> f64 {
+    (a + b) + (c + d)
 }
 
 /// Chan et al.'s merge of the moments of two parts.
