@@ -5,7 +5,8 @@
 // page stays responsive however big the tensor; the page only draws what
 // this sends back. Nothing here computes a number of its own.
 //
-// Messages in:  { type: "run", id, source, start, nbytes, descr | qtype,
+// Messages in:  { type: "fetcher", port } (first: fetch-worker.js's port)
+//               { type: "run", id, source, start, nbytes, descr | qtype,
 //                 blockBytes, chunk, stats, hist, heat, fetchOnly,
 //                 cacheBytes?, opfs? }
 //               { type: "cancel", id }
@@ -27,6 +28,8 @@ import init, { Stats, Histogram, Heatmap, dequantize } from "./pkg/bytelens_wasm
 
 /** The chunks kept for the histogram's pass: a tensor this big or smaller is fetched once. */
 const CACHE_BYTES = 32 * 1024 * 1024;
+/** Ranges asked for before the chunk being computed is done with. */
+const AHEAD = 2;
 const BINS = 64;
 /** The OPFS files of the runs: `${SPILL_PREFIX}${uuid}`. */
 const SPILL_PREFIX = "bytelens-tensor-";
@@ -55,6 +58,11 @@ async function sweep() {
 
 self.onmessage = (e) => {
   const m = e.data;
+  if (m.type === "fetcher") {
+    fetcher = m.port;
+    fetcher.onmessage = fetched;
+    return;
+  }
   if (m.type === "cancel") {
     cancelled.add(m.id);
     return;
@@ -70,21 +78,43 @@ function post(message, transfer = []) {
 
 class Cancelled extends Error {}
 
-/** Reads bytes start..end of the source; the AbortController lets a cancel stop a request in flight. */
-async function readRange(source, start, end, signal) {
-  if (source.file) return new Uint8Array(await source.file.slice(start, end).arrayBuffer());
-  const response = await fetch(source.url, { headers: { Range: `bytes=${start}-${end - 1}` }, cache: "no-store", signal });
-  if (response.status !== 206 && response.status !== 200) {
-    throw new Error(`${source.url} answered HTTP ${response.status} to a request for bytes ${start}..${end}`);
-  }
-  const bytes = new Uint8Array(await response.arrayBuffer());
-  if (bytes.length !== end - start) throw new Error(`asked for bytes ${start}..${end}, got ${bytes.length}: did the file change?`);
-  return bytes;
+/**
+ * The fetching thread's port (fetch-worker.js, handed over by the page):
+ * ranges are read there, so that this thread's arithmetic and its
+ * synchronous writes to the browser's storage never stall a download (a
+ * worker busy computing drains no response body, and the next range
+ * waited on it). The bytes come back transferred, not copied.
+ */
+let fetcher = null;
+const reads = new Map();
+let readKey = 0;
+
+function fetched({ data: r }) {
+  const read = reads.get(r.key);
+  if (!read) return;
+  reads.delete(r.key);
+  if (r.bytes) read.resolve(r.bytes);
+  else read.reject(r.abort ? new DOMException(r.error, "AbortError") : new Error(r.error));
+}
+
+/** Reads bytes start..end of the source; the signal's abort stops a request in flight. */
+function readRange(source, start, end, signal) {
+  if (!fetcher) return Promise.reject(new Error("the page gave this worker no fetching thread"));
+  return new Promise((resolve, reject) => {
+    const key = ++readKey;
+    reads.set(key, { resolve, reject });
+    fetcher.postMessage({ type: "read", key, source, start, end });
+    signal.addEventListener("abort", () => {
+      fetcher.postMessage({ type: "abort", key });
+      reads.delete(key);
+      reject(new DOMException("the run was cancelled", "AbortError"));
+    }, { once: true });
+  });
 }
 
 /**
- * The chunks of `m` (each `m.chunk` bytes but the last), one request
- * ahead: the next one is in flight while this one is computed. `skip(i)`
+ * The chunks of `m` (each `m.chunk` bytes but the last), AHEAD requests
+ * ahead: the next ones are in flight while this one is computed. `skip(i)`
  * gives a chunk without fetching it (the cache's), or null.
  */
 async function* chunks(m, state, skip = () => null) {
@@ -100,20 +130,22 @@ async function* chunks(m, state, skip = () => null) {
     state.fetched += b - a;
     return readRange(m.source, a, b, controller.signal);
   };
-  let next = count > 0 ? fetchOne(0) : null;
+  const pending = [];
+  let asked = 0;
+  const ask = () => {
+    while (asked < count && pending.length < AHEAD && !cancelled.has(m.id)) pending.push(fetchOne(asked++));
+  };
+  const stop = () => {
+    controller.abort();
+    for (const p of pending) p.catch(() => {});
+    throw new Cancelled();
+  };
+  ask();
   for (let i = 0; i < count; i++) {
-    if (cancelled.has(m.id)) {
-      controller.abort();
-      next?.catch(() => {});
-      throw new Cancelled();
-    }
-    const bytes = await next;
-    next = i + 1 < count && !cancelled.has(m.id) ? fetchOne(i + 1) : null;
-    if (cancelled.has(m.id)) {
-      controller.abort();
-      next?.catch(() => {});
-      throw new Cancelled();
-    }
+    if (cancelled.has(m.id)) stop();
+    const bytes = await pending.shift();
+    ask();
+    if (cancelled.has(m.id)) stop();
     yield [i, bytes];
   }
 }

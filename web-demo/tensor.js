@@ -41,6 +41,7 @@ export class TensorPanel {
     this.runId = 0;
     this.runs = new Map(); // run id → { resolve, reject, kind }
     this.worker = null;
+    this.fetcher = null;
     const $ = (id) => document.getElementById(id);
     this.box = $("tensor");
     this.title = $("tensor-title");
@@ -298,6 +299,12 @@ export class TensorPanel {
   worker_() {
     if (!this.worker) {
       this.worker = new Worker(new URL("./tensor-worker.js", import.meta.url), { type: "module" });
+      // Its ranges are read by a second worker, so that its arithmetic
+      // never stalls a download; the two talk through a port of their own.
+      this.fetcher = new Worker(new URL("./fetch-worker.js", import.meta.url), { type: "module" });
+      const channel = new MessageChannel();
+      this.fetcher.postMessage({ port: channel.port2 }, [channel.port2]);
+      this.worker.postMessage({ type: "fetcher", port: channel.port1 }, [channel.port1]);
       this.worker.onmessage = (e) => this.onMessage(e.data);
       this.worker.onerror = (e) => {
         for (const [id, r] of this.runs) r.reject(new Error(e.message ?? "the worker failed"));

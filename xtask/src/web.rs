@@ -118,7 +118,7 @@ pub fn budget_pkg() -> PathBuf {
 /// `files` feature (`readHeader`, whose JSON reader the budget has no room
 /// for).
 pub fn build_package() -> Result {
-    let published = build_one(&budget_pkg(), &[])?;
+    let published = build_one(&budget_pkg(), &[], "z")?;
     println!(
         "\nbytelens_wasm_bg.wasm: {} bytes ({:.1} KiB) after wasm-opt, {} before; budget {} KiB",
         published.1,
@@ -132,7 +132,9 @@ pub fn build_package() -> Result {
             published.1
         ));
     }
-    let demo = build_one(&demo_dir().join("pkg"), &["--features", "files"])?;
+    // The demo's build is bound by no budget, and its worker's statistics,
+    // histograms and heatmaps walk every element of a tensor: for speed.
+    let demo = build_one(&demo_dir().join("pkg"), &["--features", "files"], "3")?;
     println!(
         "the demo's .wasm (with readHeader): {} bytes after wasm-opt",
         demo.1
@@ -140,9 +142,10 @@ pub fn build_package() -> Result {
     Ok(())
 }
 
-/// One release build into `out` with cargo arguments `extra`, then
-/// wasm-opt; the .wasm's size before and after.
-fn build_one(out: &Path, extra: &[&str]) -> Result<(u64, u64)> {
+/// One release build into `out` with cargo arguments `extra` at rustc's
+/// `opt_level`, then wasm-opt (`-Oz` after `z`, else `-O3`); the .wasm's
+/// size before and after.
+fn build_one(out: &Path, extra: &[&str], opt_level: &str) -> Result<(u64, u64)> {
     let out = out.display().to_string();
     let mut build = cmd(
         "wasm-pack",
@@ -159,9 +162,9 @@ fn build_one(out: &Path, extra: &[&str]) -> Result<(u64, u64)> {
     if !extra.is_empty() {
         build.arg("--").args(extra);
     }
-    // Size over speed for the browser only (the native crate keeps -O3): the
-    // package is bound by its byte budget, and its loops are not hot.
-    build.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", "z");
+    // `z` for the published package, bound by its byte budget (its loops
+    // are not hot); `3` for the demo's, whose loops are.
+    build.env("CARGO_PROFILE_RELEASE_OPT_LEVEL", opt_level);
     run(build)?;
     let wasm = Path::new(&out).join("bytelens_wasm_bg.wasm");
     let size = |path: &Path| {
@@ -175,7 +178,8 @@ fn build_one(out: &Path, extra: &[&str]) -> Result<(u64, u64)> {
         .display()
         .to_string();
     let path = wasm.display().to_string();
-    let mut opt = cmd(&wasm_opt, &["-Oz", "--strip-debug", "--strip-producers"]);
+    let level = if opt_level == "z" { "-Oz" } else { "-O3" };
+    let mut opt = cmd(&wasm_opt, &[level, "--strip-debug", "--strip-producers"]);
     opt.args(WASM_FEATURES).args([&path, "-o", &path]);
     run(opt)?;
     Ok((before, size(&wasm)?))
