@@ -952,6 +952,40 @@ const checks = [
     expectNoProblems("drawing the heatmap");
   }],
 
+  ["an n-d array's heatmap is the slice typed in; an image's pixels are the mean of their channels", async (page) => {
+    // The value under the mouse at pixel (y, x) of the tensor panel's heatmap.
+    const valueAt = async (y, x) => {
+      const canvas = page.getByTestId("tensor-heatmap");
+      await canvas.scrollIntoViewIfNeeded();
+      const [box, w, h] = [await canvas.boundingBox(), ...(await canvas.evaluate((c) => [c.width, c.height]))];
+      await page.mouse.move(box.x + ((x + 0.5) / w) * box.width, box.y + ((y + 0.5) / h) * box.height);
+      const under = page.getByTestId("tensor-heatmap-value");
+      return { value: Number(await under.getAttribute("data-value")), text: await under.textContent() };
+    };
+    // cube.npy: (3, 16, 24), cube[k, i, j] = 100 k + i; its heatmap starts at the slice [0, :, :].
+    await openTensor(page, "cube.npy", "array");
+    expect(await page.getByTestId("tensor-slice").isVisible(), "the slice picker is shown for a 3-d array");
+    expectEqual((await valueAt(5, 7)).value, 5, "slice [0]'s pixel (5, 7)");
+    await page.getByTestId("tensor-slice").fill("2");
+    await page.getByTestId("tensor-slice-button").click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=tensor-heatmap]").dataset.range === "[200,215]");
+    expectEqual((await valueAt(5, 7)).value, 205, "slice [2]'s pixel (5, 7)");
+    await page.getByTestId("tensor-slice").fill("3");
+    await page.getByTestId("tensor-slice-button").click();
+    expect(await page.evaluate(() => !document.querySelector("[data-testid=tensor-slice]").validity.valid), "slice [3] of 3 is not refused");
+    // image.npy: (20, 30, 3) uint8, red = column, green = row, blue = 30.
+    await openTensor(page, "image.npy", "array");
+    expect(!(await page.getByTestId("tensor-slice").isVisible()), "no slice picker for an image");
+    const size = await page.getByTestId("tensor-heatmap").evaluate((c) => `${c.width}x${c.height}`);
+    expectEqual(size, "30x20", "the image's heatmap: a pixel a pixel");
+    const mean = await valueAt(10, 15);
+    expect(Math.abs(mean.value - (15 + 10 + 30) / 3) < 1e-5, `pixel (10, 15): the mean of its channels ${(15 + 10 + 30) / 3}, not ${mean.value}`);
+    expectEqual(mean.text.split(":")[0], "rows 10..11, columns 45..48", "the elements pixel (10, 15) covers");
+    await page.getByTestId("tensor-heatmap-mode").selectOption("max");
+    expectEqual((await valueAt(10, 15)).value, 30, "pixel (10, 15)'s max over its channels");
+    expectNoProblems("drawing slices and images");
+  }],
+
   ["a GGUF file's quantised tensor: its values, statistics and heatmap dequantised by the core", async (page) => {
     await openDemo(page);
     await page.getByTestId("load-file").setInputFiles({ name: "blocks.gguf", mimeType: "application/octet-stream", buffer: Buffer.from(ggufFixture()) });

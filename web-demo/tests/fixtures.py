@@ -226,6 +226,14 @@ def main(out):
     heat[128:256, 256:384] = 2.0
     heatmap = npy("heatmap.npy", heat)
 
+    # An n-d array whose slices differ (cube[k, i, j] = 100 k + i) and an
+    # RGB image (red = column, green = row, blue = 30), for the slice picker
+    # and the heatmap of an image's pixels over their channels.
+    k, i, _ = np.mgrid[0:3, 0:16, 0:24]
+    cube = npy("cube.npy", (100 * k + i).astype(np.float32))
+    ys, xs = np.mgrid[0:20, 0:30]
+    image = npy("image.npy", np.stack([xs, ys, np.full_like(xs, 30)], axis=-1).astype(np.uint8))
+
     def picks(f):
         """Offsets for the inspector: the start, the header, each array's
         first bytes, an element's middle, a deep element, and the last 8 bytes
@@ -245,6 +253,8 @@ def main(out):
         (out / f.name).write_bytes(f.data)
         answers["files"][f.name] = f.answers(picks(f))
     (out / heatmap.name).write_bytes(heatmap.data)
+    for f in [cube, image]:
+        (out / f.name).write_bytes(f.data)
     h = heatmap.answers([])
     h["pattern"] = {"gradient": "col / 767 (float32)", "square": {"rows": [128, 256], "cols": [256, 384], "value": "2.0"}}
     answers["files"][heatmap.name] = h

@@ -265,12 +265,14 @@ fn sparse_npy_8k() -> Result<PathBuf> {
 
 /// What web-demo/tests/fixtures.py writes into target/demo-files/: small
 /// .npy and safetensors files, and numpy.json, numpy's answers about them.
-const NUMPY_FILES: [&str; 6] = [
+const NUMPY_FILES: [&str; 8] = [
     "c_order.npy",
     "fortran.npy",
     "int16_be.npy",
     "tensors.safetensors",
     "heatmap.npy",
+    "cube.npy",
+    "image.npy",
     "numpy.json",
 ];
 
