@@ -199,16 +199,18 @@ pub fn bench(install: bool) -> Result {
 
 /// The files the demo's end-to-end test opens, at target/demo-files/,
 /// served by the test run at `/file/NAME`: safetensors files of 1 GiB
-/// (whose second tensor is misaligned) and of 5 GiB (tensors past 4 GiB),
-/// sparse: only their headers are written; and the small files numpy
-/// writes ([`numpy_test_files`]).
+/// (whose second tensor is misaligned; every byte written, values of a
+/// bell-shaped spread, for the statistics benchmark) and of 5 GiB (tensors
+/// past 4 GiB; sparse: only its header is written); and the small files
+/// numpy writes ([`numpy_test_files`]).
 pub fn demo_test_files() -> Result<Vec<PathBuf>> {
     const GIB: u64 = 1 << 30;
     let tail = 1u64 << 20;
     let weights = GIB - 64 - tail;
-    let one = sparse_safetensors(
+    let one = safetensors_file(
         "model-1gib.safetensors",
         GIB,
+        Fill::Values,
         &[
             ("tag", "U8", 3, 0),
             ("scale", "F32", 4, 3), // at an odd offset: misaligned
@@ -218,9 +220,10 @@ pub fn demo_test_files() -> Result<Vec<PathBuf>> {
         ],
     )?;
     let big = 4 * GIB + 64;
-    let five = sparse_safetensors(
+    let five = safetensors_file(
         "model-5gib.safetensors",
         5 * GIB,
+        Fill::Sparse,
         &[
             ("tag", "U8", 64, 0),
             ("weights", "F32", big, 64),
@@ -299,14 +302,28 @@ fn numpy_test_files() -> Result<Vec<PathBuf>> {
         .collect())
 }
 
-/// A sparse safetensors file `name` in target/demo-files/ of `data` bytes
-/// after its header, of `tensors` (name, dtype, bytes, offset), whose
-/// header is padded to a multiple of 64 bytes.
-fn sparse_safetensors(
+/// What follows a test file's header.
+#[derive(Clone, Copy, PartialEq)]
+enum Fill {
+    /// Nothing: the file's length set, its data reading as zeros.
+    Sparse,
+    /// float32 values (each the sum of four uniform ones, less 2), one
+    /// 8 MiB block of them over and over: every byte on disk, as a model
+    /// file's are.
+    Values,
+}
+
+/// A safetensors file `name` in target/demo-files/ of `data` bytes after
+/// its header, of `tensors` (name, dtype, bytes, offset), whose header is
+/// padded to a multiple of 64 bytes. A [`Fill::Values`] file already there
+/// with its length and every block allocated is kept.
+fn safetensors_file(
     name: &str,
     data: u64,
+    fill: Fill,
     tensors: &[(&str, &str, u64, u64)],
 ) -> Result<PathBuf> {
+    use std::os::unix::fs::MetadataExt;
     let mut header = serde_json::Map::new();
     for &(name, dtype, nbytes, at) in tensors {
         let itemsize = match dtype {
@@ -328,13 +345,47 @@ fn sparse_safetensors(
     let path = dir.join(name);
     let mut bytes = (text.len() as u64).to_le_bytes().to_vec();
     bytes.extend(text.as_bytes());
+    let len = bytes.len() as u64 + data;
+    if fill == Fill::Values
+        && fs::metadata(&path).is_ok_and(|m| m.len() == len && m.blocks() * 512 >= len)
+    {
+        return Ok(path);
+    }
     let write = || -> std::io::Result<()> {
         let mut file = fs::File::create(&path)?;
         file.write_all(&bytes)?;
-        file.set_len(bytes.len() as u64 + data)
+        if fill == Fill::Sparse {
+            return file.set_len(len);
+        }
+        let block = value_block(8 << 20);
+        let mut left = data;
+        while left > 0 {
+            let n = left.min(block.len() as u64) as usize;
+            file.write_all(&block[..n])?;
+            left -= n as u64;
+        }
+        Ok(())
     };
     write().map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(path)
+}
+
+/// `nbytes` of little-endian float32 values, each the sum of four uniform
+/// ones in [0, 1) less 2 (xorshift64), a multiple of 4 bytes.
+fn value_block(nbytes: usize) -> Vec<u8> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    let mut uniform = || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state >> 40) as f32 / (1u32 << 24) as f32
+    };
+    let mut out = Vec::with_capacity(nbytes);
+    for _ in 0..nbytes / 4 {
+        let v = uniform() + uniform() + uniform() + uniform() - 2.0;
+        out.extend(v.to_le_bytes());
+    }
+    out
 }
 
 /// The browser end-to-end test of the demo at `url`; the screenshot goes under target/.
