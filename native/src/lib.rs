@@ -8,7 +8,7 @@
 //! [`DType`], [`Descr`], the file headers in [`files`]) and adds what
 //! needs an allocator and an operating system:
 //!
-//! | | |
+//! | piece | what it is for |
 //! |---|---|
 //! | [`Buffer`] | owned, zeroed memory at 64-byte alignment (or [`Buffer::with_align`]), whose views are checked once and then read without bounds checks |
 //! | [`SharedBuffer`] | a named shared-memory segment other processes attach to, its [`Plan`] in the header and a lock that survives a killed holder ([`LockGuard::owner_died`]) |
