@@ -391,19 +391,23 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
+/// The lines of a markdown text outside its fenced code blocks.
+fn prose(text: &str) -> impl Iterator<Item = &str> {
+    let mut fenced = false;
+    text.lines().filter(move |line| {
+        if line.trim_start().starts_with("```") {
+            fenced = !fenced;
+            return false;
+        }
+        !fenced
+    })
+}
+
 /// The targets of a markdown text's inline links and images, `[..](target)`,
 /// outside code blocks.
 fn markdown_links(text: &str) -> Vec<String> {
     let mut out = vec![];
-    let mut fenced = false;
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
+    for line in prose(text) {
         let mut rest = line;
         while let Some(at) = rest.find("](") {
             let after = &rest[at + 2..];
@@ -423,16 +427,10 @@ fn markdown_links(text: &str) -> Vec<String> {
 
 /// The text of a markdown file's ATX headings, outside code blocks.
 fn headings(text: &str) -> Vec<String> {
-    let mut fenced = false;
-    let mut out = vec![];
-    for line in text.lines() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-        } else if !fenced && line.starts_with('#') {
-            out.push(line.trim_start_matches('#').trim().to_owned());
-        }
-    }
-    out
+    prose(text)
+        .filter(|line| line.starts_with('#'))
+        .map(|line| line.trim_start_matches('#').trim().to_owned())
+        .collect()
 }
 
 /// The anchor GitHub gives a heading: lower case, spaces to `-`, every
@@ -488,6 +486,12 @@ mod tests {
     fn markdown_links_skip_code_blocks() {
         let text = "see [a](a.md#x) and ![i](i.png)\n```text\n[no](no.md)\n```\n";
         assert_eq!(markdown_links(text), ["a.md#x", "i.png"]);
+    }
+
+    #[test]
+    fn headings_skip_code_blocks() {
+        let text = "# One\n```python\n# a comment\n```\n## Two: `x`\n";
+        assert_eq!(headings(text), ["One", "Two: `x`"]);
     }
 
     #[test]

@@ -98,7 +98,7 @@ const WHEEL_TOOLS: [&str; 2] = [
 ];
 /// The venv of [`PY_ENVS`] that builds the wheels.
 const BUILD_ENV: &str = PY_ENVS[0].0;
-/// What renders the Python API reference (docs.rs), in [`BUILD_ENV`] only;
+/// What renders the Python API reference (xtask/src/docs.rs), in [`BUILD_ENV`] only;
 /// pinned, as the link check reads its HTML.
 const DOCS_TOOLS: [&str; 1] = ["pdoc==16.0.0"];
 /// The other CPython versions the installed wheel is tested on (the abi3
