@@ -15,16 +15,21 @@
 //
 // `source` is { url } (read in HTTP byte ranges) or { file } (a File, read
 // by slice). Each chunk is fetched once: the statistics and the heatmap
-// take it in the same pass; the histogram needs the finite range first, so
-// it takes them in a second pass: a tensor of CACHE_BYTES or less from the
-// chunks kept in memory, a bigger one from a file of the browser's Origin
-// Private File System that the first pass wrote each chunk into (a
-// synchronous access handle, read back into one reused buffer), removed
-// when the run ends or is cancelled. Where there is no such file system,
-// too little quota, or a write fails, the chunks not in memory are
-// fetched again, and the run says why.
+// take it in the same pass. The histogram's bins need the finite range
+// first, so that pass also takes a `Tally` of the elements by their
+// leading 16 bits, from which the histogram counts at once every key that
+// lies in one bin: nothing is left of a tensor of one- or two-byte
+// elements (float16, bfloat16, the float8s: each key is one value), a few
+// percent of a float32 one. What is left needs a second pass over the
+// bytes, which counts only those elements (`pushRest`): a tensor of
+// CACHE_BYTES or less from the chunks kept in memory, a bigger one from a
+// file of the browser's Origin Private File System that the first pass
+// wrote each chunk into (a synchronous access handle, read back into one
+// reused buffer), removed when the run ends or is cancelled. Where there
+// is no such file system, too little quota, or a write fails, the chunks
+// not in memory are fetched again, and the run says why.
 
-import init, { Stats, Histogram, Heatmap, dequantize } from "./pkg/bytelens_wasm.js";
+import init, { Stats, Histogram, Heatmap, Tally, dequantize } from "./pkg/bytelens_wasm.js";
 
 /** The chunks kept for the histogram's pass: a tensor this big or smaller is fetched once. */
 const CACHE_BYTES = 32 * 1024 * 1024;
@@ -272,6 +277,10 @@ async function run(m) {
   const state = { requests: 0, controller: null, fetched: 0, wasmMax: memory.buffer.byteLength };
   const dtype = m.qtype ? "<f4" : m.descr;
   const stats = m.stats ? new Stats(dtype) : null;
+  // The histogram's first pass; exact for one- and two-byte elements, when
+  // no byte need be read twice.
+  const tally = m.hist && !m.fetchOnly ? new Tally(dtype) : null;
+  const twice = tally !== null && !tally.isExact;
   // Both pictures of each kind in the one pass: switching mean and max fetches nothing.
   const heat = m.heat ? ["mean", "max"].map((mode) => new Heatmap(m.heat.rows, m.heat.cols, m.heat.outH, m.heat.outW, dtype, mode)) : null;
   const cacheBytes = m.cacheBytes ?? CACHE_BYTES;
@@ -287,10 +296,10 @@ async function run(m) {
   // read again, as OPFS would be.
   const noSpill = m.opfs === false ? "the run asked not to use the browser's storage"
     : m.source.file ? "a file on this computer, read again" : null;
-  const opening = m.hist && !m.fetchOnly && m.nbytes > cacheBytes
+  const opening = twice && m.nbytes > cacheBytes
     ? (noSpill ? Promise.resolve({ reason: noSpill }) : openSpill(m.nbytes))
     : null;
-  const total = m.nbytes * (m.hist ? 2 : 1);
+  const total = m.nbytes * (twice ? 2 : 1);
   let done = 0;
   const progress = (pass) => post({ type: "progress", id: m.id, done, total, pass, from, requests: state.requests });
   let outcome = null;
@@ -309,6 +318,7 @@ async function run(m) {
         }
         const values = elements(m, bytes);
         stats?.push(values);
+        tally?.push(values);
         if (heat) {
           // The heatmap's elements: those of the chosen 2-D slice in this chunk.
           const a = i * m.chunk;
@@ -320,7 +330,7 @@ async function run(m) {
             for (const h of heat) h.pushRows(part);
           }
         }
-        if (m.hist && !spill && cached + bytes.length <= cacheBytes) {
+        if (twice && !spill && cached + bytes.length <= cacheBytes) {
           cache.set(i, bytes);
           cached += bytes.length;
         }
@@ -330,15 +340,18 @@ async function run(m) {
       progress(1);
     }
     const pass1 = performance.now() - started;
-    if (m.hist) from = spill ? "opfs" : cached === m.nbytes ? "memory" : "refetch";
+    // Elements the tally left for a second pass over the bytes.
+    let left = 0;
     if (stats) {
       const result = stats.result();
       post({ type: "stats", id: m.id, result });
-      if (m.hist) {
-        if (result.min !== null) histogram = Histogram.forRange(result.min, result.max, BINS, dtype);
-        else done += m.nbytes; // nothing finite: no histogram, nothing more to read
+      if (tally && result.min !== null) {
+        histogram = Histogram.forRange(result.min, result.max, BINS, dtype);
+        left = histogram.addTally(tally);
       }
     }
+    if (tally) from = left === 0 ? "tally" : spill ? "opfs" : cached === m.nbytes ? "memory" : "refetch";
+    if (twice && left === 0) done += m.nbytes; // nothing more to read
     if (heat) {
       for (const h of heat) h.done();
       const pictures = heat.map((h) => ({ values: h.values(), range: h.range() }));
@@ -346,18 +359,20 @@ async function run(m) {
     }
     const firstPass = { requests: state.requests, fetched: state.fetched };
     if (histogram) {
-      for await (const [i, bytes] of again(m, state, cache, spill)) {
-        histogram.push(elements(m, bytes), dtype);
-        cache.delete(i);
-        done += bytes.length;
-        progress(2);
+      if (left > 0) {
+        for await (const [i, bytes] of again(m, state, cache, spill)) {
+          histogram.pushRest(elements(m, bytes));
+          cache.delete(i);
+          done += bytes.length;
+          progress(2);
+        }
       }
-      post({ type: "hist", id: m.id, counts: histogram.counts(), edges: histogram.edges(), refetched: state.requests - firstPass.requests, from, why });
+      post({ type: "hist", id: m.id, counts: histogram.counts(), edges: histogram.edges(), refetched: state.requests - firstPass.requests, from, why, left });
     }
     outcome = {
       type: "done", id: m.id, ms: performance.now() - started, requests: state.requests,
       fetched: state.fetched, refetchedBytes: state.fetched - firstPass.fetched, wasmBytes: state.wasmMax,
-      cachedBytes: cached, spilledBytes: spill?.written ?? 0, writeMs: spill?.writeMs ?? 0, readMs: spill?.readMs ?? 0, pass1, from, why,
+      cachedBytes: cached, spilledBytes: spill?.written ?? 0, writeMs: spill?.writeMs ?? 0, readMs: spill?.readMs ?? 0, pass1, from, why, left,
     };
   } catch (err) {
     if (!(err instanceof Cancelled || err?.name === "AbortError")) throw err;
@@ -365,6 +380,7 @@ async function run(m) {
   } finally {
     cancelled.delete(m.id);
     stats?.free();
+    tally?.free();
     histogram?.free();
     for (const h of heat ?? []) h.free();
     // Gone before the page hears the run ended (a cancel during the opening included).

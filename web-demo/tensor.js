@@ -390,15 +390,17 @@ export class TensorPanel {
         this.progress.value = 1;
         const secs = (m.ms / 1000).toFixed(2);
         const mib = (x) => `${(x / 1048576).toFixed(1)} MiB`;
+        const rest = `, for the ${(m.left ?? 0).toLocaleString("en")} elements near its edges`;
         const how = {
-          opfs: `; the histogram's pass read them back from the browser's storage (OPFS, ${mib(m.spilledBytes)} written)`,
-          memory: "; the histogram's pass took them from memory",
-          refetch: `; the histogram's pass fetched ${mib(m.refetchedBytes)} again (${m.why})`,
+          tally: "; the histogram counted in the one pass (by the elements' leading bits)",
+          opfs: `; the histogram's pass read them back from the browser's storage (OPFS, ${mib(m.spilledBytes)} written)${rest}`,
+          memory: `; the histogram's pass took them from memory${rest}`,
+          refetch: `; the histogram's pass fetched ${mib(m.refetchedBytes)} again (${m.why})${rest}`,
         }[m.from] ?? "";
         this.progressText.textContent = `${mib(m.fetched)} in ${m.requests} requests, ${secs} s${how}`;
         Object.assign(this.box.dataset, {
           ms: String(m.ms), pass1: String(m.pass1), requests: String(m.requests), fetched: String(m.fetched), wasm: String(m.wasmBytes),
-          second: m.from ?? "", refetched: String(m.refetchedBytes), write: String(m.writeMs), read: String(m.readMs),
+          second: m.from ?? "", left: String(m.left ?? ""), refetched: String(m.refetchedBytes), write: String(m.writeMs), read: String(m.readMs),
         });
       }
       r.resolve(m);

@@ -60,9 +60,9 @@ pub use plan::{Field, MAX_ALTERNATIVES, MAX_FIELD_DIMS, MAX_FIELDS, Plan, Wgsl};
 pub use scalar::Scalar;
 #[cfg(feature = "alloc")]
 pub use spec::{FieldSpec, OwnedPlan, PlacedField, PlanSpec};
-#[cfg(feature = "alloc")]
-pub use stats::Heatmap;
 pub use stats::{Counts, Histogram, MAX_BINS, Reduce, Stats};
+#[cfg(feature = "alloc")]
+pub use stats::{Heatmap, Rest, Tally};
 pub use view::{Element, Iter, View, ViewMut};
 
 pub use half::{bf16, f16};

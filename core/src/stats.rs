@@ -37,14 +37,18 @@ use crate::{ByteOrder, DType, Descr, Error, Scalar};
 /// Calls `f` with each `N`-byte element of `bytes` in native byte order.
 #[inline(always)]
 fn each<const N: usize>(bytes: &[u8], order: ByteOrder, mut f: impl FnMut([u8; N])) {
-    let swap = order != ByteOrder::NATIVE;
-    for chunk in bytes.chunks_exact(N) {
-        let mut raw = [0u8; N];
-        raw.copy_from_slice(chunk);
-        if swap {
-            raw.reverse();
+    // Two loops, not a test in one: a loop that calls out (a run counted)
+    // is not unswitched, and read its elements a byte at a time.
+    if order == ByteOrder::NATIVE {
+        for chunk in bytes.chunks_exact(N) {
+            f(chunk.try_into().expect("N bytes"));
         }
-        f(raw);
+    } else {
+        for chunk in bytes.chunks_exact(N) {
+            let mut raw: [u8; N] = chunk.try_into().expect("N bytes");
+            raw.reverse();
+            f(raw);
+        }
     }
 }
 
@@ -479,6 +483,60 @@ impl Arithmetic {
     }
 }
 
+/// numpy's first guess of the bin of `x` (in the array's arithmetic `r`,
+/// within `[lo, lo + width]`): `(x - lo) / width * bins` truncated (a
+/// float to int cast saturates, NaN to 0), the last bin for `hi`.
+#[inline(always)]
+fn guess(x: f64, lo: f64, width: f64, bins: usize, r: &impl Fn(f64) -> f64) -> usize {
+    let f = r(r(r(x - lo) / width) * bins as f64);
+    (f as usize).min(bins - 1)
+}
+
+/// numpy's corrections of a guess `i` at the edges: the bin below when `x`
+/// is under its lower edge, the one above when it is at or over its upper
+/// one (but for the last bin, which holds its upper edge).
+#[inline(always)]
+fn correct(x: f64, mut i: usize, edges: &[f64]) -> usize {
+    let last = edges.len() - 2;
+    if x < edges[i] {
+        i = i.saturating_sub(1);
+    }
+    if i != last && x >= edges[i + 1] {
+        i += 1;
+    }
+    i
+}
+
+/// The bin numpy's histogram counts `x` in (`r` its arithmetic, `edges`
+/// its edges from `lo` to `hi`, `width` apart in all), or `None` outside
+/// them: [`guess`], then [`correct`].
+#[inline(always)]
+fn bin(
+    x: f64,
+    lo: f64,
+    hi: f64,
+    width: f64,
+    edges: &[f64],
+    r: &impl Fn(f64) -> f64,
+) -> Option<usize> {
+    if !(x >= lo && x <= hi) {
+        return None;
+    }
+    let x = r(x); // numpy's astype(bin_edges.dtype)
+    Some(correct(x, guess(x, lo, width, edges.len() - 1, r), edges))
+}
+
+/// Where a run of values is counted ([`Histogram`]'s `span`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Span {
+    /// Outside the range: in no bin.
+    Outside,
+    /// All in this bin.
+    Bin(usize),
+    /// In more than one bin, or partly outside the range.
+    Several,
+}
+
 /// A histogram with equal bins over `[lo, hi]`, counted exactly as numpy's
 /// `np.histogram(a, bins, range=(lo, hi))` counts them (its fast path for
 /// equal bins, with its corrections at the edges), with numpy's edges
@@ -598,25 +656,53 @@ impl Histogram {
     #[inline(always)]
     fn count(&mut self, descr: Descr, bytes: &[u8], r: impl Fn(f64) -> f64) {
         let (lo, hi, width, bins) = (self.lo, self.hi, self.width, self.bins);
-        let n = bins as f64;
         let edges = &self.edges[..=bins];
         let counts = &mut self.counts[..bins];
         for_each_value(descr, bytes, |x| {
-            if !(x >= lo && x <= hi) {
-                return;
+            if let Some(i) = bin(x, lo, hi, width, edges, &r) {
+                counts[i] += 1;
             }
-            let x = r(x); // numpy's astype(bin_edges.dtype)
-            let f = r(r(r(x - lo) / width) * n);
-            // A float to int cast saturates (NaN: 0), as a bin index must.
-            let mut i = (f as usize).min(bins - 1);
-            if x < edges[i] {
-                i = i.saturating_sub(1);
-            }
-            if i != bins - 1 && x >= edges[i + 1] {
-                i += 1;
-            }
-            counts[i] += 1;
         });
+    }
+
+    /// Where the values from `a` to `b` (`a <= b`, values of the array's
+    /// dtype, every one between them included) are counted: in no bin, all
+    /// in one, or in several (or some outside the range).
+    fn span(&self, a: f64, b: f64) -> Span {
+        match self.arithmetic {
+            Arithmetic::F64 => self.span_in(a, b, |x| x),
+            Arithmetic::F32 => self.span_in(a, b, |x| f64::from(x as f32)),
+            ar @ Arithmetic::Narrow(_) => self.span_in(a, b, |x| ar.round(x)),
+        }
+    }
+
+    /// `count`'s steps are each monotonic in the value: the rounding, the
+    /// guess (a subtraction, a division and a product by positive numbers,
+    /// each rounded, then truncated), and, for one guess, its corrections
+    /// (the bin below for values under its lower edge, the one above for
+    /// those at or over its upper edge). So when both ends of a run of
+    /// values have the same guess and the same bin, every value between
+    /// has them too.
+    fn span_in(&self, a: f64, b: f64, r: impl Fn(f64) -> f64) -> Span {
+        let (lo, hi, width, bins) = (self.lo, self.hi, self.width, self.bins);
+        if b < lo || a > hi {
+            return Span::Outside;
+        }
+        if a < lo || b > hi {
+            return Span::Several;
+        }
+        let (a, b) = (r(a), r(b));
+        let (ga, gb) = (guess(a, lo, width, bins, &r), guess(b, lo, width, bins, &r));
+        let edges = &self.edges[..=bins];
+        match (correct(a, ga, edges), correct(b, gb, edges)) {
+            (i, j) if ga == gb && i == j => Span::Bin(i),
+            _ => Span::Several,
+        }
+    }
+
+    /// Counts `n` more values in bin `i`.
+    fn add(&mut self, i: usize, n: u64) {
+        self.counts[i] += n;
     }
 
     /// The count of each bin.
@@ -654,9 +740,13 @@ pub enum Reduce {
 
 #[cfg(feature = "alloc")]
 pub use heatmap::Heatmap;
+#[cfg(feature = "alloc")]
+pub use tally::{Rest, Tally};
 
 #[cfg(test)]
 mod tests;
 
 #[cfg(feature = "alloc")]
 mod heatmap;
+#[cfg(feature = "alloc")]
+mod tally;

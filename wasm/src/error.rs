@@ -87,6 +87,14 @@ pub enum BindingError {
         /// The call, and what it does with them.
         call: &'static str,
     },
+    /// A call made out of its order (`pushRest` before `addTally`): a
+    /// `RangeError` saying `call` and why it cannot be made now.
+    Order {
+        /// The call, as JS names it.
+        call: &'static str,
+        /// Why not now, and what comes first.
+        why: &'static str,
+    },
     /// What JS threw while reading an argument, rethrown unchanged.
     Thrown(JsValue),
     /// A file header that is not valid (`readHeader`): a `RangeError` of
@@ -186,6 +194,9 @@ fn parts(err: BindingError) -> Result<(String, Option<&'static str>, bool), JsVa
             None,
             false,
         ),
+        BindingError::Order { call, why } => {
+            (format!("{call}() cannot be called now: {why}"), None, false)
+        }
         BindingError::Thrown(thrown) => return Err(thrown),
         #[cfg(feature = "files")]
         BindingError::Format(message) => (message, Some("FormatError"), false),

@@ -56,7 +56,7 @@ pub use files::read_header;
 pub use layout::JsLayout;
 pub use plan::Plan;
 #[cfg(feature = "files")]
-pub use stats::{JsHeatmap, JsHistogram, JsStats, Range, StatsResult, dequantize};
+pub use stats::{JsHeatmap, JsHistogram, JsStats, JsTally, Range, StatsResult, dequantize};
 pub use types::{
     ByteSource, DTypeDescription, DTypeTable, FieldSpecs, LayoutOptions, LayoutSpec, Numbers,
     PlanFields, Ranges, TypedArray, Values,

@@ -12,7 +12,7 @@
 #![forbid(unsafe_code)]
 
 use bytelens_core::files::{GgmlType, dequant};
-use bytelens_core::{DType, Descr, Heatmap, Histogram, MAX_BINS, Reduce, Stats};
+use bytelens_core::{DType, Descr, Heatmap, Histogram, MAX_BINS, Reduce, Rest, Stats, Tally};
 use js_sys::JsString;
 use wasm_bindgen::prelude::*;
 
@@ -125,7 +125,32 @@ impl JsStats {
 /// the range are not counted.
 #[wasm_bindgen(js_name = Histogram)]
 pub struct JsHistogram {
-    inner: Histogram,
+    inner: Counted,
+}
+
+/// A histogram's counts: pushed value by value, or from a tally.
+enum Counted {
+    Values(Histogram),
+    /// From `addTally`, with the elements it left for `pushRest`.
+    Tallied(Rest),
+}
+
+impl Counted {
+    fn histogram(&self) -> &Histogram {
+        match self {
+            Counted::Values(h) => h,
+            Counted::Tallied(rest) => rest.histogram(),
+        }
+    }
+}
+
+/// A histogram that has taken a tally is counted by `pushRest` only (a
+/// `push` would count its elements twice), and takes no second tally.
+fn tallied(call: &'static str) -> BindingError {
+    BindingError::Order {
+        call,
+        why: "this histogram was counted from a tally (addTally): pushRest the bytes again",
+    }
 }
 
 /// `bins` (default 64) as a count of bins.
@@ -167,14 +192,16 @@ fn histogram(
             type_error: false,
         });
     }
-    let inner = make(lo_n, hi_n, bins_n, dtype).ok_or_else(|| {
+    let hist = make(lo_n, hi_n, bins_n, dtype).ok_or_else(|| {
         BindingError::bad_value(
             "bins",
             "fewer: numpy refuses edges that do not increase in the array's type",
             bins_n as f64,
         )
     })?;
-    Ok(JsHistogram { inner })
+    Ok(JsHistogram {
+        inner: Counted::Values(hist),
+    })
 }
 
 #[wasm_bindgen(js_class = Histogram)]
@@ -206,17 +233,85 @@ impl JsHistogram {
 
     /// Counts the elements of `dtype` in `bytes` (whole elements).
     pub fn push(&mut self, bytes: &[u8], dtype: &JsString) -> Result<(), BindingError> {
-        Ok(self.inner.push(dtype_arg(dtype)?, bytes)?)
+        match &mut self.inner {
+            Counted::Values(h) => Ok(h.push(dtype_arg(dtype)?, bytes)?),
+            Counted::Tallied(_) => Err(tallied("push")),
+        }
+    }
+
+    /// Counts the elements of a `Tally` of the array (taken in the pass
+    /// that found its range) that it can from their keys alone, and
+    /// returns how many it left: `pushRest` the same bytes again to count
+    /// those (nothing need be read again when it is 0). After it, the
+    /// histogram is counted by `pushRest` only.
+    #[wasm_bindgen(js_name = addTally)]
+    pub fn add_tally(&mut self, tally: &JsTally) -> Result<f64, BindingError> {
+        let Counted::Values(h) = &self.inner else {
+            return Err(tallied("addTally"));
+        };
+        let rest = tally.inner.count(h.clone());
+        let left = rest.left() as f64;
+        self.inner = Counted::Tallied(rest);
+        Ok(left)
+    }
+
+    /// Counts the elements in `bytes` (whole elements of the tally's
+    /// dtype, the bytes it counted, each once) that `addTally` left.
+    #[wasm_bindgen(js_name = pushRest)]
+    pub fn push_rest(&mut self, bytes: &[u8]) -> Result<(), BindingError> {
+        match &mut self.inner {
+            Counted::Tallied(rest) => Ok(rest.push(bytes)?),
+            Counted::Values(_) => Err(BindingError::Order {
+                call: "pushRest",
+                why: "it counts what a tally left: addTally first",
+            }),
+        }
     }
 
     /// The count of each bin (exact: integers below 2^53).
     pub fn counts(&self) -> Vec<f64> {
-        self.inner.counts().iter().map(|&c| c as f64).collect()
+        let h = self.inner.histogram();
+        h.counts().iter().map(|&c| c as f64).collect()
     }
 
     /// The `bins + 1` edges, numpy's.
     pub fn edges(&self) -> Vec<f64> {
-        self.inner.edges().to_vec()
+        self.inner.histogram().edges().to_vec()
+    }
+}
+
+/// An array's elements counted by their leading 16 bits (the whole of a
+/// 16- or 8-bit element), in the pass that finds the range: a `Histogram`
+/// over that range then counts most of them at once (`addTally`), and
+/// reads again only the elements near its edges (`pushRest`): none of a
+/// float16, bfloat16 or 8-bit array, a few percent of a float32 one whose
+/// values spread over the bins. The counts are `push`'s exactly.
+#[wasm_bindgen(js_name = Tally)]
+pub struct JsTally {
+    inner: Tally,
+}
+
+#[wasm_bindgen(js_class = Tally)]
+impl JsTally {
+    /// No elements yet, of `dtype` (a type string, as for `Stats`).
+    #[wasm_bindgen(constructor)]
+    pub fn new(dtype: &JsString) -> Result<JsTally, BindingError> {
+        Ok(JsTally {
+            inner: Tally::new(dtype_arg(dtype)?),
+        })
+    }
+
+    /// Counts the elements in `bytes`: whole elements only (a partial one
+    /// is a `RangeError` of kind `"ItemsizeMismatch"`, counting nothing).
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), BindingError> {
+        Ok(self.inner.push(bytes)?)
+    }
+
+    /// Whether every key is one value (elements of one or two bytes):
+    /// then `addTally` leaves nothing to push again.
+    #[wasm_bindgen(getter, js_name = isExact)]
+    pub fn is_exact(&self) -> bool {
+        self.inner.is_exact()
     }
 }
 

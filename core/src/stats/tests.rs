@@ -419,3 +419,140 @@ fn a_heatmap_refuses_elements_past_the_end_and_finishes_early() {
     assert!(empty.values().iter().all(|v| v.is_nan()));
     assert_eq!(empty.range(), None);
 }
+
+/// `n` elements of `descr` near a random mean: floats normal, integers
+/// within a few thousand of it (a few keys of the wider ones).
+#[cfg(feature = "alloc")]
+fn clustered_bytes(rng: &mut Rng, descr: Descr, n: usize) -> Vec<u8> {
+    let size = descr.dtype.size();
+    let mut out = std::vec![0u8; n * size];
+    let (mean, sd) = (rng.normal(0.0, 50.0), 0.1 + rng.unit() * 20.0);
+    for chunk in out.chunks_exact_mut(size) {
+        if descr.dtype.is_float() {
+            let value = Scalar::float(descr.dtype, rng.normal(mean, sd)).unwrap();
+            value.write(descr.order, chunk).unwrap();
+        } else {
+            // Two's complement, wrapped to the size.
+            let x = (mean * 100.0 + rng.normal(0.0, sd * 100.0)) as i64;
+            chunk.copy_from_slice(&x.to_le_bytes()[..size]);
+            if descr.order == ByteOrder::Big {
+                chunk.reverse();
+            }
+        }
+    }
+    out
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn a_tally_and_its_rest_count_what_the_histogram_counts() {
+    let mut rng = Rng(5);
+    for descr in every_descr() {
+        for round in 0..2 * ROUNDS {
+            let n = rng.below(ELEMENTS) + round + 1;
+            let bytes = if round % 2 == 0 {
+                random_bytes(&mut rng, descr, n)
+            } else {
+                clustered_bytes(&mut rng, descr, n)
+            };
+            let expected = reference(descr, &bytes);
+            if expected.finite.is_empty() {
+                continue;
+            }
+            let bins = [1, 7, 64, 200][rng.below(4)];
+            // numpy's range, or one between two of the values (some outside).
+            let (lo, hi) = if rng.below(3) == 0 {
+                let (a, b) = (
+                    rng.below(expected.finite.len()),
+                    rng.below(expected.finite.len()),
+                );
+                let (a, b) = (expected.finite[a], expected.finite[b]);
+                (a.min(b), a.max(b))
+            } else {
+                (expected.min, expected.max)
+            };
+            let Some(hist) = Histogram::for_range(lo, hi, bins, descr.dtype) else {
+                continue;
+            };
+            let mut direct = hist.clone();
+            let mut tally = Tally::new(descr);
+            for chunk in random_cuts(&mut rng, &bytes, descr.dtype.size()) {
+                direct.push(descr, chunk).unwrap();
+            }
+            for chunk in random_cuts(&mut rng, &bytes, descr.dtype.size()) {
+                tally.push(chunk).unwrap();
+            }
+            let mut rest = tally.count(hist);
+            let left = rest.left();
+            assert!(left <= n as u64, "{descr}");
+            if descr.dtype.size() <= 2 {
+                assert!(
+                    tally.is_exact() && left == 0,
+                    "{descr}: every key one value"
+                );
+                assert_eq!(
+                    rest.histogram(),
+                    &direct,
+                    "{descr}: {bins} bins before the rest"
+                );
+            }
+            for chunk in random_cuts(&mut rng, &bytes, descr.dtype.size()) {
+                rest.push(chunk).unwrap();
+            }
+            assert_eq!(
+                rest.histogram(),
+                &direct,
+                "{descr}: {bins} bins over {lo}..={hi}"
+            );
+        }
+    }
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn a_tally_leaves_few_of_a_weight_like_float32_array() {
+    // Normal values around 0, as a layer's weights are, over 64 bins.
+    let mut rng = Rng(7);
+    let d = Descr::native(DType::F32);
+    let values: Vec<f32> = (0..20_000).map(|_| rng.normal(0.0, 0.02) as f32).collect();
+    let bytes: &[u8] = bytemuck::cast_slice(&values);
+    let mut tally = Tally::new(d);
+    tally.push(bytes).unwrap();
+    let (min, max) = values
+        .iter()
+        .fold((f32::MAX, f32::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+    let hist = Histogram::for_range(f64::from(min), f64::from(max), 64, DType::F32).unwrap();
+    let rest = tally.count(hist);
+    let share = rest.left() as f64 / values.len() as f64;
+    assert!(share < 0.06, "{:.1}% left", share * 100.0);
+}
+
+#[cfg(feature = "alloc")]
+#[test]
+fn tallies_merge_and_refuse_partial_elements() {
+    let mut rng = Rng(6);
+    let descr: Descr = ">f4".parse().unwrap();
+    let bytes = clustered_bytes(&mut rng, descr, 1000);
+    let (mut whole, mut a, mut b) = (Tally::new(descr), Tally::new(descr), Tally::new(descr));
+    whole.push(&bytes).unwrap();
+    a.push(&bytes[..400]).unwrap();
+    b.push(&bytes[400..]).unwrap();
+    assert!(a.merge(&b));
+    assert_eq!(a, whole);
+    assert!(!a.merge(&Tally::new("<i4".parse().unwrap())));
+    let before = whole.clone();
+    assert!(matches!(
+        whole.push(&bytes[..6]),
+        Err(Error::ItemsizeMismatch {
+            nbytes: 6,
+            itemsize: 4,
+            ..
+        })
+    ));
+    assert_eq!(whole, before, "nothing counted");
+    let hist = Histogram::for_range(-1.0, 1.0, 4, DType::F32).unwrap();
+    let mut rest = whole.count(hist);
+    let counted = rest.histogram().clone();
+    assert!(rest.push(&bytes[..6]).is_err());
+    assert_eq!(rest.histogram(), &counted);
+}

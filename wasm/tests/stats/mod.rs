@@ -1,8 +1,8 @@
-//! `Stats`, `Histogram`, `Heatmap` and `dequantize` (the demo's build,
+//! `Stats`, `Histogram`, `Tally`, `Heatmap` and `dequantize` (the demo's build,
 //! feature `files`) through their JS API: numpy's answers in
 //! tests/vectors/stats.json, and the errors each argument throws.
 
-use bytelens_wasm::{JsHeatmap, JsHistogram, JsStats, dequantize};
+use bytelens_wasm::{JsHeatmap, JsHistogram, JsStats, JsTally, dequantize};
 use js_sys::Reflect;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_test::wasm_bindgen_test;
@@ -203,7 +203,22 @@ fn stats_and_histograms_equal_numpy_s_vectors() {
             continue;
         };
         let mut hist = hist.unwrap();
+        // The same bins counted from a tally, and the elements it left.
+        let mut tallied =
+            JsHistogram::for_range(&num(min), &num(max), &NONE, &dtype.clone().into()).unwrap();
+        let mut tally = JsTally::new(&dtype).unwrap();
+        let half = bytes.len() / 2 / itemsize(&dtype) * itemsize(&dtype);
+        tally.push(&bytes[..half]).unwrap();
+        tally.push(&bytes[half..]).unwrap();
+        let left = tallied.add_tally(&tally).unwrap();
+        assert!(left == 0.0 || !tally.is_exact(), "{name}: {left} left");
+        tallied.push_rest(&bytes).unwrap();
         hist.push(&bytes, &dtype).unwrap();
+        assert_eq!(
+            tallied.counts(),
+            hist.counts(),
+            "{name}: counted from a tally"
+        );
         let edges: Vec<f64> = numpy["edges"]
             .as_array()
             .unwrap()
@@ -224,6 +239,54 @@ fn stats_and_histograms_equal_numpy_s_vectors() {
             .collect();
         assert_eq!(hist.counts(), counts, "{name}: counts");
     }
+}
+
+fn itemsize(dtype: &js_sys::JsString) -> usize {
+    let d: bytelens_core::Descr = String::from(dtype).parse().unwrap();
+    d.dtype.size()
+}
+
+#[wasm_bindgen_test]
+fn a_histogram_counted_from_a_tally_is_counted_by_push_rest_only() {
+    // np.histogram(np.float32([0.1, 0.25, 0.5, 0.7, 1.0, 0.3]), bins=4)
+    let bytes = f32_bytes(&[0.1, 0.25, 0.5, 0.7, 1.0, 0.3]);
+    let hist = || {
+        JsHistogram::for_range(&num(0.1f32.into()), &num(1.0), &num(4.0), &js("<f4").into())
+            .unwrap()
+    };
+    let mut tally = JsTally::new(&js("<f4")).unwrap();
+    tally.push(&bytes).unwrap();
+    assert!(!tally.is_exact());
+    let err = thrown(hist().push_rest(&bytes));
+    assert_eq!(
+        message(&err),
+        "pushRest() cannot be called now: it counts what a tally left: addTally first"
+    );
+    let mut h = hist();
+    // The keys of 0.1 and 1.0 reach past the range.
+    assert_eq!(h.add_tally(&tally).unwrap(), 2.0);
+    assert_eq!(h.counts(), [2.0, 1.0, 1.0, 0.0]);
+    h.push_rest(&bytes).unwrap();
+    assert_eq!(h.counts(), [3.0, 1.0, 1.0, 1.0]);
+    for err in [
+        thrown(h.push(&bytes, &js("<f4"))),
+        thrown(h.add_tally(&tally)),
+    ] {
+        assert!(
+            message(&err).ends_with("cannot be called now: this histogram was counted from a tally (addTally): pushRest the bytes again"),
+            "{}",
+            message(&err)
+        );
+    }
+    assert_eq!(kind(&thrown(h.push_rest(&bytes[..3]))), "ItemsizeMismatch");
+    // bfloat16: every key one value, nothing left.
+    let mut exact = JsTally::new(&js("bfloat16")).unwrap();
+    exact.push(&[0x80, 0x3f, 0x00, 0x40]).unwrap(); // 1.0, 2.0
+    assert!(exact.is_exact());
+    let mut h =
+        JsHistogram::for_range(&num(1.0), &num(2.0), &num(2.0), &js("bfloat16").into()).unwrap();
+    assert_eq!(h.add_tally(&exact).unwrap(), 0.0);
+    assert_eq!(h.counts(), [1.0, 1.0]);
 }
 
 #[wasm_bindgen_test]

@@ -1,0 +1,278 @@
+use alloc::boxed::Box;
+use alloc::vec;
+
+use half::{bf16, f16};
+
+use super::{Arithmetic, Histogram, Span, bin, each, whole_elements};
+use crate::{DType, Descr, Error, Scalar};
+
+/// The keys a [`Tally`] counts by: an element's leading 16 bits.
+const KEYS: usize = 1 << 16;
+
+/// An array's elements counted by their leading 16 bits, in the pass that
+/// finds its range, so that numpy's histogram over that range needs to
+/// read again only the elements near its edges.
+///
+/// The key of an element is its first 16 bits as a number (all of them for
+/// types of one or two bytes): a float32's sign, exponent and seven
+/// leading fraction bits, a float64's sign, exponent and four, an int32's
+/// top half. The elements of one key lie between two values, its ends;
+/// [`Tally::count`] counts every key whose ends fall in one bin there at
+/// once, and leaves the others to a second pass over the bytes
+/// ([`Rest::push`]), which counts only their elements. For float16,
+/// bfloat16, the float8s and the 8- and 16-bit integers every key is one
+/// value and nothing is left; for float32 values spread over the 64 bins,
+/// a few percent of them.
+///
+/// The counts are numpy's exactly: [`Histogram::push`] counts an element in
+/// steps that each rise with its value, so when both ends of a key land in
+/// the same bin by the same steps, so does every element between them.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::{Descr, Histogram, Stats, Tally};
+/// let d: Descr = "<f4".parse()?;
+/// let values = [0.1f32, 0.25, 0.5, 0.7, 1.0, f32::NAN, 0.3];
+/// let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+/// // The first pass: the range, and the tally.
+/// let (mut stats, mut tally) = (Stats::new(), Tally::new(d));
+/// stats.push(d, &bytes)?;
+/// tally.push(&bytes)?;
+/// let hist = Histogram::for_range(stats.min().unwrap(), stats.max().unwrap(), 4, d.dtype).unwrap();
+/// let mut rest = tally.count(hist);
+/// // The keys of 0.1 and 1.0, the ends, reach past the range: read again.
+/// assert_eq!(rest.left(), 2);
+/// rest.push(&bytes)?;
+/// assert_eq!(rest.histogram().counts(), [3, 1, 1, 1]); // np.histogram's
+/// # Ok::<(), bytelens_core::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tally {
+    descr: Descr,
+    counts: Box<[u64; KEYS]>,
+}
+
+/// How far an element's bits are shifted for its key.
+fn shift(dtype: DType) -> u32 {
+    (dtype.size() as u32 * 8).saturating_sub(16)
+}
+
+fn key(bits: u64, shift: u32) -> usize {
+    (bits >> shift) as usize & (KEYS - 1)
+}
+
+impl Tally {
+    /// No elements yet, of `descr` (any dtype, either byte order).
+    pub fn new(descr: Descr) -> Tally {
+        let counts = vec![0u64; KEYS].into_boxed_slice();
+        Tally {
+            descr,
+            counts: counts.try_into().expect("KEYS counts"),
+        }
+    }
+
+    /// The elements' type.
+    pub fn descr(&self) -> Descr {
+        self.descr
+    }
+
+    /// Whether each key is one value (dtypes of one or two bytes): then
+    /// [`Tally::count`] leaves nothing for a second pass.
+    pub fn is_exact(&self) -> bool {
+        shift(self.descr.dtype) == 0
+    }
+
+    /// Counts the elements in `bytes`, whole elements only: fails with
+    /// `ItemsizeMismatch`, counting nothing, when its length is not a
+    /// multiple of the itemsize.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        whole_elements(self.descr, bytes)?;
+        let (s, counts) = (shift(self.descr.dtype), &mut *self.counts);
+        for_each_bits(self.descr, bytes, |bits| counts[key(bits, s)] += 1);
+        Ok(())
+    }
+
+    /// Adds the counts of `other`, a tally of another part of the array:
+    /// `false`, adding nothing, when its dtype differs.
+    pub fn merge(&mut self, other: &Tally) -> bool {
+        if self.descr.dtype != other.descr.dtype {
+            return false;
+        }
+        for (a, b) in self.counts.iter_mut().zip(other.counts.iter()) {
+            *a += b;
+        }
+        true
+    }
+
+    /// `hist` with the elements counted that it can count from the keys
+    /// alone: each key's elements at once where its two ends land in one
+    /// bin, none where they lie outside its range (NaN and infinities
+    /// among them). The others are the [`Rest`]'s: push the same bytes
+    /// again to count them.
+    pub fn count(&self, mut hist: Histogram) -> Rest {
+        let dtype = self.descr.dtype;
+        let (s, value) = (shift(dtype), decoder(dtype));
+        let mask = (1u64 << s) - 1;
+        let mut keys = Box::new([0u64; KEYS / 64]);
+        let mut left = 0;
+        for (k, &n) in self.counts.iter().enumerate() {
+            if n == 0 {
+                continue;
+            }
+            let first = (k as u64) << s;
+            let (a, b) = (value(first), value(first | mask));
+            let (a, b) = if a <= b { (a, b) } else { (b, a) };
+            // A key whose ends are NaN holds no finite value (a float's
+            // exponent is all in its key): its elements are never counted.
+            let span = if a.is_nan() || b.is_nan() {
+                Span::Outside
+            } else {
+                hist.span(a, b)
+            };
+            match span {
+                Span::Outside => {}
+                Span::Bin(i) => hist.add(i, n),
+                Span::Several => {
+                    keys[k / 64] |= 1 << (k % 64);
+                    left += n;
+                }
+            }
+        }
+        Rest {
+            hist,
+            descr: self.descr,
+            keys,
+            left,
+        }
+    }
+}
+
+/// A histogram counted from a [`Tally`], less the elements of the keys
+/// that span more than one bin: [`Rest::push`] the array's bytes again
+/// (all of them, in any chunks) to count those.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rest {
+    hist: Histogram,
+    descr: Descr,
+    /// A bit for each key whose elements the bytes must count.
+    keys: Box<[u64; KEYS / 64]>,
+    left: u64,
+}
+
+impl Rest {
+    /// How many elements the second pass counts: 0 when the tally counted
+    /// them all (and nothing need be read again).
+    pub fn left(&self) -> u64 {
+        self.left
+    }
+
+    /// Counts the elements in `bytes` that the tally left, whole elements
+    /// only (`ItemsizeMismatch` otherwise, counting nothing). Give it the
+    /// bytes the tally counted, once each.
+    pub fn push(&mut self, bytes: &[u8]) -> Result<(), Error> {
+        whole_elements(self.descr, bytes)?;
+        if self.left == 0 {
+            return Ok(());
+        }
+        let (s, keys) = (shift(self.descr.dtype), &*self.keys);
+        let left = |bits| {
+            let k = key(bits, s);
+            keys[k / 64] >> (k % 64) & 1 != 0
+        };
+        self.hist.push_kept(self.descr, bytes, left);
+        Ok(())
+    }
+
+    /// The histogram so far.
+    pub fn histogram(&self) -> &Histogram {
+        &self.hist
+    }
+
+    /// The histogram, once the bytes have been pushed again.
+    pub fn into_histogram(self) -> Histogram {
+        self.hist
+    }
+}
+
+/// Elements a second pass gathers before it counts them.
+const RUN: usize = 256;
+
+impl Histogram {
+    /// Counts the elements of `descr` in `bytes` whose bits `keep` keeps,
+    /// as [`Histogram::push`] counts them. The few kept are gathered in
+    /// runs (without a branch) and counted a run at a time, so that the
+    /// loop over the many others stays a load, a shift and a test.
+    fn push_kept(&mut self, descr: Descr, bytes: &[u8], keep: impl Fn(u64) -> bool) {
+        let mut run = [0u64; RUN];
+        let mut len = 0;
+        for_each_bits(descr, bytes, |bits| {
+            run[len] = bits;
+            len += usize::from(keep(bits));
+            if len == RUN {
+                self.count_bits(descr.dtype, &run);
+                len = 0;
+            }
+        });
+        self.count_bits(descr.dtype, &run[..len]);
+    }
+
+    /// Counts elements of `dtype` given by their bits.
+    fn count_bits(&mut self, dtype: DType, run: &[u64]) {
+        match self.arithmetic {
+            Arithmetic::F64 => self.count_run(dtype, run, |x| x),
+            Arithmetic::F32 => self.count_run(dtype, run, |x| f64::from(x as f32)),
+            a @ Arithmetic::Narrow(_) => self.count_run(dtype, run, |x| a.round(x)),
+        }
+    }
+
+    #[inline(always)]
+    fn count_run(&mut self, dtype: DType, run: &[u64], r: impl Fn(f64) -> f64) {
+        let value = decoder(dtype);
+        let (lo, hi, width, bins) = (self.lo, self.hi, self.width, self.bins);
+        let edges = &self.edges[..=bins];
+        let counts = &mut self.counts[..bins];
+        for &bits in run {
+            if let Some(i) = bin(value(bits), lo, hi, width, edges, &r) {
+                counts[i] += 1;
+            }
+        }
+    }
+}
+
+/// Calls `f` with the bits of each element of `descr` in `bytes` (a
+/// number of its size, in native byte order).
+#[inline(always)]
+fn for_each_bits(descr: Descr, bytes: &[u8], mut f: impl FnMut(u64)) {
+    let o = descr.order;
+    match descr.dtype.size() {
+        1 => each::<1>(bytes, o, |b| f(u64::from(b[0]))),
+        2 => each(bytes, o, |b| f(u64::from(u16::from_ne_bytes(b)))),
+        4 => each(bytes, o, |b| f(u64::from(u32::from_ne_bytes(b)))),
+        _ => each(bytes, o, |b| f(u64::from_ne_bytes(b))),
+    }
+}
+
+/// An element's value from its bits, as `for_each_value` reads it.
+fn decoder(dtype: DType) -> fn(u64) -> f64 {
+    fn float8(dtype: DType, bits: u64) -> f64 {
+        Scalar::read(Descr::native(dtype), &[bits as u8]).map_or(f64::NAN, Scalar::to_f64)
+    }
+    match dtype {
+        DType::Bool => |b| f64::from(u8::from(b != 0)),
+        DType::U8 => |b| f64::from(b as u8),
+        DType::I8 => |b| f64::from(b as u8 as i8),
+        DType::U16 => |b| f64::from(b as u16),
+        DType::I16 => |b| f64::from(b as u16 as i16),
+        DType::U32 => |b| f64::from(b as u32),
+        DType::I32 => |b| f64::from(b as u32 as i32),
+        DType::U64 => |b| b as f64,
+        DType::I64 => |b| b as i64 as f64,
+        DType::F16 => |b| f16::from_bits(b as u16).to_f64(),
+        DType::BF16 => |b| bf16::from_bits(b as u16).to_f64(),
+        DType::F32 => |b| f64::from(f32::from_bits(b as u32)),
+        DType::F64 => f64::from_bits,
+        DType::F8E4M3FN => |b| float8(DType::F8E4M3FN, b),
+        DType::F8E5M2 => |b| float8(DType::F8E5M2, b),
+        DType::F8E8M0FNU => |b| float8(DType::F8E8M0FNU, b),
+    }
+}
