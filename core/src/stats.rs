@@ -1,7 +1,8 @@
 //! What an array's values are, streamed over its bytes in chunks: counts,
 //! extremes, mean and standard deviation ([`Stats`]), numpy's histogram
-//! ([`Histogram`]) and a 2-D array downsampled to a picture ([`Heatmap`],
-//! feature `alloc`).
+//! ([`Histogram`]), the same histogram from one pass over the bytes and
+//! a second over few of its elements ([`Tally`], feature `alloc`) and a
+//! 2-D array downsampled to a picture ([`Heatmap`], feature `alloc`).
 //!
 //! Every dtype of the core's table is read, in either byte order, through
 //! the core's own decoding (float16, bfloat16 and the float8s exactly), as

@@ -445,6 +445,10 @@ fn clustered_bytes(rng: &mut Rng, descr: Descr, n: usize) -> Vec<u8> {
 
 #[cfg(feature = "alloc")]
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "walks 65,536 keys a tally, ~10 s each under Miri (no unsafe code here)"
+)]
 fn a_tally_and_its_rest_count_what_the_histogram_counts() {
     let mut rng = Rng(5);
     for descr in every_descr() {
@@ -510,6 +514,10 @@ fn a_tally_and_its_rest_count_what_the_histogram_counts() {
 
 #[cfg(feature = "alloc")]
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "a property of 20,000 values, not of memory: the native run checks it"
+)]
 fn a_tally_leaves_few_of_a_weight_like_float32_array() {
     // Normal values around 0, as a layer's weights are, over 64 bins.
     let mut rng = Rng(7);
@@ -529,6 +537,10 @@ fn a_tally_leaves_few_of_a_weight_like_float32_array() {
 
 #[cfg(feature = "alloc")]
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "walks 65,536 keys a tally, ~10 s each under Miri (no unsafe code here)"
+)]
 fn tallies_merge_and_refuse_partial_elements() {
     let mut rng = Rng(6);
     let descr: Descr = ">f4".parse().unwrap();
