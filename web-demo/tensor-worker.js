@@ -7,7 +7,7 @@
 //
 // Messages in:  { type: "fetcher", port } (first: fetch-worker.js's port)
 //               { type: "run", id, source, start, nbytes, descr | qtype,
-//                 blockBytes, chunk, stats, hist, heat, fetchOnly,
+//                 blockBytes, blockElements, chunk, stats, hist, heat, fetchOnly,
 //                 cacheBytes?, opfs? }
 //               { type: "cancel", id }
 // Messages out: { type: "progress" | "stats" | "hist" | "heat" | "done" |
@@ -157,22 +157,30 @@ async function* chunks(m, state, skip = () => null) {
 
 const mib = (n) => `${(n / 1048576).toFixed(1)} MiB`;
 
-/** A run's chunks in an OPFS file, at their offsets in the tensor, for the histogram's pass. */
+/**
+ * A run's chunks in an OPFS file, for the histogram's pass: each as the
+ * tally keyed it (`Tally.pushKeyed`: sorted by key, the bytes below the
+ * key kept, half a float32 chunk), one after another; `spans` says where.
+ */
 class Spill {
   constructor(root, name, access) {
     this.root = root;
     this.name = name;
     this.access = access;
     this.buffer = null; // the one buffer reads go into
+    this.spans = []; // [offset, length] of each chunk's keyed bytes
     this.written = 0;
     this.writeMs = 0; // the time spent in write and read, for the benchmark's line
     this.readMs = 0;
   }
 
-  write(bytes, at) {
+  /** Appends a chunk's keyed bytes. */
+  append(bytes) {
     const t = performance.now();
+    const at = this.written;
     const n = this.access.write(bytes, { at });
     if (n !== bytes.length) throw new Error(`wrote ${n} of ${bytes.length} bytes`);
+    this.spans.push([at, n]);
     this.written += n;
     this.writeMs += performance.now() - t;
   }
@@ -261,13 +269,23 @@ async function* again(m, state, cache, spill) {
     yield* chunks(m, state, (k) => cache.get(k) ?? null);
     return;
   }
-  const count = Math.ceil(m.nbytes / m.chunk);
-  for (let i = 0; i < count; i++) {
+  for (const [i, [at, length]] of spill.spans.entries()) {
     await nextTask();
     if (cancelled.has(m.id)) throw new Cancelled();
-    const a = i * m.chunk;
-    yield [i, spill.read(a, Math.min(m.nbytes, a + m.chunk) - a)];
+    yield [i, spill.read(at, length)];
   }
+}
+
+/**
+ * The most bytes the tally's keyed chunks of `m` take (the file's size,
+ * reserved up front): each chunk's elements, a quantised one's as the
+ * float32s it dequantises to.
+ */
+function keyedBytes(m, tally) {
+  const values = (n) => (m.qtype ? (n / m.blockBytes) * m.blockElements * 4 : n);
+  const count = Math.ceil(m.nbytes / m.chunk);
+  const last = m.nbytes - (count - 1) * m.chunk;
+  return (count - 1) * tally.keyedLength(values(m.chunk)) + tally.keyedLength(values(last));
 }
 
 async function run(m) {
@@ -297,7 +315,7 @@ async function run(m) {
   const noSpill = m.opfs === false ? "the run asked not to use the browser's storage"
     : m.source.file ? "a file on this computer, read again" : null;
   const opening = twice && m.nbytes > cacheBytes
-    ? (noSpill ? Promise.resolve({ reason: noSpill }) : openSpill(m.nbytes))
+    ? (noSpill ? Promise.resolve({ reason: noSpill }) : openSpill(keyedBytes(m, tally)))
     : null;
   const total = m.nbytes * (twice ? 2 : 1);
   let done = 0;
@@ -307,18 +325,21 @@ async function run(m) {
     if (opening) ({ spill, reason: why = "" } = await opening);
     for await (const [i, bytes] of chunks(m, state)) {
       if (!m.fetchOnly) {
+        const values = elements(m, bytes);
+        stats?.push(values);
         if (spill) {
+          // Tallied and keyed at once; the keyed bytes kept in OPFS.
+          const keyed = tally.pushKeyed(values);
           try {
-            spill.write(bytes, i * m.chunk);
+            spill.append(keyed);
           } catch (err) {
             why = `writing to the browser's storage failed after ${mib(spill.written)}: ${err?.message ?? err}`;
             await spill.remove();
             spill = null;
           }
+        } else {
+          tally?.push(values);
         }
-        const values = elements(m, bytes);
-        stats?.push(values);
-        tally?.push(values);
         if (heat) {
           // The heatmap's elements: those of the chosen 2-D slice in this chunk.
           const a = i * m.chunk;
@@ -361,9 +382,14 @@ async function run(m) {
     if (histogram) {
       if (left > 0) {
         for await (const [i, bytes] of again(m, state, cache, spill)) {
-          histogram.pushRest(elements(m, bytes));
-          cache.delete(i);
-          done += bytes.length;
+          if (spill) {
+            histogram.pushKeyed(bytes);
+            done += Math.min(m.chunk, m.nbytes - i * m.chunk);
+          } else {
+            histogram.pushRest(elements(m, bytes));
+            cache.delete(i);
+            done += bytes.length;
+          }
           progress(2);
         }
       }

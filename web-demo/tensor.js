@@ -336,7 +336,7 @@ export class TensorPanel {
     const range = kind === "heat" ? { start: a.offset + heat.start, nbytes: heat.nbytes } : { start: a.offset, nbytes: a.nbytes };
     const message = {
       type: "run", id, source: this.view.source.spec, ...range, chunk,
-      descr: blocks ? null : a.descr, qtype: blocks ? a.ggml : null,
+      descr: blocks ? null : a.descr, qtype: blocks ? a.ggml : null, blockBytes: a.blockBytes, blockElements: a.block,
       stats: kind === "all", hist: kind === "all", fetchOnly: kind === "fetch",
       cacheBytes: options.cacheBytes, opfs: options.opfs,
       heat: heat ? { rows: heat.rows, cols: heat.cols, outH: heat.outH, outW: heat.outW, start: kind === "heat" ? 0 : heat.start, nbytes: heat.nbytes } : null,
@@ -400,7 +400,7 @@ export class TensorPanel {
         this.progressText.textContent = `${mib(m.fetched)} in ${m.requests} requests, ${secs} s${how}`;
         Object.assign(this.box.dataset, {
           ms: String(m.ms), pass1: String(m.pass1), requests: String(m.requests), fetched: String(m.fetched), wasm: String(m.wasmBytes),
-          second: m.from ?? "", left: String(m.left ?? ""), refetched: String(m.refetchedBytes), write: String(m.writeMs), read: String(m.readMs),
+          second: m.from ?? "", left: String(m.left ?? ""), spilled: String(m.spilledBytes ?? 0), refetched: String(m.refetchedBytes), write: String(m.writeMs), read: String(m.readMs),
         });
       }
       r.resolve(m);

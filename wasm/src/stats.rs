@@ -268,6 +268,21 @@ impl JsHistogram {
         }
     }
 
+    /// Counts the elements that `addTally` left among keyed chunks
+    /// (`Tally.pushKeyed`'s, each once; several may be joined), reading
+    /// only the keys left. A chunk cut short is a `RangeError` of kind
+    /// `"LengthMismatch"`.
+    #[wasm_bindgen(js_name = pushKeyed)]
+    pub fn push_keyed(&mut self, keyed: &[u8]) -> Result<(), BindingError> {
+        match &mut self.inner {
+            Counted::Tallied(rest) => Ok(rest.push_keyed(keyed)?),
+            Counted::Values(_) => Err(BindingError::Order {
+                call: "pushKeyed",
+                why: "it counts what a tally left: addTally first",
+            }),
+        }
+    }
+
     /// The count of each bin (exact: integers below 2^53).
     pub fn counts(&self) -> Vec<f64> {
         let h = self.inner.histogram();
@@ -305,6 +320,29 @@ impl JsTally {
     /// is a `RangeError` of kind `"ItemsizeMismatch"`, counting nothing).
     pub fn push(&mut self, bytes: &[u8]) -> Result<(), BindingError> {
         Ok(self.inner.push(bytes)?)
+    }
+
+    /// Counts the elements in `bytes` as `push` does, and returns them
+    /// keyed for a second pass (`Histogram.pushKeyed`): sorted by key,
+    /// each kept as its bytes below the key (two of a float32's four), so
+    /// that a page keeping the chunk for that pass keeps half of it or
+    /// less, and the pass reads only the keys it wants. At most
+    /// `keyedLength(bytes.length)` bytes.
+    #[wasm_bindgen(js_name = pushKeyed)]
+    pub fn push_keyed(&mut self, bytes: &[u8]) -> Result<Vec<u8>, BindingError> {
+        let mut out = Vec::with_capacity(self.inner.keyed_len(bytes.len()));
+        self.inner.push_keyed(bytes, &mut out)?;
+        Ok(out)
+    }
+
+    /// The most bytes `pushKeyed` returns for `nbytes` bytes of elements.
+    #[wasm_bindgen(js_name = keyedLength)]
+    pub fn keyed_length(
+        &self,
+        #[wasm_bindgen(unchecked_param_type = "number")] nbytes: &JsValue,
+    ) -> Result<f64, BindingError> {
+        let n = arg(nbytes, "nbytes", whole)?;
+        Ok(self.inner.keyed_len(n) as f64)
     }
 
     /// Whether every key is one value (elements of one or two bytes):

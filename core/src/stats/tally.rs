@@ -1,5 +1,7 @@
 use alloc::boxed::Box;
 use alloc::vec;
+use alloc::vec::Vec;
+use core::fmt;
 
 use half::{bf16, f16};
 
@@ -46,10 +48,31 @@ const KEYS: usize = 1 << 16;
 /// assert_eq!(rest.histogram().counts(), [3, 1, 1, 1]); // np.histogram's
 /// # Ok::<(), bytelens_core::Error>(())
 /// ```
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone)]
 pub struct Tally {
     descr: Descr,
     counts: Box<[u64; KEYS]>,
+    /// [`Tally::push_keyed`]'s counts of one chunk, then where each key's
+    /// elements go; all zeros between calls.
+    scratch: Option<Box<[u32; KEYS]>>,
+}
+
+impl PartialEq for Tally {
+    fn eq(&self, other: &Tally) -> bool {
+        self.descr == other.descr && self.counts == other.counts
+    }
+}
+
+impl fmt::Debug for Tally {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let keys = self.counts.iter().filter(|&&n| n > 0).count();
+        let elements: u64 = self.counts.iter().sum();
+        f.debug_struct("Tally")
+            .field("descr", &self.descr)
+            .field("elements", &elements)
+            .field("keys", &keys)
+            .finish()
+    }
 }
 
 /// How far an element's bits are shifted for its key.
@@ -61,13 +84,27 @@ fn key(bits: u64, shift: u32) -> usize {
     (bits >> shift) as usize & (KEYS - 1)
 }
 
+/// The bytes of an element below its key, which a keyed chunk keeps.
+fn low_bytes(dtype: DType) -> usize {
+    dtype.size().saturating_sub(2)
+}
+
+/// The elements of one record of a keyed chunk at most (its counts are
+/// `u32`s).
+const RECORD: usize = 1 << 30;
+
+fn zeros<T: Clone + Default, const N: usize>() -> Box<[T; N]> {
+    let v = vec![T::default(); N].into_boxed_slice();
+    v.try_into().ok().expect("N elements")
+}
+
 impl Tally {
     /// No elements yet, of `descr` (any dtype, either byte order).
     pub fn new(descr: Descr) -> Tally {
-        let counts = vec![0u64; KEYS].into_boxed_slice();
         Tally {
             descr,
-            counts: counts.try_into().expect("KEYS counts"),
+            counts: zeros(),
+            scratch: None,
         }
     }
 
@@ -90,6 +127,71 @@ impl Tally {
         let (s, counts) = (shift(self.descr.dtype), &mut *self.counts);
         for_each_bits(self.descr, bytes, |bits| counts[key(bits, s)] += 1);
         Ok(())
+    }
+
+    /// Counts the elements in `bytes` as [`Tally::push`] does, and appends
+    /// them to `out` keyed, for [`Rest::push_keyed`]: sorted by key and
+    /// kept as their bytes below it (two of a float32's four, six of a
+    /// float64's eight, none of a one- or two-byte element), so that a
+    /// second pass reads half of a float32 array's bytes or less, and
+    /// touches only the keys it wants. Its layout, in little-endian
+    /// `u32`s: the number of keys `K`, then `K` pairs of a key and its
+    /// count, then each key's elements' low bytes in that order (a record;
+    /// a chunk of more than 2^30 elements is several).
+    /// [`Tally::keyed_len`] bounds its length.
+    pub fn push_keyed(&mut self, bytes: &[u8], out: &mut Vec<u8>) -> Result<(), Error> {
+        whole_elements(self.descr, bytes)?;
+        let size = self.descr.dtype.size();
+        // Saturating: a buffer that wide holds fewer elements than a record.
+        for part in bytes.chunks(RECORD.saturating_mul(size)) {
+            self.keyed_record(part, out);
+        }
+        Ok(())
+    }
+
+    /// The most bytes [`Tally::push_keyed`] appends for `nbytes` bytes of
+    /// elements (whole ones) pushed in one call.
+    pub fn keyed_len(&self, nbytes: usize) -> usize {
+        let size = self.descr.dtype.size();
+        let n = nbytes / size;
+        let records = n.div_ceil(RECORD).max(1);
+        let keys = n.min(KEYS * records);
+        (records * 4)
+            .saturating_add(keys.saturating_mul(8))
+            .saturating_add(n.saturating_mul(low_bytes(self.descr.dtype)))
+    }
+
+    fn keyed_record(&mut self, bytes: &[u8], out: &mut Vec<u8>) {
+        let (descr, s) = (self.descr, shift(self.descr.dtype));
+        let low = low_bytes(descr.dtype);
+        let at = self.scratch.get_or_insert_with(zeros);
+        for_each_bits(descr, bytes, |bits| at[key(bits, s)] += 1);
+        // The table, and each key's first place among the lows.
+        let start = out.len();
+        out.extend_from_slice(&[0; 4]);
+        let (mut keys, mut next) = (0u32, 0u32);
+        for (k, slot) in at.iter_mut().enumerate() {
+            let n = *slot;
+            if n == 0 {
+                continue;
+            }
+            self.counts[k] += u64::from(n);
+            out.extend_from_slice(&(k as u32).to_le_bytes());
+            out.extend_from_slice(&n.to_le_bytes());
+            keys += 1;
+            *slot = next;
+            next += n;
+        }
+        out[start..start + 4].copy_from_slice(&keys.to_le_bytes());
+        let base = out.len();
+        out.resize(base + next as usize * low, 0);
+        let lows = &mut out[base..];
+        match low {
+            0 => {}
+            2 => scatter::<2>(descr, bytes, s, at, lows),
+            _ => scatter::<6>(descr, bytes, s, at, lows),
+        }
+        at.fill(0);
     }
 
     /// Adds the counts of `other`, a tally of another part of the array:
@@ -183,6 +285,85 @@ impl Rest {
         Ok(())
     }
 
+    /// Counts the elements the tally left among those of `keyed`, chunks
+    /// that [`Tally::push_keyed`] wrote (one or several, each once, of
+    /// the tally's dtype): only the keys left are read. A `keyed` cut
+    /// short or not of that layout fails with `LengthMismatch`, its
+    /// records before the fault counted.
+    pub fn push_keyed(&mut self, keyed: &[u8]) -> Result<(), Error> {
+        let dtype = self.descr.dtype;
+        let (s, low) = (shift(dtype), low_bytes(dtype));
+        let broken = |expected, got| Error::LengthMismatch {
+            what: "keyed chunk",
+            expected,
+            got,
+        };
+        let word = |b: &[u8], i: usize| -> usize {
+            u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes")) as usize
+        };
+        let mut rest = keyed;
+        let mut run = [0u64; RUN];
+        let mut len = 0;
+        while !rest.is_empty() {
+            if rest.len() < 4 {
+                return Err(broken(4, rest.len()));
+            }
+            let keys = word(rest, 0);
+            let table = keys
+                .checked_mul(8)
+                .and_then(|t| t.checked_add(4))
+                .filter(|&t| t <= rest.len())
+                .ok_or(broken(keys.saturating_mul(8).saturating_add(4), rest.len()))?;
+            let entries = &rest[4..table];
+            let mut total = 0usize;
+            for i in 0..keys {
+                let (k, n) = (word(entries, 2 * i), word(entries, 2 * i + 1));
+                if k >= KEYS {
+                    return Err(broken(KEYS, k));
+                }
+                total = total.saturating_add(n);
+            }
+            let end = total
+                .checked_mul(low)
+                .and_then(|b| b.checked_add(table))
+                .filter(|&e| e <= rest.len())
+                .ok_or(broken(
+                    total.saturating_mul(low).saturating_add(table),
+                    rest.len(),
+                ))?;
+            let mut lows = &rest[table..end];
+            for i in 0..keys {
+                let (k, n) = (word(entries, 2 * i), word(entries, 2 * i + 1));
+                let (these, after) = lows.split_at(n * low);
+                lows = after;
+                if self.keys[k / 64] >> (k % 64) & 1 == 0 {
+                    continue;
+                }
+                let high = (k as u64) << s;
+                let mut one = |bits: u64| {
+                    run[len] = bits;
+                    len += 1;
+                    if len == RUN {
+                        self.hist.count_bits(dtype, &run);
+                        len = 0;
+                    }
+                };
+                if low == 0 {
+                    (0..n).for_each(|_| one(high));
+                } else {
+                    for b in these.chunks_exact(low) {
+                        let mut w = [0u8; 8];
+                        w[..low].copy_from_slice(b);
+                        one(high | u64::from_le_bytes(w));
+                    }
+                }
+            }
+            rest = &rest[end..];
+        }
+        self.hist.count_bits(dtype, &run[..len]);
+        Ok(())
+    }
+
     /// The histogram so far.
     pub fn histogram(&self) -> &Histogram {
         &self.hist
@@ -237,6 +418,23 @@ impl Histogram {
             }
         }
     }
+}
+
+/// Writes each element's low `L` bytes (little-endian) at its key's next
+/// place in `lows`, `at` holding each key's first.
+fn scatter<const L: usize>(
+    descr: Descr,
+    bytes: &[u8],
+    s: u32,
+    at: &mut [u32; KEYS],
+    lows: &mut [u8],
+) {
+    for_each_bits(descr, bytes, |bits| {
+        let k = key(bits, s);
+        let p = at[k] as usize * L;
+        at[k] += 1;
+        lows[p..p + L].copy_from_slice(&bits.to_le_bytes()[..L]);
+    });
 }
 
 /// Calls `f` with the bits of each element of `descr` in `bytes` (a

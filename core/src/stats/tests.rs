@@ -486,6 +486,25 @@ fn a_tally_and_its_rest_count_what_the_histogram_counts() {
             for chunk in random_cuts(&mut rng, &bytes, descr.dtype.size()) {
                 tally.push(chunk).unwrap();
             }
+            // The same tally taken keyed, in other cuts, its chunks kept.
+            let mut keyed_tally = Tally::new(descr);
+            let mut keyed = Vec::new();
+            for chunk in random_cuts(&mut rng, &bytes, descr.dtype.size()) {
+                let before = keyed.len();
+                keyed_tally.push_keyed(chunk, &mut keyed).unwrap();
+                assert!(
+                    keyed.len() - before <= keyed_tally.keyed_len(chunk.len()),
+                    "{descr}"
+                );
+            }
+            assert_eq!(keyed_tally, tally, "{descr}: keyed or not, the same counts");
+            let mut from_keyed = keyed_tally.count(hist.clone());
+            from_keyed.push_keyed(&keyed).unwrap();
+            assert_eq!(
+                from_keyed.histogram(),
+                &direct,
+                "{descr}: {bins} bins, keyed"
+            );
             let mut rest = tally.count(hist);
             let left = rest.left();
             assert!(left <= n as u64, "{descr}");
@@ -567,4 +586,28 @@ fn tallies_merge_and_refuse_partial_elements() {
     let counted = rest.histogram().clone();
     assert!(rest.push(&bytes[..6]).is_err());
     assert_eq!(rest.histogram(), &counted);
+    // A keyed chunk cut short, or with a key past 2^16, is refused.
+    let mut keyed = Vec::new();
+    Tally::new(descr).push_keyed(&bytes, &mut keyed).unwrap();
+    assert_eq!(
+        keyed.len(),
+        4 + 8 * u32::from_le_bytes(keyed[..4].try_into().unwrap()) as usize + 2 * 1000
+    );
+    for cut in [1, 5, keyed.len() - 1] {
+        let err = rest.clone().push_keyed(&keyed[..cut]).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::LengthMismatch {
+                    what: "keyed chunk",
+                    ..
+                }
+            ),
+            "{cut}: {err}"
+        );
+    }
+    let mut bad = keyed.clone();
+    bad[4..8].copy_from_slice(&70_000u32.to_le_bytes());
+    assert!(rest.clone().push_keyed(&bad).is_err());
+    assert!(rest.push_keyed(&[]).is_ok());
 }

@@ -219,6 +219,28 @@ fn stats_and_histograms_equal_numpy_s_vectors() {
             hist.counts(),
             "{name}: counted from a tally"
         );
+        // And from the tally's keyed chunks.
+        let mut keyed_tally = JsTally::new(&dtype).unwrap();
+        let mut keyed = keyed_tally.push_keyed(&bytes[..half]).unwrap();
+        keyed.extend(keyed_tally.push_keyed(&bytes[half..]).unwrap());
+        let bound = keyed_tally.keyed_length(&num(half as f64)).unwrap()
+            + keyed_tally
+                .keyed_length(&num((bytes.len() - half) as f64))
+                .unwrap();
+        assert!(
+            keyed.len() as f64 <= bound,
+            "{name}: {} keyed bytes, at most {bound}",
+            keyed.len()
+        );
+        let mut from_keyed =
+            JsHistogram::for_range(&num(min), &num(max), &NONE, &dtype.clone().into()).unwrap();
+        from_keyed.add_tally(&keyed_tally).unwrap();
+        from_keyed.push_keyed(&keyed).unwrap();
+        assert_eq!(
+            from_keyed.counts(),
+            hist.counts(),
+            "{name}: counted from keyed chunks"
+        );
         let edges: Vec<f64> = numpy["edges"]
             .as_array()
             .unwrap()
@@ -279,6 +301,17 @@ fn a_histogram_counted_from_a_tally_is_counted_by_push_rest_only() {
         );
     }
     assert_eq!(kind(&thrown(h.push_rest(&bytes[..3]))), "ItemsizeMismatch");
+    let keyed = JsTally::new(&js("<f4"))
+        .unwrap()
+        .push_keyed(&bytes)
+        .unwrap();
+    assert_eq!(
+        kind(&thrown(h.push_keyed(&keyed[..keyed.len() - 1]))),
+        "LengthMismatch"
+    );
+    assert!(
+        message(&thrown(hist().push_keyed(&keyed))).starts_with("pushKeyed() cannot be called now")
+    );
     // bfloat16: every key one value, nothing left.
     let mut exact = JsTally::new(&js("bfloat16")).unwrap();
     exact.push(&[0x80, 0x3f, 0x00, 0x40]).unwrap(); // 1.0, 2.0
