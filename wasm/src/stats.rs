@@ -142,6 +142,17 @@ impl Counted {
             Counted::Tallied(rest) => rest.histogram(),
         }
     }
+
+    /// What a tally left, for `call` (`pushRest`, `pushKeyed`) to count.
+    fn rest(&mut self, call: &'static str) -> Result<&mut Rest, BindingError> {
+        match self {
+            Counted::Tallied(rest) => Ok(rest),
+            Counted::Values(_) => Err(BindingError::Order {
+                call,
+                why: "it counts what a tally left: addTally first",
+            }),
+        }
+    }
 }
 
 /// A histogram that has taken a tally is counted by `pushRest` only (a
@@ -259,13 +270,7 @@ impl JsHistogram {
     /// dtype, the bytes it counted, each once) that `addTally` left.
     #[wasm_bindgen(js_name = pushRest)]
     pub fn push_rest(&mut self, bytes: &[u8]) -> Result<(), BindingError> {
-        match &mut self.inner {
-            Counted::Tallied(rest) => Ok(rest.push(bytes)?),
-            Counted::Values(_) => Err(BindingError::Order {
-                call: "pushRest",
-                why: "it counts what a tally left: addTally first",
-            }),
-        }
+        Ok(self.inner.rest("pushRest")?.push(bytes)?)
     }
 
     /// Counts the elements that `addTally` left among keyed chunks
@@ -274,13 +279,7 @@ impl JsHistogram {
     /// `"LengthMismatch"`.
     #[wasm_bindgen(js_name = pushKeyed)]
     pub fn push_keyed(&mut self, keyed: &[u8]) -> Result<(), BindingError> {
-        match &mut self.inner {
-            Counted::Tallied(rest) => Ok(rest.push_keyed(keyed)?),
-            Counted::Values(_) => Err(BindingError::Order {
-                call: "pushKeyed",
-                why: "it counts what a tally left: addTally first",
-            }),
-        }
+        Ok(self.inner.rest("pushKeyed")?.push_keyed(keyed)?)
     }
 
     /// The count of each bin (exact: integers below 2^53).
