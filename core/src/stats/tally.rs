@@ -277,11 +277,8 @@ impl Rest {
             return Ok(());
         }
         let (s, keys) = (shift(self.descr.dtype), &*self.keys);
-        let left = |bits| {
-            let k = key(bits, s);
-            keys[k / 64] >> (k % 64) & 1 != 0
-        };
-        self.hist.push_kept(self.descr, bytes, left);
+        self.hist
+            .push_kept(self.descr, bytes, |bits| is_left(keys, key(bits, s)));
         Ok(())
     }
 
@@ -302,8 +299,7 @@ impl Rest {
             u32::from_le_bytes(b[4 * i..4 * i + 4].try_into().expect("4 bytes")) as usize
         };
         let mut rest = keyed;
-        let mut run = [0u64; RUN];
-        let mut len = 0;
+        let mut runs = Runs::new();
         while !rest.is_empty() {
             if rest.len() < 4 {
                 return Err(broken(4, rest.len()));
@@ -336,18 +332,11 @@ impl Rest {
                 let (k, n) = (word(entries, 2 * i), word(entries, 2 * i + 1));
                 let (these, after) = lows.split_at(n * low);
                 lows = after;
-                if self.keys[k / 64] >> (k % 64) & 1 == 0 {
+                if !is_left(&self.keys, k) {
                     continue;
                 }
                 let high = (k as u64) << s;
-                let mut one = |bits: u64| {
-                    run[len] = bits;
-                    len += 1;
-                    if len == RUN {
-                        self.hist.count_bits(dtype, &run);
-                        len = 0;
-                    }
-                };
+                let mut one = |bits: u64| runs.add(&mut self.hist, dtype, bits, true);
                 if low == 0 {
                     (0..n).for_each(|_| one(high));
                 } else {
@@ -360,7 +349,7 @@ impl Rest {
             }
             rest = &rest[end..];
         }
-        self.hist.count_bits(dtype, &run[..len]);
+        runs.finish(&mut self.hist, dtype);
         Ok(())
     }
 
@@ -375,8 +364,47 @@ impl Rest {
     }
 }
 
+/// Whether the tally left key `k` (its bit in `keys` set).
+fn is_left(keys: &[u64; KEYS / 64], k: usize) -> bool {
+    keys[k / 64] >> (k % 64) & 1 != 0
+}
+
 /// Elements a second pass gathers before it counts them.
 const RUN: usize = 256;
+
+/// The elements a second pass keeps, gathered by their bits and counted a
+/// run at a time.
+struct Runs {
+    run: [u64; RUN],
+    len: usize,
+}
+
+impl Runs {
+    fn new() -> Runs {
+        Runs {
+            run: [0; RUN],
+            len: 0,
+        }
+    }
+
+    /// Gathers `bits` where `keep` (without a branch), counting a full run
+    /// into `hist`.
+    #[inline(always)]
+    fn add(&mut self, hist: &mut Histogram, dtype: DType, bits: u64, keep: bool) {
+        // `len` is below RUN here; the mask says so to the compiler.
+        self.run[self.len % RUN] = bits;
+        self.len += usize::from(keep);
+        if self.len == RUN {
+            hist.count_bits(dtype, &self.run);
+            self.len = 0;
+        }
+    }
+
+    /// Counts what is gathered.
+    fn finish(self, hist: &mut Histogram, dtype: DType) {
+        hist.count_bits(dtype, &self.run[..self.len]);
+    }
+}
 
 impl Histogram {
     /// Counts the elements of `descr` in `bytes` whose bits `keep` keeps,
@@ -384,17 +412,11 @@ impl Histogram {
     /// runs (without a branch) and counted a run at a time, so that the
     /// loop over the many others stays a load, a shift and a test.
     fn push_kept(&mut self, descr: Descr, bytes: &[u8], keep: impl Fn(u64) -> bool) {
-        let mut run = [0u64; RUN];
-        let mut len = 0;
+        let mut runs = Runs::new();
         for_each_bits(descr, bytes, |bits| {
-            run[len] = bits;
-            len += usize::from(keep(bits));
-            if len == RUN {
-                self.count_bits(descr.dtype, &run);
-                len = 0;
-            }
+            runs.add(self, descr.dtype, bits, keep(bits))
         });
-        self.count_bits(descr.dtype, &run[..len]);
+        runs.finish(self, descr.dtype);
     }
 
     /// Counts elements of `dtype` given by their bits.
