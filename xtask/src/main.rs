@@ -608,7 +608,8 @@ fn percent_encode(text: &str) -> String {
 
 fn demo(file: Option<PathBuf>, install: bool) -> Result {
     if let Some(file) = &file {
-        fs::metadata(file).map_err(|e| format!("demo: {}: {e}", file.display()))?;
+        // Before the build: a device or a FIFO could not be served.
+        web::served_file(file).map_err(|e| format!("demo: {e}"))?;
     }
     installing(install, || web::ensure_web_tools(false))?;
     web::build_package()?;

@@ -11,6 +11,8 @@ use crate::{Result, cmd, root, run, target_dir};
 
 mod serve;
 
+pub use serve::served_file;
+
 /// The release `.wasm` may not grow past this (the budget).
 const MAX_WASM_BYTES: u64 = 100 * 1024;
 
@@ -411,7 +413,7 @@ pub fn serve(port: u16, files: Vec<PathBuf>) -> Result<String> {
 
 /// [`serve`] for any folder `dir` (the docs' site, target/docs/).
 pub fn serve_dir(dir: &Path, port: u16, files: Vec<PathBuf>) -> Result<String> {
-    let site = serve::Site::new(dir, files).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let site = serve::Site::new(dir, files)?;
     let server = serve::Server::start(port, site, serve::Limits::default())
         .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
     Ok(format!("http://{}/", server.addr()))

@@ -3,6 +3,13 @@
 //! `/file/NAME`, each in byte ranges (`Range: bytes=a-b`), one request per
 //! connection.
 //!
+//! It answers only requests addressed to it: a `Host` header other than
+//! `127.0.0.1` or `localhost` (with the server's port, or without a port)
+//! is refused with 421, so that a page of another site whose name an
+//! attacker points at 127.0.0.1 (DNS rebinding) cannot read what is served.
+//! The named files must be regular files when the server starts
+//! ([`Site::new`]), and are checked again at each request.
+//!
 //! Whatever a client sends, the server holds a bounded amount of it and
 //! for a bounded time: the request's head is read into at most
 //! [`MAX_HEAD`] bytes and judged by [`parse_head`], a pure function (the
@@ -18,7 +25,7 @@
 use std::fs::{self, File};
 use std::io::{self, ErrorKind, Read, Seek, SeekFrom, Write};
 use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread;
@@ -78,6 +85,9 @@ pub struct Request {
     pub path: String,
     /// The `Range` header's value, if it has one.
     pub range: Option<String>,
+    /// The `Host` header's value (always there in HTTP/1.1; an HTTP/1.0
+    /// request may have none).
+    pub host: Option<String>,
     /// The head's length in bytes, its final empty line included.
     pub head_len: usize,
 }
@@ -106,6 +116,7 @@ fn phrase(status: u16) -> &'static str {
         403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
+        421 => "Misdirected Request",
         408 => "Request Timeout",
         414 => "URI Too Long",
         416 => "Range Not Satisfiable",
@@ -164,7 +175,7 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Request>, Reject> {
     };
     let (method, path, http11) = request_line(line)?;
 
-    let (mut headers, mut range, mut host) = (0, None, false);
+    let (mut headers, mut range, mut host) = (0, None, None);
     loop {
         let Some((line, end)) = line_end(&mut at) else {
             let tail = tail(at);
@@ -185,13 +196,14 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Request>, Reject> {
             return Err(too_long_head());
         }
         if line.is_empty() {
-            if http11 && !host {
+            if http11 && host.is_none() {
                 return Err(reject(400, "an HTTP/1.1 request without a Host header"));
             }
             return Ok(Some(Request {
                 method,
                 path,
                 range,
+                host,
                 head_len: end,
             }));
         }
@@ -206,10 +218,10 @@ pub fn parse_head(buf: &[u8]) -> Result<Option<Request>, Reject> {
             }
             range = Some(String::from_utf8_lossy(value).into_owned());
         } else if name.eq_ignore_ascii_case(b"host") {
-            if host {
+            if host.is_some() {
                 return Err(reject(400, "two Host headers"));
             }
-            host = true;
+            host = Some(String::from_utf8_lossy(value).into_owned());
         }
     }
 }
@@ -379,6 +391,31 @@ fn header(line: &[u8], n: usize) -> Result<(&[u8], &[u8]), Reject> {
     Ok((name, value))
 }
 
+/// Whether a request whose `Host` header is `host` is addressed to this
+/// server, listening on 127.0.0.1:`port`: `127.0.0.1` or `localhost` (in
+/// any case), with that port or without one. A request without a `Host`
+/// header (HTTP/1.0 allows it) is too: browsers always send one, and it is
+/// a browser's page that DNS rebinding turns against the server.
+pub fn addressed_here(host: Option<&str>, port: u16) -> bool {
+    let Some(host) = host else {
+        return true;
+    };
+    let name = match host.rsplit_once(':') {
+        Some((name, p)) if p == port.to_string() => name,
+        Some(_) => return false,
+        None => host,
+    };
+    name == "127.0.0.1" || name.eq_ignore_ascii_case("localhost")
+}
+
+/// The refusal of a request addressed to another host (see [`addressed_here`]).
+fn misdirected(port: u16) -> Reject {
+    reject(
+        421,
+        format!("this server answers only to Host 127.0.0.1:{port} or localhost:{port}"),
+    )
+}
+
 /// What a `Range` header asks of a file of `len` bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Range {
@@ -446,10 +483,18 @@ pub struct Site {
 }
 
 impl Site {
-    /// The folder `root` (which must exist) and `files`.
-    pub fn new(root: &Path, files: Vec<PathBuf>) -> io::Result<Self> {
+    /// The folder `root` (which must exist) and `files`, each a regular
+    /// file ([`served_file`]): a device or a FIFO is refused here, before
+    /// any page asks for it (and again at each request, in case it was
+    /// swapped since).
+    pub fn new(root: &Path, files: Vec<PathBuf>) -> Result<Self, String> {
+        for file in &files {
+            served_file(file)?;
+        }
         Ok(Self {
-            root: root.canonicalize()?,
+            root: root
+                .canonicalize()
+                .map_err(|e| format!("{}: {e}", root.display()))?,
             files,
         })
     }
@@ -488,6 +533,34 @@ impl Site {
         let (open, len) = open_regular(&file)?;
         Ok((open, len, content_type(&file)))
     }
+}
+
+/// Checks that `path` (symbolic links followed) is a file the server can
+/// serve in byte ranges: a regular file, not a folder, a device such as
+/// `/dev/zero` or a FIFO, which would be endless or block. The error names
+/// the file and what it is.
+pub fn served_file(path: &Path) -> Result<(), String> {
+    let meta = fs::metadata(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a folder"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    };
+    Err(format!(
+        "{}: not a regular file ({what}), so it cannot be served in byte ranges",
+        path.display()
+    ))
 }
 
 /// `path` opened if it is a regular file (checked before opening it, so a
@@ -604,7 +677,7 @@ impl Server {
                     let _ = thread::Builder::new().spawn(move || {
                         let _slot = slot;
                         // A client that hangs up or stalls is no concern of the server's.
-                        let _ = connection(stream, &site, limits);
+                        let _ = connection(stream, &site, limits, addr.port());
                     });
                 }
             })?;
@@ -623,9 +696,10 @@ impl Server {
     }
 }
 
-/// One connection: its head read (within `limits.timeout`, at most
-/// [`MAX_HEAD`] bytes), its answer, a lingering close.
-fn connection(mut stream: TcpStream, site: &Site, limits: Limits) -> io::Result<()> {
+/// One connection to the server on `port`: its head read (within
+/// `limits.timeout`, at most [`MAX_HEAD`] bytes), its answer, a lingering
+/// close.
+fn connection(mut stream: TcpStream, site: &Site, limits: Limits, port: u16) -> io::Result<()> {
     stream.set_write_timeout(Some(limits.timeout))?;
     let deadline = Instant::now() + limits.timeout;
     let mut buf = Vec::with_capacity(1024);
@@ -664,6 +738,10 @@ fn connection(mut stream: TcpStream, site: &Site, limits: Limits) -> io::Result<
         }
     };
     let answered = match parsed {
+        Ok(request) if !addressed_here(request.host.as_deref(), port) => {
+            let body = request.method == Method::Get;
+            refuse(&mut stream, &misdirected(port), body, "")
+        }
         Ok(request) => answer(&mut stream, site, &request),
         Err(refusal) => refuse(&mut stream, &refusal, true, ""),
     };

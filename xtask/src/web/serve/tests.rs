@@ -387,11 +387,13 @@ impl Fixture {
         symlink(dir.join("outside.fifo"), dir.join("root/to-fifo")).unwrap();
         symlink(dir.join("secret.txt"), dir.join("root/to-secret")).unwrap();
         fs::write(dir.join("served.bin"), pattern(1000)).unwrap();
+        fs::write(dir.join("swapped.bin"), pattern(10)).unwrap();
         Self { dir }
     }
 
     fn start(&self, limits: Limits) -> Server {
-        let files = vec![self.dir.join("served.bin"), self.dir.join("outside.fifo")];
+        // swapped.bin: a FIFO once the server runs (`fifos_are_refused_without_blocking`).
+        let files = vec![self.dir.join("served.bin"), self.dir.join("swapped.bin")];
         let site = Site::new(&self.dir.join("root"), files).unwrap();
         Server::start(0, site, limits).unwrap()
     }
@@ -487,7 +489,7 @@ fn get(server: &Server, path: &str, range: Option<&str>) -> Answer {
     let range = range.map_or(String::new(), |r| format!("Range: {r}\r\n"));
     ask(
         server,
-        format!("GET {path} HTTP/1.1\r\nHost: t\r\n{range}\r\n").as_bytes(),
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\n{range}\r\n").as_bytes(),
     )
 }
 
@@ -573,11 +575,14 @@ fn paths_and_devices() {
 fn fifos_are_refused_without_blocking() {
     let fixture = Fixture::new();
     let server = fixture.start(quick());
+    // A served file made a FIFO after the server started.
+    fs::remove_file(fixture.dir.join("swapped.bin")).unwrap();
+    mkfifo(&fixture.dir.join("swapped.bin"));
     // In the folder, linked from it to outside, and given as a served file.
     for (path, status, reason) in [
         ("/pipe", 403, "not a regular file\n"),
         ("/to-fifo", 403, "a link to outside the served folder\n"),
-        ("/file/outside.fifo", 403, "not a regular file\n"),
+        ("/file/swapped.bin", 403, "not a regular file\n"),
     ] {
         let answer = get(&server, path, None);
         assert_eq!(
@@ -651,7 +656,7 @@ fn static_files_ranges_and_head() {
 
     let head = ask(
         &server,
-        b"HEAD /data.bin HTTP/1.1\r\nHost: t\r\nRange: bytes=10-19\r\n\r\n",
+        b"HEAD /data.bin HTTP/1.1\r\nHost: LocalHost\r\nRange: bytes=10-19\r\n\r\n",
     );
     assert_eq!(
         (head.status, head.header("content-length"), head.body.len()),
@@ -672,7 +677,7 @@ fn bad_methods_and_malformed_requests() {
     let server = fixture.start(quick());
     let post = ask(
         &server,
-        b"POST / HTTP/1.1\r\nHost: t\r\nContent-Length: 5\r\n\r\nhello",
+        b"POST / HTTP/1.1\r\nHost: localhost\r\nContent-Length: 5\r\n\r\nhello",
     );
     assert_eq!(
         (post.status, post.header("allow")),
@@ -703,7 +708,7 @@ fn bad_methods_and_malformed_requests() {
     let start = Instant::now();
     let mut stream = TcpStream::connect(server.addr()).unwrap();
     stream.set_nodelay(true).unwrap();
-    for b in b"GET /sub/ HTTP/1.1\r\nHost: t\r\n\r\n" {
+    for b in b"GET /sub/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n" {
         stream.write_all(&[*b]).unwrap();
     }
     assert_eq!(read_answer(&mut stream, start).body, b"sub");
@@ -839,4 +844,93 @@ fn a_sparse_file_past_4_gib_is_served_in_ranges() {
         tail.header("content-range"),
         Some(format!("bytes {}-{}/{len}", len - 3, len - 1).as_str())
     );
+}
+
+#[test]
+fn only_requests_addressed_to_127_0_0_1_or_localhost_are_served() {
+    for (host, port, here) in [
+        (Some("127.0.0.1"), 8000, true),
+        (Some("127.0.0.1:8000"), 8000, true),
+        (Some("localhost:8000"), 8000, true),
+        (Some("LOCALHOST"), 8000, true),
+        (None, 8000, true), // HTTP/1.0 without a Host header
+        (Some("attacker.example"), 8000, false),
+        (Some("attacker.example:8000"), 8000, false),
+        (Some("127.0.0.1:8001"), 8000, false),
+        (Some("localhost:08000"), 8000, false),
+        (Some("localhost:"), 8000, false),
+        (Some("127.0.0.1.attacker.example"), 8000, false),
+        (Some("localhost.:8000"), 8000, false),
+        (Some("[::1]:8000"), 8000, false),
+        (Some("127.0.0.2:8000"), 8000, false),
+        (Some(""), 8000, false),
+    ] {
+        assert_eq!(addressed_here(host, port), here, "{host:?} on {port}");
+    }
+
+    let fixture = Fixture::new();
+    let server = fixture.start(quick());
+    let port = server.addr().port();
+    let reason = format!("this server answers only to Host 127.0.0.1:{port} or localhost:{port}\n");
+    for host in [
+        "attacker.example".to_owned(),
+        format!("attacker.example:{port}"),
+        format!("127.0.0.1:{}", port.wrapping_add(1)),
+    ] {
+        for (path, range) in [("/", ""), ("/file/served.bin", "Range: bytes=0-9\r\n")] {
+            let request = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\n{range}\r\n");
+            let answer = ask(&server, request.as_bytes());
+            assert_eq!(
+                (
+                    answer.status,
+                    String::from_utf8_lossy(&answer.body).as_ref()
+                ),
+                (421, reason.as_str()),
+                "{host} {path}"
+            );
+        }
+        let head = ask(
+            &server,
+            format!("HEAD / HTTP/1.1\r\nHost: {host}\r\n\r\n").as_bytes(),
+        );
+        assert_eq!((head.status, head.body.len()), (421, 0), "{host}");
+    }
+    for host in [
+        format!("127.0.0.1:{port}"),
+        format!("localhost:{port}"),
+        "localhost".to_owned(),
+    ] {
+        let request =
+            format!("GET /file/served.bin HTTP/1.1\r\nHost: {host}\r\nRange: bytes=0-9\r\n\r\n");
+        let answer = ask(&server, request.as_bytes());
+        assert_eq!((answer.status, answer.body), (206, pattern(10)), "{host}");
+    }
+}
+
+#[test]
+fn a_file_to_serve_that_is_not_a_regular_file_is_refused_before_serving() {
+    let fixture = Fixture::new();
+    let root = fixture.dir.join("root");
+    for (file, what) in [
+        (PathBuf::from("/dev/zero"), "a character device"),
+        (fixture.dir.join("outside.fifo"), "a FIFO"),
+        (fixture.dir.join("root"), "a folder"),
+    ] {
+        let err = Site::new(&root, vec![fixture.dir.join("served.bin"), file.clone()]).unwrap_err();
+        assert_eq!(
+            err,
+            format!(
+                "{}: not a regular file ({what}), so it cannot be served in byte ranges",
+                file.display()
+            )
+        );
+        assert_eq!(served_file(&file), Err(err));
+    }
+    let missing = fixture.dir.join("missing.bin");
+    let err = Site::new(&root, vec![missing.clone()]).unwrap_err();
+    assert!(
+        err.starts_with(&format!("{}: ", missing.display())),
+        "{err}"
+    );
+    assert_eq!(served_file(&fixture.dir.join("served.bin")), Ok(()));
 }
