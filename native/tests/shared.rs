@@ -610,3 +610,82 @@ fn a_second_create_of_a_live_name_is_refused_in_another_process() {
     );
     sh.unlink_checked().unwrap();
 }
+
+/// Forks this process; the child runs `body` and exits with the status it
+/// returns (101 if it panics), without running destructors. The parent
+/// waits for it at most 20 s, then kills it and fails. The child prints
+/// nothing: only the forking thread goes on in it, and a lock another
+/// thread held at the fork (stdout's) would never be released there.
+#[cfg(unix)]
+fn status_of_forked_child(body: impl FnOnce() -> i32) -> i32 {
+    // SAFETY: the child only runs `body`, which takes no lock another
+    // thread of this process could hold (the segment's are the test's
+    // own), then `_exit`s; the parent goes on as before.
+    let pid = unsafe { libc::fork() };
+    assert!(pid >= 0, "fork: {}", std::io::Error::last_os_error());
+    if pid == 0 {
+        let status = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body)).unwrap_or(101);
+        // SAFETY: ends the child at once; nothing of it is used after.
+        unsafe { libc::_exit(status) };
+    }
+    let start = Instant::now();
+    let mut status = 0;
+    loop {
+        // SAFETY: waits for our own child, writing only `status`.
+        let done = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+        assert!(done >= 0, "waitpid: {}", std::io::Error::last_os_error());
+        if done == pid {
+            break;
+        }
+        if start.elapsed() > Duration::from_secs(20) {
+            // SAFETY: kills and reaps our own child.
+            unsafe {
+                libc::kill(pid, libc::SIGKILL);
+                libc::waitpid(pid, &mut status, 0);
+            }
+            panic!("the forked child ran past 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(
+        libc::WIFEXITED(status),
+        "the forked child ended by signal: {status:#x}"
+    );
+    libc::WEXITSTATUS(status)
+}
+
+#[cfg(unix)]
+#[test]
+fn a_child_forked_after_unlink_locks_as_its_parent_can() {
+    for kind in LockKind::available() {
+        let name = unique(&format!("fork-{kind}"));
+        let sh = create_with(&name, 8, kind).unwrap();
+        sh.unlink_checked().unwrap();
+        assert!(!sh.lock(Some(Duration::from_secs(5))).unwrap().owner_died());
+        // The file lock's child used to fail here: "opening the segment's lock
+        // file (removed while the segment lived?)".
+        let status = status_of_forked_child(|| match sh.lock(Some(Duration::from_secs(5))) {
+            Ok(held) if !held.owner_died() => 0,
+            Ok(_) => 2,
+            Err(SharedError::Timeout { .. }) => 3,
+            Err(_) => 4,
+        });
+        assert_eq!(status, 0, "{kind}: 2 owner_died, 3 timed out, 4 an error");
+        // Its own lock, not its parent's: kept out while the parent holds it.
+        let held = sh.lock(None).unwrap();
+        let status = status_of_forked_child(|| match sh.lock(Some(Duration::from_millis(100))) {
+            Err(SharedError::Timeout { .. }) => 0,
+            Ok(_) => 5,
+            Err(_) => 4,
+        });
+        assert_eq!(
+            status, 0,
+            "{kind}: 5 locked while the parent held it, 4 an error"
+        );
+        drop(held);
+        assert!(
+            !sh.lock(Some(Duration::from_secs(5))).unwrap().owner_died(),
+            "{kind}"
+        );
+    }
+}

@@ -14,6 +14,16 @@
 //! makes it, `attach` opens it (and fails if it is gone, rather than lock
 //! nothing), `unlink` removes it.
 //!
+//! A forked child inherits its parent's descriptor, which shares the
+//! parent's open file and so its lock: on its first lock the child opens
+//! the file again, a new open file of its own. On Linux it does so through
+//! `/proc/self/fd`, which reaches the file by the inherited descriptor even
+//! once `unlink` has removed its name, so a child forked after `unlink`
+//! locks as its parent can (as with the robust mutex, which lives in the
+//! mapping the child inherits). Elsewhere (macOS, the BSDs, where
+//! `/dev/fd` only duplicates a descriptor) it opens the file by its path,
+//! which exists only until `unlink`.
+//!
 //! `flock` excludes open files, not threads: threads sharing one
 //! [`FileLock`] are kept apart by its own mutex and condition variable
 //! first. A thread that ends holding it releases it (as a robust mutex
@@ -25,7 +35,7 @@ use std::fs::{File, OpenOptions};
 use std::io::ErrorKind;
 use std::os::fd::{AsRawFd, RawFd};
 use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::time::{Duration, Instant};
 
@@ -167,7 +177,7 @@ impl FileLock {
             // A forked child: what the parent held is the parent's (no
             // thread of the child holds it), and the inherited descriptor
             // shares the parent's open file, so its lock: open another.
-            state.file = open_file(&self.inner.path, false)?;
+            state.file = reopen(&state.file, &self.inner.path)?;
             state.pid = std::process::id();
             state.holder = 0;
         }
@@ -276,7 +286,7 @@ impl State {
     }
 }
 
-fn open_file(path: &PathBuf, create: bool) -> Result<File, SharedError> {
+fn open_file(path: &Path, create: bool) -> Result<File, SharedError> {
     let mut options = OpenOptions::new();
     options.read(true).write(true).mode(0o600);
     options.custom_flags(libc::O_CLOEXEC | libc::O_NOFOLLOW);
@@ -290,6 +300,44 @@ fn open_file(path: &PathBuf, create: bool) -> Result<File, SharedError> {
             "opening the segment's lock file (removed while the segment lived?)"
         },
         err: std::io::Error::new(err.kind(), format!("{}: {err}", path.display())),
+    })
+}
+
+/// A new open file of the lock file that `inherited` (a descriptor a
+/// forked child inherited, which shares its parent's open file) is open
+/// on, at `path` while the segment has its name. On Linux through
+/// `/proc/self/fd`, which reaches the file even after `unlink` removed its
+/// name (by `path` only if `/proc` is not mounted); elsewhere by `path`.
+fn reopen(inherited: &File, path: &Path) -> Result<File, SharedError> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let fd = PathBuf::from(format!("/proc/self/fd/{}", inherited.as_raw_fd()));
+        let mut options = OpenOptions::new();
+        // Not O_NOFOLLOW: the entry is a link (to the open file itself).
+        options.read(true).write(true).custom_flags(libc::O_CLOEXEC);
+        if let Ok(file) = options.open(&fd) {
+            let same = |a: &File, b: &File| match (a.metadata(), b.metadata()) {
+                (Ok(a), Ok(b)) => (a.dev(), a.ino()) == (b.dev(), b.ino()),
+                _ => false,
+            };
+            if same(&file, inherited) {
+                return Ok(file);
+            }
+        }
+    }
+    let _ = inherited;
+    open_file(path, false).map_err(|err| match err {
+        SharedError::Os { err, .. } if err.kind() == ErrorKind::NotFound => SharedError::Os {
+            what: if cfg!(any(target_os = "linux", target_os = "android")) {
+                "reopening the segment's lock file in a forked child (no /proc, and its name \
+                 is gone: removed while the segment lived?)"
+            } else {
+                "reopening the segment's lock file in a forked child (on this OS a child \
+                 forked after unlink() cannot: fork before unlinking)"
+            },
+            err,
+        },
+        err => err,
     })
 }
 
