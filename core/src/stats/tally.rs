@@ -5,7 +5,7 @@ use core::fmt;
 
 use half::{bf16, f16};
 
-use super::{Arithmetic, Histogram, Span, bin, each, whole_elements};
+use super::{Histogram, Span, bin, each, whole_elements};
 use crate::{DType, Descr, Error, Scalar};
 
 /// The keys a [`Tally`] counts by: an element's leading 16 bits.
@@ -421,21 +421,23 @@ impl Histogram {
 
     /// Counts elements of `dtype` given by their bits.
     fn count_bits(&mut self, dtype: DType, run: &[u64]) {
-        match self.arithmetic {
-            Arithmetic::F64 => self.count_run(dtype, run, |x| x),
-            Arithmetic::F32 => self.count_run(dtype, run, |x| f64::from(x as f32)),
-            a @ Arithmetic::Narrow(_) => self.count_run(dtype, run, |x| a.round(x)),
-        }
+        with_rounding!(self, |r, q| self.count_run(dtype, run, r, q));
     }
 
     #[inline(always)]
-    fn count_run(&mut self, dtype: DType, run: &[u64], r: impl Fn(f64) -> f64) {
+    fn count_run(
+        &mut self,
+        dtype: DType,
+        run: &[u64],
+        r: impl Fn(f64) -> f64,
+        q: impl Fn(f64) -> f64,
+    ) {
         let value = decoder(dtype);
-        let (lo, hi, width, bins) = (self.lo, self.hi, self.width, self.bins);
+        let (ends, bins) = (self.ends, self.bins);
         let edges = &self.edges[..=bins];
         let counts = &mut self.counts[..bins];
         for &bits in run {
-            if let Some(i) = bin(value(bits), lo, hi, width, edges, &r) {
+            if let Some(i) = bin(value(bits), &ends, edges, &r, &q) {
                 counts[i] += 1;
             }
         }

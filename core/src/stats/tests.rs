@@ -315,6 +315,93 @@ fn histogram_counts_equal_comparisons_with_its_edges() {
     }
 }
 
+/// numpy's `np.histogram(a, bins, range=(lo, hi))`, the range given as
+/// Python floats, for arrays of every kind of dtype (`ranges.json`,
+/// written by `generate_ranges.py`): edges bit for bit, counts exactly,
+/// refusals; pushed value by value, and from a tally of the bytes.
+#[test]
+#[cfg_attr(miri, ignore = "60 KB of JSON and 65,536-key tallies: slow under Miri")]
+fn a_given_range_bins_as_numpy_s() {
+    use std::string::String;
+    let vectors: serde_json::Value =
+        serde_json::from_str(include_str!("ranges.json")).expect("ranges.json");
+    let float = |v: &serde_json::Value| {
+        f64::from_bits(u64::from_str_radix(v.as_str().expect("bits"), 16).expect("hex"))
+    };
+    let cases = vectors["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 50);
+    let (mut refused, mut narrow) = (0, 0);
+    for case in cases {
+        let name = case["name"].as_str().expect("name");
+        let descr: Descr = case["dtype"]
+            .as_str()
+            .expect("dtype")
+            .parse()
+            .expect("a dtype");
+        let text: String = case["bytes"].as_str().expect("bytes").into();
+        let bytes: Vec<u8> = (0..text.len())
+            .step_by(2)
+            .map(|i| u8::from_str_radix(&text[i..i + 2], 16).expect("hex"))
+            .collect();
+        let (lo, hi) = (float(&case["lo"]), float(&case["hi"]));
+        let bins = case["bins"].as_u64().expect("bins") as usize;
+        let hist = Histogram::new(lo, hi, bins, descr.dtype);
+        let Some(numpy) = case["histogram"].as_object() else {
+            assert_eq!(case["histogram"], "too many bins", "{name}");
+            assert!(hist.is_none(), "{name}: numpy refuses these bins");
+            refused += 1;
+            continue;
+        };
+        let mut hist = hist.expect(name);
+        let edges: Vec<f64> = numpy["edges"]
+            .as_array()
+            .expect("edges")
+            .iter()
+            .map(float)
+            .collect();
+        let counts: Vec<u64> = numpy["counts"]
+            .as_array()
+            .expect("counts")
+            .iter()
+            .map(|c| c.as_u64().expect("a count"))
+            .collect();
+        assert_eq!(
+            hist.edges().iter().map(|e| e.to_bits()).collect::<Vec<_>>(),
+            edges.iter().map(|e| e.to_bits()).collect::<Vec<_>>(),
+            "{name}: edges"
+        );
+        #[cfg(feature = "alloc")]
+        {
+            let mut tally = Tally::new(descr);
+            tally.push(&bytes).unwrap();
+            let mut rest = tally.count(hist.clone());
+            rest.push(&bytes).unwrap();
+            assert_eq!(rest.histogram().counts(), counts, "{name}: tallied counts");
+        }
+        hist.push(descr, &bytes).unwrap();
+        assert_eq!(hist.counts(), counts, "{name}: counts");
+        narrow += usize::from(descr.dtype.size() <= 4 && descr.dtype.is_float());
+    }
+    assert!(refused >= 1 && narrow >= 30, "{refused} {narrow}");
+}
+
+/// The case: float16 edges from float64 numbers rounded once, not
+/// stepped in float16 (which gave [1, 2]); a range of one number widened.
+#[test]
+fn a_given_range_is_not_stepped_in_the_array_s_type() {
+    let values = [2.6484375f32, 0.1, 5.2].map(half::f16::from_f32);
+    let mut h = Histogram::new(0.1, 5.2, 2, DType::F16).unwrap();
+    h.push(Descr::native(DType::F16), bytemuck::cast_slice(&values))
+        .unwrap();
+    assert_eq!(h.counts(), [2, 1]);
+    let mut h = Histogram::for_range(0.1, 5.2, 2, DType::F16).unwrap();
+    h.push(Descr::native(DType::F16), bytemuck::cast_slice(&values))
+        .unwrap();
+    assert_eq!(h.counts(), [1, 2], "numpy's own range is in float16");
+    let h = Histogram::new(7.0, 7.0, 4, DType::I32).unwrap();
+    assert_eq!(h.edges(), [6.5, 6.75, 7.0, 7.25, 7.5]);
+}
+
 #[test]
 fn histogram_refuses_what_numpy_refuses() {
     assert!(Histogram::new(0.0, 1.0, 0, DType::F64).is_none());
