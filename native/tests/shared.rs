@@ -494,12 +494,14 @@ fn child(role: &str) -> Child {
 }
 
 /// The children's side. Run as a test, without the role variable, it does
-/// nothing; with it (set only by [`child`]), it plays one of the roles:
+/// nothing; with it (set only by [`child`] and [`in_own_mounts`]), it plays
+/// one of the roles:
 /// `count NAME N`, N locked increments of the segment's first u64, read and
 /// written back non-atomically with a yield between, so that a lock that
 /// failed to exclude would lose increments; `hold NAME`, takes the lock,
 /// says so in byte 8 and waits to be killed; `create NAME`, tries to create
-/// the segment and reports how it went in byte 9 (1: refused as existing).
+/// the segment and reports how it went in byte 9 (1: refused as existing);
+/// `squatted NAME`, [`squatted_lock_folder`].
 #[test]
 fn child_process() {
     let Ok(role) = std::env::var(ROLE) else {
@@ -536,6 +538,8 @@ fn child_process() {
             };
             attach(name).unwrap().as_bytes_mut()[9] = outcome;
         }
+        #[cfg(target_os = "linux")]
+        ["squatted", name] => squatted_lock_folder(name),
         _ => panic!("unknown role {role:?}"),
     }
 }
@@ -687,5 +691,124 @@ fn a_child_forked_after_unlink_locks_as_its_parent_can() {
             !sh.lock(Some(Duration::from_secs(5))).unwrap().owner_died(),
             "{kind}"
         );
+    }
+}
+
+/// Runs this test binary in `role` as [`child`] does, but as root in a
+/// mount namespace of its own whose `/dev/shm` and `/run` are empty tmpfs
+/// (never this machine's, which other processes use), after `setup` (a
+/// shell command) ran there; `None` where that cannot be (not root, no
+/// `unshare`), with the reason printed.
+#[cfg(target_os = "linux")]
+fn in_own_mounts(setup: &str, role: &str) -> Option<std::process::ExitStatus> {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        println!("skipped: mounting a /dev/shm of its own needs root");
+        return None;
+    }
+    let script = format!(
+        "mount -t tmpfs bytelens-test /dev/shm && mount -t tmpfs bytelens-test /run && {setup} \
+         && exec \"$@\""
+    );
+    let spawned = Command::new("unshare")
+        .args([
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            &script,
+            "sh",
+        ])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "child_process",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(ROLE, role)
+        .stdout(std::process::Stdio::null())
+        .spawn();
+    let Ok(mut child) = spawned else {
+        println!("skipped: no unshare to make a mount namespace with");
+        return None;
+    };
+    let start = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        if start.elapsed() > Duration::from_secs(30) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{role} ran past 30 s");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// The `squatted` role, root's, where another user (uid 12345) made
+/// `/dev/shm/bytelens-locks-0` first ([`in_own_mounts`]): a file-locked
+/// segment is refused, saying whose the folder is, while root has no
+/// folder of its own; with `/run/user/0`, its lock file goes there, every
+/// process attaching finds it, and unlink removes it.
+#[cfg(target_os = "linux")]
+fn squatted_lock_folder(name: &str) {
+    let squatted = std::path::Path::new("/dev/shm/bytelens-locks-0");
+    let err = create_with(name, 8, LockKind::FileLock).err().unwrap();
+    let message = err.to_string();
+    for part in [
+        "/dev/shm/bytelens-locks-0 is a folder of uid 12345, mode 0755, not a folder of this \
+         user's (uid 0) with mode 0700",
+        "have it removed (as uid 12345 or root: rm -r '/dev/shm/bytelens-locks-0')",
+        "no folder of this user's own to use instead (/run/user/0: No such file or directory",
+    ] {
+        assert!(message.contains(part), "{message}");
+    }
+    assert!(
+        matches!(attach(name), Err(SharedError::Missing { .. })),
+        "nothing left"
+    );
+
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .mode(0o755)
+        .create("/run/user")
+        .unwrap();
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create("/run/user/0")
+        .unwrap();
+    let own = std::path::Path::new("/run/user/0/bytelens-locks");
+    let sh = create_with(name, 8, LockKind::FileLock).unwrap();
+    assert_eq!(std::fs::read_dir(own).unwrap().count(), 1, "its lock file");
+    assert_eq!(std::fs::read_dir(squatted).unwrap().count(), 0);
+    let other = attach(name).unwrap();
+    let held = other.lock(None).unwrap();
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            assert!(matches!(
+                sh.lock(Some(Duration::ZERO)),
+                Err(SharedError::Timeout { .. })
+            ));
+        });
+    });
+    drop(held);
+    assert!(!sh.lock(None).unwrap().owner_died());
+    sh.unlink_checked().unwrap();
+    assert_eq!(
+        std::fs::read_dir(own).unwrap().count(),
+        0,
+        "unlink removed it"
+    );
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn a_squatted_lock_folder_is_refused_saying_whose_it_is_or_left_for_the_users_own() {
+    let setup = "mkdir -m 0755 /dev/shm/bytelens-locks-0 && chown 12345 /dev/shm/bytelens-locks-0";
+    if let Some(status) = in_own_mounts(setup, &format!("squatted {}", unique("squat"))) {
+        assert!(status.success(), "the squatted role: {status}");
     }
 }

@@ -14,6 +14,16 @@
 //! makes it, `attach` opens it (and fails if it is gone, rather than lock
 //! nothing), `unlink` removes it.
 //!
+//! That folder lies in one every user can write to, so another user can
+//! make it first ("squat" it) to read or take this user's locks: a folder
+//! that is not this user's alone (mode 0700) is never used. `create` then
+//! puts the lock file in `bytelens-locks` in the user's own folder, one
+//! only the system makes, for that user (`/run/user/UID` on Linux, the
+//! per-user temporary folder on macOS: [`Roots::system`]), and records
+//! that in the segment's header ([`Folder`]), where every process
+//! attaching looks. Without such a folder, the error says who owns the
+//! squatted folder, its mode, and what to do.
+//!
 //! A forked child inherits its parent's descriptor, which shares the
 //! parent's open file and so its lock: on its first lock the child opens
 //! the file again, a new open file of its own. On Linux it does so through
@@ -83,44 +93,222 @@ impl Drop for Held {
     }
 }
 
-/// Where the lock files' folder goes: the first of these that is a folder.
-/// `/dev/shm` is where Linux keeps POSIX shared memory itself, so every
-/// process that can open a segment by its name sees the same one (systemd's
-/// `PrivateTmp` gives a service its own `/tmp`, never its own `/dev/shm`);
-/// `/tmp` elsewhere (macOS, the BSDs), never the `TMPDIR` of the process.
+/// Where the shared folder of lock files goes: the first of these that is
+/// a folder. `/dev/shm` is where Linux keeps POSIX shared memory itself, so
+/// every process that can open a segment by its name sees the same one
+/// (systemd's `PrivateTmp` gives a service its own `/tmp`, never its own
+/// `/dev/shm`); `/tmp` elsewhere (macOS, the BSDs), never the `TMPDIR` of
+/// the process.
 const LOCK_ROOT: [&str; 2] = ["/dev/shm", "/tmp"];
 
-/// The directory of this user's lock files, made (mode 0700) if missing,
-/// and checked to be a directory of this user's that no one else can use.
-fn lock_dir() -> Result<PathBuf, SharedError> {
-    // SAFETY: getuid has no preconditions and cannot fail.
-    let uid = unsafe { libc::getuid() };
-    let root = LOCK_ROOT
-        .into_iter()
-        .find(|root| std::fs::metadata(root).is_ok_and(|m| m.is_dir()))
-        .unwrap_or(LOCK_ROOT[LOCK_ROOT.len() - 1]);
-    let dir = PathBuf::from(root).join(format!("bytelens-locks-{uid}"));
-    let fail = |err: std::io::Error| SharedError::Os {
-        what: "the lock files' directory",
-        err: std::io::Error::new(err.kind(), format!("{}: {err}", dir.display())),
-    };
-    match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-        Ok(()) => {}
-        Err(err) if err.kind() == ErrorKind::AlreadyExists => {}
-        Err(err) => return Err(fail(err)),
-    }
-    let meta = std::fs::symlink_metadata(&dir).map_err(fail)?;
-    if !meta.is_dir() || meta.uid() != uid || meta.mode() & 0o077 != 0 {
-        return Err(fail(std::io::Error::new(
-            ErrorKind::PermissionDenied,
-            "not a directory of this user's alone (mode 0700)",
-        )));
-    }
-    Ok(dir)
+/// Which folder a segment's lock file is in, as its header records it
+/// (`create` picks it; `attach` and `unlink` look there).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Folder {
+    /// `bytelens-locks-UID` in the first of [`LOCK_ROOT`], made by the
+    /// first segment of the user's: every segment's, unless another user
+    /// made a folder of that name first (it lies in a folder every user
+    /// can write to).
+    Shared,
+    /// `bytelens-locks` in the user's own folder ([`Roots::system`]),
+    /// which only the system makes, for the user: where `create` puts the
+    /// lock file when the shared folder is another user's (or open to
+    /// others).
+    Own,
 }
 
-fn path_of(token: [u8; TOKEN_LEN]) -> Result<PathBuf, SharedError> {
-    Ok(lock_dir()?.join(hex(token)))
+/// The folders that lock files' folders are made in, and the user.
+pub(super) struct Roots {
+    /// Where [`Folder::Shared`] is made, as `bytelens-locks-UID`.
+    shared: PathBuf,
+    /// The user's own folder, where [`Folder::Own`] is made as
+    /// `bytelens-locks`, or why there is none.
+    own: Result<PathBuf, String>,
+    uid: u32,
+}
+
+/// A folder that will not do.
+enum Unusable {
+    /// Another user's, open to others, or not a folder: what it is and
+    /// what to do about it.
+    NotOurs(String),
+    /// It could not be made or looked at.
+    Io(std::io::Error),
+}
+
+impl Roots {
+    /// The system's: the first of [`LOCK_ROOT`] and, as the user's own
+    /// folder, one that depends on nothing a process can set (not on
+    /// `XDG_RUNTIME_DIR` or `TMPDIR`, which differ between processes of
+    /// the same user: a cron job, `sudo -u`): `/run/user/UID`, which
+    /// systemd-logind makes for each user with a session (Linux), or the
+    /// user's temporary folder that `confstr(_CS_DARWIN_USER_TEMP_DIR)`
+    /// names (macOS). Either must be a folder of the user's, mode 0700.
+    pub(super) fn system() -> Roots {
+        // SAFETY: getuid has no preconditions and cannot fail.
+        let uid = unsafe { libc::getuid() };
+        let shared = LOCK_ROOT
+            .into_iter()
+            .find(|root| std::fs::metadata(root).is_ok_and(|m| m.is_dir()))
+            .unwrap_or(LOCK_ROOT[LOCK_ROOT.len() - 1]);
+        Roots::new(PathBuf::from(shared), own_root(uid), uid)
+    }
+
+    /// The folders `shared` and `own` (or why there is none) for the user
+    /// `uid`; `own` is kept only if it is a folder of that user's alone.
+    pub(super) fn new(shared: PathBuf, own: Result<PathBuf, String>, uid: u32) -> Roots {
+        let own = own.and_then(|root| match usable(&root, uid) {
+            Ok(()) => Ok(root),
+            Err(Unusable::NotOurs(why)) => Err(why),
+            Err(Unusable::Io(err)) => Err(err.to_string()),
+        });
+        Roots { shared, own, uid }
+    }
+
+    /// The folder `which`, made (mode 0700) if missing, and checked to be
+    /// a folder of this user's that no one else can use.
+    pub(super) fn folder(&self, which: Folder) -> Result<PathBuf, SharedError> {
+        let dir = match which {
+            Folder::Shared => self.shared.join(format!("bytelens-locks-{}", self.uid)),
+            Folder::Own => match &self.own {
+                Ok(root) => root.join("bytelens-locks"),
+                Err(why) => {
+                    return Err(SharedError::Os {
+                        what: "the lock files' folder",
+                        err: std::io::Error::new(
+                            ErrorKind::NotFound,
+                            format!(
+                                "the segment's lock file is in this user's own folder, and \
+                                 there is none: {why}"
+                            ),
+                        ),
+                    });
+                }
+            },
+        };
+        made(&dir, self.uid).map_err(|err| SharedError::Os {
+            what: "the lock files' folder",
+            err: match err {
+                Unusable::NotOurs(why) => std::io::Error::new(ErrorKind::PermissionDenied, why),
+                Unusable::Io(err) => err,
+            },
+        })?;
+        Ok(dir)
+    }
+
+    /// The folder for a new segment's lock file: the shared one, or the
+    /// user's own if the shared one is another user's (or open to others,
+    /// or not a folder). If there is no own folder either, the error says
+    /// who owns the shared one, its mode, and what to do.
+    pub(super) fn folder_for_new(&self) -> Result<(PathBuf, Folder), SharedError> {
+        let shared = self.shared.join(format!("bytelens-locks-{}", self.uid));
+        match made(&shared, self.uid) {
+            Ok(()) => Ok((shared, Folder::Shared)),
+            Err(Unusable::NotOurs(why)) => match &self.own {
+                Ok(_) => Ok((self.folder(Folder::Own)?, Folder::Own)),
+                Err(none) => Err(SharedError::Os {
+                    what: "the lock files' folder",
+                    err: std::io::Error::new(
+                        ErrorKind::PermissionDenied,
+                        format!("{why}; and no folder of this user's own to use instead ({none})"),
+                    ),
+                }),
+            },
+            Err(Unusable::Io(err)) => Err(SharedError::Os {
+                what: "the lock files' folder",
+                err,
+            }),
+        }
+    }
+}
+
+/// This user's own folder, which no other user can make: `/run/user/UID`
+/// on Linux, `confstr(_CS_DARWIN_USER_TEMP_DIR)` on macOS; elsewhere none.
+fn own_root(uid: u32) -> Result<PathBuf, String> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        Ok(PathBuf::from(format!("/run/user/{uid}")))
+    }
+    #[cfg(target_vendor = "apple")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let _ = uid;
+        let mut buf = [0u8; 1024];
+        // SAFETY: confstr writes at most `buf.len()` bytes, NUL included, into
+        // `buf`, and returns the length the whole value needs (0 if none).
+        let needed = unsafe {
+            libc::confstr(
+                libc::_CS_DARWIN_USER_TEMP_DIR,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )
+        };
+        if needed == 0 || needed > buf.len() {
+            return Err("confstr(_CS_DARWIN_USER_TEMP_DIR) names no folder".to_owned());
+        }
+        let path = std::ffi::OsStr::from_bytes(&buf[..needed - 1]);
+        Ok(PathBuf::from(path))
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android", target_vendor = "apple")))]
+    {
+        let _ = uid;
+        Err("this OS has none bytelens knows".to_owned())
+    }
+}
+
+/// Makes the folder `dir` (mode 0700) if missing, and checks it is one.
+fn made(dir: &Path, uid: u32) -> Result<(), Unusable> {
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        Err(err) if err.kind() == ErrorKind::AlreadyExists => {}
+        Err(err) => {
+            let err = std::io::Error::new(err.kind(), format!("{}: {err}", dir.display()));
+            return Err(Unusable::Io(err));
+        }
+    }
+    usable(dir, uid)
+}
+
+/// Checks that `dir` (not followed if a link) is a folder of the user
+/// `uid`'s that no one else can use (mode 0700); if not, says who owns
+/// it, its mode, and what to do.
+fn usable(dir: &Path, uid: u32) -> Result<(), Unusable> {
+    let meta = std::fs::symlink_metadata(dir).map_err(|err| {
+        Unusable::Io(std::io::Error::new(
+            err.kind(),
+            format!("{}: {err}", dir.display()),
+        ))
+    })?;
+    let (owner, mode) = (meta.uid(), meta.mode() & 0o7777);
+    let kind = meta.file_type();
+    let what = if kind.is_dir() {
+        "a folder"
+    } else if kind.is_symlink() {
+        "a symbolic link"
+    } else {
+        "not a folder"
+    };
+    let shown = dir.display();
+    let why = if owner != uid {
+        format!(
+            "{shown} is {what} of uid {owner}, mode {mode:04o}, not a folder of this user's \
+             (uid {uid}) with mode 0700: another user made it, and could read or take the \
+             locks in it; have it removed (as uid {owner} or root: rm -r '{shown}')"
+        )
+    } else if !kind.is_dir() {
+        format!(
+            "{shown} is {what} of this user's (uid {uid}), mode {mode:04o}, not a folder: \
+             remove it (rm '{shown}')"
+        )
+    } else if mode & 0o077 != 0 {
+        format!(
+            "{shown} is this user's (uid {uid}) but has mode {mode:04o}, so others could read \
+             or take the locks in it: make it 0700 (chmod 700 '{shown}')"
+        )
+    } else {
+        return Ok(());
+    };
+    Err(Unusable::NotOurs(why))
 }
 
 /// `flock` of `fd`, which the caller keeps open, retried when interrupted.
@@ -139,10 +327,37 @@ fn flock(fd: RawFd, op: libc::c_int) -> std::io::Result<()> {
 }
 
 impl FileLock {
-    /// Makes the lock file of a new segment with `token` (`create`), or
-    /// opens an existing segment's.
-    pub(super) fn open(token: [u8; TOKEN_LEN], create: bool) -> Result<FileLock, SharedError> {
-        let path = path_of(token)?;
+    /// Makes the lock file of a new segment with `token`, in the folder
+    /// [`Roots::folder_for_new`] picks, which the segment's header records.
+    pub(super) fn create(token: [u8; TOKEN_LEN]) -> Result<(FileLock, Folder), SharedError> {
+        FileLock::create_in(&Roots::system(), token)
+    }
+
+    /// [`create`](Self::create) with the folders made in `roots`.
+    pub(super) fn create_in(
+        roots: &Roots,
+        token: [u8; TOKEN_LEN],
+    ) -> Result<(FileLock, Folder), SharedError> {
+        let (dir, folder) = roots.folder_for_new()?;
+        Ok((FileLock::new(dir.join(hex(token)), true)?, folder))
+    }
+
+    /// Opens the lock file of an existing segment with `token`, in `folder`.
+    pub(super) fn attach(token: [u8; TOKEN_LEN], folder: Folder) -> Result<FileLock, SharedError> {
+        FileLock::attach_in(&Roots::system(), token, folder)
+    }
+
+    /// [`attach`](Self::attach) with the folders in `roots`.
+    pub(super) fn attach_in(
+        roots: &Roots,
+        token: [u8; TOKEN_LEN],
+        folder: Folder,
+    ) -> Result<FileLock, SharedError> {
+        FileLock::new(roots.folder(folder)?.join(hex(token)), false)
+    }
+
+    /// The lock file at `path`, made (`create`) or opened.
+    fn new(path: PathBuf, create: bool) -> Result<FileLock, SharedError> {
         let file = open_file(&path, create)?;
         Ok(FileLock {
             inner: Arc::new(Inner {
@@ -157,10 +372,10 @@ impl FileLock {
         })
     }
 
-    /// Removes a segment's lock file (best effort).
-    pub(super) fn remove(token: [u8; TOKEN_LEN]) {
-        if let Ok(path) = path_of(token) {
-            let _ = std::fs::remove_file(path);
+    /// Removes a segment's lock file, in `folder` (best effort).
+    pub(super) fn remove(token: [u8; TOKEN_LEN], folder: Folder) {
+        if let Ok(dir) = Roots::system().folder(folder) {
+            let _ = std::fs::remove_file(dir.join(hex(token)));
         }
     }
 

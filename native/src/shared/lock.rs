@@ -16,6 +16,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+#[cfg(unix)]
+use super::{AT_FLAGS, LOCK_FILE_OWN};
 use super::{SharedError, TOKEN_LEN};
 
 /// Which lock a segment has, chosen at [`create`](super::SharedBuffer::create_with)
@@ -178,33 +180,55 @@ pub(super) enum Lock {
 impl Lock {
     /// Sets up a new segment's lock of `kind` (`header` is the fresh header
     /// page, `token` the segment's).
+    ///
+    /// A file lock's file goes in the shared folder, or in the user's own
+    /// if the shared one is another user's: then the header's flags get
+    /// [`LOCK_FILE_OWN`], so that every process looks there.
     pub(super) fn create(
         kind: LockKind,
         header: &mut [u8],
         token: [u8; TOKEN_LEN],
     ) -> Result<Lock, SharedError> {
-        #[cfg(target_os = "linux")]
-        if kind == LockKind::RobustMutex {
-            super::robust::init(header)?;
+        let _ = (&header, token);
+        match kind {
+            #[cfg(target_os = "linux")]
+            LockKind::RobustMutex => {
+                super::robust::init(header)?;
+                Ok(Lock::Robust)
+            }
+            #[cfg(unix)]
+            LockKind::FileLock => {
+                let (file, folder) = super::flock::FileLock::create(token)?;
+                if folder == super::flock::Folder::Own {
+                    let flags = &mut header[AT_FLAGS..AT_FLAGS + 4];
+                    let set = u32::from_le_bytes((&*flags).try_into().expect("4 bytes"));
+                    flags.copy_from_slice(&(set | LOCK_FILE_OWN).to_le_bytes());
+                }
+                Ok(Lock::File(file))
+            }
+            #[cfg(windows)]
+            LockKind::NamedMutex => Ok(Lock::Named(super::named::NamedMutex::open(token)?)),
+            #[allow(unreachable_patterns, reason = "the kinds this OS lacks")]
+            kind => Err(SharedError::LockUnavailable { kind }),
         }
-        let _ = header;
-        Lock::open(kind, token, true)
     }
 
-    /// Opens an existing segment's lock of `kind`.
-    pub(super) fn attach(kind: LockKind, token: [u8; TOKEN_LEN]) -> Result<Lock, SharedError> {
-        Lock::open(kind, token, false)
-    }
-
-    /// Opens the lock of `kind` of the segment with `token`; `new`: the
-    /// segment is being created (its lock file is made, not opened).
-    fn open(kind: LockKind, token: [u8; TOKEN_LEN], new: bool) -> Result<Lock, SharedError> {
-        let _ = (token, new);
+    /// Opens an existing segment's lock of `kind`; `flags` are its
+    /// header's (where its lock file is).
+    pub(super) fn attach(
+        kind: LockKind,
+        token: [u8; TOKEN_LEN],
+        flags: u32,
+    ) -> Result<Lock, SharedError> {
+        let _ = (token, flags);
         match kind {
             #[cfg(target_os = "linux")]
             LockKind::RobustMutex => Ok(Lock::Robust),
             #[cfg(unix)]
-            LockKind::FileLock => Ok(Lock::File(super::flock::FileLock::open(token, new)?)),
+            LockKind::FileLock => Ok(Lock::File(super::flock::FileLock::attach(
+                token,
+                folder(flags),
+            )?)),
             #[cfg(windows)]
             LockKind::NamedMutex => Ok(Lock::Named(super::named::NamedMutex::open(token)?)),
             #[allow(unreachable_patterns, reason = "the kinds this OS lacks")]
@@ -312,12 +336,22 @@ pub(super) fn hex(token: [u8; TOKEN_LEN]) -> String {
     token.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The folder of a segment's lock file, as its header's `flags` say.
+#[cfg(unix)]
+fn folder(flags: u32) -> super::flock::Folder {
+    if flags & LOCK_FILE_OWN != 0 {
+        super::flock::Folder::Own
+    } else {
+        super::flock::Folder::Shared
+    }
+}
+
 /// Removes what a segment's lock of `kind` keeps outside the segment, once
-/// its name is gone (best effort).
-pub(super) fn forget(kind: Option<LockKind>, token: [u8; TOKEN_LEN]) {
+/// its name is gone (best effort); `flags` are its header's.
+pub(super) fn forget(kind: Option<LockKind>, token: [u8; TOKEN_LEN], flags: u32) {
     #[cfg(unix)]
     if kind == Some(LockKind::FileLock) {
-        super::flock::FileLock::remove(token);
+        super::flock::FileLock::remove(token, folder(flags));
     }
-    let _ = (kind, token);
+    let _ = (kind, token, flags);
 }

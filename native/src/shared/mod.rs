@@ -56,11 +56,16 @@ const TOKEN_LEN: usize = 16;
 /// The lock's kind ([`LockKind::code`]; 0, the robust mutex, in headers
 /// from before kinds).
 const AT_LOCK_KIND: usize = 48;
-/// Flags: [`UNLINKED`].
+/// Flags: [`UNLINKED`], [`LOCK_FILE_OWN`].
 const AT_FLAGS: usize = 52;
 /// Set (on Windows, where a name cannot be removed) once the segment is
 /// unlinked: attaching then finds it missing.
 const UNLINKED: u32 = 1;
+/// Set when the segment's lock file is in the user's own folder, not the
+/// shared one, which another user had made (`flock.rs`). A bytelens from
+/// before it looks in the shared folder and refuses it as another user's.
+#[cfg(unix)]
+const LOCK_FILE_OWN: u32 = 2;
 /// The holder word of the file lock and the named mutex ([`Holder`]).
 const AT_HOLDER: usize = 56;
 /// The header's fixed fields, all before the lock.
@@ -367,7 +372,12 @@ impl SharedBuffer {
             file,
             token: header.token,
         };
-        let (len, lock) = (header.nbytes, Lock::attach(header.lock, header.token)?);
+        // Where a file lock's file is.
+        let flags = u32::from_le_bytes(field_of(&map, AT_FLAGS));
+        let (len, lock) = (
+            header.nbytes,
+            Lock::attach(header.lock, header.token, flags)?,
+        );
         Ok(SharedBuffer {
             name: name.to_owned(),
             map: Some(map),
@@ -456,7 +466,8 @@ impl SharedBuffer {
         if head[..8] == MAGIC {
             // What the lock keeps outside the segment (a lock file) goes too.
             let kind = LockKind::from_code(u32::from_le_bytes(field_of(&head, AT_LOCK_KIND)));
-            lock::forget(kind, field_of(&head, AT_TOKEN));
+            let flags = u32::from_le_bytes(field_of(&head, AT_FLAGS));
+            lock::forget(kind, field_of(&head, AT_TOKEN), flags);
         }
         Ok(())
     }

@@ -173,3 +173,198 @@ fn messages_quote_names_short_and_escaped() {
         )
     );
 }
+
+/// The file lock's folders, made in a temporary folder of a test's own
+/// (never in /dev/shm, which every process of the machine shares).
+#[cfg(unix)]
+mod lock_folders {
+    use std::os::unix::fs::{PermissionsExt, chown, symlink};
+    use std::path::{Path, PathBuf};
+    use std::time::Duration;
+
+    use super::super::flock::{FileLock, Folder, Roots};
+    use super::super::lock::hex;
+    use super::super::{SharedError, TOKEN_LEN};
+
+    /// A fresh temporary folder, removed when dropped.
+    struct Temp(PathBuf);
+
+    impl Temp {
+        fn new(tag: &str) -> Temp {
+            let dir =
+                std::env::temp_dir().join(format!("bl-lock-folders-{tag}-{}", std::process::id()));
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::create_dir(&dir).unwrap();
+            Temp(dir)
+        }
+    }
+
+    impl Drop for Temp {
+        fn drop(&mut self) {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+
+    fn uid() -> u32 {
+        // SAFETY: getuid has no preconditions and cannot fail.
+        unsafe { libc::getuid() }
+    }
+
+    fn mkdir(path: &Path, mode: u32) {
+        std::fs::create_dir(path).unwrap();
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(mode)).unwrap();
+    }
+
+    /// The user a folder is squatted for, and its squatter: as root (as
+    /// the test machines run), root's, squatted by uid 12345 ([`squat`]
+    /// chowns it); as anyone else, a played uid 12345's, squatted by the
+    /// real user.
+    fn victim_and_squatter() -> (u32, u32) {
+        if uid() == 0 {
+            (0, 12345)
+        } else {
+            (12345, uid())
+        }
+    }
+
+    /// Makes the folder `path` with `mode`, the squatter's.
+    fn squat(path: &Path, mode: u32) {
+        mkdir(path, mode);
+        if uid() == 0 {
+            chown(path, Some(12345), None).unwrap();
+        }
+    }
+
+    const TOKEN: [u8; TOKEN_LEN] = [0xab; TOKEN_LEN];
+
+    fn message(err: SharedError) -> String {
+        err.to_string()
+    }
+
+    #[test]
+    fn a_squatted_shared_folder_is_refused_saying_whose_it_is_and_what_to_do() {
+        let temp = Temp::new("squat");
+        let shared = temp.0.join("shm");
+        mkdir(&shared, 0o1777);
+        let (me, owner) = victim_and_squatter();
+        let dir = shared.join(format!("bytelens-locks-{me}"));
+        squat(&dir, 0o755);
+        let roots = Roots::new(shared.clone(), Err("none here".into()), me);
+        let err = message(FileLock::create_in(&roots, TOKEN).err().unwrap());
+        let shown = dir.display();
+        assert_eq!(
+            err,
+            format!(
+                "the lock files' folder: {shown} is a folder of uid {owner}, mode 0755, not a \
+                 folder of this user's (uid {me}) with mode 0700: another user made it, and \
+                 could read or take the locks in it; have it removed (as uid {owner} or root: \
+                 rm -r '{shown}'); and no folder of this user's own to use instead (none here)"
+            )
+        );
+        // Nothing was made in it; attaching a segment whose lock file is in
+        // the shared folder is refused the same way.
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0);
+        let err = message(
+            FileLock::attach_in(&roots, TOKEN, Folder::Shared)
+                .err()
+                .unwrap(),
+        );
+        assert!(
+            err.contains(&format!("is a folder of uid {owner}, mode 0755")),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn with_a_squatted_shared_folder_lock_files_go_in_the_users_own() {
+        let (me, _) = victim_and_squatter();
+        if me != uid() {
+            println!("skipped: the user's own folder must be its, which needs root to chown");
+            return;
+        }
+        let temp = Temp::new("own");
+        let shared = temp.0.join("shm");
+        mkdir(&shared, 0o1777);
+        let squatted = shared.join(format!("bytelens-locks-{me}"));
+        squat(&squatted, 0o777);
+        let own = temp.0.join("run-user");
+        mkdir(&own, 0o700);
+        let roots = Roots::new(shared.clone(), Ok(own.clone()), me);
+        let (held, folder) = FileLock::create_in(&roots, TOKEN).unwrap();
+        assert_eq!(folder, Folder::Own);
+        let file = own.join("bytelens-locks").join(hex(TOKEN));
+        assert!(file.is_file(), "{}", file.display());
+        let mode = std::fs::metadata(own.join("bytelens-locks"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o700);
+        assert_eq!(
+            std::fs::read_dir(&squatted).unwrap().count(),
+            0,
+            "nothing in the squatted one"
+        );
+        // Another open file of it is kept out while the first holds it.
+        let other = FileLock::attach_in(&roots, TOKEN, Folder::Own).unwrap();
+        held.lock(None).unwrap();
+        assert!(matches!(
+            other.lock(Some(Duration::ZERO)),
+            Err(SharedError::Timeout { .. })
+        ));
+        held.unlock().unwrap();
+        other.lock(Some(Duration::ZERO)).unwrap();
+        other.unlock().unwrap();
+        // Where the header says Shared, the squatted folder is refused.
+        assert!(FileLock::attach_in(&roots, TOKEN, Folder::Shared).is_err());
+        // With the shared folder free, it is used, as before.
+        std::fs::remove_dir(&squatted).unwrap();
+        let (_, folder) = FileLock::create_in(&roots, [1; TOKEN_LEN]).unwrap();
+        assert_eq!(folder, Folder::Shared);
+        assert!(squatted.join(hex([1; TOKEN_LEN])).is_file());
+    }
+
+    #[test]
+    fn an_own_folder_that_is_not_the_users_alone_is_not_used() {
+        let temp = Temp::new("notown");
+        let shared = temp.0.join("shm");
+        mkdir(&shared, 0o1777);
+        let me = uid();
+        mkdir(&shared.join(format!("bytelens-locks-{me}")), 0o777);
+        let open = temp.0.join("open");
+        mkdir(&open, 0o755);
+        let roots = Roots::new(shared.clone(), Ok(open.clone()), me);
+        let err = message(FileLock::create_in(&roots, TOKEN).err().unwrap());
+        let (dir, open) = (shared.join(format!("bytelens-locks-{me}")), open.display());
+        assert!(
+            err.contains(&format!(
+                "{} is this user's (uid {me}) but has mode 0777, so others could read or take \
+                 the locks in it: make it 0700 (chmod 700 '{}')",
+                dir.display(),
+                dir.display()
+            )),
+            "{err}"
+        );
+        assert!(
+            err.ends_with(&format!(
+                "no folder of this user's own to use instead ({open} is this user's (uid {me}) \
+                 but has mode 0755, so others could read or take the locks in it: make it 0700 \
+                 (chmod 700 '{open}'))"
+            )),
+            "{err}"
+        );
+        // A link in the folder's place is not followed.
+        std::fs::remove_dir(&dir).unwrap();
+        let target = temp.0.join("target");
+        mkdir(&target, 0o700);
+        symlink(&target, &dir).unwrap();
+        let err = message(FileLock::create_in(&roots, TOKEN).err().unwrap());
+        assert!(
+            err.contains(&format!(
+                "{} is a symbolic link of this user's (uid {me})",
+                dir.display()
+            )),
+            "{err}"
+        );
+        assert_eq!(std::fs::read_dir(&target).unwrap().count(), 0);
+    }
+}
