@@ -52,6 +52,22 @@ export function bytesOf(array) {
   return new Uint8Array(array.buffer, array.byteOffset, array.byteLength);
 }
 
+/**
+ * The bytes of a byte argument (src/convert.rs's `bytes_arg`): a Uint8Array
+ * over the memory of a typed array, a DataView, an ArrayBuffer or a
+ * SharedArrayBuffer, as they are in memory (a Float32Array's four bytes an
+ * element); null for anything else, which the caller refuses with a
+ * TypeError.
+ */
+export function byteView(value) {
+  if (ArrayBuffer.isView(value)) return bytesOf(value);
+  if (value instanceof ArrayBuffer) return new Uint8Array(value);
+  if (typeof SharedArrayBuffer !== "undefined" && value instanceof SharedArrayBuffer) {
+    return new Uint8Array(value);
+  }
+  return null;
+}
+
 /** A typed array of numbers as a new Float64Array (exact for every such class). */
 export function toFloat64(array) {
   return new Float64Array(array);

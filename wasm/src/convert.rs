@@ -31,6 +31,71 @@ pub(crate) fn dtype_arg(dtype: &JsString) -> Result<Descr, BindingError> {
     Ok(text.parse()?)
 }
 
+#[cfg(feature = "files")]
+#[wasm_bindgen::prelude::wasm_bindgen(module = "/js/arrays.js")]
+extern "C" {
+    /// The bytes of a typed array, `DataView` or `ArrayBuffer` (a
+    /// `Uint8Array` over its memory); `None` for anything else.
+    #[wasm_bindgen(js_name = byteView)]
+    fn byte_view(value: &JsValue) -> Option<js_sys::Uint8Array>;
+}
+
+/// What a byte argument takes.
+#[cfg(feature = "files")]
+const BYTES: &str = "bytes: a Uint8Array, another typed array, a DataView or an ArrayBuffer";
+
+/// A byte argument (`feature = "files"`: the tensor panel's chunks and
+/// headers): the bytes of any typed array as they lie in memory (a
+/// `Float32Array`'s four an element), a `DataView`'s or an
+/// `ArrayBuffer`'s, copied into wasm memory; a `TypeError` naming `what`
+/// for anything else (wasm-bindgen's own `&[u8]` conversion took any
+/// array-like, element by element, and ignored the rest). Memory that
+/// cannot be had for the copy is a `RangeError` saying how much.
+#[cfg(feature = "files")]
+pub(crate) fn bytes_arg(value: &JsValue, what: &'static str) -> Result<Vec<u8>, BindingError> {
+    let view = byte_view(value).ok_or_else(|| BindingError::wrong_type(what, BYTES, value))?;
+    let len = view.length() as usize;
+    let mut bytes = Vec::new();
+    bytes
+        .try_reserve_exact(len)
+        .map_err(|_| BindingError::OutOfMemory {
+            what,
+            bytes: len as u64,
+        })?;
+    bytes.resize(len, 0);
+    view.copy_to(&mut bytes);
+    Ok(bytes)
+}
+
+/// 2^53, the largest whole number [`count_arg`] takes.
+#[cfg(feature = "files")]
+const MAX_COUNT: u64 = 1 << 53;
+
+/// A count or a file length (`feature = "files"`): a whole number from 0
+/// to 2^53 given as a number or a BigInt; a `TypeError` naming `what` for
+/// another type (a string such as `"24"`, `null`), a `RangeError` for
+/// another number.
+#[cfg(feature = "files")]
+pub(crate) fn count_arg(value: &JsValue, what: &'static str) -> Result<u64, BindingError> {
+    const EXPECTED: &str = "a whole number from 0 to 9007199254740992 (2^53)";
+    let n = if let Some(x) = value.as_f64() {
+        (x >= 0.0 && x.fract() == 0.0 && x <= MAX_COUNT as f64).then_some(x as u64)
+    } else if value.is_bigint() {
+        u64::try_from(value.clone())
+            .ok()
+            .filter(|&n| n <= MAX_COUNT)
+    } else {
+        let expected = "a whole number (a number or a BigInt)";
+        return Err(BindingError::wrong_type(what, expected, value));
+    };
+    n.ok_or_else(|| BindingError::Argument {
+        what,
+        expected: EXPECTED,
+        got: value.clone(),
+        type_error: false,
+    })
+}
+
 /// A JS number, or a `TypeError` naming `what`. The exports take their
 /// number arguments as JS values (declared `number` to TypeScript) and
 /// check them here: as `f64`s, wasm-bindgen's glue would convert any value,

@@ -97,6 +97,29 @@ pub enum BindingError {
     },
     /// What JS threw while reading an argument, rethrown unchanged.
     Thrown(JsValue),
+    /// `bytes` bytes for `what` that wasm memory cannot hold (its 4 GiB
+    /// are taken, or would be): a `RangeError` of kind `"OutOfMemory"`,
+    /// where an allocation would otherwise abort the instance.
+    #[cfg(feature = "files")]
+    OutOfMemory {
+        /// What they were for: `"bytes"`, `"a Tally's counts"`.
+        what: &'static str,
+        /// How many.
+        bytes: u64,
+    },
+    /// More elements pushed into a `Heatmap` than its array has left: a
+    /// `RangeError` of kind `"CountMismatch"` with the true numbers (the
+    /// core's own message counts in `usize`, 32 bits here).
+    #[cfg(feature = "files")]
+    PastTheEnd {
+        /// The elements given.
+        given: u64,
+        /// The elements the array has left.
+        left: u64,
+        /// The array's rows and columns.
+        rows: u64,
+        cols: u64,
+    },
     /// A file header that is not valid (`readHeader`): a `RangeError` of
     /// kind `"FormatError"` with the core's message.
     #[cfg(feature = "files")]
@@ -198,6 +221,23 @@ fn parts(err: BindingError) -> Result<(String, Option<&'static str>, bool), JsVa
             (format!("{call}() cannot be called now: {why}"), None, false)
         }
         BindingError::Thrown(thrown) => return Err(thrown),
+        #[cfg(feature = "files")]
+        BindingError::OutOfMemory { what, bytes } => (
+            format!("{what}: {bytes} bytes do not fit in wasm memory (4 GiB in all)"),
+            Some("OutOfMemory"),
+            false,
+        ),
+        #[cfg(feature = "files")]
+        BindingError::PastTheEnd {
+            given,
+            left,
+            rows,
+            cols,
+        } => (
+            format!("{given} elements given, but the {rows} × {cols} array has {left} left"),
+            Some("CountMismatch"),
+            false,
+        ),
         #[cfg(feature = "files")]
         BindingError::Format(message) => (message, Some("FormatError"), false),
         BindingError::InField { name, error } => {

@@ -4,92 +4,148 @@
 //! the same checks `bl.load` uses, with no reader of its own: a GGUF
 //! tensor's block fields are the core's ggml table, its metadata values
 //! the core's decoding.
+//!
+//! The result is written as JSON text in pieces of about 1 MiB, each
+//! handed to JS as it fills (`js/header.js` joins and parses them), so
+//! that wasm memory holds the header's bytes, the core's reading of it
+//! and one piece: memory grows in proportion to the header, once (a
+//! 98.6 MB GGUF header of 2.65 M tensors had taken 2.8 GiB as one string
+//! and its parts).
 #![forbid(unsafe_code)]
+
+use core::fmt::Write;
 
 use bytelens_core::files::{
     Access, FileArray, FileHeader, Format, GgufEntry, GgufValue, ValueType, read_header as read,
 };
 use bytelens_core::{ByteOrder, Descr};
-use js_sys::JSON;
+use js_sys::Array;
 use wasm_bindgen::prelude::*;
 
 use crate::BindingError;
+use crate::convert::{bytes_arg, count_arg};
 
-/// 2^53: the largest file length a JS number holds exactly, and so the
-/// largest `length` taken (offsets past 4 GiB are reported exactly too:
-/// the core's offsets are `u64`, not wasm32's 32-bit `usize`).
-const MAX_LENGTH: f64 = 9_007_199_254_740_992.0;
+#[wasm_bindgen(module = "/js/header.js")]
+extern "C" {
+    /// The value of the JSON text that `parts` (strings) make when
+    /// joined, with the shapes of the arrays numbered in `big` made
+    /// BigInts.
+    #[wasm_bindgen(js_name = parseHeader, catch)]
+    fn parse_header(parts: &Array, big: &[u32]) -> Result<JsValue, JsValue>;
+}
 
-/// A file length from JS: a whole number from 0 to 2^53.
-fn file_length(value: f64) -> Result<u64, BindingError> {
-    if value >= 0.0 && value.fract() == 0.0 && value <= MAX_LENGTH {
-        Ok(value as u64)
-    } else {
-        Err(BindingError::bad_value(
-            "length",
-            "a whole number from 0 to 9007199254740992",
-            value,
-        ))
+/// The bytes of JSON text kept in wasm memory before they are handed to JS.
+const PIECE: usize = 1 << 20;
+
+/// JSON text written in pieces of about [`PIECE`] bytes, each handed to
+/// JS as a string once full ([`Json::piece_done`], called between
+/// values, so that no character is cut).
+struct Json {
+    text: String,
+    parts: Array,
+}
+
+impl Json {
+    fn new() -> Json {
+        Json {
+            text: String::with_capacity(PIECE + 4096),
+            parts: Array::new(),
+        }
+    }
+
+    /// Hands the text to JS when it has passed [`PIECE`] bytes.
+    fn piece_done(&mut self) {
+        if self.text.len() >= PIECE {
+            self.parts.push(&JsValue::from_str(&self.text));
+            self.text.clear();
+        }
+    }
+
+    /// The value of the whole text, shapes numbered in `big` as BigInts.
+    fn parse(self, big: &[u32]) -> Result<JsValue, BindingError> {
+        self.parts.push(&JsValue::from_str(&self.text));
+        Ok(parse_header(&self.parts, big)?)
     }
 }
+
+impl Write for Json {
+    fn write_str(&mut self, s: &str) -> core::fmt::Result {
+        self.text.push_str(s);
+        Ok(())
+    }
+}
+
+/// 2^53: the largest integer a JS number holds exactly, and so the
+/// largest `length` taken (offsets past 4 GiB are reported exactly too:
+/// the core's offsets are `u64`, not wasm32's 32-bit `usize`).
+const EXACT: u64 = 1 << 53;
 
 /// The elements of a GGUF metadata array given in full; the rest are
 /// counted, not sent (a vocabulary of 128k tokens is one array).
 const GGUF_ARRAY_SHOWN: u64 = 8;
 
-/// `text` as a JSON string literal.
-fn quoted(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned())
+/// Writes `text` as a JSON string literal.
+fn quoted(out: &mut impl Write, text: &str) {
+    let literal = serde_json::to_string(text);
+    let _ = out.write_str(literal.as_deref().unwrap_or("\"\""));
 }
 
-/// An integer as JSON: a number where a JS number holds it exactly (up to
-/// 2^53 either way), its decimal text as a string past that.
-fn integer(n: i128) -> String {
-    if n.unsigned_abs() <= 1 << 53 {
-        n.to_string()
+/// Writes an integer as JSON: a number where a JS number holds it exactly
+/// (up to 2^53 either way), its decimal text as a string past that.
+fn integer(out: &mut impl Write, n: i128) {
+    if n.unsigned_abs() <= u128::from(EXACT) {
+        let _ = write!(out, "{n}");
     } else {
-        format!("\"{n}\"")
+        let _ = write!(out, "\"{n}\"");
     }
 }
 
-/// A float as JSON: the shortest text that reads back as the same f64
-/// (a float32 value widened exactly), or `"NaN"`, `"Infinity"`,
+/// Writes a float as JSON: the shortest text that reads back as the same
+/// f64 (a float32 value widened exactly), or `"NaN"`, `"Infinity"`,
 /// `"-Infinity"` as strings, which JSON has no numbers for.
-fn float(x: f64) -> String {
-    if x.is_finite() {
-        format!("{x:?}") // `1.0`, `1e-7`: always valid JSON
+fn float(out: &mut impl Write, x: f64) {
+    let _ = if x.is_finite() {
+        write!(out, "{x:?}") // `1.0`, `1e-7`: always valid JSON
     } else if x.is_nan() {
-        "\"NaN\"".to_owned()
+        out.write_str("\"NaN\"")
     } else {
-        format!("\"{}Infinity\"", if x < 0.0 { "-" } else { "" })
-    }
+        write!(out, "\"{}Infinity\"", if x < 0.0 { "-" } else { "" })
+    };
 }
 
-/// A single GGUF value as JSON (`null` for an array, which [`gguf_json`]
-/// writes element by element).
-fn value_json(value: GgufValue<'_>) -> String {
+/// Writes a single GGUF value as JSON (`null` for an array, which
+/// [`gguf_json`] writes element by element).
+fn value_json(out: &mut impl Write, value: GgufValue<'_>) {
     match value {
-        GgufValue::UInt(n) => integer(n.into()),
-        GgufValue::Int(n) => integer(n.into()),
-        GgufValue::Float(x) => float(x),
-        GgufValue::Bool(b) => b.to_string(),
-        GgufValue::Str(text) => quoted(text),
-        GgufValue::Array { .. } => "null".to_owned(),
+        GgufValue::UInt(n) => integer(out, n.into()),
+        GgufValue::Int(n) => integer(out, n.into()),
+        GgufValue::Float(x) => float(out, x),
+        GgufValue::Bool(b) => {
+            let _ = write!(out, "{b}");
+        }
+        GgufValue::Str(text) => quoted(out, text),
+        GgufValue::Array { .. } => {
+            let _ = out.write_str("null");
+        }
     }
 }
 
-/// The first [`GGUF_ARRAY_SHOWN`] elements of a GGUF array as JSON values.
-/// Each fixed-size element is decoded by the core, as the single value of
-/// an entry over its bytes, so this module has no decoder of its own.
-fn array_json(kind: ValueType, count: u64, bytes: &[u8]) -> Vec<String> {
+/// Writes the first [`GGUF_ARRAY_SHOWN`] elements of a GGUF array as a
+/// JSON list. Each fixed-size element is decoded by the core, as the
+/// single value of an entry over its bytes, so this module has no decoder
+/// of its own.
+fn array_json(out: &mut impl Write, kind: ValueType, count: u64, bytes: &[u8]) {
     let shown = count.min(GGUF_ARRAY_SHOWN);
+    let _ = out.write_str("[");
     if kind == ValueType::String {
         let array = GgufValue::Array { kind, count, bytes };
-        return array.strings().take(shown as usize).map(quoted).collect();
-    }
-    let size = kind.size().unwrap_or(0) as u64;
-    (0..shown)
-        .map(|i| {
+        for (i, text) in array.strings().take(shown as usize).enumerate() {
+            let _ = out.write_str(if i == 0 { "" } else { "," });
+            quoted(out, text);
+        }
+    } else {
+        let size = kind.size().unwrap_or(0) as u64;
+        for i in 0..shown {
             let element = GgufEntry {
                 key: "",
                 kind,
@@ -98,73 +154,86 @@ fn array_json(kind: ValueType, count: u64, bytes: &[u8]) -> Vec<String> {
                 offset: i * size,
                 nbytes: size,
             };
-            element.value(bytes).map_or("null".to_owned(), value_json)
-        })
-        .collect()
+            let _ = out.write_str(if i == 0 { "" } else { "," });
+            match element.value(bytes) {
+                Some(value) => value_json(out, value),
+                None => {
+                    let _ = out.write_str("null");
+                }
+            }
+        }
+    }
+    let _ = out.write_str("]");
 }
 
-/// GGUF's metadata as a JSON list, each entry `{ key, type, elementType
-/// (arrays only), count, offset, nbytes, value }`, its value decoded from
-/// `head` (an array's first [`GGUF_ARRAY_SHOWN`] elements).
-fn gguf_json(header: &FileHeader, head: &[u8]) -> String {
-    let entries: Vec<String> = header
-        .gguf
-        .iter()
-        .map(|entry| {
-            let (kind, value) = match entry.value(head) {
-                Some(GgufValue::Array { kind, count, bytes }) => (
-                    format!("\"array\",\"elementType\":\"{}\"", kind.name()),
-                    format!("[{}]", array_json(kind, count, bytes).join(",")),
-                ),
-                Some(value) => (format!("\"{}\"", entry.kind.name()), value_json(value)),
-                None => (format!("\"{}\"", entry.kind.name()), "null".to_owned()),
-            };
-            format!(
-                "{{\"key\":{},\"type\":{kind},\"count\":{},\"offset\":{},\"nbytes\":{},\
-                 \"value\":{value}}}",
-                quoted(entry.key),
-                entry.count,
-                entry.offset,
-                entry.nbytes
-            )
-        })
-        .collect();
-    format!("[{}]", entries.join(","))
+/// Writes GGUF's metadata as a JSON list, each entry `{ key, type,
+/// elementType (arrays only), count, offset, nbytes, value }`, its value
+/// decoded from `head` (an array's first [`GGUF_ARRAY_SHOWN`] elements).
+fn gguf_json(out: &mut Json, header: &FileHeader, head: &[u8]) {
+    let _ = out.write_str("[");
+    for (i, entry) in header.gguf.iter().enumerate() {
+        let _ = out.write_str(if i == 0 { "{\"key\":" } else { ",{\"key\":" });
+        quoted(out, entry.key);
+        let value = entry.value(head);
+        let _ = match value {
+            Some(GgufValue::Array { kind, .. }) => write!(
+                out,
+                ",\"type\":\"array\",\"elementType\":\"{}\"",
+                kind.name()
+            ),
+            _ => write!(out, ",\"type\":\"{}\"", entry.kind.name()),
+        };
+        let _ = write!(
+            out,
+            ",\"count\":{},\"offset\":{},\"nbytes\":{},\"value\":",
+            entry.count, entry.offset, entry.nbytes
+        );
+        match value {
+            Some(GgufValue::Array { kind, count, bytes }) => array_json(out, kind, count, bytes),
+            Some(value) => value_json(out, value),
+            None => {
+                let _ = out.write_str("null");
+            }
+        }
+        let _ = out.write_str("}");
+        out.piece_done();
+    }
+    let _ = out.write_str("]");
 }
 
-/// A GGUF tensor's own keys (with a leading comma): `ggml`, and for a
-/// quantised type its block (`block` elements in `blockBytes` bytes,
+/// Writes a GGUF tensor's own keys (with a leading comma): `ggml`, and for
+/// a quantised type its block (`block` elements in `blockBytes` bytes,
 /// `blocks` of them) and the block's `fields`, each `{ name, dtype (a
 /// little-endian type string), count, offset }`.
-fn ggml_json(array: &FileArray) -> String {
+fn ggml_json(out: &mut impl Write, array: &FileArray) {
     let Some(ggml) = array.ggml else {
-        return ",\"ggml\":null".to_owned();
+        let _ = out.write_str(",\"ggml\":null");
+        return;
     };
     let info = ggml.info();
-    let mut json = format!(",\"ggml\":{}", quoted(info.name));
+    let _ = out.write_str(",\"ggml\":");
+    quoted(out, info.name);
     if ggml.is_quantized() {
-        let fields: Vec<String> = info
-            .fields
-            .iter()
-            .map(|f| {
-                format!(
-                    "{{\"name\":{},\"dtype\":\"{}\",\"count\":{},\"offset\":{}}}",
-                    quoted(f.name),
-                    Descr::new(f.dtype, ByteOrder::Little),
-                    f.count,
-                    f.offset
-                )
-            })
-            .collect();
-        json.push_str(&format!(
-            ",\"block\":{},\"blockBytes\":{},\"blocks\":{},\"fields\":[{}]",
+        let _ = write!(
+            out,
+            ",\"block\":{},\"blockBytes\":{},\"blocks\":{},\"fields\":[",
             info.block,
             info.bytes,
             array.nbytes / u64::from(info.bytes),
-            fields.join(",")
-        ));
+        );
+        for (i, f) in info.fields.iter().enumerate() {
+            let _ = out.write_str(if i == 0 { "{\"name\":" } else { ",{\"name\":" });
+            quoted(out, f.name);
+            let _ = write!(
+                out,
+                ",\"dtype\":\"{}\",\"count\":{},\"offset\":{}}}",
+                Descr::new(f.dtype, ByteOrder::Little),
+                f.count,
+                f.offset
+            );
+        }
+        let _ = out.write_str("]");
     }
-    json
 }
 
 /// The header of an `.npy`, safetensors or GGUF file of `length` bytes,
@@ -173,8 +242,15 @@ fn ggml_json(array: &FileArray) -> String {
 /// offset, nbytes, aligned }` (`descr` is bytelens's type string, or null
 /// where bytelens has no such dtype; `aligned`: a mapping of the file
 /// needs no copy of it, which holds for a quantised tensor's blocks).
-/// `length` may be anything up to 2^53, and offsets and sizes are exact
-/// (a length past 4 GiB is a model shard's, not an error).
+/// `head` is bytes (a `Uint8Array`, or any typed array, `DataView` or
+/// `ArrayBuffer`, by the bytes it holds); `length` a whole number up to
+/// 2^53, a number or a BigInt (anything else is a `TypeError`, a
+/// negative or fractional number a `RangeError`). Offsets and sizes are
+/// exact (a length past 4 GiB is a model shard's, not an error).
+///
+/// A shape is numbers, or BigInts where one of its lengths is past 2^53
+/// (every length of that shape then, so that they multiply): a GGUF
+/// tensor of no elements may have such a length.
 ///
 /// A GGUF file's arrays also have `ggml` (the ggml type's name, or null
 /// for a type bytelens does not read, which `dtype` names) and, quantised,
@@ -191,16 +267,26 @@ fn ggml_json(array: &FileArray) -> String {
 /// `{ need }`: read that many bytes and call again. A header that is not
 /// valid throws a `RangeError` of kind `"FormatError"` saying why.
 #[wasm_bindgen(js_name = readHeader)]
-pub fn read_header(head: &[u8], length: f64) -> Result<JsValue, BindingError> {
-    let length = file_length(length)?;
-    let header = match read(head, length) {
+pub fn read_header(
+    #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer")] head: &JsValue,
+    #[wasm_bindgen(unchecked_param_type = "number | bigint")] length: &JsValue,
+) -> Result<JsValue, BindingError> {
+    let head = bytes_arg(head, "head")?;
+    let length = count_arg(length, "length")?;
+    let header = match read(&head, length) {
         Ok(header) => header,
         Err(err) => match err.more_needed(head.len()) {
-            Some(need) => return Ok(JSON::parse(&format!("{{\"need\":{need}}}"))?),
+            Some(need) => {
+                let mut json = Json::new();
+                let _ = write!(json, "{{\"need\":{need}}}");
+                return json.parse(&[]);
+            }
             None => return Err(BindingError::Format(err.to_string())),
         },
     };
-    let mut json = format!(
+    let mut json = Json::new();
+    let _ = write!(
+        json,
         "{{\"format\":\"{}\",\"version\":[{},{}],\"dataStart\":{},\"metadata\":[",
         header.format.name(),
         header.version.0,
@@ -208,39 +294,67 @@ pub fn read_header(head: &[u8], length: f64) -> Result<JsValue, BindingError> {
         header.data_start
     );
     for (i, (key, value)) in header.metadata.iter().enumerate() {
-        let comma = if i == 0 { "" } else { "," };
-        json.push_str(&format!("{comma}[{},{}]", quoted(key), quoted(value)));
+        let _ = json.write_str(if i == 0 { "[" } else { ",[" });
+        quoted(&mut json, key);
+        let _ = json.write_str(",");
+        quoted(&mut json, value);
+        let _ = json.write_str("]");
+        json.piece_done();
     }
     let gguf = header.format == Format::Gguf;
+    let _ = json.write_str("]");
     if gguf {
-        json.push_str(&format!("],\"gguf\":{}", gguf_json(&header, head)));
-    } else {
-        json.push(']');
+        let _ = json.write_str(",\"gguf\":");
+        gguf_json(&mut json, &header, &head);
     }
-    json.push_str(",\"arrays\":[");
+    let _ = json.write_str(",\"arrays\":[");
+    let mut big = Vec::new();
     for (i, array) in header.arrays.iter().enumerate() {
-        let descr = array
-            .descr
-            .map_or("null".to_owned(), |d| quoted(&d.to_string()));
-        let shape: Vec<String> = array.shape.iter().map(u64::to_string).collect();
-        json.push_str(&format!(
-            "{}{{\"name\":{},\"dtype\":{},\"descr\":{descr},\"shape\":[{}],\"fortran\":{},\
-             \"offset\":{},\"nbytes\":{},\"aligned\":{}{}}}",
-            if i == 0 { "" } else { "," },
-            quoted(&array.name),
-            quoted(&array.dtype),
-            shape.join(","),
+        let _ = json.write_str(if i == 0 { "{\"name\":" } else { ",{\"name\":" });
+        quoted(&mut json, &array.name);
+        let _ = json.write_str(",\"dtype\":");
+        quoted(&mut json, &array.dtype);
+        let _ = json.write_str(",\"descr\":");
+        match array.descr {
+            Some(d) => {
+                let _ = write!(json, "\"{d}\"");
+            }
+            None => {
+                let _ = json.write_str("null");
+            }
+        }
+        // Past 2^53, lengths are decimal strings here, and BigInts once
+        // parsed (js/header.js), with every length of that shape.
+        let exact = array.shape.iter().all(|&n| n <= EXACT);
+        if !exact {
+            big.push(i as u32);
+        }
+        let _ = json.write_str(",\"shape\":[");
+        for (k, n) in array.shape.iter().enumerate() {
+            let comma = if k == 0 { "" } else { "," };
+            let _ = if exact {
+                write!(json, "{comma}{n}")
+            } else {
+                write!(json, "{comma}\"{n}\"")
+            };
+        }
+        let _ = write!(
+            json,
+            "],\"fortran\":{},\"offset\":{},\"nbytes\":{},\"aligned\":{}",
             array.fortran,
             array.offset,
             array.nbytes,
             array.is_aligned() || matches!(array.access(0), Access::Blocks { .. }),
-            if gguf {
-                ggml_json(array)
-            } else {
-                String::new()
-            }
-        ));
+        );
+        if gguf {
+            ggml_json(&mut json, array);
+        }
+        let _ = json.write_str("}");
+        json.piece_done();
     }
-    json.push_str("]}");
-    Ok(JSON::parse(&json)?)
+    let _ = json.write_str("]}");
+    // The core's reading, and the head's copy, go before JS parses.
+    drop(header);
+    drop(head);
+    json.parse(&big)
 }

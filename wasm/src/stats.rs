@@ -5,11 +5,15 @@
 //! core's reference dequantiser of GGUF's quantised blocks. The page draws
 //! what these return and computes nothing of its own.
 //!
-//! Every `push` takes whole elements of its dtype (a `Uint8Array` whose
-//! length is a multiple of the itemsize, else a `RangeError` of kind
+//! Every `push` takes whole elements of its dtype (bytes whose length is
+//! a multiple of the itemsize, else a `RangeError` of kind
 //! `"ItemsizeMismatch"`): a page streaming a file's byte ranges cuts them
-//! on element boundaries.
+//! on element boundaries. Bytes are a `Uint8Array`, or any other typed
+//! array, `DataView` or `ArrayBuffer` by the bytes it holds
+//! ([`bytes_arg`]); anything else is a `TypeError`.
 #![forbid(unsafe_code)]
+
+use core::cell::Cell;
 
 use bytelens_core::files::{GgmlType, dequant};
 use bytelens_core::{DType, Descr, Heatmap, Histogram, MAX_BINS, Reduce, Rest, Stats, Tally};
@@ -17,8 +21,8 @@ use js_sys::JsString;
 use wasm_bindgen::prelude::*;
 
 use crate::BindingError;
-use crate::convert::{arg, dtype_arg, given, number, object, whole};
-use crate::error::at_most;
+use crate::convert::{arg, bytes_arg, count_arg, dtype_arg, given, number, object, whole};
+use crate::error::{MAX_ELEMENTS, at_most};
 
 #[wasm_bindgen(typescript_custom_section)]
 const TYPES: &str = r#"
@@ -66,7 +70,10 @@ fn optional_dtype(dtype: &JsValue) -> Result<Option<Descr>, BindingError> {
 #[wasm_bindgen(js_name = Stats)]
 pub struct JsStats {
     descr: Descr,
-    inner: Stats,
+    /// A cell, so that `merge` borrows both sides shared and can tell
+    /// `stats.merge(stats)` itself (two borrows of one object, one of
+    /// them mutable, would be wasm-bindgen's plain `Error`).
+    inner: Cell<Stats>,
 }
 
 #[wasm_bindgen(js_class = Stats)]
@@ -77,26 +84,42 @@ impl JsStats {
     pub fn new(dtype: &JsString) -> Result<JsStats, BindingError> {
         Ok(JsStats {
             descr: dtype_arg(dtype)?,
-            inner: Stats::new(),
+            inner: Cell::new(Stats::new()),
         })
     }
 
     /// Adds the elements in `bytes`: whole elements only (a partial one is
     /// a `RangeError` of kind `"ItemsizeMismatch"`, and nothing is added).
-    pub fn push(&mut self, bytes: &[u8]) -> Result<(), BindingError> {
-        Ok(self.inner.push(self.descr, bytes)?)
+    pub fn push(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer")] bytes: &JsValue,
+    ) -> Result<(), BindingError> {
+        let bytes = bytes_arg(bytes, "bytes")?;
+        Ok(self.inner.get_mut().push(self.descr, &bytes)?)
     }
 
     /// Adds the statistics of another part of the array (`other` is left
-    /// as it is; its dtype may differ).
-    pub fn merge(&mut self, other: &JsStats) {
-        self.inner.merge(&other.inner);
+    /// as it is; its dtype may differ). `other` must be another `Stats`:
+    /// this one itself is a `TypeError`.
+    pub fn merge(&self, other: &JsStats) -> Result<(), BindingError> {
+        if core::ptr::eq(self, other) {
+            return Err(BindingError::Argument {
+                what: "other",
+                expected: "another Stats (merging one with itself would count its elements twice)",
+                got: JsValue::from_str("this Stats"),
+                type_error: true,
+            });
+        }
+        let mut merged = self.inner.get();
+        merged.merge(&other.inner.get());
+        self.inner.set(merged);
+        Ok(())
     }
 
     /// `{ count, finite, nan, posinf, neginf, zero, subnormal, min, max,
     /// mean, std }`; the last four null when no value is finite.
     pub fn result(&self) -> Result<StatsResult, BindingError> {
-        let s = &self.inner;
+        let s = &self.inner.get();
         let c = s.counts();
         let n = |v: u64| JsValue::from_f64(v as f64);
         let f = |v: Option<f64>| v.map_or(JsValue::NULL, JsValue::from_f64);
@@ -243,9 +266,14 @@ impl JsHistogram {
     }
 
     /// Counts the elements of `dtype` in `bytes` (whole elements).
-    pub fn push(&mut self, bytes: &[u8], dtype: &JsString) -> Result<(), BindingError> {
+    pub fn push(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer")] bytes: &JsValue,
+        dtype: &JsString,
+    ) -> Result<(), BindingError> {
+        let bytes = bytes_arg(bytes, "bytes")?;
         match &mut self.inner {
-            Counted::Values(h) => Ok(h.push(dtype_arg(dtype)?, bytes)?),
+            Counted::Values(h) => Ok(h.push(dtype_arg(dtype)?, &bytes)?),
             Counted::Tallied(_) => Err(tallied("push")),
         }
     }
@@ -269,8 +297,12 @@ impl JsHistogram {
     /// Counts the elements in `bytes` (whole elements of the tally's
     /// dtype, the bytes it counted, each once) that `addTally` left.
     #[wasm_bindgen(js_name = pushRest)]
-    pub fn push_rest(&mut self, bytes: &[u8]) -> Result<(), BindingError> {
-        Ok(self.inner.rest("pushRest")?.push(bytes)?)
+    pub fn push_rest(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer")] bytes: &JsValue,
+    ) -> Result<(), BindingError> {
+        let bytes = bytes_arg(bytes, "bytes")?;
+        Ok(self.inner.rest("pushRest")?.push(&bytes)?)
     }
 
     /// Counts the elements that `addTally` left among keyed chunks
@@ -278,8 +310,12 @@ impl JsHistogram {
     /// only the keys left. A chunk cut short is a `RangeError` of kind
     /// `"LengthMismatch"`.
     #[wasm_bindgen(js_name = pushKeyed)]
-    pub fn push_keyed(&mut self, keyed: &[u8]) -> Result<(), BindingError> {
-        Ok(self.inner.rest("pushKeyed")?.push_keyed(keyed)?)
+    pub fn push_keyed(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer")] keyed: &JsValue,
+    ) -> Result<(), BindingError> {
+        let keyed = bytes_arg(keyed, "keyed")?;
+        Ok(self.inner.rest("pushKeyed")?.push_keyed(&keyed)?)
     }
 
     /// The count of each bin (exact: integers below 2^53).
@@ -309,16 +345,24 @@ pub struct JsTally {
 impl JsTally {
     /// No elements yet, of `dtype` (a type string, as for `Stats`).
     #[wasm_bindgen(constructor)]
+    /// Its counts take 512 KiB of wasm memory until `free()`: where
+    /// they cannot be had, a `RangeError` of kind `"OutOfMemory"`.
     pub fn new(dtype: &JsString) -> Result<JsTally, BindingError> {
-        Ok(JsTally {
-            inner: Tally::new(dtype_arg(dtype)?),
-        })
+        let inner = Tally::try_new(dtype_arg(dtype)?).ok_or(BindingError::OutOfMemory {
+            what: "a Tally's counts",
+            bytes: 8 << 16,
+        })?;
+        Ok(JsTally { inner })
     }
 
     /// Counts the elements in `bytes`: whole elements only (a partial one
     /// is a `RangeError` of kind `"ItemsizeMismatch"`, counting nothing).
-    pub fn push(&mut self, bytes: &[u8]) -> Result<(), BindingError> {
-        Ok(self.inner.push(bytes)?)
+    pub fn push(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer")] bytes: &JsValue,
+    ) -> Result<(), BindingError> {
+        let bytes = bytes_arg(bytes, "bytes")?;
+        Ok(self.inner.push(&bytes)?)
     }
 
     /// Counts the elements in `bytes` as `push` does, and returns them
@@ -328,9 +372,19 @@ impl JsTally {
     /// less, and the pass reads only the keys it wants. At most
     /// `keyedLength(bytes.length)` bytes.
     #[wasm_bindgen(js_name = pushKeyed)]
-    pub fn push_keyed(&mut self, bytes: &[u8]) -> Result<Vec<u8>, BindingError> {
-        let mut out = Vec::with_capacity(self.inner.keyed_len(bytes.len()));
-        self.inner.push_keyed(bytes, &mut out)?;
+    pub fn push_keyed(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer")] bytes: &JsValue,
+    ) -> Result<Vec<u8>, BindingError> {
+        let bytes = bytes_arg(bytes, "bytes")?;
+        let len = self.inner.keyed_len(bytes.len());
+        let mut out = Vec::new();
+        out.try_reserve_exact(len)
+            .map_err(|_| BindingError::OutOfMemory {
+                what: "pushKeyed()'s keyed chunk",
+                bytes: len as u64,
+            })?;
+        self.inner.push_keyed(&bytes, &mut out)?;
         Ok(out)
     }
 
@@ -360,12 +414,14 @@ impl JsTally {
 pub struct JsHeatmap {
     descr: Descr,
     inner: Heatmap,
+    rows: u64,
+    cols: u64,
 }
 
 /// A picture's dimension: from 1 to the array's.
-fn out_dim(value: &JsValue, what: &'static str, most: usize) -> Result<usize, BindingError> {
+fn out_dim(value: &JsValue, what: &'static str, most: u64) -> Result<usize, BindingError> {
     let n = arg(value, what, whole)?;
-    if n == 0 || n > most {
+    if n == 0 || n as u64 > most {
         return Err(BindingError::bad_value(
             what,
             "a whole number from 1 to the array's (rows for outH, cols for outW)",
@@ -375,20 +431,27 @@ fn out_dim(value: &JsValue, what: &'static str, most: usize) -> Result<usize, Bi
     Ok(n)
 }
 
+/// The most pixels a `Heatmap` has: 2^26 (`values()` returns them all at
+/// once, as `read` its elements).
+const MAX_PIXELS: usize = MAX_ELEMENTS;
+
 #[wasm_bindgen(js_class = Heatmap)]
 impl JsHeatmap {
     /// An empty picture of a `rows × cols` array of `dtype`; `mode` is
-    /// `"mean"` or `"max"`.
+    /// `"mean"` or `"max"`. `rows` and `cols` are whole numbers (or
+    /// BigInts) up to 2^53, and the array may have any number of elements
+    /// up to 2^64 - 1 (only the picture is kept); the picture at most 2^26
+    /// pixels (`outH × outW`), refused before anything is allocated.
     #[wasm_bindgen(constructor)]
     pub fn new(
-        #[wasm_bindgen(unchecked_param_type = "number")] rows: &JsValue,
-        #[wasm_bindgen(unchecked_param_type = "number")] cols: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number | bigint")] rows: &JsValue,
+        #[wasm_bindgen(unchecked_param_type = "number | bigint")] cols: &JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] out_h: &JsValue,
         #[wasm_bindgen(unchecked_param_type = "number")] out_w: &JsValue,
         dtype: &JsString,
         #[wasm_bindgen(unchecked_param_type = "\"mean\" | \"max\"")] mode: &JsValue,
     ) -> Result<JsHeatmap, BindingError> {
-        let (rows_n, cols_n) = (arg(rows, "rows", whole)?, arg(cols, "cols", whole)?);
+        let (rows_n, cols_n) = (count_arg(rows, "rows")?, count_arg(cols, "cols")?);
         let (h, w) = (
             out_dim(out_h, "outH", rows_n)?,
             out_dim(out_w, "outW", cols_n)?,
@@ -406,22 +469,57 @@ impl JsHeatmap {
                 });
             }
         };
-        let inner = Heatmap::new(rows_n, cols_n, h, w, reduce).ok_or_else(|| {
-            BindingError::bad_value(
-                "rows",
-                "such that rows × cols is at most 4294967295 elements",
-                rows_n as f64,
-            )
-        })?;
-        Ok(JsHeatmap { descr, inner })
+        if rows_n.checked_mul(cols_n).is_none() {
+            return Err(BindingError::bad_value(
+                "rows × cols",
+                "at most 18446744073709551615 elements",
+                rows_n as f64 * cols_n as f64,
+            ));
+        }
+        match h.checked_mul(w) {
+            Some(pixels) if pixels <= MAX_PIXELS => {}
+            _ => {
+                return Err(BindingError::bad_value(
+                    "outH × outW",
+                    "at most 67108864 pixels (2^26)",
+                    h as f64 * w as f64,
+                ));
+            }
+        }
+        let inner =
+            Heatmap::new(rows_n, cols_n, h, w, reduce).ok_or(BindingError::OutOfMemory {
+                what: "a Heatmap's picture",
+                bytes: (h as u64 * w as u64 * 4) + w as u64 * 24,
+            })?;
+        Ok(JsHeatmap {
+            descr,
+            inner,
+            rows: rows_n,
+            cols: cols_n,
+        })
     }
 
     /// Adds the next elements (C order), from where the last call
     /// stopped: whole rows or any whole number of elements. More than the
     /// array has left is a `RangeError` of kind `"CountMismatch"`.
     #[wasm_bindgen(js_name = pushRows)]
-    pub fn push_rows(&mut self, bytes: &[u8]) -> Result<(), BindingError> {
-        Ok(self.inner.push(self.descr, bytes)?)
+    pub fn push_rows(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer")] bytes: &JsValue,
+    ) -> Result<(), BindingError> {
+        let bytes = bytes_arg(bytes, "bytes")?;
+        let size = self.descr.dtype.size();
+        let n = (bytes.len() / size) as u64;
+        let left = self.inner.left();
+        if bytes.len() % size == 0 && n > left {
+            return Err(BindingError::PastTheEnd {
+                given: n,
+                left,
+                rows: self.rows,
+                cols: self.cols,
+            });
+        }
+        Ok(self.inner.push(self.descr, &bytes)?)
     }
 
     /// Ends the stream: a cut-short one's last row of pixels is written
@@ -459,7 +557,11 @@ impl JsHeatmap {
 /// `"q8_0"`) dequantised to float32 by the core's reference (gguf-py's
 /// values bit for bit): `blocks` must be whole blocks.
 #[wasm_bindgen]
-pub fn dequantize(qtype: &JsString, blocks: &[u8]) -> Result<Vec<f32>, BindingError> {
+pub fn dequantize(
+    qtype: &JsString,
+    #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer")] blocks: &JsValue,
+) -> Result<Vec<f32>, BindingError> {
+    let blocks = bytes_arg(blocks, "blocks")?;
     let bad = |expected: &'static str, got: JsValue, type_error| BindingError::Argument {
         what: "qtype",
         expected,
@@ -487,6 +589,6 @@ pub fn dequantize(qtype: &JsString, blocks: &[u8]) -> Result<Vec<f32>, BindingEr
     let count = blocks.len() / bytes * block;
     at_most(count, "dequantize() returns")?;
     let mut out = vec![0f32; count];
-    dequant::dequantize_blocks(ggml, blocks, &mut out);
+    dequant::dequantize_blocks(ggml, &blocks, &mut out);
     Ok(out)
 }

@@ -15,6 +15,10 @@ fn safetensors(json: &str) -> Vec<u8> {
     file
 }
 
+fn u8a(bytes: &[u8]) -> JsValue {
+    js_sys::Uint8Array::from(bytes).into()
+}
+
 fn text(value: &JsValue) -> String {
     JSON::stringify(value).unwrap().as_string().unwrap()
 }
@@ -40,7 +44,7 @@ fn offsets_past_4_gib_are_exact() {
     let head = safetensors(&padded);
     let start = head.len() as u64;
     assert_eq!(start % 128, 0);
-    let header = read_header(&head, length as f64).unwrap();
+    let header = read_header(&u8a(&head), &JsValue::from(length as f64)).unwrap();
     let expected = format!(
         r#"{{"format":"safetensors","version":[0,0],"dataStart":{start},"metadata":[],"arrays":[{{"name":"big","dtype":"F32","descr":"<f4","shape":[268435424],"fortran":false,"offset":{},"nbytes":1073741696,"aligned":true}},{{"name":"small","dtype":"U8","descr":"|u1","shape":[4],"fortran":false,"offset":{start},"nbytes":4,"aligned":true}}]}}"#,
         start + 4_294_967_296
@@ -49,7 +53,7 @@ fn offsets_past_4_gib_are_exact() {
     // One byte short of the tensor's end: refused with the exact numbers.
     assert_eq!(start + 5_368_708_992, length);
     let short = length - 1;
-    let message = thrown_message(read_header(&head, short as f64));
+    let message = thrown_message(read_header(&u8a(&head), &JsValue::from(short as f64)));
     assert_eq!(
         message,
         format!(
@@ -63,13 +67,13 @@ fn offsets_past_4_gib_are_exact() {
 #[wasm_bindgen_test]
 fn lengths_up_to_2_to_the_53_are_taken() {
     let head = safetensors("{}");
-    let header = read_header(&head, 9_007_199_254_740_992.0).unwrap();
+    let header = read_header(&u8a(&head), &JsValue::from(9_007_199_254_740_992.0)).unwrap();
     assert_eq!(
         Reflect::get(&header, &"dataStart".into()).unwrap().as_f64(),
         Some(10.0)
     );
     for bad in [9_007_199_254_740_994.0, -1.0, 1.5, f64::NAN] {
-        let message = thrown_message(read_header(&head, bad));
+        let message = thrown_message(read_header(&u8a(&head), &JsValue::from(bad)));
         assert!(
             message.contains("a whole number from 0 to 9007199254740992"),
             "{message}"

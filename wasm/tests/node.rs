@@ -6,6 +6,8 @@ mod common;
 mod stats;
 
 use common::{assert_thrown, js, kind, message, thrown};
+#[cfg(feature = "files")]
+use stats::u8a;
 
 use bytelens_wasm::{Buffer, ByteSource, JsLayout, LayoutOptions, Plan, describe_dtype, dtypes};
 use js_sys::{Array, JsString, Object, Reflect};
@@ -233,13 +235,17 @@ fn headers_of_files() {
     let mut file = (json.len() as u64).to_le_bytes().to_vec();
     file.extend(json.as_bytes());
     file.resize(file.len() + 27, 0);
-    let more = read_header(&file[..16], file.len() as f64).unwrap();
+    let more = read_header(&u8a(&file[..16]), &JsValue::from(file.len() as f64)).unwrap();
     let need = Reflect::get(&more, &"need".into())
         .unwrap()
         .as_f64()
         .unwrap();
     assert_eq!(need, (8 + json.len()) as f64);
-    let header = read_header(&file[..need as usize], file.len() as f64).unwrap();
+    let header = read_header(
+        &u8a(&file[..need as usize]),
+        &JsValue::from(file.len() as f64),
+    )
+    .unwrap();
     let text = js_sys::JSON::stringify(&header)
         .unwrap()
         .as_string()
@@ -254,7 +260,7 @@ fn headers_of_files() {
         )
     );
     let cut = &file[..file.len() - 1]; // the last tensor's last byte is missing
-    let err = thrown(read_header(cut, cut.len() as f64));
+    let err = thrown(read_header(&u8a(cut), &JsValue::from(cut.len() as f64)));
     assert_eq!(kind(&err), "FormatError");
     assert!(
         message(&err).contains("past the end of the file"),
@@ -324,10 +330,10 @@ fn gguf_headers_of_files() {
     file.resize(start + 96 + 12, 0);
 
     // Asked for more, at least twice what it had.
-    let more = read_header(&file[..40], file.len() as f64).unwrap();
+    let more = read_header(&u8a(&file[..40]), &JsValue::from(file.len() as f64)).unwrap();
     let need = Reflect::get(&more, &"need".into()).unwrap().as_f64();
     assert!(need >= Some(80.0), "{need:?}");
-    let header = read_header(&file, file.len() as f64).unwrap();
+    let header = read_header(&u8a(&file), &JsValue::from(file.len() as f64)).unwrap();
     let text = js_sys::JSON::stringify(&header)
         .unwrap()
         .as_string()

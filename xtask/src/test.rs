@@ -607,7 +607,7 @@ fn wasm(run: &Run) -> Vec<Step> {
     vec![
         (
             "tests in Node".into(),
-            web::wasm_pack_test(&["--node"], &["node", "headers"]),
+            web::wasm_pack_test(&["--node"], &["node", "headers", "memory"]),
         ),
         (
             "tests in Chromium".into(),

@@ -1,4 +1,3 @@
-use alloc::vec;
 use alloc::vec::Vec;
 
 use super::{Reduce, for_each_value, whole_elements};
@@ -10,6 +9,10 @@ use crate::{Descr, Error};
 /// `i * rows / out_h .. (i + 1) * rows / out_h` and columns
 /// `j * cols / out_w .. (j + 1) * cols / out_w` (integer division),
 /// NaN where none is finite.
+///
+/// The array may be larger than memory (`rows × cols` up to 2^64 - 1
+/// elements, positions are `u64`s): only the picture is kept, and one row
+/// of its sums.
 ///
 /// # Examples
 /// ```
@@ -26,45 +29,46 @@ use crate::{Descr, Error};
 /// ```
 #[derive(Clone, Debug, PartialEq)]
 pub struct Heatmap {
-    rows: usize,
-    cols: usize,
+    rows: u64,
+    cols: u64,
     out_h: usize,
     out_w: usize,
     reduce: Reduce,
     /// The next element's row and column.
-    row: usize,
-    col: usize,
+    row: u64,
+    col: u64,
     /// The output row being gathered, and its columns' sums (or
     /// maxima) and counts of finite values.
     out_row: usize,
     acc: Vec<f64>,
     finite: Vec<u64>,
-    /// The output column of each input column's first element.
+    /// The first input column of each output column.
     /// INVARIANT: `col_start[j] = j * cols / out_w`, with
     /// `col_start[out_w] = cols`.
-    col_start: Vec<usize>,
+    col_start: Vec<u64>,
     values: Vec<f32>,
 }
 
 impl Heatmap {
     /// An empty picture. `None` unless `1 <= out_h <= rows` and `1 <=
-    /// out_w <= cols`, with `rows * cols` and `out_h * out_w` within
-    /// `usize`.
+    /// out_w <= cols`, with `rows * cols` within `u64`, and the picture's
+    /// memory allocated (`4 × out_h × out_w` bytes, and 24 a column for
+    /// its row being gathered): a picture that does not fit is `None`,
+    /// never an abort.
     pub fn new(
-        rows: usize,
-        cols: usize,
+        rows: u64,
+        cols: u64,
         out_h: usize,
         out_w: usize,
         reduce: Reduce,
     ) -> Option<Heatmap> {
-        if out_h == 0 || out_w == 0 || out_h > rows || out_w > cols {
+        if out_h == 0 || out_w == 0 || out_h as u64 > rows || out_w as u64 > cols {
             return None;
         }
         rows.checked_mul(cols)?;
         let pixels = out_h.checked_mul(out_w)?;
-        let col_start = (0..=out_w)
-            .map(|j| (j as u128 * cols as u128 / out_w as u128) as usize)
-            .collect();
+        let col_start =
+            (0..=out_w as u64).map(|j| (u128::from(j) * u128::from(cols) / out_w as u128) as u64);
         Some(Heatmap {
             rows,
             cols,
@@ -74,16 +78,21 @@ impl Heatmap {
             row: 0,
             col: 0,
             out_row: 0,
-            acc: vec![0.0; out_w],
-            finite: vec![0; out_w],
-            col_start,
-            values: vec![f32::NAN; pixels],
+            acc: filled(out_w, 0.0)?,
+            finite: filled(out_w, 0)?,
+            col_start: collected(out_w.checked_add(1)?, col_start)?,
+            values: filled(pixels, f32::NAN)?,
         })
     }
 
     /// The first input row of output row `i`.
-    fn row_start(&self, i: usize) -> usize {
-        (i as u128 * self.rows as u128 / self.out_h as u128) as usize
+    fn row_start(&self, i: usize) -> u64 {
+        (i as u128 * u128::from(self.rows) / self.out_h as u128) as u64
+    }
+
+    /// The elements still to come.
+    pub fn left(&self) -> u64 {
+        self.rows * self.cols - (self.row * self.cols + self.col)
     }
 
     /// Adds the next elements of the array (C order), from where the
@@ -92,13 +101,16 @@ impl Heatmap {
     /// `CountMismatch` for more elements than the array has left.
     pub fn push(&mut self, descr: Descr, bytes: &[u8]) -> Result<(), Error> {
         let n = whole_elements(descr, bytes)?;
-        let pushed = self.row * self.cols + self.col;
-        let total = self.rows * self.cols;
-        if n > total - pushed {
-            return Err(Error::CountMismatch {
-                expected: total,
-                got: pushed + n,
-            });
+        let left = self.left();
+        if n as u64 > left {
+            let total = self.rows * self.cols;
+            let (expected, got) = match (usize::try_from(total), usize::try_from(total - left)) {
+                (Ok(total), Ok(pushed)) if pushed.checked_add(n).is_some() => (total, pushed + n),
+                // A total past a 32-bit usize: the elements left (fewer
+                // than n), and those given.
+                _ => (left as usize, n),
+            };
+            return Err(Error::CountMismatch { expected, got });
         }
         let mut j = self.output_column(self.col);
         let mut next_col = self.col_start[j + 1];
@@ -132,7 +144,7 @@ impl Heatmap {
     }
 
     /// The output column of input column `col`.
-    fn output_column(&self, col: usize) -> usize {
+    fn output_column(&self, col: u64) -> usize {
         // The last j with col_start[j] <= col.
         self.col_start.partition_point(|&start| start <= col) - 1
     }
@@ -187,4 +199,20 @@ impl Heatmap {
                 Some((lo, hi)) => Some((lo.min(v), hi.max(v))),
             })
     }
+}
+
+/// `n` copies of `value`, or `None` when memory for them cannot be had.
+fn filled<T: Clone>(n: usize, value: T) -> Option<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).ok()?;
+    v.resize(n, value);
+    Some(v)
+}
+
+/// The `n` items of `items`, or `None` when memory for them cannot be had.
+fn collected<T>(n: usize, items: impl Iterator<Item = T>) -> Option<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n).ok()?;
+    v.extend(items);
+    Some(v)
 }

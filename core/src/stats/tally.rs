@@ -98,14 +98,31 @@ fn zeros<T: Clone + Default, const N: usize>() -> Box<[T; N]> {
     v.try_into().ok().expect("N elements")
 }
 
+/// Like [`zeros`], but `None` where the memory cannot be had.
+fn try_zeros<T: Clone + Default, const N: usize>() -> Option<Box<[T; N]>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(N).ok()?;
+    v.resize(N, T::default());
+    v.into_boxed_slice().try_into().ok()
+}
+
 impl Tally {
-    /// No elements yet, of `descr` (any dtype, either byte order).
-    pub fn new(descr: Descr) -> Tally {
-        Tally {
+    /// No elements yet, of `descr` (any dtype, either byte order); `None`
+    /// where the memory of its counts (512 KiB) cannot be had.
+    pub fn try_new(descr: Descr) -> Option<Tally> {
+        Some(Tally {
             descr,
-            counts: zeros(),
+            counts: try_zeros()?,
             scratch: None,
-        }
+        })
+    }
+
+    /// Like [`Tally::try_new`], but panics.
+    ///
+    /// # Panics
+    /// Where the memory of its counts (512 KiB) cannot be had.
+    pub fn new(descr: Descr) -> Tally {
+        Tally::try_new(descr).expect("512 KiB for a tally's counts")
     }
 
     /// The elements' type.

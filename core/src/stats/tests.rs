@@ -438,7 +438,7 @@ fn heatmap_pixels_are_the_means_and_maxima_of_what_they_cover() {
         let size = descr.dtype.size();
         let values: Vec<f64> = bytes.chunks_exact(size).map(|e| value(descr, e)).collect();
         for reduce in [Reduce::Mean, Reduce::Max] {
-            let mut map = Heatmap::new(rows, cols, out_h, out_w, reduce).unwrap();
+            let mut map = Heatmap::new(rows as u64, cols as u64, out_h, out_w, reduce).unwrap();
             for chunk in random_cuts(&mut rng, &bytes, size) {
                 assert!(!map.is_done() || chunk.is_empty());
                 map.push(descr, chunk).unwrap();
@@ -505,6 +505,36 @@ fn a_heatmap_refuses_elements_past_the_end_and_finishes_early() {
     empty.finish();
     assert!(empty.values().iter().all(|v| v.is_nan()));
     assert_eq!(empty.range(), None);
+}
+
+/// An array of 2^32 elements or more (65536 × 65536, 3 × 2^62): only
+/// the picture is kept, so it is made, and its rows come in; a picture
+/// whose memory cannot be had is `None`, not an abort.
+#[cfg(feature = "alloc")]
+#[test]
+fn a_heatmap_of_an_array_past_usize_and_a_picture_past_memory() {
+    let d = Descr::native(DType::U8);
+    let mut map = Heatmap::new(1 << 16, 1 << 16, 2, 2, Reduce::Mean).unwrap();
+    assert_eq!(map.left(), 1 << 32);
+    let row: Vec<u8> = (0..1u32 << 16).map(|c| u8::from(c >= 1 << 15)).collect();
+    map.push(d, &row).unwrap();
+    map.push(d, &row).unwrap();
+    assert_eq!(map.left(), (1 << 32) - (1 << 17));
+    map.finish();
+    // Output row 0 covers rows 0..32768, of which two came.
+    assert_eq!(map.values()[..2], [0.0, 1.0]);
+    assert!(map.values()[2..].iter().all(|v| v.is_nan()));
+    assert_eq!(map.left(), 0);
+    let mut wide = Heatmap::new(3, 1 << 62, 3, 2, Reduce::Max).unwrap();
+    wide.push(d, &[7; 100]).unwrap();
+    assert_eq!(wide.left(), 3 * (1 << 62) - 100);
+    wide.finish();
+    assert_eq!(wide.values()[0], 7.0);
+    assert!(wide.values()[1..].iter().all(|v| v.is_nan()));
+    // rows × cols past u64, and pictures no memory holds.
+    assert!(Heatmap::new(1 << 32, 1 << 32, 1, 1, Reduce::Mean).is_none());
+    assert!(Heatmap::new(1, u64::MAX, 1, usize::MAX, Reduce::Mean).is_none());
+    assert!(Heatmap::new(u64::MAX, 1, usize::MAX / 2, 1, Reduce::Mean).is_none());
 }
 
 /// `n` elements of `descr` near a random mean: floats normal, integers

@@ -9,6 +9,8 @@ use wasm_bindgen_test::wasm_bindgen_test;
 
 use crate::common::{assert_thrown, js, kind, message, thrown};
 
+mod hostile;
+
 fn num(v: f64) -> JsValue {
     JsValue::from_f64(v)
 }
@@ -17,6 +19,11 @@ const NONE: JsValue = JsValue::UNDEFINED;
 
 fn field(object: &JsValue, key: &str) -> JsValue {
     Reflect::get(object, &key.into()).unwrap()
+}
+
+/// Bytes as a `Uint8Array`, as the tensor panel's calls take them.
+pub fn u8a(bytes: &[u8]) -> JsValue {
+    js_sys::Uint8Array::from(bytes).into()
 }
 
 fn f32_bytes(values: &[f32]) -> Vec<u8> {
@@ -50,8 +57,8 @@ fn stats_of_chunks_count_every_kind_of_value() {
     ];
     let bytes = f32_bytes(&values);
     let mut stats = JsStats::new(&js("<f4")).unwrap();
-    stats.push(&bytes[..12]).unwrap();
-    stats.push(&bytes[12..]).unwrap();
+    stats.push(&u8a(&bytes[..12])).unwrap();
+    stats.push(&u8a(&bytes[12..])).unwrap();
     let r: JsValue = stats.result().unwrap().into();
     let got: Vec<f64> = [
         "count",
@@ -73,14 +80,14 @@ fn stats_of_chunks_count_every_kind_of_value() {
     assert!(close(field(&r, "mean")));
     // merge: the same values again, another Stats.
     let mut other = JsStats::new(&js("<f4")).unwrap();
-    other.push(&bytes).unwrap();
-    stats.merge(&other);
+    other.push(&u8a(&bytes)).unwrap();
+    stats.merge(&other).unwrap();
     let r: JsValue = stats.result().unwrap().into();
     assert_eq!(field(&r, "count").as_f64(), Some(16.0));
     assert!(close(field(&r, "mean")));
     // No finite value: nulls.
     let mut none = JsStats::new(&js(">f8")).unwrap();
-    none.push(&f64::NAN.to_be_bytes()).unwrap();
+    none.push(&u8a(&f64::NAN.to_be_bytes())).unwrap();
     let r: JsValue = none.result().unwrap().into();
     for key in ["min", "max", "mean", "std"] {
         assert!(field(&r, key).is_null(), "{key}");
@@ -90,7 +97,7 @@ fn stats_of_chunks_count_every_kind_of_value() {
 #[wasm_bindgen_test]
 fn stats_refuse_partial_elements_and_unknown_dtypes() {
     let mut stats = JsStats::new(&js("<i2")).unwrap();
-    let err = thrown(stats.push(&[1, 2, 3]));
+    let err = thrown(stats.push(&u8a(&[1, 2, 3])));
     assert_thrown(
         &err,
         "ItemsizeMismatch",
@@ -110,7 +117,7 @@ fn histogram_bins_are_numpy_s_in_the_array_s_type() {
         &js("<f4").into(),
     )
     .unwrap();
-    h.push(&f32_bytes(&values), &js("<f4")).unwrap();
+    h.push(&u8a(&f32_bytes(&values)), &js("<f4")).unwrap();
     assert_eq!(h.counts(), [2.0, 1.0, 1.0]);
     let edges: Vec<f32> = [0.1, 0.29999998, 0.49999997, 0.7].to_vec();
     assert_eq!(
@@ -150,7 +157,7 @@ fn histogram_arguments_that_cannot_be_bins_are_refused() {
     );
     let mut h = JsHistogram::new(&num(0.0), &num(1.0), &NONE, &NONE).unwrap();
     assert_eq!(
-        kind(&thrown(h.push(&[0; 3], &js("<f4")))),
+        kind(&thrown(h.push(&u8a(&[0; 3]), &js("<f4")))),
         "ItemsizeMismatch"
     );
 }
@@ -166,7 +173,7 @@ fn stats_and_histograms_equal_numpy_s_vectors() {
         let dtype = js(case["dtype"].as_str().unwrap());
         let bytes = hex(case["bytes"].as_str().unwrap());
         let mut stats = JsStats::new(&dtype).unwrap();
-        stats.push(&bytes).unwrap();
+        stats.push(&u8a(&bytes)).unwrap();
         let r: JsValue = stats.result().unwrap().into();
         for key in [
             "count",
@@ -208,12 +215,12 @@ fn stats_and_histograms_equal_numpy_s_vectors() {
             JsHistogram::for_range(&num(min), &num(max), &NONE, &dtype.clone().into()).unwrap();
         let mut tally = JsTally::new(&dtype).unwrap();
         let half = bytes.len() / 2 / itemsize(&dtype) * itemsize(&dtype);
-        tally.push(&bytes[..half]).unwrap();
-        tally.push(&bytes[half..]).unwrap();
+        tally.push(&u8a(&bytes[..half])).unwrap();
+        tally.push(&u8a(&bytes[half..])).unwrap();
         let left = tallied.add_tally(&tally).unwrap();
         assert!(left == 0.0 || !tally.is_exact(), "{name}: {left} left");
-        tallied.push_rest(&bytes).unwrap();
-        hist.push(&bytes, &dtype).unwrap();
+        tallied.push_rest(&u8a(&bytes)).unwrap();
+        hist.push(&u8a(&bytes), &dtype).unwrap();
         assert_eq!(
             tallied.counts(),
             hist.counts(),
@@ -221,8 +228,8 @@ fn stats_and_histograms_equal_numpy_s_vectors() {
         );
         // And from the tally's keyed chunks.
         let mut keyed_tally = JsTally::new(&dtype).unwrap();
-        let mut keyed = keyed_tally.push_keyed(&bytes[..half]).unwrap();
-        keyed.extend(keyed_tally.push_keyed(&bytes[half..]).unwrap());
+        let mut keyed = keyed_tally.push_keyed(&u8a(&bytes[..half])).unwrap();
+        keyed.extend(keyed_tally.push_keyed(&u8a(&bytes[half..])).unwrap());
         let bound = keyed_tally.keyed_length(&num(half as f64)).unwrap()
             + keyed_tally
                 .keyed_length(&num((bytes.len() - half) as f64))
@@ -235,7 +242,7 @@ fn stats_and_histograms_equal_numpy_s_vectors() {
         let mut from_keyed =
             JsHistogram::for_range(&num(min), &num(max), &NONE, &dtype.clone().into()).unwrap();
         from_keyed.add_tally(&keyed_tally).unwrap();
-        from_keyed.push_keyed(&keyed).unwrap();
+        from_keyed.push_keyed(&u8a(&keyed)).unwrap();
         assert_eq!(
             from_keyed.counts(),
             hist.counts(),
@@ -277,9 +284,9 @@ fn a_histogram_counted_from_a_tally_is_counted_by_push_rest_only() {
             .unwrap()
     };
     let mut tally = JsTally::new(&js("<f4")).unwrap();
-    tally.push(&bytes).unwrap();
+    tally.push(&u8a(&bytes)).unwrap();
     assert!(!tally.is_exact());
-    let err = thrown(hist().push_rest(&bytes));
+    let err = thrown(hist().push_rest(&u8a(&bytes)));
     assert_eq!(
         message(&err),
         "pushRest() cannot be called now: it counts what a tally left: addTally first"
@@ -288,10 +295,10 @@ fn a_histogram_counted_from_a_tally_is_counted_by_push_rest_only() {
     // The keys of 0.1 and 1.0 reach past the range.
     assert_eq!(h.add_tally(&tally).unwrap(), 2.0);
     assert_eq!(h.counts(), [2.0, 1.0, 1.0, 0.0]);
-    h.push_rest(&bytes).unwrap();
+    h.push_rest(&u8a(&bytes)).unwrap();
     assert_eq!(h.counts(), [3.0, 1.0, 1.0, 1.0]);
     for err in [
-        thrown(h.push(&bytes, &js("<f4"))),
+        thrown(h.push(&u8a(&bytes), &js("<f4"))),
         thrown(h.add_tally(&tally)),
     ] {
         assert!(
@@ -300,21 +307,25 @@ fn a_histogram_counted_from_a_tally_is_counted_by_push_rest_only() {
             message(&err)
         );
     }
-    assert_eq!(kind(&thrown(h.push_rest(&bytes[..3]))), "ItemsizeMismatch");
+    assert_eq!(
+        kind(&thrown(h.push_rest(&u8a(&bytes[..3])))),
+        "ItemsizeMismatch"
+    );
     let keyed = JsTally::new(&js("<f4"))
         .unwrap()
-        .push_keyed(&bytes)
+        .push_keyed(&u8a(&bytes))
         .unwrap();
     assert_eq!(
-        kind(&thrown(h.push_keyed(&keyed[..keyed.len() - 1]))),
+        kind(&thrown(h.push_keyed(&u8a(&keyed[..keyed.len() - 1])))),
         "LengthMismatch"
     );
     assert!(
-        message(&thrown(hist().push_keyed(&keyed))).starts_with("pushKeyed() cannot be called now")
+        message(&thrown(hist().push_keyed(&u8a(&keyed))))
+            .starts_with("pushKeyed() cannot be called now")
     );
     // bfloat16: every key one value, nothing left.
     let mut exact = JsTally::new(&js("bfloat16")).unwrap();
-    exact.push(&[0x80, 0x3f, 0x00, 0x40]).unwrap(); // 1.0, 2.0
+    exact.push(&u8a(&[0x80, 0x3f, 0x00, 0x40])).unwrap(); // 1.0, 2.0
     assert!(exact.is_exact());
     let mut h =
         JsHistogram::for_range(&num(1.0), &num(2.0), &num(2.0), &js("bfloat16").into()).unwrap();
@@ -334,9 +345,9 @@ fn heatmap_pixels_are_means_or_maxima_of_what_they_cover() {
         &mean(),
     )
     .unwrap();
-    map.push_rows(&[1, 2, 3, 4]).unwrap();
+    map.push_rows(&u8a(&[1, 2, 3, 4])).unwrap();
     assert!(!map.is_done());
-    map.push_rows(&[5, 6, 7, 8, 9, 10, 11, 12]).unwrap();
+    map.push_rows(&u8a(&[5, 6, 7, 8, 9, 10, 11, 12])).unwrap();
     assert!(map.is_done());
     map.done();
     // Row 0 alone, then rows 1 and 2; columns 0..2 and 2..4.
@@ -352,12 +363,12 @@ fn heatmap_pixels_are_means_or_maxima_of_what_they_cover() {
         &js("max").into(),
     )
     .unwrap();
-    max.push_rows(&f32_bytes(&[f32::NAN, 2.0, f32::NAN, -1.0]))
+    max.push_rows(&u8a(&f32_bytes(&[f32::NAN, 2.0, f32::NAN, -1.0])))
         .unwrap();
     let values = max.values();
     assert!(values[0].is_nan() && values[1] == 2.0);
     // Past the end.
-    assert_eq!(kind(&thrown(max.push_rows(&[0; 4]))), "CountMismatch");
+    assert_eq!(kind(&thrown(max.push_rows(&u8a(&[0; 4])))), "CountMismatch");
     let mut empty = JsHeatmap::new(
         &num(1.0),
         &num(1.0),
@@ -393,15 +404,15 @@ fn dequantize_is_the_core_s_reference() {
     // One Q8_0 block: a float16 scale of 0.5, then 32 int8 values.
     let mut block = vec![0x00, 0x38];
     block.extend((0..32).map(|i| (i as i8 - 16) as u8));
-    let out = dequantize(&js("q8_0"), &block).unwrap();
+    let out = dequantize(&js("q8_0"), &u8a(&block)).unwrap();
     assert_eq!(out.len(), 32);
     assert_eq!(out[..3], [-8.0, -7.5, -7.0]);
-    let err = thrown(dequantize(&js("Q8_0"), &block[..33]));
+    let err = thrown(dequantize(&js("Q8_0"), &u8a(&block[..33])));
     assert_eq!(
         message(&err),
         "blocks' length must be a whole number of blocks (see the type's block size), not 33"
     );
-    let err = thrown(dequantize(&js("F32"), &block));
+    let err = thrown(dequantize(&js("F32"), &u8a(&block)));
     assert!(message(&err).starts_with("qtype must be a quantised ggml type"));
-    assert_eq!(dequantize(&js("Q4_K"), &[]).unwrap().len(), 0);
+    assert_eq!(dequantize(&js("Q4_K"), &u8a(&[])).unwrap().len(), 0);
 }
