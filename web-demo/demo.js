@@ -443,6 +443,10 @@ function readLayoutForm() {
 
 /** Views with more elements than this are described, not drawn. */
 const MAX_VIEW_ELEMENTS = 65536;
+/** A view of more elements than this shows its values as numpy summarises them (the first and last 3 of each axis). */
+const SUMMARY_AT = 1000;
+/** The elements a box over the grid names in its title (stride 0 puts them all in one box). */
+const TITLE_ELEMENTS = 8;
 
 function updateLayout() {
   if (!state.buf) return;
@@ -477,7 +481,9 @@ function updateLayout() {
   $("layout").classList.remove("has-error");
   const { name, size } = described;
   const shape = layout.shape ?? [values.length];
-  const texts = Array.from(values, (v) => formatValue(v, described));
+  // Each element's text, made only for the elements shown (a view of 65,536
+  // elements shows a few dozen: numpy's summary past 1000, a few a box).
+  const texts = (k) => formatValue(values[k], described);
 
   // Elements either sit on exactly the same bytes or on disjoint ones
   // (offsets and strides are multiples of the itemsize), so one band holds
@@ -503,7 +509,8 @@ function updateLayout() {
     const span = Math.min(size, line.end - start);
     const hue = Math.round((ks[0] / Math.max(1, total - 1)) * 280);
     const label = ks.length > 3 ? `${ks.slice(0, 2).join(",")},…` : ks.join(",");
-    const what = ks.map((k) => `#${k} [${indexOf(k).join(", ")}] = ${texts[k]}`).join("; ");
+    const what = ks.slice(0, TITLE_ELEMENTS).map((k) => `#${k} [${indexOf(k).join(", ")}] = ${texts(k)}`).join("; ")
+      + (ks.length > TITLE_ELEMENTS ? `; … ${ks.length - TITLE_ELEMENTS} more` : "");
     const item = el("div", {
       class: "view-el",
       style: `grid-row:${line.row};grid-column:${start - line.base + 2} / span ${span};--hue:${hue}`,
@@ -523,7 +530,7 @@ function updateLayout() {
     + `shape (${shape.join(", ")}${shape.length === 1 ? "," : ""}), reaching ${reached} of ${state.buf.nbytes}.`;
   const shown = offsets.slice(0, 64).join(", ");
   walk.textContent = total ? `Byte offsets in index order: ${shown}${total > 64 ? ", …" : ""}` : "";
-  valuesBox.textContent = total || shape.length === 0 ? nestedRepr(texts, shape) : "[]";
+  valuesBox.textContent = total || shape.length === 0 ? nestedRepr(texts, shape, total > SUMMARY_AT ? 3 : Infinity) : "[]";
   drawLayoutPictures(dtype, offsets, size, shape);
 }
 

@@ -18,7 +18,10 @@ async function readRange(source, start, end, signal) {
   if (source.file) return new Uint8Array(await source.file.slice(start, end).arrayBuffer());
   const response = await fetch(source.url, { headers: { Range: `bytes=${start}-${end - 1}` }, cache: "no-store", signal });
   if (response.status !== 206 && response.status !== 200) {
-    throw new Error(`${source.url} answered HTTP ${response.status} to a request for bytes ${start}..${end}`);
+    // The server's reason, where it gives one as text (its first line).
+    const type = response.headers.get("Content-Type") ?? "";
+    const reason = type.startsWith("text/plain") ? (await response.text()).split("\n")[0].slice(0, 300) : "";
+    throw new Error(`${source.url} answered HTTP ${response.status} to a request for bytes ${start}..${end}${reason ? `: ${reason}` : ""}`);
   }
   const bytes = new Uint8Array(await response.arrayBuffer());
   if (bytes.length !== end - start) throw new Error(`asked for bytes ${start}..${end}, got ${bytes.length}: did the file change?`);

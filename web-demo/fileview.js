@@ -12,7 +12,8 @@
 // the arrow keys move the selection and scroll, reading only rows not read.
 
 import { el } from "./dom.js";
-import { formatFloat, indexAt, readingsOf } from "./numbers.js";
+import { cutText, flatOf, formatFloat, indexAt, readingsOf, stridesFor } from "./numbers.js";
+import { VirtualRows } from "./vtable.js";
 import { Inspector } from "./inspector.js";
 import { TensorPanel } from "./tensor.js";
 
@@ -23,7 +24,9 @@ const HEAD = 65536; // bytes read first for the header
 // Browsers cap an element's height (Chromium at about 33.5 million pixels):
 // past this, the scroll position maps to rows in proportion.
 const MAX_SCROLL_PX = 8_000_000;
-const MAX_LISTED = 1000; // arrays listed in the table (all are drawn)
+const BATCH = 2000; // arrays the header worker sends a message (a short task to take in)
+const MAX_BANDS = 400; // bands over the file; past this, neighbours share one
+const NAME_SHOWN = 64; // characters of a name or key shown (all in its title)
 const HUES = [210, 28, 140, 330, 265, 95, 0, 185, 50, 300];
 // A quantised block's fields, by ggml's names, the same colour in every
 // type; other names take the next of FIELD_HUES.
@@ -45,20 +48,54 @@ export function fileSource(file) {
   };
 }
 
+/** The most of a refusal's text shown. */
+const REASON_BYTES = 300;
+
+/**
+ * What a server said with a refusal (HTTP 400 and up): ": " and the first
+ * REASON_BYTES of its text body (the demo's server says why: "not a regular
+ * file"), or "". Any other answer's body (a whole file, perhaps) is not read.
+ */
+export async function reasonOf(response) {
+  const type = response.headers.get("Content-Type") ?? "";
+  if (response.status < 400 || !type.startsWith("text/plain") || !response.body) {
+    await response.body?.cancel();
+    return "";
+  }
+  const reader = response.body.getReader();
+  const parts = [];
+  let have = 0;
+  while (have < REASON_BYTES) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    parts.push(value);
+    have += value.length;
+  }
+  await reader.cancel();
+  const bytes = new Uint8Array(have);
+  let at = 0;
+  for (const p of parts) {
+    bytes.set(p, at);
+    at += p.length;
+  }
+  const text = new TextDecoder().decode(bytes.subarray(0, REASON_BYTES)).trim();
+  return text ? `: ${text}${have > REASON_BYTES ? "…" : ""}` : "";
+}
+
 /** A served file, read in HTTP byte ranges; its size is what the first answer's Content-Range says. */
 export async function urlSource(url) {
   const ranged = async (start, end) => {
     const response = await fetch(url, { headers: { Range: `bytes=${start}-${end - 1}` }, cache: "no-store" });
     if (response.status !== 206 && response.status !== 200) {
-      throw new Error(`${url} answered HTTP ${response.status} to a request for bytes ${start}..${end}`);
+      throw new Error(`${url} answered HTTP ${response.status} to a request for bytes ${start}..${end}${await reasonOf(response)}`);
     }
     return response;
   };
   // Its size: 206 with "bytes 0-0/N", or 416 with "bytes */0" for an empty file.
   const first = await fetch(url, { headers: { Range: "bytes=0-0" }, cache: "no-store" });
   if (first.status !== 206 && first.status !== 416) {
-    await first.body?.cancel(); // a whole file, perhaps: not read
-    throw new Error(`${url} answered HTTP ${first.status} to a request for its first byte, not a byte range`);
+    const reason = await reasonOf(first); // a whole file's body (200), perhaps: not read
+    throw new Error(`${url} answered HTTP ${first.status} to a request for its first byte${reason || ", not a byte range"}`);
   }
   await first.arrayBuffer();
   const total = Number((first.headers.get("Content-Range") ?? "").split("/")[1]);
@@ -79,7 +116,8 @@ export class HeaderReadError extends Error {}
 const MAX_HEADER_READS = 16;
 
 /**
- * The header by the core (`wasm.readHeader`): the file's first bytes, then
+ * The header by the core (`wasm.readHeader`, the package's or a
+ * `HeaderWorker`'s): the file's first bytes, then
  * as many as it asks for, until it has them all. Each read must bring every
  * byte asked for, and each request must ask for more than the last: a file
  * that shrank since its size was taken (a read comes back short) or a
@@ -98,7 +136,8 @@ export async function readHeader(wasm, source) {
       throw new HeaderReadError(`${source.name}: asked for bytes 0..${want}, got ${head.length}; `
         + `the file is shorter than the ${source.size} bytes it had when opened (did it change?)`);
     }
-    const header = wasm.readHeader(head, source.size);
+    // The package's readHeader, or the header worker's (a promise).
+    const header = await wasm.readHeader(head, source.size);
     if (header.need === undefined) return header;
     const need = Number(header.need);
     if (!(need > want) || need > source.size) {
@@ -109,6 +148,57 @@ export async function readHeader(wasm, source) {
       throw new HeaderReadError(`${source.name}: the header is not whole after ${reads} reads (${want} bytes)`);
     }
     want = need;
+  }
+}
+
+/**
+ * The header worker (header-worker.js), as `readHeader` calls the wasm
+ * package: `readHeader(head, size)` resolves with `{ need }` or the
+ * header's summary (`arrayCount`, `ggufCount` instead of its lists), and
+ * `items(type, from, to)` with the arrays (by offset) or metadata entries
+ * from..to of the header parsed last.
+ */
+export class HeaderWorker {
+  constructor() {
+    this.worker = null;
+    this.calls = new Map();
+    this.seq = 0;
+    this.header = 0; // the header parsed last, by number
+  }
+
+  call(message, transfer = []) {
+    if (!this.worker) {
+      this.worker = new Worker(new URL("./header-worker.js", import.meta.url), { type: "module" });
+      this.worker.onmessage = ({ data }) => {
+        const call = this.calls.get(data.id);
+        this.calls.delete(data.id);
+        if (!call) return;
+        if (data.error !== undefined) call.reject(Object.assign(new Error(data.error), { stale: data.stale === true }));
+        else call.resolve(data);
+      };
+      this.worker.onerror = (e) => {
+        for (const call of this.calls.values()) call.reject(new Error(`the header worker failed: ${e.message ?? "could not start"}`));
+        this.calls.clear();
+      };
+    }
+    const id = ++this.seq;
+    return new Promise((resolve, reject) => {
+      this.calls.set(id, { resolve, reject });
+      this.worker.postMessage({ id, header: this.header, ...message }, transfer);
+    });
+  }
+
+  async readHeader(head, size) {
+    // Moved, not copied, where the bytes are a buffer of their own.
+    const own = head.byteOffset === 0 && head.byteLength === head.buffer.byteLength;
+    const bytes = own ? head : head.slice();
+    this.header++;
+    const r = await this.call({ type: "parse", head: bytes, size }, [bytes.buffer]);
+    return r.need !== undefined ? { need: r.need } : r.summary;
+  }
+
+  async items(type, from, to) {
+    return (await this.call({ type, from, to })).items;
   }
 }
 
@@ -180,6 +270,10 @@ export class FileView {
     this.scroller = document.getElementById("file-scroll");
     this.inspector = new Inspector(wasm, document.getElementById("file-inspector"), "file-inspector", readingsOf(wasm.dtypes()));
     this.tensor = new TensorPanel(wasm, this);
+    this.headers = new HeaderWorker();
+    this.openSeq = 0;
+    this.arrayRows = new VirtualRows(document.getElementById("file-arrays-scroll"), document.querySelector("#file-arrays tbody"), 8);
+    this.metaRows = new VirtualRows(document.getElementById("file-meta-scroll"), document.querySelector("#file-meta tbody"), 5);
     this.spacer = el("div", { class: "fspacer" });
     this.window = el("div", { class: "fwindow", role: "presentation" });
     this.rows = [];
@@ -233,6 +327,10 @@ export class FileView {
       input.setCustomValidity("");
       this.jumpTo(offset);
     });
+    // A refused offset's message goes once it is edited: the browser runs no
+    // submit handler while the box holds one.
+    const gotoBox = document.getElementById("file-goto-offset");
+    gotoBox.addEventListener("input", () => gotoBox.setCustomValidity(""));
   }
 
   get rowCount() {
@@ -267,6 +365,7 @@ export class FileView {
   }
 
   async open(source) {
+    const seq = ++this.openSeq;
     this.source = source;
     this.firstRow = -1;
     this.target = NONE;
@@ -280,56 +379,100 @@ export class FileView {
     section.hidden = false;
     let header = null;
     let note = "";
+    let arrays = [];
     try {
-      header = await readHeader(this.wasm, source);
+      // Read by the header worker, off this thread: a header of 100,000
+      // tensors or a million keys takes seconds.
+      header = await readHeader(this.headers, source);
+      for (let from = 0; from < header.arrayCount; from += BATCH) {
+        const part = await this.headers.items("arrays", from, from + BATCH);
+        if (seq !== this.openSeq) return;
+        for (const a of part) arrays.push(a);
+      }
     } catch (err) {
+      if (seq !== this.openSeq) return; // another file is opening
+      header = null;
+      arrays = [];
       note = err instanceof HeaderReadError
         ? `its header could not be read (${err.message}): its raw bytes`
         : `no .npy, safetensors or GGUF header (${err?.message ?? err}): its raw bytes`;
     }
-    this.arrays = (header?.arrays ?? [])
-      .map((a, i) => ({ ...a, hue: HUES[i % HUES.length], ...(isBlocks(a) ? { blockFields: blockFields(a) } : {}) }))
-      .sort((a, b) => a.offset - b.offset);
-    this.gguf = header?.gguf ?? null;
+    if (seq !== this.openSeq) return;
+    // Sorted by offset (the worker's order), each coloured by its place in the header.
+    this.arrays = arrays.map((a) => {
+      a.hue = HUES[a.index % HUES.length];
+      if (isBlocks(a)) a.blockFields = blockFields(a);
+      return a;
+    });
+    const keys = header?.ggufCount ?? null;
+    this.gguf = keys === null ? null : { length: keys };
     const version = header?.format === "npy" ? ` ${header.version.join(".")}` : header?.format === "gguf" ? ` ${header.version[0]}` : "";
     const what = header ? `${header.format}${version}` : "a file";
-    const keys = this.gguf ? `, ${this.gguf.length} metadata key${this.gguf.length === 1 ? "" : "s"}` : "";
-    document.getElementById("file-summary").textContent =
-      `${source.name}: ${what}, ${source.size.toLocaleString("en")} bytes, ${this.arrays.length} array${this.arrays.length === 1 ? "" : "s"}${keys}`
-      + (note ? `; ${note}` : "")
-      + (header?.metadata?.length ? `; metadata ${header.metadata.map(([k, v]) => `${k}=${v}`).join(", ").slice(0, 200)}` : "");
+    const keyCount = keys !== null ? `, ${keys.toLocaleString("en")} metadata key${keys === 1 ? "" : "s"}` : "";
     this.drawBands();
-    this.drawTable();
-    this.drawMetadata();
     this.spacer.style.height = `${this.scrollPx}px`;
     this.scroller.scrollTop = 0;
+    // The lists' first rows drawn before the summary says the file is open.
+    await Promise.allSettled([this.drawTable(), this.drawMetadata()]);
+    if (seq !== this.openSeq) return;
+    document.getElementById("file-summary").textContent =
+      `${source.name}: ${what}, ${source.size.toLocaleString("en")} bytes, ${this.arrays.length.toLocaleString("en")} array${this.arrays.length === 1 ? "" : "s"}${keyCount}`
+      + (note ? `; ${note}` : "")
+      + (header?.metadata?.length ? `; metadata ${header.metadata.map(([k, v]) => `${k}=${v}`).join(", ").slice(0, 200)}` : "");
     await this.render();
     section.scrollIntoView({ block: "start" });
   }
 
+  /**
+   * The arrays as bands over the whole file, at most MAX_BANDS of them:
+   * past that, arrays next to each other share a band (each at least
+   * 1/MAX_BANDS of the file, or one array), titled with how many and
+   * which; a click jumps to its first.
+   */
   drawBands() {
     const bands = document.getElementById("file-bands");
-    bands.replaceChildren();
-    const pct = (x) => (x / Math.max(1, this.source.size)) * 100;
+    const size = Math.max(1, this.source.size);
+    const pct = (x) => (x / size) * 100;
+    // Each band: { first, last, count, start, end } (the arrays are sorted by offset).
+    const groups = [];
+    const span = this.arrays.length <= MAX_BANDS ? 0 : size / MAX_BANDS;
+    for (const a of this.arrays) {
+      const g = groups.at(-1);
+      const end = a.offset + a.nbytes;
+      if (g && end - g.start <= span) {
+        g.last = a;
+        g.count++;
+        g.end = Math.max(g.end, end);
+      } else {
+        groups.push({ first: a, last: a, count: 1, start: a.offset, end });
+      }
+    }
     // The smallest on top, where several overlap.
-    for (const a of [...this.arrays].sort((x, y) => y.nbytes - x.nbytes)) {
+    groups.sort((x, y) => (y.end - y.start) - (x.end - x.start));
+    bands.replaceChildren(...groups.map((g) => {
+      const a = g.first;
+      const one = g.count === 1;
       const band = el("button", {
         type: "button",
-        class: `fband${isMisaligned(a) ? " misaligned" : ""}`,
-        style: `left:${pct(a.offset)}%;width:max(3px, ${pct(a.nbytes)}%);--hue:${a.hue}`,
-        title: `${a.name}: ${a.dtype} ${shapeText(a.shape)}, bytes ${a.offset}..${a.offset + a.nbytes}${isMisaligned(a) ? ", misaligned" : ""}`,
-        "aria-label": `Jump to ${a.name}`,
+        class: `fband${one && isMisaligned(a) ? " misaligned" : ""}${one ? "" : " group"}`,
+        style: `left:${pct(g.start)}%;width:max(3px, ${pct(g.end - g.start)}%);--hue:${a.hue}`,
+        title: one
+          ? `${a.name}: ${a.dtype} ${shapeText(a.shape)}, bytes ${a.offset}..${a.offset + a.nbytes}${isMisaligned(a) ? ", misaligned" : ""}`
+          : `${g.count.toLocaleString("en")} arrays, bytes ${g.start}..${g.end}: ${cutText(a.name, NAME_SHOWN)} … ${cutText(g.last.name, NAME_SHOWN)}`,
+        "aria-label": one ? `Jump to ${a.name}` : `Jump to ${a.name}, the first of ${g.count} arrays`,
         "data-testid": `file-band-${a.name}`,
+        "data-arrays": g.count,
       });
       band.addEventListener("click", () => this.jumpTo(a.offset));
-      bands.append(band);
-    }
+      return band;
+    }));
+    bands.dataset.arrays = String(this.arrays.length);
   }
 
+  /** The arrays' table, every one listed, virtualised: only the rows in view are drawn. */
   drawTable() {
-    const tbody = document.getElementById("file-arrays").querySelector("tbody");
-    tbody.replaceChildren();
-    for (const a of this.arrays.slice(0, MAX_LISTED)) {
+    document.getElementById("file-more").textContent = "";
+    return this.arrayRows.set(this.arrays.length, (from, to) => this.arrays.slice(from, to), (a) => {
       const jump = el("button", { type: "button", class: "small", "aria-label": `Jump to ${a.name}`, text: "Jump", "data-testid": `file-jump-${a.name}` });
       jump.addEventListener("click", () => this.jumpTo(a.offset));
       const openIt = el("button", { type: "button", class: "small", "aria-label": `Open ${a.name} in the tensor panel`, text: "Values", "data-testid": `file-open-${a.name}` });
@@ -339,41 +482,41 @@ export class FileView {
           : a.aligned ? "view" : "misaligned: bl.load copies it";
       const blocks = isBlocks(a)
         ? `${a.blocks.toLocaleString("en")} × ${a.blockBytes} bytes (${a.block} elements each)` : "";
-      tbody.append(el("tr", { class: isMisaligned(a) ? "misaligned" : "", "data-testid": `file-array-${a.name}` },
-        el("th", { scope: "row" }, el("span", { class: "swatch", style: `--hue:${a.hue}`, "aria-hidden": "true" }), a.name),
+      const shape = shapeText(a.shape);
+      const bytes = `${a.offset}..${a.offset + a.nbytes}`;
+      return el("tr", { class: isMisaligned(a) ? "misaligned" : "", "data-testid": `file-array-${a.name}` },
+        el("th", { scope: "row", title: a.name }, el("span", { class: "swatch", style: `--hue:${a.hue}`, "aria-hidden": "true" }), cutText(a.name, NAME_SHOWN)),
         el("td", {}, el("code", { text: a.dtype })),
-        el("td", { text: shapeText(a.shape) }),
-        el("td", { text: `${a.offset}..${a.offset + a.nbytes}` }),
+        el("td", { text: shape, title: shape }),
+        el("td", { text: bytes, title: bytes }),
         el("td", { text: alignmentOf(a.offset) }),
-        el("td", { text: load }),
-        el("td", { text: blocks }),
-        el("td", {}, jump, " ", openIt)));
-    }
-    document.getElementById("file-more").textContent = this.arrays.length > MAX_LISTED
-      ? `The first ${MAX_LISTED} of ${this.arrays.length} arrays are listed; the bands show all of them.` : "";
+        el("td", { text: load, title: load }),
+        el("td", { text: blocks, title: blocks }),
+        el("td", {}, jump, " ", openIt));
+    });
   }
 
-  /** A GGUF file's metadata, one row per key (hidden for other files). */
+  /** A GGUF file's metadata, one row per key, virtualised: the rows in view asked of the header worker (hidden for other files). */
   drawMetadata() {
     const box = document.getElementById("file-meta");
-    const tbody = box.querySelector("tbody");
-    tbody.replaceChildren();
     box.hidden = !this.gguf;
-    if (!this.gguf) return;
+    document.getElementById("file-meta-more").textContent = "";
+    if (!this.gguf) return this.metaRows.set(0, () => [], () => null);
     const float32 = this.wasm.describeDType("float32").format;
-    for (const m of this.gguf.slice(0, MAX_LISTED)) {
+    const seq = this.openSeq;
+    const items = async (from, to) => (seq === this.openSeq ? this.headers.items("gguf", from, to) : []);
+    return this.metaRows.set(this.gguf.length, items, (m) => {
       const jump = el("button", { type: "button", class: "small", "aria-label": `Jump to ${m.key}'s value`, text: "Jump", "data-testid": `file-meta-jump-${m.key}` });
       jump.addEventListener("click", () => this.jumpTo(m.offset));
       const type = m.type === "array" ? `${m.elementType}[${m.count.toLocaleString("en")}]` : m.type;
-      tbody.append(el("tr", { "data-testid": `file-meta-${m.key}` },
-        el("th", { scope: "row" }, el("code", { text: m.key })),
+      const value = metaText(m, float32);
+      return el("tr", { "data-testid": `file-meta-${m.key}` },
+        el("th", { scope: "row", title: m.key }, el("code", { text: cutText(m.key, NAME_SHOWN) })),
         el("td", {}, el("code", { text: type })),
-        el("td", { class: "meta-value", text: metaText(m, float32) }),
+        el("td", { class: "meta-value", text: value, title: value }),
         el("td", { text: `${m.offset}..${m.offset + m.nbytes}` }),
-        el("td", {}, jump)));
-    }
-    document.getElementById("file-meta-more").textContent = this.gguf.length > MAX_LISTED
-      ? `The first ${MAX_LISTED} of ${this.gguf.length} keys are listed.` : "";
+        el("td", {}, jump));
+    });
   }
 
   /** The legend of the block fields of the quantised tensors in bytes `start..end`. */
@@ -387,7 +530,7 @@ export class FileView {
       const blocks = first === last ? `block ${first}` : `blocks ${first}..${last}`;
       return el("p", { class: "flegend", "data-testid": `file-legend-${a.name}` },
         el("span", { class: "swatch", style: `--hue:${a.hue}`, "aria-hidden": "true" }),
-        el("strong", { text: a.name }),
+        el("strong", { text: cutText(a.name, NAME_SHOWN), title: a.name }),
         ` ${blocks} of ${a.blocks}: ${a.dtype}, ${a.block} elements in ${a.blockBytes} bytes: `,
         ...a.blockFields.flatMap((f, i) => [i ? " " : "", el("span", {
           class: "ffield", style: `--hue:${f.hue}`, "data-testid": `file-legend-${a.name}-${f.name}`,
@@ -478,15 +621,18 @@ export class FileView {
     return out;
   }
 
-  /** The strides of array `a`, in bytes, by the core's Layout (Fortran order: its transpose of the reversed shape). */
+  /**
+   * The strides of array `a`, in bytes: `c`, its C order's, and `stored`,
+   * those of its bytes (Fortran order's for a Fortran-order array), as
+   * the core's `Layout` gives them; worked out in JS (`stridesFor`), as
+   * no `Layout` of an array past 2 GiB fits wasm32's address space.
+   */
   stridesOf(a) {
     let strides = this.layouts.get(a.name);
     if (!strides) {
-      const c = new this.wasm.Layout(a.descr, { shape: a.shape });
-      const f = a.fortran ? new this.wasm.Layout(a.descr, { shape: [...a.shape].reverse() }) : null;
-      const ft = f?.transpose();
-      strides = { c: c.strides, stored: ft ? ft.strides : c.strides };
-      for (const l of [c, f, ft]) l?.free();
+      const size = this.wasm.describeDType(a.descr).size;
+      const c = stridesFor(a.shape, size);
+      strides = { c, stored: a.fortran ? stridesFor(a.shape, size, true) : c };
       this.layouts.set(a.name, strides);
     }
     return strides;
@@ -514,9 +660,9 @@ export class FileView {
     if (a.descr === null) return { describe: () => ({ name: a.name, note: `no bytelens dtype for ${a.dtype}` }) };
     const size = this.wasm.describeDType(a.descr).size;
     const k = Math.floor(rel / size);
-    const { c, stored } = this.stridesOf(a);
+    const { stored } = this.stridesOf(a);
     const index = indexAt(k * size, a.shape, stored);
-    const flat = index.reduce((n, i, d) => n + (i * c[d]) / size, 0);
+    const flat = flatOf(index, a.shape);
     return {
       at: a.offset + k * size, size,
       describe: (bytes) => ({ name: a.name, index, flat, fortran: a.fortran, ...this.inspector.readOne(a.descr, bytes) }),
@@ -529,13 +675,31 @@ export class FileView {
     if (b === null || !this.source) return;
     const seq = ++this.inspectSeq;
     const a = this.arrayAt(b);
-    const plan = a ? this.elementPlan(a, b) : null;
+    // What fails is said in the inspector, never left showing the last byte.
+    const failed = (err) => ({ name: a.name, note: `its element could not be read: ${err?.message ?? err}` });
+    let plan = null;
+    let element = null;
+    try {
+      plan = a ? this.elementPlan(a, b) : null;
+    } catch (err) {
+      element = failed(err);
+    }
     const end = Math.min(this.source.size, b + INSPECT);
     const from = plan?.at !== undefined ? Math.min(b, plan.at) : b;
     const to = plan?.at !== undefined ? Math.max(end, plan.at + plan.size) : end;
-    const bytes = await this.readAround(from, to);
+    let bytes;
+    try {
+      bytes = await this.readAround(from, to);
+    } catch (err) {
+      if (seq === this.inspectSeq) this.inspector.fail(b, this.source.size, err?.message ?? String(err));
+      return;
+    }
     if (seq !== this.inspectSeq) return;
-    const element = plan?.describe(plan.at === undefined ? null : bytes.subarray(plan.at - from, plan.at - from + plan.size));
+    try {
+      if (plan) element = plan.describe(plan.at === undefined ? null : bytes.subarray(plan.at - from, plan.at - from + plan.size));
+    } catch (err) {
+      element = failed(err);
+    }
     this.inspector.show(b, bytes.subarray(b - from, end - from), this.source.size, element);
   }
 

@@ -5,7 +5,7 @@
 // scratch wasm Buffer the bytes are copied into); this file only draws.
 
 import { el } from "./dom.js";
-import { formatValue, hexOf } from "./numbers.js";
+import { cutText, formatValue, hexOf } from "./numbers.js";
 
 const MAX_SIZE = 8; // the widest dtype's bytes: all the inspector reads
 const ORDERS = ["little", "big"];
@@ -78,6 +78,7 @@ export class Inspector {
     this.scratch.setBytes(0, padded);
     this.caption.textContent = `Byte ${offset.toLocaleString("en")} (0x${offset.toString(16)}) of ${size.toLocaleString("en")}`;
     this.caption.dataset.offset = String(offset);
+    delete this.caption.dataset.error;
     for (const { dtype, cells } of this.cells) {
       for (const c of cells) {
         const { td, value, hex } = c;
@@ -106,10 +107,26 @@ export class Inspector {
     this.showElement(element);
   }
 
+  /** Byte `offset` (of `size`) is selected but its bytes could not be read: says why, and shows no stale values. */
+  fail(offset, size, message) {
+    this.caption.textContent = `Byte ${offset.toLocaleString("en")} (0x${offset.toString(16)}) of ${size.toLocaleString("en")}: not read (${message})`;
+    this.caption.dataset.offset = String(offset);
+    this.caption.dataset.error = message;
+    for (const { cells } of this.cells) {
+      for (const { td, value, hex } of cells) {
+        value.textContent = "";
+        hex.textContent = "";
+        for (const k of ["value", "exact", "hex", "past"]) delete td.dataset[k];
+      }
+    }
+    this.showElement(null);
+  }
+
   /** Nothing selected (no data). */
   clear() {
     this.caption.textContent = "Select a byte to read it as every type.";
     delete this.caption.dataset.offset;
+    delete this.caption.dataset.error;
     this.showElement(null);
   }
 
@@ -122,7 +139,7 @@ export class Inspector {
       return;
     }
     box.dataset.array = e.name;
-    const name = el("strong", { text: e.name });
+    const name = el("strong", { text: cutText(e.name), title: e.name });
     if (e.note) {
       box.replaceChildren(name, `: ${e.note}`);
       return;

@@ -113,22 +113,77 @@ export function hexOf(bytes, start, size, order) {
 }
 
 /**
+ * The byte strides of a contiguous array of `shape` and `itemsize`, as
+ * the core's `Layout` gives them: C order (the last axis fastest) or
+ * Fortran order (the first fastest), a 1-long or 0-long axis's stride as
+ * the next one's. Worked out here rather than by a `Layout` of the whole
+ * array, which cannot exist in wasm32 past 2 GiB: each stride is a
+ * product of whole numbers no larger than the array's byte count, exact
+ * while that is at most 2^53 (JS numbers; the file view's offsets are).
+ */
+export function stridesFor(shape, itemsize, fortran = false) {
+  const strides = shape.map(() => 0);
+  let step = itemsize;
+  const axes = shape.map((_, d) => d);
+  if (!fortran) axes.reverse();
+  for (const d of axes) {
+    strides[d] = step;
+    step *= Math.max(1, shape[d]);
+  }
+  return strides;
+}
+
+/**
  * The multi-index of the element `rel` bytes from element [0, …, 0] of an
- * array of `shape` whose `strides` (in bytes: the core's `Layout` gives
- * them) are positive and lay the elements out without gaps or overlaps, as
- * C- and Fortran-order arrays are: each axis's index, from the largest
- * stride down, is how many of its strides fit in what is left.
+ * array of `shape` whose `strides` (in bytes: `stridesFor`, or the core's
+ * `Layout`) are positive and lay the elements out without gaps or
+ * overlaps, as C- and Fortran-order arrays are: each axis's index, from
+ * the largest stride down, is how many of its strides fit in what is
+ * left. In BigInt arithmetic, so exact for every offset up to 2^53 (a
+ * float64 quotient can round up to the next whole number past 2^40 or so).
  */
 export function indexAt(rel, shape, strides) {
   const axes = shape.map((_, d) => d).sort((x, y) => strides[y] - strides[x]);
   const index = shape.map(() => 0);
-  let rest = rel;
+  let rest = BigInt(rel);
   for (const d of axes) {
     if (shape[d] < 2) continue; // the stride of a 1-long axis says nothing
-    index[d] = Math.floor(rest / strides[d]);
-    rest -= index[d] * strides[d];
+    const stride = BigInt(strides[d]);
+    const i = rest / stride;
+    index[d] = Number(i);
+    rest -= i * stride;
   }
   return index;
+}
+
+/** The C-order place of multi-index `index` in `shape` (exact up to 2^53 elements). */
+export function flatOf(index, shape) {
+  return Number(index.reduce((f, i, d) => f * BigInt(shape[d]) + BigInt(i), 0n));
+}
+
+/** The C-order multi-index of flat element `k` of `shape` (exact up to 2^53 elements). */
+export function unravel(k, shape) {
+  const index = shape.map(() => 0);
+  let rest = BigInt(k);
+  for (let d = shape.length - 1; d >= 0; d--) {
+    if (!shape[d]) continue;
+    const n = BigInt(shape[d]);
+    index[d] = Number(rest % n);
+    rest /= n;
+  }
+  return index;
+}
+
+/**
+ * `text` cut to at most `most` characters (code points) for the page, its
+ * start and end kept (names differ at either: `blk.0.attn_q.weight`) and
+ * an ellipsis between; the whole text is the element's title.
+ */
+export function cutText(text, most = 64) {
+  const chars = [...String(text)];
+  if (chars.length <= most) return String(text);
+  const tail = Math.floor((most - 1) / 3);
+  return `${chars.slice(0, most - 1 - tail).join("")}…${chars.slice(chars.length - tail).join("")}`;
 }
 
 /** A printable ASCII character for a byte, or a middle dot. */
@@ -240,23 +295,39 @@ export function parseIntList(text, what) {
   });
 }
 
-/** A numpy-style nested repr of C-order values for a shape. */
-export function nestedRepr(texts, shape) {
-  if (shape.length === 0) return texts.length ? texts[0] : "";
-  let pos = 0;
-  const width = texts.reduce((w, t) => Math.max(w, t.length), 0);
-  const pad = (t) => t.padStart(width, " ");
-  function level(dim, indent) {
-    const n = shape[dim];
-    if (dim === shape.length - 1) {
-      const items = texts.slice(pos, pos + n).map(pad);
-      pos += n;
-      return `[${items.join(", ")}]`;
+/**
+ * A numpy-style nested repr of C-order values for a shape: `texts` an
+ * array of each element's text, or a function of its C-order place. With
+ * `edge`, an axis longer than twice that shows its first and last `edge`
+ * entries and "..." between, as numpy prints an array of more than 1000
+ * elements (`edgeitems`): only the elements shown are asked for.
+ */
+export function nestedRepr(texts, shape, edge = Infinity) {
+  const at = typeof texts === "function" ? texts : (k) => texts[k];
+  if (shape.length === 0) return typeof texts === "function" ? at(0) : texts.length ? texts[0] : "";
+  const strides = shape.map(() => 1);
+  for (let d = shape.length - 2; d >= 0; d--) strides[d] = strides[d + 1] * shape[d + 1];
+  const shown = (n) => (n > 2 * edge
+    ? [...Array.from({ length: edge }, (_, i) => i), null, ...Array.from({ length: edge }, (_, i) => n - edge + i)]
+    : Array.from({ length: n }, (_, i) => i));
+  // The texts shown, first, for their common width.
+  const leaves = new Map();
+  const collect = (dim, base) => {
+    for (const i of shown(shape[dim])) {
+      if (i === null) continue;
+      if (dim === shape.length - 1) leaves.set(base + i, at(base + i));
+      else collect(dim + 1, base + i * strides[dim]);
     }
-    const rows = [];
-    for (let i = 0; i < n; i++) rows.push(level(dim + 1, indent + 1));
+  };
+  collect(0, 0);
+  let width = 0;
+  for (const t of leaves.values()) width = Math.max(width, t.length);
+  const pad = (t) => t.padStart(width, " ");
+  function level(dim, base, indent) {
+    const items = shown(shape[dim]);
+    if (dim === shape.length - 1) return `[${items.map((i) => (i === null ? "..." : pad(leaves.get(base + i)))).join(", ")}]`;
     const sep = `,${"\n".repeat(shape.length - 1 - dim)}${" ".repeat(indent + 1)}`;
-    return `[${rows.join(sep)}]`;
+    return `[${items.map((i) => (i === null ? "..." : level(dim + 1, base + i * strides[dim], indent + 1))).join(sep)}]`;
   }
-  return level(0, 0);
+  return level(0, 0, 0);
 }

@@ -41,7 +41,7 @@ export function heatSize(rows, cols) {
 }
 
 export class Pictures {
-  /** Draws into `box`; `id` prefixes the test ids: `${id}-stats`, `${id}-hist`, `${id}-hist-log`, `${id}-heatmap`, `${id}-heatmap-mode`, `${id}-heatmap-value`. */
+  /** Draws into `box`; `id` prefixes the test ids: `${id}-stats`, `${id}-hist`, `${id}-hist-log`, `${id}-heatmap`, `${id}-heatmap-mode`, `${id}-heatmap-value`, `${id}-heatmap-note` (why there is none, or what it shows). */
   constructor(box, id) {
     this.id = id;
     this.stats = el("p", { class: "tstats", "data-testid": `${id}-stats`, "aria-live": "polite" });
@@ -55,7 +55,7 @@ export class Pictures {
     this.scale = el("div", { class: "heat-scale" });
     this.heatValue = el("p", { class: "readout", "data-testid": `${id}-heatmap-value` });
     this.heatDims = el("p", { class: "readout" });
-    this.heatNote = el("p", { class: "summary" });
+    this.heatNote = el("p", { class: "summary", "data-testid": `${id}-heatmap-note` });
     this.histBox = el("figure", { class: "pic", hidden: true },
       el("figcaption", {}, "Histogram (64 bins, numpy's) ", el("label", {}, this.log, " log counts")),
       this.histCanvas, this.histAxis, this.histValue);

@@ -10,8 +10,8 @@
 //                 blockBytes, blockElements, chunk, stats, hist, heat, fetchOnly,
 //                 cacheBytes?, opfs? }
 //               { type: "cancel", id }
-// Messages out: { type: "progress" | "stats" | "hist" | "heat" | "done" |
-//                 "cancelled" | "error", id, ... }
+// Messages out: { type: "progress" | "stats" | "hist" | "heat" |
+//                 "heat-refused" | "done" | "cancelled" | "error", id, ... }
 //
 // `source` is { url } (read in HTTP byte ranges) or { file } (a File, read
 // by slice). Each chunk is fetched once: the statistics and the heatmap
@@ -299,8 +299,25 @@ async function run(m) {
   // no byte need be read twice.
   const tally = m.hist && !m.fetchOnly ? new Tally(dtype) : null;
   const twice = tally !== null && !tally.isExact;
-  // Both pictures of each kind in the one pass: switching mean and max fetches nothing.
-  const heat = m.heat ? ["mean", "max"].map((mode) => new Heatmap(m.heat.rows, m.heat.cols, m.heat.outH, m.heat.outW, dtype, mode)) : null;
+  // Both pictures of each kind in the one pass: switching mean and max
+  // fetches nothing. A heatmap the core refuses (its sizes) is said so,
+  // and the statistics and histogram go on without it.
+  let heat = null;
+  if (m.heat) {
+    heat = [];
+    try {
+      for (const mode of ["mean", "max"]) heat.push(new Heatmap(m.heat.rows, m.heat.cols, m.heat.outH, m.heat.outW, dtype, mode));
+    } catch (err) {
+      for (const h of heat) h.free();
+      heat = null;
+      post({ type: "heat-refused", id: m.id, message: String(err?.message ?? err) });
+      if (!stats && !m.hist && !m.fetchOnly) {
+        post({ type: "done", id: m.id, ms: performance.now() - started, requests: 0, fetched: 0, refetchedBytes: 0, wasmBytes: state.wasmMax, pass1: 0, nothing: true });
+        stats?.free();
+        return;
+      }
+    }
+  }
   const cacheBytes = m.cacheBytes ?? CACHE_BYTES;
   const cache = new Map();
   let cached = 0;

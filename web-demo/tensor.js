@@ -7,7 +7,7 @@
 // button. This file reads bytes, moves them and draws.
 
 import { el } from "./dom.js";
-import { formatValue, indexAt, parseIntList } from "./numbers.js";
+import { cutText, flatOf, formatValue, indexAt, parseIntList, unravel } from "./numbers.js";
 import { Pictures, heatSize } from "./pictures.js";
 
 const COLS = 8; // elements per table row
@@ -18,16 +18,6 @@ const GAP = 64 * 1024; // a Fortran page's element ranges closer than this are r
 
 function count(shape) {
   return shape.reduce((n, k) => n * k, 1);
-}
-
-/** The C-order multi-index of flat element `k` of `shape`. */
-function unravel(k, shape) {
-  const index = shape.map(() => 0);
-  for (let d = shape.length - 1; d >= 0; d--) {
-    index[d] = shape[d] ? k % shape[d] : 0;
-    k = shape[d] ? Math.floor(k / shape[d]) : 0;
-  }
-  return index;
 }
 
 export class TensorPanel {
@@ -61,6 +51,9 @@ export class TensorPanel {
       e.preventDefault();
       this.jump($("tensor-jump-index"));
     });
+    // A refused entry's message goes once it is edited: the browser runs no
+    // submit handler while a box holds one.
+    for (const box of [$("tensor-jump-index"), this.sliceInput]) box.addEventListener("input", () => box.setCustomValidity(""));
     this.sliceForm.addEventListener("submit", (e) => {
       e.preventDefault();
       this.chooseSlice();
@@ -95,7 +88,9 @@ export class TensorPanel {
     this.box.hidden = false;
     this.hit = -1;
     this.pictures.clear();
-    this.title.textContent = `${a.name}: ${a.dtype} (${a.shape.join(", ")}${a.shape.length === 1 ? "," : ""})${a.fortran ? ", Fortran order" : ""}, `
+    this.note.classList.remove("error");
+    this.title.title = a.name;
+    this.title.textContent = `${cutText(a.name)}: ${a.dtype} (${a.shape.join(", ")}${a.shape.length === 1 ? "," : ""})${a.fortran ? ", Fortran order" : ""}, `
       + `${count(a.shape).toLocaleString("en")} elements, bytes ${a.offset}..${a.offset + a.nbytes}`;
     this.box.dataset.array = a.name;
     const blocks = a.blockBytes !== undefined;
@@ -112,23 +107,40 @@ export class TensorPanel {
     this.sliceForm.hidden = !(this.slice && this.slice.lead.length > 0);
     this.sliceInput.value = this.slice?.lead.join(", ") ?? "";
     this.box.scrollIntoView({ block: "nearest" });
-    await this.showPage(0);
+    if (!(await this.showPage(0))) return;
     this.run("all").catch(() => {});
+  }
+
+  /** Says why the panel could not read what it was asked for (its state "error"). */
+  failed(err) {
+    this.setState("error");
+    this.note.textContent = `Could not read ${this.array?.name ?? "the array"}: ${err?.message ?? err}`;
+    this.note.classList.add("error");
   }
 
   // ------------------------------------------------------------ the table
 
-  /** Shows the page holding element `k` (clamped), rows of COLS in C order. */
+  /**
+   * Shows the page holding element `k` (clamped), rows of COLS in C order;
+   * false (and the panel says why) where it could not be read.
+   */
   async showPage(k) {
-    if (!this.array || !this.readable) return;
+    if (!this.array || !this.readable) return false;
     const n = this.total;
     const first = Math.max(0, Math.min(Math.floor(Math.min(k, n - 1) / COLS) * COLS, Math.floor((n - 1) / COLS) * COLS));
     const last = Math.min(n, first + PAGE);
     const seq = ++this.pageSeq;
-    const values = await this.readValues(first, last);
-    if (seq !== this.pageSeq) return;
+    let values;
+    try {
+      values = await this.readValues(first, last);
+    } catch (err) {
+      if (seq === this.pageSeq) this.failed(err);
+      return false;
+    }
+    if (seq !== this.pageSeq) return true;
     this.first = first;
     this.draw(first, last, values);
+    return true;
   }
 
   /** Elements first..last (C order) of the array, as the core reads them (a typed array). */
@@ -220,9 +232,7 @@ export class TensorPanel {
     }
     let k;
     if (index.length === 1 && a.shape.length !== 1) k = index[0];
-    else if (index.length === a.shape.length && index.every((i, d) => i >= 0 && i < a.shape[d])) {
-      k = index.reduce((f, i, d) => f * a.shape[d] + i, 0);
-    }
+    else if (index.length === a.shape.length && index.every((i, d) => i >= 0 && i < a.shape[d])) k = flatOf(index, a.shape);
     if (!(Number.isSafeInteger(k) && k >= 0 && k < this.total)) {
       input.setCustomValidity(`a flat index 0..${this.total - 1}, or ${a.shape.length} indices below (${a.shape.join(", ")})`);
       input.reportValidity();
@@ -383,6 +393,9 @@ export class TensorPanel {
       this.pictures.showHistogram(m.counts, m.edges);
     } else if (m.type === "heat" && mine) {
       this.pictures.showHeatmap({ mean: m.mean, max: m.max }, r.heat);
+    } else if (m.type === "heat-refused" && mine) {
+      const { rows, cols } = r.heat;
+      this.pictures.noHeatmap(`No heatmap of ${rows.toLocaleString("en")} × ${cols.toLocaleString("en")} elements: ${m.message}`);
     } else if (m.type === "done") {
       this.runs.delete(m.id);
       if (mine) {

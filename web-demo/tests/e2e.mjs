@@ -14,7 +14,7 @@ import { fileURLToPath } from "node:url";
 
 import { chromium } from "playwright-core";
 
-import { ggufFixture } from "./gguf-fixture.mjs";
+import { ggufFixture, ggufMany } from "./gguf-fixture.mjs";
 
 const demoDir = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "..");
 const demoUrl = process.env.DEMO_URL;
@@ -266,6 +266,70 @@ function statsDiffer(got, np, what) {
   const edges = (got.edges ?? []).filter((e, i) => !sameValue(e, h.edges[i]));
   if (edges.length || got.edges?.length !== h.edges.length) out.push(`${what}: histogram edges differ: ${edges.slice(0, 3).join(", ")}`);
   return out;
+}
+
+/**
+ * Serves `pathname` (/file/NAME) in the page's network, its workers'
+ * included: a file of `size` bytes whose bytes start..end are
+ * `bytes(start, end)` (a Uint8Array), in byte ranges, as the task runner's
+ * server would. Nothing is written to disk: a 4 GiB file is its header and
+ * a rule. Returns { ranges (those asked for), stop }.
+ */
+async function fakeFile(page, pathname, size, bytes) {
+  const match = (url) => url.pathname === pathname; // not the page's own ?file= URL
+  const ranges = [];
+  await page.route(match, (route) => {
+    const [, first, last] = route.request().headers().range.match(/bytes=(\d+)-(\d+)/).map(Number);
+    const end = Math.min(last + 1, size);
+    ranges.push([first, end]);
+    route.fulfill({ status: 206, body: Buffer.from(bytes(first, end)), headers: { "Content-Range": `bytes ${first}-${end - 1}/${size}` } });
+  });
+  return { ranges, stop: () => page.unroute(match) };
+}
+
+/** An .npy file's header (version 1.0, padded to 64 bytes) for `descr`, `shape` and order. */
+function npyHeader(descr, shape, fortran = false) {
+  let dict = `{'descr': '${descr}', 'fortran_order': ${fortran ? "True" : "False"}, 'shape': (${shape.join(", ")}${shape.length === 1 ? "," : ""}), }`;
+  while ((10 + dict.length + 1) % 64) dict += " ";
+  dict += "\n";
+  const out = Buffer.alloc(10 + dict.length);
+  out.write("\x93NUMPY", 0, "latin1");
+  out.writeUInt8(1, 6);
+  out.writeUInt16LE(dict.length, 8);
+  out.write(dict, 10, "latin1");
+  return out;
+}
+
+/** Bytes start..end of a file that is `header` and then, at byte o, o % 251. */
+function patterned(header) {
+  return (start, end) => {
+    const out = new Uint8Array(end - start);
+    for (let o = start; o < end; o++) out[o - start] = o < header.length ? header[o] : o % 251;
+    return out;
+  };
+}
+
+/** Opens served file `url` in the file view, as ?file= does, on a page already drawn; resolves once it is open. */
+function openServed(page, url) {
+  return page.evaluate(async (u) => {
+    const { urlSource } = await import("./fileview.js"); // the page's own module
+    await window.bytelensDemo.fileView.open(await urlSource(u));
+  }, url);
+}
+
+/** Runs `during` while the page counts its main-thread tasks over 50 ms: { result, long: [ms, ...] }. */
+async function longTasks(page, during) {
+  await page.evaluate(() => {
+    window.e2eLong = [];
+    window.e2eObserver?.disconnect();
+    window.e2eObserver = new PerformanceObserver((list) => window.e2eLong.push(...list.getEntries().map((e) => e.duration)));
+    window.e2eObserver.observe({ type: "longtask" });
+  });
+  const result = await during();
+  // The observer's entries are delivered after their task: one more frame.
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 100))));
+  const long = await page.evaluate(() => { window.e2eObserver.disconnect(); return window.e2eLong; });
+  return { result, long };
 }
 
 const checks = [
@@ -1074,6 +1138,210 @@ const checks = [
     expectEqual(`${s.nan} ${s.finite} ${s.zero} ${s.min}`, "1 7 6 0", "NaN counted after float32[1] = nan");
     await page.getByTestId("reset").click();
     expectNoProblems("in the layout panel's pictures");
+  }],
+
+  ["arrays of 2 GiB and more: the inspector reads the element at a jumped-to or clicked byte, C and Fortran order; the tensor panel opens them", async (page) => {
+    // (256000, 4608) uint16: 2.36 GB, Gemma 2 27B's embeddings' shape; at byte o, o % 251.
+    const shape = [256000, 4608];
+    const nbytes = shape[0] * shape[1] * 2;
+    for (const fortran of [false, true]) {
+      const name = fortran ? "big-fortran.npy" : "big-c.npy";
+      const header = npyHeader("<u2", shape, fortran);
+      const size = header.length + nbytes;
+      const served = await fakeFile(page, `/file/${name}`, size, patterned(header));
+      await openDemo(page, `${demoUrl}?file=/file/${name}`);
+      await page.waitForFunction((n) => document.querySelector("[data-testid=file-summary]").textContent.startsWith(n), name);
+      // An element past 2^31 bytes in: stored element p = 1,100,000,123.
+      const p = 1_100_000_123;
+      const want = (q) => {
+        const index = fortran ? [q % shape[0], Math.floor(q / shape[0])] : [Math.floor(q / shape[1]), q % shape[1]];
+        const at = header.length + 2 * q;
+        const value = (at % 251) + 256 * ((at + 1) % 251);
+        return { at, index: JSON.stringify(index), flat: String(index[0] * shape[1] + index[1]), exact: String(value) };
+      };
+      for (const [how, q] of [["jumped to", p], ["clicked", p + 9]]) {
+        const w = want(q);
+        if (how === "jumped to") {
+          await inspectAt(page, w.at);
+        } else {
+          // Byte 2 * 9 on from the one jumped to: row 1, column 2 of those drawn.
+          const row = page.locator(`.frow[data-offset="${w.at - (w.at % 16)}"]`);
+          await row.locator(".fb").nth(w.at % 16).click();
+          await page.waitForFunction((b) => document.querySelector("[data-testid=file-inspector-offset]").dataset.offset === String(b), w.at, { timeout: 5000 })
+            .catch(() => {});
+        }
+        const shown = await readInspector(page, "file-inspector");
+        expectEqual(shown.offset, String(w.at), `${name}: the inspector's byte after a byte was ${how}`);
+        const e = shown.element ?? {};
+        expectEqual(`${e.index} ${e.flat} ${e.exact}`, `${w.index} ${w.flat} ${w.exact}`, `${name}: the element at byte ${w.at} (${how}; the inspector says ${JSON.stringify(e)})`);
+      }
+      // The tensor panel opens it: its first page read (a Fortran one's elements from their stored offsets).
+      await page.getByTestId("file-open-array").click();
+      await page.waitForFunction(() => document.querySelector("[data-testid=tensor]").dataset.state !== "opening", null, { timeout: 15_000 }).catch(() => {});
+      const state = await page.getByTestId("tensor").getAttribute("data-state");
+      expect(state === "running" || state === "done", `${name}: the tensor panel is ${state}: ${await text(page, "tensor-note")} ${await text(page, "tensor-progress-text")}`);
+      const cell = await page.evaluate(() => ({ ...document.querySelector("[data-testid=tensor-cell-1]").dataset }));
+      const w1 = want(fortran ? shape[0] : 1); // element [0, 1]
+      expectEqual(`${cell.index} ${cell.exact}`, `[0,1] ${w1.exact}`, `${name}: element [0, 1] in the table`);
+      await page.getByTestId("tensor-cancel").click();
+      await page.waitForFunction(() => document.querySelector("[data-testid=tensor]").dataset.state !== "running");
+      await served.stop();
+    }
+    problems.failed = problems.failed.filter((f) => !(f.includes("/file/big-") && f.includes("ERR_ABORTED")));
+    expectNoProblems("in arrays of 2 GiB");
+  }],
+
+  ["a 2-D array of 2^32 elements: its statistics and histogram stream as a 1-D one's, and the heatmap is drawn or says why not", async (page) => {
+    // uint8 (65536, 65536): 4 GiB, each byte o % 251 (nothing on disk).
+    const header = npyHeader("|u1", [65536, 65536]);
+    const served = await fakeFile(page, "/file/u8-65536.npy", header.length + 2 ** 32, patterned(header));
+    await openDemo(page, `${demoUrl}?file=/file/u8-65536.npy`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-summary]").textContent.startsWith("u8-65536"));
+    await page.getByTestId("file-open-array").click();
+    // Two chunks computed, then cancelled: the whole would be 4 GiB.
+    await page.waitForFunction(() => {
+      const state = document.querySelector("[data-testid=tensor]").dataset.state;
+      return state !== "opening" && state !== "running" ? true : document.querySelector("[data-testid=tensor-progress]").value > 2 / 512;
+    }, null, { timeout: 30_000 });
+    const state = await page.getByTestId("tensor").getAttribute("data-state");
+    expectEqual(state, "running", `the tensor panel's state (${await text(page, "tensor-progress-text")}; ${await text(page, "tensor-pictures")})`);
+    const heatNote = await text(page, "tensor-heatmap-note");
+    const heatmap = await page.getByTestId("tensor-heatmap").isVisible();
+    console.log(`  (the heatmap: ${heatmap ? "drawn" : `not drawn: ${heatNote}`})`);
+    expect(!heatmap || heatNote === "", `the heatmap both drawn and refused: ${heatNote}`);
+    await page.getByTestId("tensor-cancel").click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=tensor]").dataset.state === "cancelled");
+    await served.stop();
+    problems.failed = problems.failed.filter((f) => !(f.includes("/file/u8-65536") && f.includes("ERR_ABORTED")));
+    expectNoProblems("in the 4 GiB array");
+  }],
+
+  ["Go to index, the slice box and Go to byte offset work again after a refused entry", async (page) => {
+    await openTensor(page, "cube.npy", "array");
+    // Go to index: refused, then a good one.
+    const index = page.getByTestId("tensor-jump-index");
+    await index.fill("9, 9, 9");
+    await page.getByTestId("tensor-jump-button").click();
+    expect(await index.evaluate((i) => !i.validity.valid), "[9, 9, 9] of (3, 16, 24) is not refused");
+    await index.fill("2, 15, 23");
+    await page.getByTestId("tensor-jump-button").click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=tensor-table] td.hit"), null, { timeout: 5000 }).catch(() => {});
+    const hit = await page.evaluate(() => document.querySelector("[data-testid=tensor-table] td.hit")?.dataset.index ?? null);
+    expectEqual(hit, "[2,15,23]", "the element jumped to after a refused index");
+    // The slice box.
+    const slice = page.getByTestId("tensor-slice");
+    await slice.fill("5");
+    await page.getByTestId("tensor-slice-button").click();
+    expect(await slice.evaluate((i) => !i.validity.valid), "slice [5] of 3 is not refused");
+    await slice.fill("1");
+    await page.getByTestId("tensor-slice-button").click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=tensor-heatmap]").dataset.range === "[100,115]", null, { timeout: 5000 }).catch(() => {});
+    expectEqual(await page.getByTestId("tensor-heatmap").getAttribute("data-range"), "[100,115]", "slice [1]'s range after a refused slice");
+    // Go to byte offset.
+    const offset = page.getByTestId("file-goto-offset");
+    await offset.fill("not an offset");
+    await page.getByTestId("file-goto-button").click();
+    expect(await offset.evaluate((i) => !i.validity.valid), "a bad offset is not refused");
+    await offset.fill("200");
+    await page.getByTestId("file-goto-button").click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-inspector-offset]").dataset.offset === "200", null, { timeout: 5000 }).catch(() => {});
+    expectEqual(await page.getByTestId("file-inspector-offset").getAttribute("data-offset"), "200", "the inspector's byte after a refused offset");
+    expectNoProblems("after refused entries");
+  }],
+
+  ["a GGUF header of 100,000 tensors or 200,000 keys: read off the main thread, its lists drawn as they scroll; no long task", async (page) => {
+    const cases = [["tensors.gguf", ggufMany({ tensors: 100_000 }), "100,000 arrays, 1 metadata key"],
+      ["keys.gguf", ggufMany({ keys: 200_000 }), "0 arrays, 200,001 metadata keys"]];
+    for (const [name, { header, size }, summary] of cases) {
+      await openDemo(page);
+      const served = await fakeFile(page, `/file/${name}`, size, (a, b) => {
+        const out = new Uint8Array(b - a);
+        if (a < header.length) out.set(header.subarray(a, Math.min(b, header.length)));
+        return out;
+      });
+      const started = Date.now();
+      const { long } = await longTasks(page, () => openServed(page, `/file/${name}`));
+      const ms = Date.now() - started;
+      expect(Math.max(0, ...long) < 200, `${name}: opening it took a main-thread task of ${Math.max(...long).toFixed(0)} ms (tasks over 50 ms: ${long.map((d) => d.toFixed(0)).join(", ")})`);
+      expect((await text(page, "file-summary")).startsWith(`${name}: gguf 3, ${size.toLocaleString("en")} bytes, ${summary}`), `the summary: ${await text(page, "file-summary")}`);
+      const counts = await page.evaluate(() => ({
+        bands: document.querySelectorAll("[data-testid=file-bands] button").length,
+        arrays: document.querySelectorAll("#file-arrays tbody tr:not(.vspacer)").length,
+        keys: document.querySelectorAll("#file-meta tbody tr:not(.vspacer)").length,
+      }));
+      expect(counts.bands <= 400 && counts.arrays <= 100 && counts.keys <= 100, `elements drawn: ${JSON.stringify(counts)}`);
+      // Scrolled to the middle and the end: the rows there drawn.
+      const list = name === "tensors.gguf" ? ["file-arrays-scroll", "blk.50000.weight", "blk.99999.weight"] : ["file-meta-scroll", "key.100000", "key.199999"];
+      const scrolled = await longTasks(page, async () => {
+        for (const [to, row] of [[0.5, list[1]], [1, list[2]]]) {
+          await page.getByTestId(list[0]).evaluate((box, t) => { box.scrollTop = t * (box.scrollHeight - box.clientHeight) - (t < 1 ? box.clientHeight / 2 : 0); }, to);
+          const prefix = name === "tensors.gguf" ? "file-array-" : "file-meta-";
+          await page.getByTestId(`${prefix}${row}`).waitFor({ timeout: 5000 });
+        }
+      });
+      const longest = Math.max(0, ...long, ...scrolled.long);
+      console.log(`  (${name}: opened in ${ms} ms; main-thread tasks over 50 ms: ${long.length} opening, ${scrolled.long.length} scrolling, longest ${longest.toFixed(0)} ms; ${JSON.stringify(counts)} elements drawn)`);
+      expect(longest < 200, `${name}: a main-thread task of ${longest.toFixed(0)} ms (tasks over 50 ms: ${[...long, ...scrolled.long].map((d) => d.toFixed(0)).join(", ")})`);
+      await served.stop();
+    }
+    expectNoProblems("opening big headers");
+  }],
+
+  ["the layout panel's 65,536-element stride-0 float64 view: no long task a keystroke, its values as numpy summarises them", async (page) => {
+    await openDemo(page);
+    await page.getByTestId("layout-dtype").fill("<f8");
+    await page.getByTestId("layout-offset").fill("8");
+    await page.getByTestId("layout-strides").fill("0");
+    await page.getByTestId("layout-shape").fill("6553");
+    const { long } = await longTasks(page, async () => {
+      await page.getByTestId("layout-shape").press("End");
+      await page.keyboard.type("6"); // 65536 elements, all the float64 at byte 8
+      await page.waitForFunction(() => document.querySelector("[data-testid=layout-summary]").textContent.startsWith("65536 elements"));
+    });
+    const longest = Math.max(0, ...long);
+    console.log(`  (the keystroke's main-thread tasks over 50 ms: ${long.length}, longest ${longest.toFixed(0)} ms)`);
+    expect(longest < 200, `a task of ${longest.toFixed(0)} ms for one keystroke`);
+    const values = await text(page, "layout-values");
+    expectEqual(values, "[3.141592653589793, 3.141592653589793, 3.141592653589793, ..., 3.141592653589793, 3.141592653589793, 3.141592653589793]", "the values");
+    const title = await page.getByTestId("view-at-8").getAttribute("title");
+    expect(title.length < 1000 && title.includes("65528 more"), `the box's title (${title.length} characters): ${title.slice(0, 200)}`);
+    await page.getByTestId("reset").click();
+    expectNoProblems("in the layout panel's big view");
+  }],
+
+  ["a long tensor name or metadata key neither widens the page; the whole name is in its title", async (page) => {
+    const longName = `blk.${"x".repeat(70_000)}.weight`;
+    const { header, size } = ggufMany({ tensors: 2, keys: 2, longName });
+    await openDemo(page);
+    const served = await fakeFile(page, "/file/long.gguf", size, (a, b) => {
+      const out = new Uint8Array(b - a);
+      if (a < header.length) out.set(header.subarray(a, Math.min(b, header.length)));
+      return out;
+    });
+    await openServed(page, "/file/long.gguf");
+    await page.getByTestId(`file-array-${longName}`).waitFor();
+    await page.getByTestId(`file-open-${longName}`).click();
+    await waitTensor(page);
+    await page.getByTestId(`file-jump-${longName}`).click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=file-inspector-element]").dataset.array?.length > 1000);
+    const width = await page.evaluate(() => document.documentElement.scrollWidth);
+    expect(width <= 1280, `the page is ${width} px wide at a viewport of 1280`);
+    expectEqual(await page.getByTestId(`file-array-${longName}`).locator("th").getAttribute("title"), longName, "the tensor's whole name in its title");
+    expectEqual(await page.getByTestId(`file-meta-${longName}`).locator("th").getAttribute("title"), longName, "the key's whole name in its title");
+    await served.stop();
+    expectNoProblems("with long names");
+  }],
+
+  ["a served file the server refuses: the page shows the server's reason", async (page) => {
+    await openDemo(page, `${demoUrl}?file=/file/no-such-file.bin`);
+    await page.waitForFunction(() => document.querySelector("[data-testid=load-error]").textContent !== "");
+    const shown = await text(page, "load-error");
+    const reason = await page.evaluate(async () => (await fetch("/file/no-such-file.bin", { headers: { Range: "bytes=0-0" } })).text());
+    console.log(`  (the server: ${reason.trim()}; the page: ${shown})`);
+    expect(reason.trim() !== "" && shown.includes(reason.trim()), `the page says "${shown}", the server "${reason.trim()}"`);
+    problems.failed = problems.failed.filter((f) => !f.includes("/file/no-such-file.bin"));
+    problems.console = problems.console.filter((f) => !f.includes("no-such-file") && !f.includes("404") && !f.includes("403"));
+    expectNoProblems("with a refused file");
   }],
 
   ["benchmarks: statistics and histogram of the 1 GiB float32 tensor and the heatmap of an 8192×8192 one against fetching their bytes alone; no long task", async (page) => {

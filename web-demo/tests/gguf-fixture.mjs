@@ -181,3 +181,43 @@ export function fixtureLayout(options) {
   }
   return { dataStart, tensors };
 }
+
+/**
+ * The header of a GGUF file of `tensors` F32 tensors of shape (1,) named
+ * `blk.<i>.weight` and `keys` uint8 metadata keys `key.<i>` (value i % 256),
+ * with, where given, one more tensor and one more key named `longName`:
+ * `{ header, size }`, the header's bytes (the data section after them reads
+ * as zeros) and the whole file's size. Headers of 100,000 tensors or
+ * 200,000 keys, for the file view's long lists.
+ */
+export function ggufMany({ tensors = 0, keys = 0, longName } = {}) {
+  const w = new Writer();
+  const names = Array.from({ length: tensors }, (_, i) => `blk.${i}.weight`);
+  const keyNames = Array.from({ length: keys }, (_, i) => `key.${i}`);
+  if (longName !== undefined) {
+    names.push(longName);
+    keyNames.push(longName);
+  }
+  w.put(4, (d) => [0x47, 0x47, 0x55, 0x46].forEach((b, i) => d.setUint8(i, b))); // "GGUF"
+  w.u32(3);
+  w.u64(names.length);
+  w.u64(keyNames.length + 1);
+  w.string("general.alignment");
+  w.u32(T.u32);
+  w.u32(ALIGNMENT);
+  keyNames.forEach((key, i) => {
+    w.string(key);
+    w.u32(T.u8);
+    w.u8(i % 256);
+  });
+  names.forEach((name, i) => {
+    w.string(name);
+    w.u32(1);
+    w.u64(1);
+    w.u32(0); // F32
+    w.u64(i * ALIGNMENT);
+  });
+  w.padTo(ALIGNMENT);
+  const header = w.done();
+  return { header, size: header.length + names.length * ALIGNMENT };
+}

@@ -10,6 +10,7 @@ import test from "node:test";
 import {
   roundToFormat, formatFloat, formatValue, hexOf, parseInteger, parseFloatText, parseByte,
   parseHexBytes, formatHexBytes, parseIntList, nestedRepr, readingsOf, indexAt,
+  stridesFor, flatOf, unravel, cutText,
 } from "../numbers.js";
 import { HeaderReadError, metaText, readHeader } from "../fileview.js";
 import { ALIGNMENT, TOKENS, fixtureLayout, ggufFixture } from "./gguf-fixture.mjs";
@@ -148,6 +149,66 @@ test("the inspector's multi-index of a byte offset inverts the core's layouts, C
     }
   }
   assert.deepEqual(indexAt(0, [], []), [], "a 0-d array");
+});
+
+test("the file view's strides are the core's Layout's, C and Fortran order, worked out without one", () => {
+  for (const [dtype, size] of [["<f4", 4], [">i2", 2], ["|u1", 1], ["<f8", 8]]) {
+    for (const shape of [[7], [3, 5], [2, 3, 4], [4, 1, 3], [1, 6], [2, 2, 2, 3], [5, 0, 2]]) {
+      const c = new wasm.Layout(dtype, { shape });
+      const f = new wasm.Layout(dtype, { shape: [...shape].reverse() });
+      const ft = f.transpose();
+      // Axes of length 0 or 1 take any stride; the others must agree.
+      const long = (strides) => strides.map(Number).filter((_, d) => shape[d] > 1);
+      assert.deepEqual(long(stridesFor(shape, size)), long(c.strides), `${dtype} ${shape} C`);
+      assert.deepEqual(long(stridesFor(shape, size, true)), long(ft.strides), `${dtype} ${shape} F`);
+      for (const l of [c, f, ft]) l.free();
+    }
+  }
+});
+
+test("positions in arrays past 2 GiB and 2^32 elements are exact: no Layout of the whole array (none fits wasm32)", () => {
+  // Gemma 2 27B's bf16 embeddings, 2.36 GB: a Layout of it cannot exist in wasm32.
+  assert.throws(() => new wasm.Layout("<u2", { shape: [256000, 4608] }));
+  for (const [shape, size] of [[[256000, 4608], 2], [[65536, 65536], 1], [[2, 2 ** 31], 4], [[3, 2 ** 20, 2 ** 20], 2], [[2 ** 26, 2 ** 24], 1]]) {
+    for (const fortran of [false, true]) {
+      const strides = stridesFor(shape, size, fortran);
+      const count = shape.reduce((n, k) => n * BigInt(k), 1n);
+      for (const k of [0n, 1n, count / 3n, count / 2n + 12345n, count - 2n, count - 1n]) {
+        // The stored element k's multi-index, by BigInt: its digits in the stored order's axes.
+        const want = shape.map(() => 0);
+        let rest = k;
+        for (const d of fortran ? shape.map((_, i) => i) : shape.map((_, i) => shape.length - 1 - i)) {
+          want[d] = Number(rest % BigInt(shape[d]));
+          rest /= BigInt(shape[d]);
+        }
+        const got = indexAt(Number(k) * size, shape, strides);
+        assert.deepEqual(got, want, `${shape} ${fortran ? "F" : "C"} element ${k}`);
+        const flat = flatOf(got, shape);
+        assert.deepEqual(unravel(flat, shape), got, `${shape}: unravel(flatOf(${got}))`);
+      }
+    }
+  }
+  // Where a float64 quotient rounds up: (2^53 - 1) / 2 elements of 2 bytes.
+  assert.deepEqual(unravel(2 ** 53 - 1, [2 ** 27, 2 ** 26]), [2 ** 27 - 1, 2 ** 26 - 1]);
+  assert.deepEqual(indexAt(2 ** 53 - 2, [2 ** 26, 2 ** 26], stridesFor([2 ** 26, 2 ** 26], 2)), [2 ** 26 - 1, 2 ** 26 - 1]);
+});
+
+test("long names are cut for the page, their start and end kept", () => {
+  assert.equal(cutText("blk.0.attn_q.weight"), "blk.0.attn_q.weight");
+  const long = `blk.${"x".repeat(70_000)}.weight`;
+  const cut = cutText(long);
+  assert.equal([...cut].length, 64);
+  assert.ok(cut.startsWith("blk.xxx") && cut.endsWith("xx.weight") && cut.includes("…"), cut);
+  assert.equal([...cutText("😀".repeat(100), 10)].length, 10, "code points, not UTF-16 units");
+});
+
+test("nested repr summarises as numpy does past 1000 elements, asking only for the elements shown", () => {
+  const asked = new Set();
+  const text = (k) => { asked.add(k); return String(k); };
+  assert.equal(nestedRepr(text, [65536], 3), "[    0,     1,     2, ..., 65533, 65534, 65535]");
+  assert.equal(asked.size, 6);
+  assert.equal(nestedRepr((k) => String(k), [4, 3], 1), "[[ 0, ...,  2],\n ...,\n [ 9, ..., 11]]");
+  assert.equal(nestedRepr(["1", "2", "3", "4", "5", "6"], [2, 3], 3), "[[1, 2, 3],\n [4, 5, 6]]", "short axes in full");
 });
 
 test("the grid's readings come from the package's dtype table, signed above unsigned", () => {
