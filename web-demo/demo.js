@@ -523,8 +523,12 @@ function updateLayout() {
     line.items.push(item);
     for (let b = start; b < start + size; b++) state.byteCells[b]?.cell.classList.add("in-view");
   }
-  let [low, high] = [Infinity, -Infinity];
-  for (const at of offsets) [low, high] = [Math.min(low, at), Math.max(high, at)];
+  let low = Infinity;
+  let high = -Infinity;
+  for (const at of offsets) {
+    if (at < low) low = at;
+    if (at > high) high = at;
+  }
   const reached = offsets.length ? `bytes ${low}..${high + size}` : "no bytes";
   summary.textContent = `${total} element${total === 1 ? "" : "s"} of ${name} (${size} byte${size === 1 ? "" : "s"} each), `
     + `shape (${shape.join(", ")}${shape.length === 1 ? "," : ""}), reaching ${reached} of ${state.buf.nbytes}.`;
@@ -547,7 +551,9 @@ function drawLayoutPictures(dtype, offsets, size, shape) {
   }
   const bytes = state.buf.bytes();
   const gathered = new Uint8Array(offsets.length * size);
-  offsets.forEach((at, k) => gathered.set(bytes.subarray(at, at + size), k * size));
+  for (let k = 0, to = 0; k < offsets.length; k++) {
+    for (let b = offsets[k], end = b + size; b < end; b++) gathered[to++] = bytes[b];
+  }
   const stats = new wasm.Stats(dtype);
   let r;
   try {
