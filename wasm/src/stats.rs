@@ -187,6 +187,19 @@ fn tallied(call: &'static str) -> BindingError {
     }
 }
 
+/// An empty vector with room for `n` items of `size` bytes, or a
+/// `RangeError` of kind `"OutOfMemory"` for `what` where wasm memory
+/// cannot hold them (the allocator's failure would abort the instance).
+fn room<T>(n: usize, size: u64, what: &'static str) -> Result<Vec<T>, BindingError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(n)
+        .map_err(|_| BindingError::OutOfMemory {
+            what,
+            bytes: n as u64 * size,
+        })?;
+    Ok(v)
+}
+
 /// `bins` (default 64) as a count of bins.
 fn bins_arg(bins: &JsValue) -> Result<usize, BindingError> {
     let Some(bins) = given(bins) else {
@@ -378,12 +391,7 @@ impl JsTally {
     ) -> Result<Vec<u8>, BindingError> {
         let bytes = bytes_arg(bytes, "bytes")?;
         let len = self.inner.keyed_len(bytes.len());
-        let mut out = Vec::new();
-        out.try_reserve_exact(len)
-            .map_err(|_| BindingError::OutOfMemory {
-                what: "pushKeyed()'s keyed chunk",
-                bytes: len as u64,
-            })?;
+        let mut out = room(len, 1, "pushKeyed()'s keyed chunk")?;
         self.inner.push_keyed(&bytes, &mut out)?;
         Ok(out)
     }
@@ -536,8 +544,11 @@ impl JsHeatmap {
 
     /// The picture, `outH × outW` in C order (NaN where no finite element
     /// is, or none has come yet).
-    pub fn values(&self) -> Vec<f32> {
-        self.inner.values().to_vec()
+    pub fn values(&self) -> Result<Vec<f32>, BindingError> {
+        let values = self.inner.values();
+        let mut out = room(values.len(), 4, "Heatmap values()")?;
+        out.extend_from_slice(values);
+        Ok(out)
     }
 
     /// `[min, max]` of the finite pixels, for the colour scale; null when
@@ -588,7 +599,8 @@ pub fn dequantize(
     }
     let count = blocks.len() / bytes * block;
     at_most(count, "dequantize() returns")?;
-    let mut out = vec![0f32; count];
+    let mut out = room(count, 4, "dequantize()'s values")?;
+    out.resize(count, 0.0);
     dequant::dequantize_blocks(ggml, &blocks, &mut out);
     Ok(out)
 }
