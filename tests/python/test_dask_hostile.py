@@ -115,10 +115,45 @@ def test_a_recorded_move_is_found_again_and_only_for_its_frames():
     assert bytes(first.view("|u1")) == data and first.address % 64 == 0
     again = _dask.deserialize_buffer(header, frames)  # moved already: found, not moved twice
     assert again.address == first.address and bytes(again.view("|u1")) == data
-    # The record does not carry over to other frames, nor to another block.
+    assert header == {"align": 64, "readonly": False}  # the record is in the frames, not the header
+    # Other frames under the same header are moved as their own.
     other, other_frames = _block(data, 63, lead=3)
-    with pytest.raises(ValueError, match='"moved"'):
-        _dask.deserialize_buffer(dict(header), other_frames)
+    moved = _dask.deserialize_buffer(dict(header), other_frames)
+    assert moved.address % 64 == 0 and bytes(moved.view("|u1")) == data
+
+
+@pytest.mark.parametrize("align, pad", [(64, 3), (64, 50), (32, 3), (32, 20), (4096, 4000)])
+def test_a_copied_header_does_not_move_the_frames_twice(align, pad):
+    # deserialize_buffer(dict(h), frames) twice once moved the bytes again:
+    # a wrong second Buffer, and the first one's bytes changed under it.
+    # (Moves by `pad` leave their record after the moved bytes where the
+    # spare bytes have room, else before them.)
+    data = bytes(range(1, 201))
+    block = np.zeros(2 * align + len(data) + align + 64, np.uint8)
+    start = (-block.ctypes.data) % align + align - pad  # `pad` short of a multiple of `align`
+    block[start : start + len(data)] = np.frombuffer(data, np.uint8)
+    view = memoryview(block)
+    frames = [view[start : start + len(data)], view[start + len(data) : start + len(data) + align - 1]]
+    header = {"align": align, "readonly": False}
+    first = _dask.deserialize_buffer(dict(header), frames)
+    assert first.address == block.ctypes.data + start + pad  # moved in place
+    second = _dask.deserialize_buffer(dict(header), frames)
+    assert second.address == first.address
+    assert bytes(first.view("|u1")) == data and bytes(second.view("|u1")) == data
+
+
+def test_frames_moved_for_one_align_are_refused_for_another():
+    data = bytes(range(1, 201))
+    block = np.zeros(512, np.uint8)
+    start = (-block.ctypes.data) % 128 + 64 - 5  # moved by 5 for 64, by 69 for 128
+    block[start : start + 200] = np.frombuffer(data, np.uint8)
+    view = memoryview(block)
+    frames = [view[start : start + 200], view[start + 200 : start + 200 + 127]]
+    first = _dask.deserialize_buffer({"align": 64, "readonly": False}, frames)
+    before = bytes(block)
+    with pytest.raises(ValueError, match='moved by an earlier deserialize for "align" 64, and the header says 128'):
+        _dask.deserialize_buffer({"align": 128, "readonly": False}, frames)
+    assert bytes(block) == before and bytes(first.view("|u1")) == data
 
 
 @settings(max_examples=400, deadline=None)

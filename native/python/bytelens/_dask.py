@@ -98,11 +98,12 @@ def deserialize_buffer(header: dict[str, Any], frames: list[Any]) -> Any:
 
     The header and frames come from the network: every field is checked
     before a byte is touched, and anything but what :func:`serialize_buffer`
-    sends (and this function records) is a ``ValueError`` naming the field
-    or frame. ``"align"`` is a power of two from 1 to :data:`MAX_ALIGN`,
-    ``"readonly"`` a bool, and ``"moved"`` is taken only from this process
-    (a check only it can make goes with it): a move is confined to the
-    frame and the spare bytes after it, in one writable block."""
+    sends is a ``ValueError`` naming the field or frame. ``"align"`` is a
+    power of two from 1 to :data:`MAX_ALIGN`, ``"readonly"`` a bool. A move
+    is confined to the frame and the spare bytes after it, in one writable
+    block, and recorded there (not in the header, which can be copied):
+    frames deserialized again, under the same header or a copy of it, are
+    found where they were moved to instead of being moved twice."""
     from ._native import Buffer
 
     if not isinstance(header, dict):
@@ -111,8 +112,14 @@ def deserialize_buffer(header: dict[str, Any], frames: list[Any]) -> Any:
     if align < 1 or align > MAX_ALIGN or align & (align - 1):
         raise ValueError(f'the header\'s "align" is {_short(repr(align), 40)}: a power of two from 1 to 2**30 was sent')
     readonly = _field(header, "readonly", bool, "True or False")
+    for name in ("moved", "moved_check"):
+        if name in header:
+            raise ValueError(
+                f'the header has "{name}" ({_short(repr(header[name]), 40)}), which no Buffer\'s sender writes '
+                "(bytelens records a move in the frames it moved)"
+            )
     data, spare = _frames(frames)
-    aligned = _aligned_in_place(header, data, spare, align)
+    aligned = _aligned_in_place(data, spare, align)
     return Buffer._from_pickle(aligned if aligned is not None else data, align, readonly)
 
 
@@ -120,8 +127,11 @@ def deserialize_buffer(header: dict[str, Any], frames: list[Any]) -> Any:
 #: spare bytes with its data, so no sender uses more than a few pages).
 MAX_ALIGN = 1 << 30
 
-#: What a ``"moved"`` this process recorded is checked with; never sent.
+#: What the record of a move is checked with; never sent.
 _SECRET = secrets.token_bytes(32)
+
+#: Bytes of the record a move leaves in its frames (:func:`_record`).
+_RECORD = 16
 
 
 def _field(header: dict[str, Any], name: str, kind: type, takes: str) -> Any:
@@ -156,58 +166,72 @@ def _address(view: memoryview) -> int:
     return int(np.frombuffer(view, np.uint8).ctypes.data)
 
 
-def _check(start: int, n: int, pad: int, align: int) -> str:
-    """What records a move of the ``n`` bytes at ``start`` by ``pad``: only
-    this process can make it, so a header from elsewhere cannot claim one."""
-    return hmac.new(_SECRET, f"{start}:{n}:{pad}:{align}".encode(), hashlib.sha256).hexdigest()[:32]
+def _record(start: int, n: int, pad: int, align: int) -> bytes:
+    """The record of a move of the ``n`` bytes at ``start`` up by ``pad``
+    (for ``align``): the pad, the align's exponent, and a keyed hash of the
+    four, so that only this process can write one and no bytes from the
+    network can pass for one."""
+    mac = hmac.new(_SECRET, f"{start}:{n}:{pad}:{align}".encode(), hashlib.sha256).digest()
+    return pad.to_bytes(4, "little") + bytes([align.bit_length() - 1]) + mac[: _RECORD - 5]
 
 
-def _aligned_in_place(
-    header: dict[str, Any], data: memoryview, spare: memoryview, align: int
-) -> memoryview | None:
-    """`data`'s bytes at the next multiple of `align`, moved there through
-    the spare bytes that follow them in the same writable block; None where
-    they are aligned already or cannot be moved so. A header whose frames
-    were moved says by how much (``"moved"``, with ``"moved_check"``), so
-    that deserializing them again finds the bytes where they went instead
-    of moving them twice; a ``"moved"`` this process did not record is
-    refused, since the bytes would be read from where it says."""
-    moved = header.get("moved")
+def _aligned_in_place(data: memoryview, spare: memoryview, align: int) -> memoryview | None:
+    """``data``'s bytes at the next multiple of ``align``, moved there
+    through the spare bytes that follow them in the same writable block;
+    None where they are aligned already or cannot be moved so.
+
+    A move leaves its record (:func:`_record`) in bytes the moved data no
+    longer covers: the frame's first :data:`_RECORD` bytes where it moved
+    by at least that many, else the spare bytes' last ones. Frames that
+    hold a record of a move of theirs are found where they went, not
+    moved again (which would read bytes already moved over, and change
+    the Buffer returned the first time); a record of a move for another
+    ``align`` is refused."""
     n = data.nbytes
-    if moved is not None:
-        if type(moved) is not int or not 0 < moved < align:
-            raise ValueError(f'the header\'s "moved" is {_short(repr(moved), 40)}: not a move this process made')
     if n == 0 or data.readonly or spare.nbytes == 0:
-        if moved is not None:
-            raise ValueError(f'the header\'s "moved" ({moved}) is for frames in one writable block, not these')
         return None
     start = _address(data)
-    if moved is not None:
-        check = header.get("moved_check")
-        if not (isinstance(check, str) and hmac.compare_digest(check, _check(start, n, moved, align))):
-            raise ValueError(f'the header\'s "moved" ({moved}) is not a move this process made of these frames')
-    pad = (-start) % align if moved is None else moved
-    # 0 <= pad < align here: `align` is a positive power of two.
-    block = _block(data, spare, start, pad)
+    block = _block(data, spare, start)
     if block is None:
-        if moved is not None:  # the bytes are no longer where the frame says
-            raise ValueError(f'the header\'s "moved" ({moved}) is for frames in one writable block, not these')
         return None
     offset = start - _address(block)
-    if moved is None:
-        # start..start + n + pad is this frame and `pad` of the spare bytes
-        # right after it (pad <= spare.nbytes, checked above), all inside
-        # `block`, which is writable; memmove allows their overlap.
-        ctypes.memmove(start + pad, start, n)
-        header["moved"], header["moved_check"] = pad, _check(start, n, pad, align)
+    end = offset + n + spare.nbytes  # the frames' end, inside `block`
+    # Where a record can be: the frame's start, and the spare bytes' end.
+    places = [at for at in (offset, end - _RECORD) if offset <= at and at + _RECORD <= end]
+    for at in dict.fromkeys(places):
+        found = bytes(block[at : at + _RECORD])
+        pad, shift = int.from_bytes(found[:4], "little"), found[4]
+        if shift > 30 or not hmac.compare_digest(found, _record(start, n, pad, 1 << shift)):
+            continue
+        if 1 << shift != align:
+            raise ValueError(
+                f'these frames were moved by an earlier deserialize for "align" {1 << shift}, '
+                f"and the header says {align}: they no longer hold the bytes sent"
+            )
+        return block[offset + pad : offset + pad + n]
+    pad = (-start) % align  # 0 <= pad < align: `align` is a positive power of two
+    if pad == 0:
+        return None
+    if pad + _RECORD <= spare.nbytes:
+        at = end - _RECORD  # after the moved bytes, which end at offset + pad + n
+    elif pad >= _RECORD and pad <= spare.nbytes:
+        at = offset  # before them: they start at offset + pad
+    else:
+        return None  # no room for the move and its record: copied
+    # start..start + n + pad is this frame and `pad` of the spare bytes
+    # right after it (pad <= spare.nbytes), and the record's place lies in
+    # the frames clear of where the bytes go: all inside `block`, which is
+    # writable; memmove allows the move's overlap.
+    ctypes.memmove(start + pad, start, n)
+    block[at : at + _RECORD] = _record(start, n, pad, align)
     return block[offset + pad : offset + pad + n]
 
 
-def _block(data: memoryview, spare: memoryview, start: int, pad: int) -> memoryview | None:
-    """The writable block ``data`` and ``spare`` were read into, if ``spare``
-    follows ``data`` there and holds at least ``pad`` (> 0) bytes; else None."""
+def _block(data: memoryview, spare: memoryview, start: int) -> memoryview | None:
+    """The writable block ``data`` and ``spare`` were read into, if
+    ``spare`` follows ``data`` there; else None."""
     n = data.nbytes
-    if pad == 0 or pad > spare.nbytes or _address(spare) != start + n:
+    if _address(spare) != start + n:
         return None
     if data.obj is None or spare.obj is not data.obj:
         return None
@@ -216,7 +240,7 @@ def _block(data: memoryview, spare: memoryview, start: int, pad: int) -> memoryv
         return None
     block = block.cast("B")
     offset = start - _address(block)
-    if offset < 0 or offset + n + pad > block.nbytes:
+    if offset < 0 or offset + n + spare.nbytes > block.nbytes:
         return None
     return block
 
