@@ -18,8 +18,8 @@ use core::fmt;
 
 use super::ggml::{GgmlType, other_ggml_type};
 use super::{
-    FileArray, FileError, FileHeader, Format, MAX_HEADER, Metadata, bad, first_repeated, quoted,
-    size_of, vec_with,
+    FileArray, FileError, FileHeader, Format, MAX_HEADER, Metadata, bad, first_repeated, owned,
+    quoted, size_of, vec_with,
 };
 use crate::{ByteOrder, Descr};
 
@@ -438,13 +438,14 @@ fn read(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
     let gguf = read_metadata(&mut r, n_kv)?;
     let alignment = alignment(&gguf, bytes)?;
 
-    // Tensor infos: read in full, then checked against the data section.
-    let mut infos = vec_with::<(FileArray, u64)>(n_tensors.min(r.left() as usize / 24))?;
+    // Tensor infos: read in full (each array's offset, for now, relative
+    // to the data section), then checked against the data section.
+    let mut arrays = vec_with::<FileArray>(n_tensors.min(r.left() as usize / 24))?;
     for _ in 0..n_tensors {
-        infos
-            .try_reserve(1)
-            .map_err(|_| FileError::OutOfMemory { bytes: 160 })?;
-        infos.push(read_tensor_info(&mut r)?);
+        arrays.try_reserve(1).map_err(|_| FileError::OutOfMemory {
+            bytes: core::mem::size_of::<FileArray>() as u64,
+        })?;
+        arrays.push(read_tensor_info(&mut r)?);
     }
     let end = r.pos as u64;
     let data_start = end
@@ -457,14 +458,14 @@ fn read(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
         })?;
 
     let mut order = Vec::new();
-    if let Some(name) = first_repeated(infos.len(), |i| infos[i].0.name.as_str(), &mut order) {
+    if let Some(name) = first_repeated(arrays.len(), |i| arrays[i].name.as_str(), &mut order)? {
         return Err(bad(
             "",
             alloc::format!("names the tensor {} twice", quoted(name)),
         ));
     }
-    let mut arrays = vec_with::<FileArray>(infos.len())?;
-    for (mut array, relative) in infos {
+    for array in &mut arrays {
+        let relative = array.offset;
         if !relative.is_multiple_of(alignment) {
             return Err(bad(
                 &array.name,
@@ -478,13 +479,12 @@ fn read(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
         let end = array.offset.saturating_add(array.nbytes);
         if end > len {
             return Err(FileError::OutsideFile {
-                array: array.name,
+                array: core::mem::take(&mut array.name),
                 start: array.offset,
                 end,
                 len,
             });
         }
-        arrays.push(array);
     }
     // No two tensors over the same bytes: sorted by offset, each ends where
     // (or before) the next starts.
@@ -592,7 +592,7 @@ fn read_metadata(r: &mut Reader<'_>, n_kv: usize) -> Result<GgufMetadata, FileEr
         meta.push(key, kind, array, count, offset, r.pos as u64 - offset)?;
     }
     let mut order = Vec::new();
-    let repeated = first_repeated(meta.len(), |i| meta.key(i), &mut order);
+    let repeated = first_repeated(meta.len(), |i| meta.key(i), &mut order)?;
     if let Some(key) = repeated {
         return Err(FileError::DuplicateKey {
             key: key.to_string(),
@@ -678,9 +678,9 @@ fn alignment(meta: &GgufMetadata, bytes: &[u8]) -> Result<u64, FileError> {
     }
 }
 
-/// One tensor info: the array (its offset, for now, relative to the data
-/// section) and that relative offset.
-fn read_tensor_info(r: &mut Reader<'_>) -> Result<(FileArray, u64), FileError> {
+/// One tensor info: the array, its offset (for now) relative to the data
+/// section.
+fn read_tensor_info(r: &mut Reader<'_>) -> Result<FileArray, FileError> {
     let (name, _) = r.string("a tensor name", "")?;
     let ndim = r.u32("a tensor's dimension count")?;
     if ndim as usize > MAX_GGUF_DIMS {
@@ -697,11 +697,12 @@ fn read_tensor_info(r: &mut Reader<'_>) -> Result<(FileArray, u64), FileError> {
     let code = r.u32("a tensor's type")?;
     let relative = r.u64("a tensor's offset")?;
     // numpy's order: outermost first.
-    let shape: Vec<u64> = dims.iter().rev().copied().collect();
+    let mut shape: Vec<u64> = vec_with(dims.len())?;
+    shape.extend(dims.iter().rev());
     let ggml = GgmlType::from_code(code);
     let (dtype, block, bytes) = match (ggml, other_ggml_type(code)) {
-        (Some(t), _) => (t.name().to_string(), t.info().block, t.info().bytes),
-        (None, Some((name, block, bytes))) => (name.to_string(), block, bytes),
+        (Some(t), _) => (owned(t.name())?, t.info().block, t.info().bytes),
+        (None, Some((name, block, bytes))) => (owned(name)?, block, bytes),
         (None, None) => (alloc::format!("ggml type {code}"), 0, 0),
     };
     let nbytes = if block == 0 {
@@ -712,17 +713,16 @@ fn read_tensor_info(r: &mut Reader<'_>) -> Result<(FileArray, u64), FileError> {
     let descr = ggml
         .and_then(|t| t.info().dtype)
         .map(|d| Descr::new(d, ByteOrder::Little));
-    let array = FileArray {
-        name: super::owned(name)?,
+    Ok(FileArray {
+        name: owned(name)?,
         dtype,
         descr,
         shape,
         fortran: false,
-        offset: 0,
+        offset: relative,
         nbytes,
         ggml,
-    };
-    Ok((array, relative))
+    })
 }
 
 /// The bytes of a tensor of `shape` (numpy order) in blocks of `block`

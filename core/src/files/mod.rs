@@ -570,13 +570,18 @@ fn owned(text: &str) -> Result<String, FileError> {
 
 /// The first (in sorted order) of two equal keys among the `n` that
 /// `key` gives, found by sorting their indices (`order` is scratch space
-/// for the sort). Time O(n log n), memory 4 bytes a key.
+/// for the sort, grown fallibly). Time O(n log n), memory 4 bytes a key.
 fn first_repeated<'k>(
     n: usize,
     key: impl Fn(usize) -> &'k str,
     order: &mut Vec<u32>,
-) -> Option<&'k str> {
+) -> Result<Option<&'k str>, FileError> {
     order.clear();
+    order
+        .try_reserve_exact(n)
+        .map_err(|_| FileError::OutOfMemory {
+            bytes: 4 * n as u64,
+        })?;
     order.extend(0..n as u32); // n < 2^32: each key takes bytes of a 100 MB header
     order.sort_unstable_by_key(|&i| key(i as usize));
     let found = order
@@ -584,7 +589,7 @@ fn first_repeated<'k>(
         .find(|w| key(w[0] as usize) == key(w[1] as usize))
         .map(|w| key(w[0] as usize));
     order.clear();
-    found
+    Ok(found)
 }
 
 /// Reads the header of an `.npy`, GGUF or safetensors file from `bytes`, its

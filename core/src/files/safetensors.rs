@@ -123,8 +123,10 @@ fn check_repeats_and_overlaps(header: &FileHeader) -> Result<(), FileError> {
     let (arrays, metadata) = (&header.arrays, &header.metadata);
     let mut order: Vec<u32> = vec_with(arrays.len().max(metadata.len()))?;
     let key = |i| metadata.get(i).map_or("", |(key, _)| key);
-    let repeated = first_repeated(metadata.len(), key, &mut order)
-        .or_else(|| first_repeated(arrays.len(), |i| arrays[i].name.as_str(), &mut order));
+    let repeated = match first_repeated(metadata.len(), key, &mut order)? {
+        Some(key) => Some(key),
+        None => first_repeated(arrays.len(), |i| arrays[i].name.as_str(), &mut order)?,
+    };
     if let Some(key) = repeated {
         return Err(FileError::DuplicateKey { key: key.into() });
     }

@@ -12,27 +12,38 @@
 //! - `read_elements`: elements read from bytes by the core's `Scalar`, for
 //!   the inspect command's hexdump.
 
-use pyo3::exceptions::PyValueError;
+use std::sync::Mutex;
+
+use pyo3::exceptions::{PyIndexError, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
 use super::dtype::to_descr;
 use super::error::{FormatError, IntoPyErr, PyErrResult};
 use super::layout::{Int, PyLayout, resolve_view};
-use crate::Scalar;
 use crate::files::{Access, FileHeader, GgufValue, ValueType, read_header as read};
+use crate::{Escaped, Scalar};
 
-/// The header of an `.npy` or safetensors file of `length` bytes, from
-/// `head`, its first bytes: a dict with `format`, `version`, `data_start`,
-/// `metadata` (a list of pairs) and `arrays`, a list of dicts with `name`,
-/// `dtype` (as the file spells it), `descr` (bytelens's type string, or
-/// None where bytelens has none), `shape`, `fortran`, `offset`, `nbytes`,
-/// `strides` (None without a `descr`), `access` (`"view"`, `"copy"` or
-/// `"none"`: how a mapping of the file that starts at a page boundary can
-/// hand it out, where the header lies at byte `base` of the file) and
-/// `why` (the reason for a copy or for none, with the numbers; None for a
-/// view). Where `head` ends inside the header, `{"need": n}`: read `n`
-/// bytes and call again. Anything wrong with the header raises `FormatError`.
+/// The header of an `.npy`, safetensors or GGUF file of `length` bytes,
+/// from `head`, its first bytes: a dict with `format`, `version`,
+/// `data_start`, `metadata` (a list of pairs) and `arrays`, a sequence
+/// (`len`, indexing, iteration) of dicts with `name`, `dtype` (as the file
+/// spells it), `descr` (bytelens's type string, or None where bytelens has
+/// none), `shape`, `fortran`, `offset`, `nbytes`, `strides` (None without
+/// a `descr`), `access` (`"view"`, `"copy"`, `"blocks"` or `"none"`: how a
+/// mapping of the file that starts at a page boundary can hand it out,
+/// where the header lies at byte `base` of the file), `why` (the reason
+/// for a copy or for none, with the numbers; None otherwise) and `ggml`.
+/// Where `head` ends inside the header, `{"need": n}`: read `n` bytes and
+/// call again. Anything wrong with the header raises `FormatError`.
+///
+/// Memory stays in proportion to the header: the arrays are kept as the
+/// core read them (a few dozen bytes each) and each dict is made when it
+/// is asked for, its strings shared with the other arrays' (a header of
+/// millions of empty tensors held a dict of eleven fresh objects for each,
+/// about 50 times the header's size). Every Python object is made by a
+/// call that reports failure, so that running out of memory is a
+/// `MemoryError` (or the core's `FormatError`), never a panic or an abort.
 #[pyfunction]
 #[pyo3(signature = (head, length, base = 0))]
 pub(crate) fn read_header<'py>(
@@ -41,53 +52,257 @@ pub(crate) fn read_header<'py>(
     length: u64,
     base: u64,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let out = PyDict::new(py);
+    let out = new::dict(py)?;
     let header = match read(head, length) {
         Ok(header) => header,
         Err(err) => match err.more_needed(head.len()) {
             Some(need) => {
-                out.set_item("need", need)?;
+                out.set_item(new::str(py, "need")?, new::u64(py, need)?)?;
                 return Ok(out);
             }
             None => return Err(FormatError::new_err(err.to_string())),
         },
     };
-    out.set_item("format", header.format.name())?;
-    out.set_item("version", header.version)?;
-    out.set_item("data_start", header.data_start)?;
-    if header.gguf.is_empty() {
-        out.set_item("metadata", PyList::new(py, header.metadata.iter())?)?;
+    let version = new::pair(
+        py,
+        new::u64(py, header.version.0.into())?,
+        new::u64(py, header.version.1.into())?,
+    )?;
+    out.set_item(new::str(py, "format")?, new::str(py, header.format.name())?)?;
+    out.set_item(new::str(py, "version")?, version)?;
+    out.set_item(
+        new::str(py, "data_start")?,
+        new::u64(py, header.data_start)?,
+    )?;
+    let metadata = if header.gguf.is_empty() {
+        let pairs = new::list(py)?;
+        for (key, value) in header.metadata.iter() {
+            pairs.append(new::pair(py, new::str(py, key)?, new::str(py, value)?)?)?;
+        }
+        pairs
     } else {
-        out.set_item("metadata", gguf_metadata(py, &header, head)?)?;
+        gguf_metadata(py, &header, head)?
+    };
+    out.set_item(new::str(py, "metadata")?, metadata)?;
+    let arrays = HeaderArrays::new(py, header, base)?;
+    out.set_item(new::str(py, "arrays")?, Bound::new(py, arrays)?)?;
+    Ok(out)
+}
+
+/// The arrays of a header ([`read_header`]'s `arrays`): a sequence that
+/// makes each array's dict when it is asked for.
+#[pyclass(name = "_HeaderArrays", module = "bytelens._native", frozen, sequence)]
+pub(crate) struct HeaderArrays {
+    header: FileHeader,
+    base: u64,
+    /// The dicts' keys, made once.
+    keys: [Py<PyAny>; 11],
+    /// Strings many arrays share (dtypes, descrs, ggml types, accesses),
+    /// each made once: a name of at most 16 bytes and its string.
+    shared: Mutex<Vec<(ShortName, Py<PyAny>)>>,
+}
+
+/// A short text (a dtype's or a block type's name) as a key of the shared
+/// strings; longer ones are not shared.
+type ShortName = ([u8; 16], u8);
+
+const KEYS: [&str; 11] = [
+    "name", "dtype", "descr", "shape", "fortran", "offset", "nbytes", "strides", "access", "why",
+    "ggml",
+];
+
+impl HeaderArrays {
+    fn new(py: Python<'_>, header: FileHeader, base: u64) -> PyResult<HeaderArrays> {
+        let mut keys = Vec::with_capacity(KEYS.len());
+        for key in KEYS {
+            keys.push(new::str(py, key)?.unbind());
+        }
+        let keys = keys
+            .try_into()
+            .map_err(|_| PyValueError::new_err("eleven keys"))?;
+        Ok(HeaderArrays {
+            header,
+            base,
+            keys,
+            shared: Mutex::new(Vec::new()),
+        })
     }
-    let arrays = PyList::empty(py);
-    for array in header.arrays {
-        let item = PyDict::new(py);
+
+    /// `text` as a Python string, the same object for every array where it
+    /// is short (a dtype's name).
+    fn shared<'py>(&self, py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+        let Some(key) = short_name(text) else {
+            return new::str(py, text);
+        };
+        let mut shared = self.shared.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, s)) = shared.iter().find(|(k, _)| *k == key) {
+            return Ok(s.bind(py).clone());
+        }
+        let s = new::str(py, text)?;
+        // A few dozen dtypes at most: the list stays short.
+        if shared.len() < 64 {
+            shared
+                .try_reserve(1)
+                .map_err(|_| PyMemoryError::new_err(()))?;
+            shared.push((key, s.clone().unbind()));
+        }
+        Ok(s)
+    }
+}
+
+fn short_name(text: &str) -> Option<ShortName> {
+    let mut key = [0u8; 16];
+    key.get_mut(..text.len())?.copy_from_slice(text.as_bytes());
+    Some((key, text.len() as u8))
+}
+
+#[pymethods]
+impl HeaderArrays {
+    fn __len__(&self) -> usize {
+        self.header.arrays.len()
+    }
+
+    fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyDict>> {
+        let n = self.header.arrays.len();
+        let at = if index < 0 { index + n as isize } else { index };
+        let Some(array) = usize::try_from(at)
+            .ok()
+            .and_then(|i| self.header.arrays.get(i))
+        else {
+            return Err(PyIndexError::new_err(format!(
+                "array {index} of a header of {n} arrays"
+            )));
+        };
         // None without a descr; on a 64-bit host every header the core
         // reads has a layout (its shapes are held to the 64-bit rule).
-        let strides = array.layout().ok().map(|l| l.strides().to_vec());
-        let access = array.access(base);
+        let strides = match array.layout() {
+            Ok(layout) => new::tuple_of(py, layout.strides().iter(), |&s| new::i64(py, s as i64))?,
+            Err(_) => py.None().into_bound(py),
+        };
+        let access = array.access(self.base);
         let (how, why) = match &access {
             Access::View => ("view", None),
             Access::Misaligned { .. } => ("copy", Some(access.to_string())),
             Access::Blocks { .. } => ("blocks", None),
             _ => ("none", Some(access.to_string())),
         };
-        item.set_item("name", array.name)?;
-        item.set_item("dtype", array.dtype)?;
-        item.set_item("descr", array.descr.map(|d| d.to_string()))?;
-        item.set_item("shape", array.shape)?;
-        item.set_item("fortran", array.fortran)?;
-        item.set_item("offset", array.offset)?;
-        item.set_item("nbytes", array.nbytes)?;
-        item.set_item("strides", strides)?;
-        item.set_item("access", how)?;
-        item.set_item("why", why)?;
-        item.set_item("ggml", array.ggml.map(|t| t.name()))?;
-        arrays.append(item)?;
+        let none = || py.None().into_bound(py);
+        let descr = match array.descr {
+            Some(d) => self.shared(py, &d.to_string())?,
+            None => none(),
+        };
+        let why = match why {
+            Some(why) => new::str(py, &why)?,
+            None => none(),
+        };
+        let ggml = match array.ggml {
+            Some(t) => self.shared(py, t.name())?,
+            None => none(),
+        };
+        let values = [
+            new::str(py, &array.name)?,
+            self.shared(py, &array.dtype)?,
+            descr,
+            new::tuple_of(py, array.shape.iter(), |&n| new::u64(py, n))?,
+            PyBool::new(py, array.fortran).to_owned().into_any(),
+            new::u64(py, array.offset)?,
+            new::u64(py, array.nbytes)?,
+            strides,
+            self.shared(py, how)?,
+            why,
+            ggml,
+        ];
+        let item = new::dict(py)?;
+        for (key, value) in self.keys.iter().zip(values) {
+            item.set_item(key.bind(py), value)?;
+        }
+        Ok(item)
     }
-    out.set_item("arrays", arrays)?;
-    Ok(out)
+}
+
+/// Python objects made by calls that report failure: each C-API
+/// constructor's NULL (for want of memory, a `MemoryError`) is returned as
+/// the error Python set, where pyo3's infallible constructors panic.
+mod new {
+    use pyo3::ffi;
+    use pyo3::prelude::*;
+
+    /// The new reference a C-API constructor returned, or the error it set.
+    fn owned(py: Python<'_>, ptr: *mut ffi::PyObject) -> PyResult<Bound<'_, PyAny>> {
+        // SAFETY: `ptr` is what a C-API constructor returned: a new (owned)
+        // reference, or NULL with an exception set, which this returns.
+        unsafe { Bound::from_owned_ptr_or_err(py, ptr) }
+    }
+
+    pub(super) fn str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+        // A str's length fits in isize (no allocation is larger).
+        // SAFETY: `text` is valid UTF-8 of `text.len()` bytes, which
+        // PyUnicode_FromStringAndSize copies.
+        owned(py, unsafe {
+            ffi::PyUnicode_FromStringAndSize(text.as_ptr().cast(), text.len() as ffi::Py_ssize_t)
+        })
+    }
+
+    pub(super) fn bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: `data` is `data.len()` readable bytes, which
+        // PyBytes_FromStringAndSize copies.
+        owned(py, unsafe {
+            ffi::PyBytes_FromStringAndSize(data.as_ptr().cast(), data.len() as ffi::Py_ssize_t)
+        })
+    }
+
+    pub(super) fn u64(py: Python<'_>, n: u64) -> PyResult<Bound<'_, PyAny>> {
+        // SAFETY: a plain constructor.
+        owned(py, unsafe { ffi::PyLong_FromUnsignedLongLong(n) })
+    }
+
+    pub(super) fn i64(py: Python<'_>, n: i64) -> PyResult<Bound<'_, PyAny>> {
+        // SAFETY: a plain constructor.
+        owned(py, unsafe { ffi::PyLong_FromLongLong(n) })
+    }
+
+    pub(super) fn f64(py: Python<'_>, x: f64) -> PyResult<Bound<'_, PyAny>> {
+        // SAFETY: a plain constructor.
+        owned(py, unsafe { ffi::PyFloat_FromDouble(x) })
+    }
+
+    pub(super) fn dict(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+        // SAFETY: a plain constructor; the object it returns is a dict.
+        Ok(unsafe { owned(py, ffi::PyDict_New())?.cast_into_unchecked() })
+    }
+
+    pub(super) fn list(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyList>> {
+        // SAFETY: a plain constructor; the object it returns is a list.
+        Ok(unsafe { owned(py, ffi::PyList_New(0))?.cast_into_unchecked() })
+    }
+
+    /// A tuple of the objects `f` makes of `items`.
+    pub(super) fn tuple_of<'py, T>(
+        py: Python<'py>,
+        items: impl ExactSizeIterator<Item = T>,
+        mut f: impl FnMut(T) -> PyResult<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let n = items.len();
+        // SAFETY: a plain constructor (n is a shape's length, at most 32).
+        let tuple = owned(py, unsafe { ffi::PyTuple_New(n as ffi::Py_ssize_t) })?;
+        for (i, item) in items.take(n).enumerate() {
+            let item = f(item)?;
+            // SAFETY: `tuple` is a new tuple of `n` slots, seen by no other
+            // code yet, and `i < n`; PyTuple_SetItem takes the reference
+            // `into_ptr` gives up. A slot left empty by an error above is
+            // NULL, which a tuple's deallocation skips.
+            unsafe { ffi::PyTuple_SetItem(tuple.as_ptr(), i as ffi::Py_ssize_t, item.into_ptr()) };
+        }
+        Ok(tuple)
+    }
+
+    pub(super) fn pair<'py>(
+        py: Python<'py>,
+        a: Bound<'py, PyAny>,
+        b: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        tuple_of(py, [a, b].into_iter(), Ok)
+    }
 }
 
 /// A GGUF header's metadata as `(key, value)` pairs in file order, each
@@ -100,33 +315,40 @@ fn gguf_metadata<'py>(
     head: &[u8],
 ) -> PyResult<Bound<'py, PyList>> {
     let frombuffer = py.import("numpy")?.getattr("frombuffer")?;
-    let out = PyList::empty(py);
+    let out = new::list(py)?;
     for entry in header.gguf.iter() {
         let Some(value) = entry.value(head) else {
             return Err(FormatError::new_err(format!(
-                "the value of {:?} lies past the header",
-                entry.key
+                "the value of {} lies past the header",
+                Escaped(entry.key)
             )));
         };
         let value = match value {
-            GgufValue::UInt(n) => n.into_pyobject(py)?.into_any(),
-            GgufValue::Int(n) => n.into_pyobject(py)?.into_any(),
-            GgufValue::Float(x) => PyFloat::new(py, x).into_any(),
+            GgufValue::UInt(n) => new::u64(py, n)?,
+            GgufValue::Int(n) => new::i64(py, n)?,
+            GgufValue::Float(x) => new::f64(py, x)?,
             GgufValue::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
-            GgufValue::Str(text) => PyString::new(py, text).into_any(),
+            GgufValue::Str(text) => new::str(py, text)?,
             GgufValue::Array {
                 kind: ValueType::String,
                 ..
-            } => PyList::new(py, value.strings())?.into_any(),
+            } => {
+                let strings = new::list(py)?;
+                for s in value.strings() {
+                    strings.append(new::str(py, s)?)?;
+                }
+                strings.into_any()
+            }
             GgufValue::Array { kind, bytes, .. } => {
                 let dtype = match kind {
                     ValueType::Bool => "?".to_owned(),
                     other => format!("<{}{}", &other.name()[..1], other.size().unwrap_or(1)),
                 };
-                frombuffer.call1((PyBytes::new(py, bytes), dtype))?
+                let args = new::pair(py, new::bytes(py, bytes)?, new::str(py, &dtype)?)?;
+                frombuffer.call1(args.cast_into::<PyTuple>()?)?
             }
         };
-        out.append((entry.key, value))?;
+        out.append(new::pair(py, new::str(py, entry.key)?, value)?)?;
     }
     Ok(out)
 }
