@@ -73,7 +73,8 @@ def upload(array: Any, dtype: Any = None) -> GpuBuffer:
     without ``dtype`` (a buffer whose ``qtype`` and ``values_shape`` say
     what they hold, for a shader to dequantise), and dequantised on the
     way with ``dtype`` float32, float16 or bfloat16 (no dequantised copy on
-    the host).
+    the host); either way its blocks must hold its shape (``GpuError``
+    otherwise, before anything is uploaded).
     """
     from ._files import Quantized
 
@@ -159,7 +160,7 @@ def load(
     items = [arrays[name] for name in names]
     views = [item._raw if isinstance(item, Quantized) else item for item in items]
     quantized = [(item.qtype, item.shape) if isinstance(item, Quantized) else None for item in items]
-    return dict(zip(names, gpu_upload_all(views, dtype, quantized)))
+    return dict(zip(names, gpu_upload_all(views, dtype, quantized, names)))
 
 
 @naming_arguments

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use crate::LayoutError;
+use crate::files::GgmlType;
 
 /// What went wrong on the GPU side, with wgpu's own message where there is one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +40,18 @@ pub enum GpuError {
         gpu: usize,
         /// Bytes the host side (the view uploaded, or the slice downloaded into) holds.
         host: usize,
+    },
+    /// Quantised blocks that do not hold the values their upload says
+    /// they hold ([`HostView::quantized`](super::HostView::quantized)), as
+    /// a GGUF file's tensor would: bytes of whole blocks, rows (the last
+    /// axis) of whole blocks, and as many values as the blocks hold.
+    Blocks {
+        /// The blocks' ggml type.
+        ggml: GgmlType,
+        /// Bytes of blocks.
+        bytes: usize,
+        /// The shape of the values they were said to hold.
+        shape: Vec<usize>,
     },
     /// The host side refused: memory for a download could not be
     /// allocated, or a conversion that numpy's `same_kind` casting refuses
@@ -83,6 +96,41 @@ impl fmt::Display for GpuError {
                 f,
                 "the GPU buffer holds {gpu} bytes but the host side holds {host}"
             ),
+            GpuError::Blocks { ggml, bytes, shape } => {
+                let info = ggml.info();
+                let (block, size) = (info.block as usize, info.bytes as usize);
+                let text: Vec<String> = shape.iter().map(|n| n.to_string()).collect();
+                let comma = if shape.len() == 1 { "," } else { "" };
+                write!(
+                    f,
+                    "{bytes} bytes of {ggml} blocks do not hold values of shape ({}{comma}): ",
+                    text.join(", ")
+                )?;
+                let values = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+                match shape.last() {
+                    _ if !bytes.is_multiple_of(size) => {
+                        let over = bytes % size;
+                        let unit = if over == 1 { "byte" } else { "bytes" };
+                        write!(f, "{over} {unit} over whole blocks of {size}")
+                    }
+                    None => f.write_str("a shape with no axes has no rows of blocks"),
+                    Some(row) if !row.is_multiple_of(block) => {
+                        write!(f, "its rows of {row} values cut blocks of {block} values")
+                    }
+                    _ => match values {
+                        Some(values) => {
+                            let blocks = bytes / size;
+                            let hold = if blocks == 1 {
+                                "block holds"
+                            } else {
+                                "blocks hold"
+                            };
+                            write!(f, "{blocks} {hold} {} values, not {values}", blocks * block)
+                        }
+                        None => f.write_str("its size overflows usize"),
+                    },
+                }
+            }
             GpuError::Host(err) => err.fmt(f),
             GpuError::Texture(reason) => write!(f, "no texture: {reason}"),
             GpuError::File(reason) => write!(f, "cannot load the file: {reason}"),

@@ -53,6 +53,29 @@ impl<'v> HostView<'v> {
         }
     }
 
+    /// Refuses quantised blocks ([`HostView::quantized`]) whose bytes do
+    /// not hold the values' shape as a GGUF tensor's would: whole blocks,
+    /// rows of whole blocks, as many values as the blocks hold
+    /// ([`GpuError::Blocks`]). Other views pass: the upload checks them.
+    pub(crate) fn check_blocks(&self) -> Result<(), GpuError> {
+        let Some((ggml, values)) = self.quantized else {
+            return Ok(());
+        };
+        let info = ggml.info();
+        let (block, size) = (info.block as usize, info.bytes as usize);
+        let bytes = self.layout.nbytes();
+        let shape = values.shape();
+        let whole_rows = shape.last().is_some_and(|row| row.is_multiple_of(block));
+        if bytes.is_multiple_of(size) && whole_rows && bytes / size * block == values.size() {
+            return Ok(());
+        }
+        Err(GpuError::Blocks {
+            ggml,
+            bytes,
+            shape: shape.to_vec(),
+        })
+    }
+
     /// The bytes the view reads (its layout's byte span), or none where
     /// the layout does not fit them (the upload says why).
     pub(super) fn span(&self) -> &'v [u8] {
@@ -171,6 +194,7 @@ impl Upload<'_, '_> {
     /// What the upload writes, and its result's layout: quantised blocks
     /// dequantised where a `to` is given, else the view's elements.
     fn source(&self) -> Result<(Source<'_>, Layout), GpuError> {
+        self.src.check_blocks()?;
         match (self.src.quantized, self.to) {
             (Some((ggml, values)), Some(to)) => {
                 let blocks = self.src.span();

@@ -21,7 +21,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 use super::buffer::PyBuf;
 use super::dtype::{numpy_descr, to_descr};
-use super::error::{IntoPyErr, PyErrResult};
+use super::error::{GpuError as PyGpuError, IntoPyErr, PyErrResult};
 use super::memory::Memory;
 use super::source::Source;
 use crate::files::GgmlType;
@@ -283,14 +283,18 @@ type QuantizedItem = (String, Vec<usize>);
 /// `quantized`, where given, has one item per array: None, or `(qtype,
 /// shape)` for an array that is a GGUF tensor's blocks (a uint8 array):
 /// uploaded as they are without `dtype` (a buffer that knows its `qtype`),
-/// dequantised on the way with one.
+/// dequantised on the way with one. Either way the blocks must hold that
+/// shape, as a GGUF file's would (whole blocks, rows of whole blocks, as
+/// many values as they hold): else a `GpuError` naming the array (by
+/// `names[i]`, where given) before anything is uploaded.
 #[pyfunction]
-#[pyo3(signature = (arrays, dtype=None, quantized=None))]
+#[pyo3(signature = (arrays, dtype=None, quantized=None, names=None))]
 pub(crate) fn gpu_upload_all(
     py: Python<'_>,
     arrays: Vec<Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     quantized: Option<Vec<Option<QuantizedItem>>>,
+    names: Option<Vec<String>>,
 ) -> PyResult<Vec<PyGpuBuffer>> {
     let gpu = context(py)?;
     let to = dtype.map(to_descr).transpose()?;
@@ -325,6 +329,16 @@ pub(crate) fn gpu_upload_all(
             None => HostView::from((source.bytes(), source.layout())),
         })
         .collect();
+    for (i, view) in views.iter().enumerate() {
+        if let Err(err) = view.check_blocks() {
+            let message = match names.as_ref().and_then(|names| names.get(i)) {
+                Some(name) => format!("array {name:?}: {err} (uploaded nothing)"),
+                None if views.len() == 1 => err.to_string(),
+                None => format!("array {i}: {err} (uploaded nothing)"),
+            };
+            return Err(PyGpuError::new_err(message));
+        }
+    }
     // `sources` holds every array until the uploads return.
     let buffers = py.detach(|| gpu.upload_all(&views, to)).py_err(py)?;
     Ok(buffers
