@@ -10,6 +10,7 @@ import multiprocessing
 import os
 import pathlib
 import pickle
+import shutil
 import signal
 import subprocess
 import sys
@@ -316,6 +317,35 @@ def test_a_forked_child_is_kept_out_while_its_parent_holds_the_lock(name, lock):
         assert not held.owner_died
 
 
+@pytest.mark.skipif(sys.platform == "darwin", reason="macOS cannot open a file whose name is gone: fork before unlink")
+def test_a_child_forked_after_unlink_locks_as_its_parent_can(name, lock):
+    """With lock="file" the child used to fail ("removed while the segment
+    lived?": it reopened the lock file by the name unlink removed) where the
+    robust mutex's child locked. Both lock now, and exclude each other."""
+    sh = bl.SharedBuffer.create(name, 8, lock=lock)
+    sh.unlink()
+    with sh.lock(timeout=5) as held:  # the parent can
+        assert not held.owner_died
+    outcome = FORK.Queue()
+
+    def child():
+        try:
+            with sh.lock(timeout=5) as held:
+                sh.view("<i8")[COUNTER] += 1
+                outcome.put(f"locked, owner_died={held.owner_died}")
+        except Exception as err:  # reported to the parent, which asserts
+            outcome.put(f"{type(err).__name__}: {err}")
+
+    worker = FORK.Process(target=child)
+    worker.start()
+    assert outcome.get(timeout=30) == "locked, owner_died=False"
+    worker.join(10)
+    assert worker.exitcode == 0
+    assert sh.view("<i8")[COUNTER] == 1
+    with sh.lock(timeout=1.0) as held:  # the child's exit left it free and consistent
+        assert not held.owner_died
+
+
 def _example():
     """The Rust side: native/examples/shared.rs, built by `cargo test` (or here)."""
     path = ROOT / "target" / "debug" / "examples" / "shared"
@@ -532,3 +562,43 @@ def test_the_file_lock_is_found_whatever_tmpdir_each_process_has(name, tmp_path)
     # Nothing left behind: not in either TMPDIR, not in the lock files' folder.
     assert list(a.iterdir()) == [] and list(b.iterdir()) == []
     assert lock_files() - before == set()
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="a /dev/shm of its own (a mount namespace) needs Linux, root and unshare",
+)
+def test_a_squatted_lock_folder_is_refused_saying_whose_it_is_or_left_for_the_users_own(name):
+    # Another user (uid 12345) made root's bytelens-locks-0 first. In a mount
+    # namespace whose /dev/shm and /run are empty tmpfs, never the machine's.
+    setup = ("mount -t tmpfs bytelens-test /dev/shm && mount -t tmpfs bytelens-test /run"
+             " && mkdir -m 0755 /dev/shm/bytelens-locks-0 && chown 12345 /dev/shm/bytelens-locks-0")
+    code = """if True:
+        import os, sys, bytelens as bl
+        name = sys.argv[1]
+        try:
+            bl.SharedBuffer.create(name, 8, lock="file")
+        except PermissionError as err:
+            print("refused:", err)
+        os.mkdir("/run/user", 0o755)
+        os.mkdir("/run/user/0", 0o700)  # what systemd-logind makes for a user's session
+        sh = bl.SharedBuffer.create(name, 8, lock="file")
+        own = "/run/user/0/bytelens-locks"
+        print("lock files:", len(os.listdir(own)), len(os.listdir("/dev/shm/bytelens-locks-0")))
+        other = bl.SharedBuffer.attach(name)
+        with other.lock(timeout=5):
+            other.view("<i4")[0] = 7
+        sh.unlink()
+        print("after unlink:", len(os.listdir(own)), sh.view("<i4")[0])
+    """
+    ran = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", setup + ' && exec "$@"', "sh",
+                          sys.executable, "-c", code, name], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    lines = ran.stdout.splitlines()
+    assert lines[0] == (
+        "refused: the lock files' folder: /dev/shm/bytelens-locks-0 is a folder of uid 12345, mode 0755, not a folder"
+        " of this user's (uid 0) with mode 0700: another user made it, and could read or take the locks in it; have"
+        " it removed (as uid 12345 or root: rm -r '/dev/shm/bytelens-locks-0'); and no folder of this user's own to"
+        " use instead (/run/user/0: No such file or directory (os error 2))"
+    ), lines
+    assert lines[1:] == ["lock files: 1 0", "after unlink: 0 7"]
