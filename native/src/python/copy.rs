@@ -172,7 +172,7 @@ fn into_out<'py>(
 }
 
 /// A shape as Python prints a tuple: `(3,)`, `(2, 3)`, `()`.
-fn shape_text(shape: &[usize]) -> String {
+pub(crate) fn shape_text(shape: &[usize]) -> String {
     match shape {
         [n] => format!("({n},)"),
         _ => {

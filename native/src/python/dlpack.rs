@@ -232,7 +232,8 @@ impl Parts {
     }
 }
 
-fn order_name(order: ByteOrder) -> &'static str {
+/// A byte order as a person names it.
+pub(crate) fn order_name(order: ByteOrder) -> &'static str {
     match order {
         ByteOrder::Little => "little-endian",
         ByteOrder::Big => "big-endian",

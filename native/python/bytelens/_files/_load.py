@@ -105,7 +105,13 @@ def load(
     asked (bit for bit ``gguf.quants.dequantize``). With ``dequantize=``
     ``"float32"``, ``"float16"`` or ``"bfloat16"`` each is handed out as a
     plain array of that dtype instead (or the framework's tensor),
-    dequantised on its first access, once. :attr:`FileArrays.metadata` holds
+    dequantised on its first access, once. That array is new memory, not
+    the file's: writable under ``"c"`` only, as an aligned copy is, so that
+    under ``"r+"`` a write raises instead of being lost; torch, which would
+    get a writable copy there, is refused it (a :class:`FormatError` when
+    asked for, listed in :attr:`FileArrays.unavailable`), while
+    :attr:`~bytelens.Quantized.blocks` of the same tensor loaded without
+    ``dequantize=`` write through to the file. :attr:`FileArrays.metadata` holds
     the header's key/values, decoded in milliseconds for a 128k-token
     vocabulary; a tensor of a ggml type bytelens lacks (``IQ2_XXS``) is
     unavailable as a dtype bytelens lacks is.
@@ -220,8 +226,13 @@ def _load_file(
             continue
         if a.ggml is not None:
             quantized = Quantized(buf.view("|u1", offset=a.offset, shape=(a.nbytes,)), a.ggml, a.shape)
-            lazy = None if dequantize is None else _Dequantized(quantized, dequantize, convert)
-            out._items[a.name] = quantized if lazy is None else lazy
+            if dequantize is None:
+                out._items[a.name] = quantized
+            elif convert is not None and mode == "r+" and convert.framework == "torch":
+                copied = f"it is dequantised from its {quantized.qtype} blocks into a new array"
+                out._items[a.name] = _Refused(f"{path}: array {_short(a.name)!r}", copied, convert.framework)
+            else:
+                out._items[a.name] = _Dequantized(quantized, dequantize, mode, convert)
             continue
         if a.copy == COMPRESSED:
             assert archive is not None and a.member is not None
@@ -369,13 +380,16 @@ class FileArrays(MutableMapping[str, Any]):
 
 class _Dequantized:
     """A quantised tensor :func:`load` hands out dequantised, on its
-    first access (``dequantize=``)."""
+    first access (``dequantize=``): a new array, so writable only under
+    ``mode="c"`` (as an aligned copy is), since under ``"r+"`` its writes
+    could never reach the file's blocks."""
 
-    def __init__(self, quantized: Quantized, dtype: str, convert: _Converter | None) -> None:
-        self.quantized, self.dtype, self.convert = quantized, dtype, convert
+    def __init__(self, quantized: Quantized, dtype: str, mode: str, convert: _Converter | None) -> None:
+        self.quantized, self.dtype, self.mode, self.convert = quantized, dtype, mode, convert
 
     def read(self) -> Any:
         array = self.quantized.dequantize(self.dtype)
+        array.flags.writeable = self.mode == "c"
         return array if self.convert is None else self.convert(array)
 
 

@@ -4,6 +4,7 @@ the native kernels (gguf-py's values bit for bit, at memory speed)."""
 
 from __future__ import annotations
 
+import operator
 import threading
 from typing import Any
 
@@ -11,6 +12,7 @@ import numpy as np
 
 from .._native import dequantize as _dequantize
 from .._native import ggml_type as _ggml_type
+from ._report import _short
 
 
 def _block_dtype(qtype: str) -> np.dtype[Any]:
@@ -47,23 +49,47 @@ class Quantized:
     """
 
     def __init__(self, raw: np.ndarray, qtype: str, shape: tuple[int, ...]) -> None:
-        info = _ggml_type(qtype)
+        info = _ggml_type(qtype) if isinstance(qtype, str) else None
         if info is None or not info["quantized"]:
-            raise ValueError(f"{qtype!r} is not a quantised ggml type")
-        #: ggml's type name, lower case (``"q4_k"``).
-        self.qtype: str = info["name"].lower()
-        #: The shape, in numpy's order.
-        self.shape: tuple[int, ...] = tuple(shape)
+            raise ValueError(f"{_short(repr(qtype), 40)} is not a quantised ggml type")
+        name = info["name"].lower()
+        if not (isinstance(raw, np.ndarray) and raw.dtype == np.uint8 and raw.ndim == 1 and raw.flags.c_contiguous):
+            what = f"{raw.dtype} array of shape {raw.shape}" if isinstance(raw, np.ndarray) else type(raw).__name__
+            raise ValueError(f"a {name} tensor's blocks are a 1-D C-contiguous uint8 array, not a {what}")
+        self._qtype: str = name
+        self._shape: tuple[int, ...] = _checked_shape(shape, name, info["block"], info["bytes"], raw.nbytes)
         self._raw = raw
         self._block = info["block"]
         self._lock = threading.Lock()
         self._blocks: np.ndarray | None = None
 
+    @property
+    def qtype(self) -> str:
+        """ggml's type name, lower case (``"q4_k"``)."""
+        return self._qtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """The shape, in numpy's order."""
+        return self._shape
+
     @classmethod
     def from_blocks(cls, qtype: str, blocks: Any, shape: tuple[int, ...]) -> Quantized:
         """A tensor of ``shape`` from ``blocks``: bytes of whole ``qtype``
-        blocks (a uint8 array, or any buffer), not copied."""
-        raw = np.frombuffer(blocks, np.uint8) if not isinstance(blocks, np.ndarray) else blocks
+        blocks (a C-contiguous array of any dtype, or any contiguous
+        buffer), not copied, so that writes to :attr:`blocks` reach them.
+
+        ``shape`` must be what the blocks hold, as in a GGUF file: every
+        row (its last axis) whole blocks, and as many values as the blocks
+        hold; anything else is a ``ValueError`` with the numbers. A source
+        that is not C-contiguous is refused rather than copied (pass
+        ``np.ascontiguousarray(blocks)`` to copy it)."""
+        raw = blocks if isinstance(blocks, np.ndarray) else np.frombuffer(blocks, np.uint8)
+        if not raw.flags.c_contiguous:
+            raise ValueError(
+                f"the blocks are not C-contiguous (shape {raw.shape}, strides {raw.strides}): they would be "
+                "copied, and writes to .blocks would not reach them; pass np.ascontiguousarray(blocks) to copy them"
+            )
         return cls(raw.reshape(-1).view(np.uint8), qtype, shape)
 
     @property
@@ -99,7 +125,15 @@ class Quantized:
         ``"float16"`` or ``"bfloat16"``) and :attr:`shape`, 64-byte aligned;
         or written into ``out`` (C-contiguous, writable, that shape and
         dtype), which is returned. Runs without the GIL, on several threads
-        for outputs of 8 MiB or more."""
+        for outputs of 8 MiB or more.
+
+        ``out`` may share bytes with the blocks: they are then read first
+        (as numpy's assignment reads a source that overlaps its target),
+        also where ``out`` is another shared mapping of the blocks' bytes in
+        the same file (``np.memmap``, or a second ``bl.load(path,
+        mode="r+")``), which Linux tells through ``/proc/self/maps``. Other
+        systems do not say which file a mapping holds: there, do not
+        dequantise into a second mapping of the blocks' own bytes."""
         result: np.ndarray = _dequantize(self._raw, self.qtype, self.shape, dtype, out)
         return result
 
@@ -117,3 +151,40 @@ class Quantized:
     def __repr__(self) -> str:
         n = self.nbytes // self.blocks.dtype.itemsize
         return f"<bytelens.Quantized {self.qtype} {self.shape}, {n} block{'' if n == 1 else 's'}>"
+
+
+def _checked_shape(shape: Any, qtype: str, block: int, size: int, nbytes: int) -> tuple[int, ...]:
+    """``shape`` as a tuple of ints, if it is what ``nbytes`` of ``qtype``
+    blocks (``block`` values in ``size`` bytes each) hold, as in a GGUF
+    file: rows (the last axis) of whole blocks, every value in a block and
+    every block's values in the shape. Else a ValueError with the numbers."""
+    try:
+        dims = tuple(operator.index(n) for n in shape)
+    except TypeError:
+        raise TypeError(f"a {qtype} tensor's shape is a tuple of ints, not {_short(repr(shape), 60)}") from None
+    if not dims:
+        raise ValueError(f"a {qtype} tensor has at least one axis (rows of whole blocks), not shape ()")
+    if any(n < 0 for n in dims):
+        raise ValueError(f"a {qtype} tensor's shape {dims} has a negative dimension")
+    if nbytes % size:
+        over = nbytes % size
+        raise ValueError(
+            f"{nbytes} bytes are not whole {qtype} blocks of {size} bytes ({over} byte{'' if over == 1 else 's'} over)"
+        )
+    row = dims[-1]
+    if row % block:
+        raise ValueError(
+            f"shape {dims} cuts its rows of {row} values inside {qtype}'s blocks of {block} values "
+            "(each row is whole blocks, as in a GGUF file)"
+        )
+    values = 1
+    for n in dims:
+        values *= n
+    blocks = nbytes // size
+    if values != blocks * block:
+        raise ValueError(
+            f"{blocks} {qtype} block{' holds' if blocks == 1 else 's hold'} {blocks * block} values ({nbytes} bytes), "
+            f"not the {values} of shape {dims}"
+        )
+    return dims
+

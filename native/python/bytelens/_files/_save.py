@@ -20,6 +20,7 @@ import numpy as np
 from .._native import FormatError, read_header
 from ._headers import MAX_HEADER, _file_dtype
 from ._opening import _fspath, _not_regular, _reason
+from ._quantized import Quantized
 from ._report import _printable, _short
 
 #: Where ``save`` starts the data (and every tensor it can) unless given ``align``.
@@ -60,7 +61,11 @@ def save(
     (datetime, strings, complex: ``np.save`` writes those), an ``.npy`` of
     ml_dtypes' bfloat16 or float8 (which ``np.save`` writes as raw bytes
     and no loader reads back as what they were: safetensors has codes for
-    them, from the core's dtype table), metadata for an ``.npy``.
+    them, from the core's dtype table), metadata for an ``.npy``, a
+    quantised GGUF tensor (:class:`~bytelens.Quantized`: a ``TypeError``,
+    since neither format has its type and dequantising it silently would
+    write float32 where the file held a few bits a value; pass
+    ``q.dequantize(dtype)``, or load with ``dequantize=``).
 
     The save is atomic: the file is written beside ``path`` under a
     temporary name, flushed to disk, then renamed over ``path`` (a
@@ -97,6 +102,7 @@ def save(
             if len(arrays) != 1:
                 raise ValueError(f"an .npy file holds one array, not {len(arrays)}")
             [arrays] = arrays.values()
+        _not_quantized(path, "array", arrays)
         head, parts = _npy_parts(path, np.asanyarray(arrays), align)
     elif path.endswith(".safetensors"):
         if not isinstance(arrays, Mapping):
@@ -114,6 +120,18 @@ def save(
                 f.write(part)
 
     _write_atomically(path, write)
+
+
+def _not_quantized(path: str, what: str, array: object) -> None:
+    """Refuses a :class:`Quantized` (a GGUF tensor's blocks): neither
+    format has its type, and ``np.asarray`` would dequantise it to float32
+    without a word."""
+    if isinstance(array, Quantized):
+        raise TypeError(
+            f"{path}: {what} is a quantised {array.qtype} tensor of shape {array.shape}, which neither .npy "
+            "nor safetensors can hold: pass its values, q.dequantize(dtype) (float32, float16 or bfloat16), "
+            'or load the file with dequantize="float32"'
+        )
 
 
 def _check_align(align: int, itemsize: int, what: str) -> None:
@@ -219,6 +237,7 @@ def _safetensors_parts(
         if name in names:  # a Mapping that is not a dict can repeat a key
             raise ValueError(f"two tensors are named {_short(name)!r}")
         names.add(name)
+        _not_quantized(path, f"tensor {_short(name)!r}", array)
         array = np.asanyarray(array)
         known = _known_dtype(array.dtype)
         if known is None:
