@@ -12,7 +12,7 @@ import {
   parseHexBytes, formatHexBytes, parseIntList, nestedRepr, readingsOf, indexAt,
   stridesFor, flatOf, unravel, cutText,
 } from "../numbers.js";
-import { HeaderReadError, metaText, readHeader } from "../fileview.js";
+import { HeaderReadError, metaText, readHeader, reasonOf } from "../fileview.js";
 import { ALIGNMENT, TOKENS, fixtureLayout, ggufFixture } from "./gguf-fixture.mjs";
 
 /** The wasm package the demo loads, built for the web and started here from its bytes. */
@@ -514,4 +514,17 @@ test("a GGUF header the core refuses throws its RangeError", async () => {
     assert.match(err.message, /big-endian GGUF/);
     return true;
   });
+});
+
+test("a refusal's reason is the server's text, cut; any other answer's body is not read", async () => {
+  const text = (status, body, type = "text/plain; charset=utf-8") => new Response(body, { status, headers: { "Content-Type": type } });
+  assert.equal(await reasonOf(text(403, "/dev/zero: not a regular file (a character device), so it cannot be served in byte ranges\n")),
+    ": /dev/zero: not a regular file (a character device), so it cannot be served in byte ranges");
+  assert.equal(await reasonOf(text(404, "")), "");
+  const long = await reasonOf(text(400, "x".repeat(5000)));
+  assert.equal(long, `: ${"x".repeat(300)}…`);
+  assert.equal(await reasonOf(text(500, "<html>…</html>", "text/html")), "", "only plain text is shown");
+  const whole = text(200, "the whole file");
+  assert.equal(await reasonOf(whole), "");
+  assert.ok(whole.bodyUsed || whole.body.locked, "a whole file's body is cancelled, not read");
 });
