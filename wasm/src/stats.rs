@@ -140,12 +140,12 @@ impl JsStats {
     }
 }
 
-/// A histogram with numpy's equal bins: `np.histogram(a, bins, range=(lo,
-/// hi))`'s edges bit for bit and its counts exactly, for an array of
-/// `dtype` (numpy computes in the array's type: float32 for float32,
-/// float16 or bfloat16 for those, float64 for integers and float64; the
-/// float8s are counted in float64). NaN, infinities and values outside
-/// the range are not counted.
+/// A histogram with numpy's equal bins, edges bit for bit and counts
+/// exactly, for an array of `dtype`: `np.histogram(a, bins, range=(lo,
+/// hi))` (the constructor; the core's `Histogram::new`) or numpy's own
+/// range (`forRange`; the core's `Histogram::for_range`), whose
+/// arithmetic differs. NaN, infinities and values outside the range are
+/// not counted.
 #[wasm_bindgen(js_name = Histogram)]
 pub struct JsHistogram {
     inner: Counted,
@@ -253,8 +253,11 @@ fn histogram(
 
 #[wasm_bindgen(js_class = Histogram)]
 impl JsHistogram {
-    /// `bins` (default 64, at most 1024) equal bins from `lo` to `hi`, in
-    /// numpy's arithmetic for arrays of `dtype` (default float64).
+    /// `np.histogram(a, bins, range=(lo, hi))` for an array `a` of
+    /// `dtype` (default float64), `lo` and `hi` as Python floats: `bins`
+    /// (default 64, at most 1024) equal bins, `lo == hi` widened to `lo -
+    /// 0.5` to `hi + 0.5`, the edges float64 numbers rounded once to the
+    /// bins' type.
     #[wasm_bindgen(constructor)]
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "number")] lo: &JsValue,
