@@ -128,7 +128,7 @@ export function stridesFor(shape, itemsize, fortran = false) {
   if (!fortran) axes.reverse();
   for (const d of axes) {
     strides[d] = step;
-    step *= Math.max(1, shape[d]);
+    step *= Math.max(1, Number(shape[d]));
   }
   return strides;
 }

@@ -16,8 +16,9 @@ const PAGE = COLS * ROWS;
 const CHUNK = 8 * 1024 * 1024; // bytes per request of the statistics' stream
 const GAP = 64 * 1024; // a Fortran page's element ranges closer than this are read as one
 
+/** The element count of `shape`, whose lengths are numbers or, past 2^53, BigInts (readHeader's). */
 function count(shape) {
-  return shape.reduce((n, k) => n * k, 1);
+  return Number(shape.reduce((n, k) => n * BigInt(k), 1n));
 }
 
 export class TensorPanel {
@@ -98,6 +99,15 @@ export class TensorPanel {
     if (!this.readable) {
       this.note.textContent = a.ggml === null ? `bytelens does not read ${a.dtype}` : `no bytelens dtype for ${a.dtype}`;
       this.table.replaceChildren();
+      this.setState("none");
+      return;
+    }
+    if (this.total === 0) {
+      // A GGUF tensor of no elements may have a length past 2^53 (a BigInt) beside its 0.
+      this.readable = false;
+      this.note.textContent = "no elements: no values, statistics or pictures";
+      this.table.replaceChildren();
+      this.pageLine.textContent = "";
       this.setState("none");
       return;
     }

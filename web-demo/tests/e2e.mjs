@@ -1332,6 +1332,23 @@ const checks = [
     expectNoProblems("with long names");
   }],
 
+  ["a GGUF tensor of no elements with a length past 2^53: listed with its exact shape, its Values say it has none", async (page) => {
+    const { header, size } = ggufMany({ tensors: 1, empty: true });
+    await openDemo(page);
+    const served = await fakeFile(page, "/file/empty.gguf", size, (a, b) => {
+      const out = new Uint8Array(b - a);
+      if (a < header.length) out.set(header.subarray(a, Math.min(b, header.length)));
+      return out;
+    });
+    await openServed(page, "/file/empty.gguf");
+    expectEqual((await page.getByTestId("file-array-empty").locator("td").allTextContents())[1], "(0, 1152921504606846976)", "its shape");
+    await page.getByTestId("file-open-empty").click();
+    await page.waitForFunction(() => document.querySelector("[data-testid=tensor]").dataset.state === "none", null, { timeout: 5000 }).catch(() => {});
+    expectEqual(`${await page.getByTestId("tensor").getAttribute("data-state")}: ${await text(page, "tensor-note")}`, "none: no elements: no values, statistics or pictures", "the tensor panel");
+    await served.stop();
+    expectNoProblems("with an empty tensor");
+  }],
+
   ["a served file the server refuses: the page shows the server's reason", async (page) => {
     await openDemo(page, `${demoUrl}?file=/file/no-such-file.bin`);
     await page.waitForFunction(() => document.querySelector("[data-testid=load-error]").textContent !== "");

@@ -185,12 +185,13 @@ export function fixtureLayout(options) {
 /**
  * The header of a GGUF file of `tensors` F32 tensors of shape (1,) named
  * `blk.<i>.weight` and `keys` uint8 metadata keys `key.<i>` (value i % 256),
- * with, where given, one more tensor and one more key named `longName`:
+ * with, where given, one more tensor and one more key named `longName`
+ * and (`empty`) an F32 tensor `empty` of shape (0, 2^60), no elements:
  * `{ header, size }`, the header's bytes (the data section after them reads
  * as zeros) and the whole file's size. Headers of 100,000 tensors or
  * 200,000 keys, for the file view's long lists.
  */
-export function ggufMany({ tensors = 0, keys = 0, longName } = {}) {
+export function ggufMany({ tensors = 0, keys = 0, longName, empty = false } = {}) {
   const w = new Writer();
   const names = Array.from({ length: tensors }, (_, i) => `blk.${i}.weight`);
   const keyNames = Array.from({ length: keys }, (_, i) => `key.${i}`);
@@ -200,7 +201,7 @@ export function ggufMany({ tensors = 0, keys = 0, longName } = {}) {
   }
   w.put(4, (d) => [0x47, 0x47, 0x55, 0x46].forEach((b, i) => d.setUint8(i, b))); // "GGUF"
   w.u32(3);
-  w.u64(names.length);
+  w.u64(names.length + (empty ? 1 : 0));
   w.u64(keyNames.length + 1);
   w.string("general.alignment");
   w.u32(T.u32);
@@ -217,6 +218,14 @@ export function ggufMany({ tensors = 0, keys = 0, longName } = {}) {
     w.u32(0); // F32
     w.u64(i * ALIGNMENT);
   });
+  if (empty) {
+    w.string("empty");
+    w.u32(2);
+    w.u64(2n ** 60n); // innermost first: numpy's shape (0, 2^60)
+    w.u64(0);
+    w.u32(0); // F32
+    w.u64(names.length * ALIGNMENT);
+  }
   w.padTo(ALIGNMENT);
   const header = w.done();
   return { header, size: header.length + names.length * ALIGNMENT };
