@@ -645,16 +645,64 @@ impl fmt::Display for ShortStr {
 
 /// Text as a message quotes it: control characters escaped (`\r`, `\n`,
 /// `\0`, `\u{1b}`), and `"` and `\` too, so that a name can neither break
-/// the line nor end its quotes early; every other character as it is.
-/// (`escape_default`, not `escape_debug`, whose Unicode tables would cost
-/// the wasm package 2 KB.)
+/// the line nor end its quotes early; and the invisible characters that
+/// change how a line reads (Unicode's format characters: bidirectional
+/// overrides and isolates such as U+202E, zero-width ones, the byte order
+/// mark U+FEFF, tags; the line and paragraph separators U+2028 and U+2029;
+/// private-use characters and noncharacters) as `\u{202e}`, as inspect
+/// escapes them. Every other character is kept as it is. (A table of
+/// ranges, not `escape_debug`, whose Unicode tables would cost the wasm
+/// package 2 KB.)
 ///
 /// # Examples
 /// ```
 /// use bytelens_core::Escaped;
 /// assert_eq!(Escaped("x\u{1b}[2J\t\"ü\"").to_string(), "x\\u{1b}[2J\\t\\\"ü\\\"");
+/// assert_eq!(Escaped("a\u{202e}b\u{2028}\u{feff}é").to_string(), "a\\u{202e}b\\u{2028}\\u{feff}é");
 /// ```
 pub struct Escaped<'a>(pub &'a str);
+
+/// The ranges of Unicode's format characters (general category Cf), line
+/// and paragraph separators (Zl, Zp) and private-use characters (Co), as
+/// of Unicode 15, in order.
+const INVISIBLE: [(u32, u32); 24] = [
+    (0xad, 0xad),
+    (0x600, 0x605),
+    (0x61c, 0x61c),
+    (0x6dd, 0x6dd),
+    (0x70f, 0x70f),
+    (0x890, 0x891),
+    (0x8e2, 0x8e2),
+    (0x180e, 0x180e),
+    (0x200b, 0x200f),
+    (0x2028, 0x202e),
+    (0x2060, 0x2064),
+    (0x2066, 0x206f),
+    (0xe000, 0xf8ff),
+    (0xfeff, 0xfeff),
+    (0xfff9, 0xfffb),
+    (0x110bd, 0x110bd),
+    (0x110cd, 0x110cd),
+    (0x13430, 0x1343f),
+    (0x1bca0, 0x1bca3),
+    (0x1d173, 0x1d17a),
+    (0xe0001, 0xe0001),
+    (0xe0020, 0xe007f),
+    (0xf0000, 0x10ffff),
+    (u32::MAX, u32::MAX),
+];
+
+/// Whether `c` is escaped although it is not a control character: a
+/// format character, a separator, a private-use character or a
+/// noncharacter (U+FDD0 to U+FDEF, and the last two of every plane).
+fn invisible(c: char) -> bool {
+    let n = c as u32;
+    if (0xfdd0..=0xfdef).contains(&n) || n & 0xfffe == 0xfffe {
+        return true;
+    }
+    let at = INVISIBLE.partition_point(|&(_, last)| last < n);
+    INVISIBLE[at].0 <= n
+}
 
 impl fmt::Display for Escaped<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -663,6 +711,8 @@ impl fmt::Display for Escaped<'_> {
                 f.write_str("\\0")?;
             } else if c.is_control() || c == '"' || c == '\\' {
                 write!(f, "{}", c.escape_default())?;
+            } else if invisible(c) {
+                write!(f, "\\u{{{:x}}}", c as u32)?;
             } else {
                 write!(f, "{c}")?;
             }

@@ -602,7 +602,7 @@ pub fn gguf_seeds() -> Vec<(&'static str, Vec<u8>)> {
         .bytes();
     let nothing = Gguf::new(3, 32).bytes();
     let others = Gguf::new(3, 64)
-        .key("general.alignment", 10, &64u64.to_le_bytes())
+        .key("general.alignment", 4, &64u32.to_le_bytes())
         .tensor("iq2_xxs", &[256], 16, &noise(10, 66))
         .tensor("unknown", &[8, 8], 99, &[])
         .tensor("empty", &[32, 0], 8, &[])

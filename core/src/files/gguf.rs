@@ -340,7 +340,7 @@ impl<'b> Reader<'b> {
     /// The next `n` bytes. A header that would run past [`MAX_HEADER`] is
     /// `HeaderTooLarge`, before anything is read.
     fn take(&mut self, n: u64, what: &'static str) -> Result<&'b [u8], FileError> {
-        let end = (self.pos as u64).saturating_add(n);
+        let end = (self.pos as u64).checked_add(n).unwrap_or(u64::MAX);
         if end > MAX_HEADER as u64 && end <= self.len {
             return Err(FileError::HeaderTooLarge { len: end });
         }
@@ -362,8 +362,8 @@ impl<'b> Reader<'b> {
     }
 
     /// A GGUF string (a u64 length, then UTF-8): the text and the byte it
-    /// starts at. `owner` names the key or tensor it belongs to in errors
-    /// (`""` for a key itself).
+    /// starts at. `owner` names the key it is the value of in errors (`""`
+    /// for a key or tensor name itself, which `what` names).
     fn string(&mut self, what: &'static str, owner: &str) -> Result<(&'b str, u64), FileError> {
         let n = self.u64(what)?;
         let at = self.pos as u64;
@@ -371,7 +371,7 @@ impl<'b> Reader<'b> {
         let text = core::str::from_utf8(text).map_err(|err| {
             let byte = at + err.valid_up_to() as u64;
             let whose = if owner.is_empty() {
-                String::from("a key")
+                String::from(what)
             } else {
                 alloc::format!("the value of {}", quoted(owner))
             };
@@ -475,8 +475,30 @@ fn read(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
                 ),
             ));
         }
-        array.offset = data_start.saturating_add(relative);
-        let end = array.offset.saturating_add(array.nbytes);
+        let Some(start) = data_start.checked_add(relative) else {
+            return Err(bad(
+                &array.name,
+                alloc::format!(
+                    "starts at byte {relative} of the tensor data, which itself starts at byte \
+                     {data_start}: past 2^64 bytes, and the file has {len}"
+                ),
+            ));
+        };
+        array.offset = start;
+        let end = start.checked_add(array.nbytes).unwrap_or(u64::MAX);
+        // A tensor of a type ggml has not got has an unknown size (0
+        // here), but one with elements has at least a byte of data.
+        let unknown = array.ggml.is_none() && array.descr.is_none() && array.nbytes == 0;
+        if unknown && array.shape.iter().all(|&n| n > 0) && start >= len {
+            return Err(bad(
+                &array.name,
+                alloc::format!(
+                    "of {}, which bytelens does not know, has elements but starts at byte \
+                     {start}, and the file ends at byte {len}",
+                    array.dtype
+                ),
+            ));
+        }
         if end > len {
             return Err(FileError::OutsideFile {
                 array: core::mem::take(&mut array.name),
@@ -520,7 +542,15 @@ fn read(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
 /// A count of entries that each take at least `min` bytes, checked against
 /// the `left` bytes of the file and the header's limit.
 fn count(n: u64, min: u64, left: u64, what: &str) -> Result<usize, FileError> {
-    let need = n.saturating_mul(min);
+    let Some(need) = n.checked_mul(min) else {
+        return Err(bad(
+            "",
+            alloc::format!(
+                "says it holds {n} {what}, which take at least {min} bytes each: more than \
+                 2^64 bytes in all, and the file has {left} left"
+            ),
+        ));
+    };
     if need > left {
         return Err(bad(
             "",
@@ -650,29 +680,34 @@ fn value_type(code: u32, key: &str) -> Result<ValueType, FileError> {
     })
 }
 
-/// `general.alignment`: a power of two, or 32 where the header has none.
+/// `general.alignment`: a uint32 (as GGUF says, and gguf-py and llama.cpp
+/// refuse any other type) and a power of two, or 32 where the header has
+/// none.
 fn alignment(meta: &GgufMetadata, bytes: &[u8]) -> Result<u64, FileError> {
     let Some(entry) = meta.find("general.alignment") else {
         return Ok(DEFAULT_ALIGNMENT);
     };
-    let value = entry.value(bytes).and_then(|v| v.as_int());
-    match value {
-        Some(n) if n > 0 && (n as u128).is_power_of_two() && n <= 1 << 32 => Ok(n as u64),
-        _ => Err(bad(
+    if entry.array || entry.kind != ValueType::U32 {
+        let kind = match (entry.array, entry.kind.name()) {
+            (true, name) => alloc::format!("an array of {name}"),
+            (false, name) if name.starts_with('i') => alloc::format!("an {name} value"),
+            (false, name) => alloc::format!("a {name} value"),
+        };
+        return Err(bad(
             "",
             alloc::format!(
-                "gives general.alignment {}, where a power of two from 1 to 2^32 is needed",
-                match value {
-                    Some(n) => n.to_string(),
-                    None => alloc::format!(
-                        "a {} value",
-                        if entry.array {
-                            "array"
-                        } else {
-                            entry.kind.name()
-                        }
-                    ),
-                }
+                "gives general.alignment {kind}, where GGUF's type for it is uint32 (gguf-py \
+                 and llama.cpp refuse the file)"
+            ),
+        ));
+    }
+    match entry.value(bytes).and_then(|v| v.as_int()) {
+        Some(n) if n > 0 && (n as u128).is_power_of_two() => Ok(n as u64),
+        value => Err(bad(
+            "",
+            alloc::format!(
+                "gives general.alignment {}, where a power of two is needed",
+                value.unwrap_or(0)
             ),
         )),
     }
@@ -706,7 +741,11 @@ fn read_tensor_info(r: &mut Reader<'_>) -> Result<FileArray, FileError> {
         (None, None) => (alloc::format!("ggml type {code}"), 0, 0),
     };
     let nbytes = if block == 0 {
-        0 // a type ggml has not got: its size is unknown, and it is never read
+        // A type ggml has not got: its size is unknown (0 here), and it is
+        // never read; its shape is held to the rule of any other's, at a
+        // byte an element, and its data to starting inside the file.
+        size_of(name, &shape, 1)?;
+        0
     } else {
         tensor_bytes(name, &shape, block, bytes, &dtype)?
     };

@@ -381,7 +381,8 @@ pub enum FileError {
     Truncated {
         /// What was cut off.
         what: &'static str,
-        /// The byte it would need to reach.
+        /// The byte it would need to reach; `u64::MAX` where that
+        /// overflows a 64-bit offset.
         need: u64,
         /// The file's length.
         len: u64,
@@ -422,9 +423,9 @@ pub enum FileError {
     OutsideFile {
         /// The array.
         array: String,
-        /// Its first byte.
+        /// Its first byte; `u64::MAX` where that overflows a 64-bit offset.
         start: u64,
-        /// One past its last byte.
+        /// One past its last byte; `u64::MAX` where that overflows.
         end: u64,
         /// The file's length.
         len: u64,
@@ -436,6 +437,8 @@ pub enum FileError {
         /// The other.
         other: String,
     },
+    /// The file has no bytes at all.
+    Empty,
     /// Memory for what the header describes could not be allocated.
     OutOfMemory {
         /// The bytes asked for.
@@ -459,6 +462,10 @@ fn quoted(name: &str) -> String {
 impl fmt::Display for FileError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            FileError::Truncated { what, need, len } if *need == u64::MAX => write!(
+                f,
+                "the file ends at byte {len}, inside {what}, whose end overflows a 64-bit offset"
+            ),
             FileError::Truncated { what, need, len } => write!(
                 f,
                 "the file ends at byte {len}, inside {what}, which runs to byte {need}"
@@ -490,17 +497,29 @@ impl fmt::Display for FileError {
                 start,
                 end,
                 len,
-            } => write!(
-                f,
-                "array {} lies at bytes {start}..{end}, past the end of the file ({len} bytes)",
-                quoted(array)
-            ),
+            } => {
+                let array = quoted(array);
+                let len = alloc::format!("past the end of the file ({len} bytes)");
+                match (*start, *end) {
+                    (u64::MAX, _) => write!(
+                        f,
+                        "array {array} starts past byte 2^64 - 1 (its offset overflows), {len}"
+                    ),
+                    (start, u64::MAX) => write!(
+                        f,
+                        "array {array} starts at byte {start} and its end overflows a 64-bit \
+                         offset, {len}"
+                    ),
+                    (start, end) => write!(f, "array {array} lies at bytes {start}..{end}, {len}"),
+                }
+            }
             FileError::Overlap { array, other } => write!(
                 f,
                 "arrays {} and {} share bytes",
                 quoted(array),
                 quoted(other)
             ),
+            FileError::Empty => f.write_str("the file is empty (0 bytes)"),
             FileError::OutOfMemory { bytes } => write!(
                 f,
                 "reading the header needs {bytes} bytes more memory than could be allocated"
@@ -598,6 +617,17 @@ fn first_repeated<'k>(
 /// holds less than the header: [`FileError::more_needed`] tells which, and
 /// how many bytes to pass.
 pub fn read_header(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
+    if bytes.is_empty() {
+        // Not "inside the npy magic": nothing says which format it is.
+        return Err(match len {
+            0 => FileError::Empty,
+            len => FileError::Truncated {
+                what: "the first bytes, which say the format",
+                need: len.min(10),
+                len,
+            },
+        });
+    }
     if bytes.starts_with(NPY_MAGIC) {
         read_npy(bytes, len)
     } else if bytes.starts_with(GGUF_MAGIC) {
@@ -629,7 +659,7 @@ fn take<'b>(
     len: u64,
     what: &'static str,
 ) -> Result<&'b [u8], FileError> {
-    let end = (start as u64).saturating_add(n);
+    let end = (start as u64).checked_add(n).unwrap_or(u64::MAX);
     usize::try_from(end)
         .ok()
         .and_then(|end| bytes.get(start..end))
@@ -667,10 +697,36 @@ fn size_of(array: &str, shape: &[u64], itemsize: usize) -> Result<u64, FileError
         bound = bound
             .checked_mul(n.max(1))
             .filter(|&b| b <= MAX_BYTES)
-            .ok_or_else(|| bad(array, "has a shape whose size does not fit in memory"))?;
+            .ok_or_else(|| {
+                bad(
+                    array,
+                    alloc::format!(
+                        "has the shape {}, whose size does not fit in memory ({itemsize} \
+                         {} times its lengths, a 0 counted as 1, is more than {MAX_BYTES})",
+                        Shape(shape),
+                        if itemsize == 1 { "byte" } else { "bytes" }
+                    ),
+                )
+            })?;
         nbytes *= n; // at most `bound`
     }
     Ok(nbytes)
+}
+
+/// A shape as numpy prints it: `(2, 3)`, `(5,)`, `()`.
+struct Shape<'s>(&'s [u64]);
+
+impl fmt::Display for Shape<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("(")?;
+        for (i, n) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{n}")?;
+        }
+        f.write_str(if self.0.len() == 1 { ",)" } else { ")" })
+    }
 }
 
 pub mod dequant;

@@ -128,7 +128,7 @@ fn broken_npy_headers_say_what_is_wrong() {
         ),
         (
             "{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999)}",
-            "array \"array\": has a shape whose size does not fit in memory",
+            "array \"array\": has the shape (99999999999, 99999999999), whose size does not fit in memory (4 bytes times its lengths, a 0 counted as 1, is more than 9223372036854775807)",
         ),
         (
             "{'descr': '<f4', 'fortran_order': False, 'shape': (4,)} x",
@@ -346,12 +346,30 @@ fn broken_safetensors_headers_say_what_is_wrong() {
                 t("F64", "[4294967296,4294967296]", "[0,1]")
             ),
             1,
-            "array \"a\": has a shape whose size does not fit in memory",
+            "array \"a\": has the shape (4294967296, 4294967296), whose size does not fit in memory (8 bytes times its lengths, a 0 counted as 1, is more than 9223372036854775807)",
         ),
         (
             r#"{"a":{"dtype":"U8","shape":[1]}}"#.into(),
             1,
             "array \"a\": has no data_offsets pair",
+        ),
+        // Issue 40: offsets past 2^64 are said to overflow, not printed as
+        // 2^64 - 1; format characters in names are escaped.
+        (
+            format!(
+                r#"{{"a":{{{}}}}}"#,
+                t("U8", "[8]", "[18446744073709551600,18446744073709551608]")
+            ),
+            1,
+            "array \"a\" starts past byte 2^64 - 1 (its offset overflows), past the end of the file (100 bytes)",
+        ),
+        (
+            format!(
+                r#"{{"a\u202e\u2029\ufeff":{{{}}}}}"#,
+                t("U8", "[8]", "[18446744073709551607,18446744073709551615]")
+            ),
+            1,
+            "array \"a\\u{202e}\\u{2029}\\u{feff}\" starts past byte 2^64 - 1 (its offset overflows), past the end of the file (118 bytes)",
         ),
         (
             r#"{"__metadata__":{"k":1}}"#.into(),
@@ -677,5 +695,45 @@ fn npy_raw_bytes_say_what_np_save_did() {
     assert_eq!(
         complex.arrays[0].access(0).to_string(),
         "bytelens has no dtype <c8"
+    );
+}
+
+#[test]
+fn messages_escape_what_changes_how_a_line_reads() {
+    // Issue 40: U+202E, U+2028 and a BOM reached messages raw. Every
+    // character escaped is one Rust's Debug escapes too (nothing printable
+    // is), and the bidirectional controls, separators and BOM all are.
+    let step = if cfg!(miri) { 997 } else { 1 };
+    for c in (0..=0x10ffff).step_by(step).filter_map(char::from_u32) {
+        let text = c.to_string();
+        let escaped = crate::Escaped(&text).to_string() != text;
+        let debug = c.escape_debug().next() == Some('\\');
+        assert!(!escaped || debug, "U+{:04X} escaped", c as u32);
+    }
+    for c in [
+        '\u{202a}',
+        '\u{202e}',
+        '\u{2066}',
+        '\u{2069}',
+        '\u{200b}',
+        '\u{200f}',
+        '\u{2028}',
+        '\u{2029}',
+        '\u{feff}',
+        '\u{ad}',
+        '\u{e0041}',
+        '\u{e000}',
+        '\u{ffff}',
+    ] {
+        let escaped = crate::Escaped(&c.to_string()).to_string();
+        assert_eq!(escaped, format!("\\u{{{:x}}}", c as u32));
+    }
+    assert_eq!(crate::Escaped("é中 ü").to_string(), "é中 ü");
+    let err = FileError::DuplicateKey {
+        key: "w\u{202e}txt.exe".into(),
+    };
+    assert_eq!(
+        err.to_string(),
+        "the header gives the key \"w\\u{202e}txt.exe\" twice"
     );
 }

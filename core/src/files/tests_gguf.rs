@@ -164,8 +164,8 @@ fn tensors_in_numpy_order_with_their_types() {
         .tensor("w", &[512, 3], 12, 0) // Q4_K: 2 blocks a row, 144 bytes each
         .tensor("norm", &[8], 0, 896) // F32, after 864 bytes rounded to 64
         .tensor("iq", &[256], 16, 960) // IQ2_XXS: sized, not read
-        .tensor("new", &[7], 99, 1088) // a type ggml has not got
-        .data(1088);
+        .tensor("new", &[7], 99, 1088) // a type ggml has not got, unsized
+        .data(1089); // but with elements: at least a byte in the file
     let file = g.bytes(64);
     let header = read_header(&file, file.len() as u64).unwrap();
     let start = header.data_start;
@@ -279,13 +279,82 @@ fn hostile_headers_say_what_is_wrong() {
             Gguf::new()
                 .key("general.alignment", 4, &48u32.to_le_bytes())
                 .bytes(32),
-            "the header gives general.alignment 48, where a power of two from 1 to 2^32 is needed",
+            "the header gives general.alignment 48, where a power of two is needed",
         ),
         (
             Gguf::new()
                 .key("general.alignment", 8, &string(b"32"))
                 .bytes(32),
-            "the header gives general.alignment a string value, where a power of two from 1 to 2^32 is needed",
+            "the header gives general.alignment a string value, where GGUF's type for it is uint32 (gguf-py and llama.cpp refuse the file)",
+        ),
+        // Issue 40: a power of two of another integer type was read.
+        (
+            Gguf::new()
+                .key("general.alignment", 10, &32u64.to_le_bytes())
+                .bytes(32),
+            "the header gives general.alignment a uint64 value, where GGUF's type for it is uint32 (gguf-py and llama.cpp refuse the file)",
+        ),
+        (
+            Gguf::new()
+                .key("general.alignment", 5, &32i32.to_le_bytes())
+                .bytes(32),
+            "the header gives general.alignment an int32 value, where GGUF's type for it is uint32 (gguf-py and llama.cpp refuse the file)",
+        ),
+        (
+            Gguf::new()
+                .key(
+                    "general.alignment",
+                    9,
+                    &[
+                        &4u32.to_le_bytes()[..],
+                        &1u64.to_le_bytes(),
+                        &32u32.to_le_bytes(),
+                    ]
+                    .concat(),
+                )
+                .bytes(32),
+            "the header gives general.alignment an array of uint32, where GGUF's type for it is uint32 (gguf-py and llama.cpp refuse the file)",
+        ),
+        (
+            Gguf::new()
+                .key("general.alignment", 4, &0u32.to_le_bytes())
+                .bytes(32),
+            "the header gives general.alignment 0, where a power of two is needed",
+        ),
+        // Issue 40: a tensor name is not "a key"; numbers past 2^64 are
+        // said to overflow, not printed as 2^64 - 1; format characters
+        // are escaped.
+        (
+            Gguf::new().tensor("w", &[4], 0, u64::MAX - 31).bytes(32),
+            "array \"w\": starts at byte 18446744073709551584 of the tensor data, which itself starts at byte 64: past 2^64 bytes, and the file has 64",
+        ),
+        (
+            Gguf::new().tensor("w", &[40], 0, u64::MAX - 127).bytes(32),
+            "array \"w\" starts at byte 18446744073709551552 and its end overflows a 64-bit offset, past the end of the file (64 bytes)",
+        ),
+        (
+            Gguf::new()
+                .key("k", 8, &(u64::MAX - 8).to_le_bytes())
+                .bytes(32),
+            "the file ends at byte 64, inside a metadata value, whose end overflows a 64-bit offset",
+        ),
+        (
+            Gguf::new()
+                .tensor("a\u{202e}b\u{2028}c\u{feff}", &[4], 0, 0)
+                .tensor("a\u{202e}b\u{2028}c\u{feff}", &[4], 0, 32)
+                .data(64)
+                .bytes(32),
+            "the header names the tensor \"a\\u{202e}b\\u{2028}c\\u{feff}\" twice",
+        ),
+        // Item 20: a type ggml has not got is held to the shape rule, and
+        // its data to starting inside the file.
+        (
+            Gguf::new().tensor("w", &[1 << 62, 4], 99, 0).bytes(32),
+            "array \"w\": has the shape (4, 4611686018427387904), whose size does not fit in memory (1 byte times its lengths, a 0 counted as 1, is more than 9223372036854775807)",
+        ),
+        (
+            Gguf::new().tensor("w", &[8, 8], 99, 0).bytes(32),
+            "array \"w\": of ggml type 99, which bytelens does not know, has elements but starts at byte 96, and the file ends at byte 96",
         ),
         (
             Gguf::new().tensor("w", &[1, 1, 1, 1, 1], 0, 0).bytes(32),
@@ -317,7 +386,7 @@ fn hostile_headers_say_what_is_wrong() {
         ),
         (
             Gguf::new().tensor("w", &[1 << 62, 4], 0, 0).bytes(32),
-            "array \"w\": has a shape whose size does not fit in memory",
+            "array \"w\": has the shape (4, 4611686018427387904), whose size does not fit in memory (4 bytes times its lengths, a 0 counted as 1, is more than 9223372036854775807)",
         ),
     ];
     for (file, message) in cases {
@@ -339,7 +408,7 @@ fn counts_past_the_file_are_refused_before_anything_is_allocated() {
     assert_eq!(
         err,
         "the header says it holds 4611686018427387904 metadata keys, which take at least \
-         18446744073709551615 bytes, more than the 0 left in the file"
+         13 bytes each: more than 2^64 bytes in all, and the file has 0 left"
     );
     // A string array of 2^62 elements in a file of a few bytes.
     let mut array = 8u32.to_le_bytes().to_vec();
@@ -418,4 +487,46 @@ fn a_head_cut_short_asks_for_twice_as_much() {
         let cut = read_header(&small[..n], n as u64).unwrap_err();
         assert_eq!(cut.more_needed(n), None, "{n}: {cut}");
     }
+}
+
+#[test]
+fn names_that_are_not_utf8_are_called_what_they_are() {
+    // Issue 40: a tensor name was "a key". Each file holds "wé" with its
+    // first byte of é (0xc3) made 0xff.
+    let cut = |file: Vec<u8>| {
+        let mut file = file;
+        let at = file.iter().position(|&b| b == 0xc3).unwrap();
+        file[at] = 0xff;
+        (
+            read_header(&file, file.len() as u64)
+                .unwrap_err()
+                .to_string(),
+            at,
+        )
+    };
+    let (err, at) = cut(Gguf::new().tensor("w\u{e9}", &[4], 0, 0).data(16).bytes(32));
+    assert_eq!(
+        err,
+        format!("the header holds a tensor name that is not UTF-8 (byte {at})")
+    );
+    let (err, at) = cut(Gguf::new().key("w\u{e9}", 0, &[1]).bytes(32));
+    assert_eq!(
+        err,
+        format!("the header holds a metadata key that is not UTF-8 (byte {at})")
+    );
+}
+
+#[test]
+fn an_empty_file_is_said_to_be_empty() {
+    // Issue 40: an empty .gguf was "inside the npy magic".
+    let err = read_header(&[], 0).unwrap_err();
+    assert_eq!(err.to_string(), "the file is empty (0 bytes)");
+    assert_eq!(err.more_needed(0), None);
+    // No bytes of a longer file: the first ones are asked for.
+    let err = read_header(&[], 100).unwrap_err();
+    assert_eq!(err.more_needed(0), Some(10));
+    assert_eq!(
+        err.to_string(),
+        "the file ends at byte 100, inside the first bytes, which say the format, which runs to byte 10"
+    );
 }
