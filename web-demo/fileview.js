@@ -377,6 +377,15 @@ export class FileView {
     this.pin = null;
     const section = document.getElementById("file");
     section.hidden = false;
+    // The last file's lists go now: a big header takes a while.
+    this.arrays = [];
+    this.gguf = null;
+    document.getElementById("file-summary").textContent = "";
+    document.getElementById("file-bands").replaceChildren();
+    this.arrayRows.set(0, () => [], () => null);
+    this.metaRows.set(0, () => [], () => null);
+    document.getElementById("file-meta").hidden = true;
+    document.getElementById("file-more").textContent = `Reading the header of ${source.name} …`;
     let header = null;
     let note = "";
     let arrays = [];
