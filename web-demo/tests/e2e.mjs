@@ -302,9 +302,12 @@ function npyHeader(descr, shape, fortran = false) {
 
 /** Bytes start..end of a file that is `header` and then, at byte o, o % 251. */
 function patterned(header) {
+  const period = Buffer.from(Array.from({ length: 251 }, (_, i) => i));
   return (start, end) => {
-    const out = new Uint8Array(end - start);
-    for (let o = start; o < end; o++) out[o - start] = o < header.length ? header[o] : o % 251;
+    // The period from start % 251 on, repeated (Buffer.alloc fills natively).
+    const k = start % 251;
+    const out = Buffer.alloc(end - start, Buffer.concat([period.subarray(k), period.subarray(0, k)]));
+    if (start < header.length) out.set(header.subarray(start, Math.min(end, header.length)));
     return out;
   };
 }
