@@ -1210,7 +1210,7 @@ const checks = [
     expectEqual(state, "running", `the tensor panel's state (${await text(page, "tensor-progress-text")}; ${await text(page, "tensor-pictures")})`);
     const heatNote = await text(page, "tensor-heatmap-note");
     const heatmap = await page.getByTestId("tensor-heatmap").isVisible();
-    console.log(`  (the heatmap: ${heatmap ? "drawn" : `not drawn: ${heatNote}`})`);
+    console.log(`  (the heatmap: ${heatmap ? "drawn" : heatNote ? `refused: ${heatNote}` : "taken by the core, drawn when the run ends"})`);
     expect(!heatmap || heatNote === "", `the heatmap both drawn and refused: ${heatNote}`);
     await page.getByTestId("tensor-cancel").click();
     await page.waitForFunction(() => document.querySelector("[data-testid=tensor]").dataset.state === "cancelled");
