@@ -2,7 +2,13 @@
 //! every other build of them is held to, and gguf-py's
 //! `gguf.quants.dequantize` bit for bit (tests/vectors/dequant.txt), but
 //! for the payload of a NaN an operation makes (an infinite scale times a
-//! zero), which is the hardware's in numpy and in Rust alike.
+//! zero), which is the hardware's in numpy and in Rust alike. Where two
+//! NaNs meet (a NaN scale times a code, plus or minus a NaN minimum: Q4_1
+//! and Q5_1's `d` and `m`, the K types' `d` and `dmin`), the result is the
+//! product's NaN, the scale's payload quieted, as gguf-py gives it for two
+//! blocks or more; for a single Q4_1 or Q5_1 block gguf-py gives the
+//! minimum's (numpy's loop for one row differs), and there alone they
+//! differ.
 //!
 //! Each computes in float32 with the operations in gguf-py's order (it is
 //! numpy's float32 arithmetic, one rounding per operation, no fused
@@ -54,14 +60,27 @@ pub fn q4_0(b: &[u8; 18], y: &mut [f32; 32]) {
     }
 }
 
+/// `p + m`, where `p` is a scale times a code: the product's NaN where
+/// both are NaN. gguf-py's `d * q + m` gives the product's for any file of
+/// two blocks or more (numpy keeps its first operand's NaN there; a single
+/// block goes through another loop, which keeps `m`'s), and Rust's `+`
+/// leaves it to the compiler, which may put either operand first (it did,
+/// for 4 of Q5_1's 32 values): the select makes it a rule, and compiles to
+/// a blend, no branch.
+#[inline(always)]
+fn plus_min(p: f32, m: f32) -> f32 {
+    let sum = p + m;
+    if p.is_nan() { p } else { sum }
+}
+
 /// Q4_1: 20 bytes (float16 scale and minimum, 16 bytes of 4-bit codes) to 32 values.
 #[inline(always)]
 pub fn q4_1(b: &[u8; 20], y: &mut [f32; 32]) {
     let (d, m) = (half(b, 0), half(b, 2));
     for l in 0..16 {
         let q = b[4 + l];
-        y[l] = d * (q & 15) as f32 + m;
-        y[l + 16] = d * (q >> 4) as f32 + m;
+        y[l] = plus_min(d * (q & 15) as f32, m);
+        y[l + 16] = plus_min(d * (q >> 4) as f32, m);
     }
 }
 
@@ -89,8 +108,8 @@ pub fn q5_1(b: &[u8; 24], y: &mut [f32; 32]) {
     let (d, m) = (half(b, 0), half(b, 2));
     for l in 0..16 {
         let q = b[8 + l];
-        y[l] = d * ((q & 15) | high5(b, 4, l)) as f32 + m;
-        y[l + 16] = d * ((q >> 4) | high5(b, 4, l + 16)) as f32 + m;
+        y[l] = plus_min(d * ((q & 15) | high5(b, 4, l)) as f32, m);
+        y[l + 16] = plus_min(d * ((q >> 4) | high5(b, 4, l + 16)) as f32, m);
     }
 }
 

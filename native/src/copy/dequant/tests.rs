@@ -308,3 +308,38 @@ fn any_run_of_elements_gives_the_whole_outputs_bytes() {
         "35 bytes are not a whole number of Q8_0 blocks of 34 bytes"
     );
 }
+
+/// Issue 40: a Q4_1 or Q5_1 block whose scale and minimum are both NaN
+/// gives the scale's NaN (quieted, its sign kept) for every value, in
+/// every build, as gguf-py does for two blocks or more; the compiler had
+/// put the minimum first for 4 of Q5_1's 32 values.
+#[test]
+fn two_nans_give_the_scales() {
+    for (ggml, bytes) in [(GgmlType::Q4_1, 20), (GgmlType::Q5_1, 24)] {
+        let mut blocks = vec![];
+        for (i, (d, m)) in [(0x7e01u16, 0x7e02u16), (0xfe00, 0x7c01), (0x7d55, 0xffff)]
+            .into_iter()
+            .enumerate()
+        {
+            let mut block: Vec<u8> = (0..bytes).map(|j| (j * 37 + i * 11) as u8).collect();
+            block[..2].copy_from_slice(&d.to_le_bytes());
+            block[2..4].copy_from_slice(&m.to_le_bytes());
+            blocks.extend(block);
+        }
+        let kernels = if cfg!(miri) {
+            &[Kernel::Portable][..]
+        } else {
+            &[Kernel::detect(), Kernel::Portable]
+        };
+        for &kernel in kernels {
+            let out = dequantize(kernel, ggml, &blocks, DType::F32);
+            for (i, value) in out.chunks(4).enumerate() {
+                let d = u16::from_le_bytes([blocks[i / 32 * bytes], blocks[i / 32 * bytes + 1]]);
+                let expected =
+                    (u32::from(d & 0x8000) << 16) | 0x7fc0_0000 | (u32::from(d & 0x3ff) << 13);
+                let got = u32::from_ne_bytes(value.try_into().unwrap());
+                assert_eq!(got, expected, "{ggml} ({kernel:?}): value {i}: {got:#x}");
+            }
+        }
+    }
+}
