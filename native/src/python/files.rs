@@ -21,12 +21,12 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use super::dtype::to_descr;
 use super::error::{FormatError, IntoPyErr, PyErrResult};
 use super::layout::{Int, PyLayout, resolve_view};
-use crate::files::{Access, FileHeader, GgufValue, ValueType, read_header as read};
+use crate::files::{Access, FileArray, FileHeader, GgufValue, ValueType, read_header as read};
 use crate::{Escaped, Scalar};
 
 /// The header of an `.npy`, safetensors or GGUF file of `length` bytes,
 /// from `head`, its first bytes: a dict with `format`, `version`,
-/// `data_start`, `metadata` (a list of pairs) and `arrays`, a sequence
+/// `data_start`, `metadata` (a dict, in the header's order) and `arrays`, a sequence
 /// (`len`, indexing, iteration) of dicts with `name`, `dtype` (as the file
 /// spells it), `descr` (bytelens's type string, or None where bytelens has
 /// none), `shape`, `fortran`, `offset`, `nbytes`, `strides` (None without
@@ -75,16 +75,17 @@ pub(crate) fn read_header<'py>(
         new::u64(py, header.data_start)?,
     )?;
     let metadata = if header.gguf.is_empty() {
-        let pairs = new::list(py)?;
+        let pairs = new::dict(py)?;
         for (key, value) in header.metadata.iter() {
-            pairs.append(new::pair(py, new::str(py, key)?, new::str(py, value)?)?)?;
+            pairs.set_item(new::str(py, key)?, new::str(py, value)?)?;
         }
         pairs
     } else {
         gguf_metadata(py, &header, head)?
     };
     out.set_item(new::str(py, "metadata")?, metadata)?;
-    let arrays = HeaderArrays::new(py, header, base)?;
+    // The core's metadata is all in the dict now: only the arrays are kept.
+    let arrays = HeaderArrays::new(py, header.arrays, base)?;
     out.set_item(new::str(py, "arrays")?, Bound::new(py, arrays)?)?;
     Ok(out)
 }
@@ -93,7 +94,7 @@ pub(crate) fn read_header<'py>(
 /// makes each array's dict when it is asked for.
 #[pyclass(name = "_HeaderArrays", module = "bytelens._native", frozen, sequence)]
 pub(crate) struct HeaderArrays {
-    header: FileHeader,
+    arrays: Vec<FileArray>,
     base: u64,
     /// The dicts' keys, made once.
     keys: [Py<PyAny>; 11],
@@ -112,7 +113,7 @@ const KEYS: [&str; 11] = [
 ];
 
 impl HeaderArrays {
-    fn new(py: Python<'_>, header: FileHeader, base: u64) -> PyResult<HeaderArrays> {
+    fn new(py: Python<'_>, arrays: Vec<FileArray>, base: u64) -> PyResult<HeaderArrays> {
         let mut keys = Vec::with_capacity(KEYS.len());
         for key in KEYS {
             keys.push(new::str(py, key)?.unbind());
@@ -121,7 +122,7 @@ impl HeaderArrays {
             .try_into()
             .map_err(|_| PyValueError::new_err("eleven keys"))?;
         Ok(HeaderArrays {
-            header,
+            arrays,
             base,
             keys,
             shared: Mutex::new(Vec::new()),
@@ -159,16 +160,13 @@ fn short_name(text: &str) -> Option<ShortName> {
 #[pymethods]
 impl HeaderArrays {
     fn __len__(&self) -> usize {
-        self.header.arrays.len()
+        self.arrays.len()
     }
 
     fn __getitem__<'py>(&self, py: Python<'py>, index: isize) -> PyResult<Bound<'py, PyDict>> {
-        let n = self.header.arrays.len();
+        let n = self.arrays.len();
         let at = if index < 0 { index + n as isize } else { index };
-        let Some(array) = usize::try_from(at)
-            .ok()
-            .and_then(|i| self.header.arrays.get(i))
-        else {
+        let Some(array) = usize::try_from(at).ok().and_then(|i| self.arrays.get(i)) else {
             return Err(PyIndexError::new_err(format!(
                 "array {index} of a header of {n} arrays"
             )));
@@ -305,7 +303,7 @@ mod new {
     }
 }
 
-/// A GGUF header's metadata as `(key, value)` pairs in file order, each
+/// A GGUF header's metadata as a dict in file order, each
 /// value a Python `int`, `float`, `bool` or `str`, an array of strings a
 /// `list` of `str`, any other array a read-only numpy array (little-endian,
 /// one copy of its bytes): a 128k-token vocabulary costs milliseconds.
@@ -313,9 +311,9 @@ fn gguf_metadata<'py>(
     py: Python<'py>,
     header: &FileHeader,
     head: &[u8],
-) -> PyResult<Bound<'py, PyList>> {
+) -> PyResult<Bound<'py, PyDict>> {
     let frombuffer = py.import("numpy")?.getattr("frombuffer")?;
-    let out = new::list(py)?;
+    let out = new::dict(py)?;
     for entry in header.gguf.iter() {
         let Some(value) = entry.value(head) else {
             return Err(FormatError::new_err(format!(
@@ -348,7 +346,7 @@ fn gguf_metadata<'py>(
                 frombuffer.call1(args.cast_into::<PyTuple>()?)?
             }
         };
-        out.append(new::pair(py, new::str(py, entry.key)?, value)?)?;
+        out.set_item(new::str(py, entry.key)?, value)?;
     }
     Ok(out)
 }
