@@ -340,7 +340,8 @@ impl<'b> Reader<'b> {
     /// The next `n` bytes. A header that would run past [`MAX_HEADER`] is
     /// `HeaderTooLarge`, before anything is read.
     fn take(&mut self, n: u64, what: &'static str) -> Result<&'b [u8], FileError> {
-        let end = (self.pos as u64).checked_add(n).unwrap_or(u64::MAX);
+        // u64::MAX where it overflows, which `Truncated`'s message says.
+        let end = (self.pos as u64).saturating_add(n);
         if end > MAX_HEADER as u64 && end <= self.len {
             return Err(FileError::HeaderTooLarge { len: end });
         }
@@ -485,7 +486,8 @@ fn read(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
             ));
         };
         array.offset = start;
-        let end = start.checked_add(array.nbytes).unwrap_or(u64::MAX);
+        // u64::MAX where it overflows, which `OutsideFile`'s message says.
+        let end = start.saturating_add(array.nbytes);
         // A tensor of a type ggml has not got has an unknown size (0
         // here), but one with elements has at least a byte of data.
         let unknown = array.ggml.is_none() && array.descr.is_none() && array.nbytes == 0;
@@ -785,10 +787,11 @@ fn tensor_bytes(
         ));
     }
     size_of(name, shape, 4)?;
-    let mut blocks: Vec<u64> = shape.to_vec();
-    match blocks.last_mut() {
-        Some(last) => *last = row / u64::from(block),
-        None => blocks.push(1),
-    }
-    size_of(name, &blocks, bytes as usize)
+    // The shape in blocks, in place of a vector (no allocation a tensor).
+    let mut blocks = [1u64; MAX_GGUF_DIMS];
+    let ndim = shape.len().clamp(1, MAX_GGUF_DIMS);
+    blocks[..shape.len().min(MAX_GGUF_DIMS)]
+        .copy_from_slice(&shape[..shape.len().min(MAX_GGUF_DIMS)]);
+    blocks[ndim - 1] = row / u64::from(block);
+    size_of(name, &blocks[..ndim], bytes as usize)
 }

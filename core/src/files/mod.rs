@@ -659,7 +659,8 @@ fn take<'b>(
     len: u64,
     what: &'static str,
 ) -> Result<&'b [u8], FileError> {
-    let end = (start as u64).checked_add(n).unwrap_or(u64::MAX);
+    // u64::MAX where it overflows, which `Truncated`'s message says.
+    let end = (start as u64).saturating_add(n);
     usize::try_from(end)
         .ok()
         .and_then(|end| bytes.get(start..end))

@@ -12,6 +12,7 @@
 //! - `read_elements`: elements read from bytes by the core's `Scalar`, for
 //!   the inspect command's hexdump.
 
+use std::fmt;
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyIndexError, PyMemoryError, PyValueError};
@@ -151,6 +152,32 @@ impl HeaderArrays {
     }
 }
 
+/// Up to 16 bytes of text written on the stack (`fmt::Write` fails past).
+#[derive(Default)]
+struct StackText {
+    bytes: [u8; 16],
+    len: usize,
+}
+
+impl StackText {
+    fn as_str(&self) -> &str {
+        // Only whole `&str`s are written (`write_str`).
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
+    }
+}
+
+impl fmt::Write for StackText {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let end = self.len + s.len();
+        self.bytes
+            .get_mut(self.len..end)
+            .ok_or(fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.len = end;
+        Ok(())
+    }
+}
+
 fn short_name(text: &str) -> Option<ShortName> {
     let mut key = [0u8; 16];
     key.get_mut(..text.len())?.copy_from_slice(text.as_bytes());
@@ -186,7 +213,15 @@ impl HeaderArrays {
         };
         let none = || py.None().into_bound(py);
         let descr = match array.descr {
-            Some(d) => self.shared(py, &d.to_string())?,
+            Some(d) => {
+                // A type string is a few bytes: written on the stack, so
+                // that no allocation here can fail out of Python's sight.
+                let mut text = StackText::default();
+                match fmt::write(&mut text, format_args!("{d}")) {
+                    Ok(()) => self.shared(py, text.as_str())?,
+                    Err(_) => new::str(py, &d.to_string())?,
+                }
+            }
             None => none(),
         };
         let why = match why {
