@@ -39,10 +39,12 @@ use crate::{Escaped, Scalar};
 /// call again. Anything wrong with the header raises `FormatError`.
 ///
 /// Memory stays in proportion to the header: the arrays are kept as the
-/// core read them (a few dozen bytes each) and each dict is made when it
-/// is asked for, its strings shared with the other arrays' (a header of
-/// millions of empty tensors held a dict of eleven fresh objects for each,
-/// about 50 times the header's size). Every Python object is made by a
+/// core read them (about 200 bytes each, a few times the smallest entry a
+/// header can hold) and each dict is made when it is asked for, its
+/// strings shared with the other arrays' (a header of millions of empty
+/// tensors held a dict of eleven fresh objects for each, about 50 times
+/// the header's size); the metadata dict is made straight from the core's
+/// entries, which are dropped before this returns. Every Python object is made by a
 /// call that reports failure, so that running out of memory is a
 /// `MemoryError` (or the core's `FormatError`), never a panic or an abort.
 #[pyfunction]
