@@ -1,7 +1,8 @@
 """Helpers shared by the bytelens tests: numpy-side oracles, DLPack capsule
 inspection through ctypes, and resident-memory measurement.
 
-Nothing here imports bytelens, so the helpers can be checked with numpy alone.
+Nothing here imports bytelens when imported (gpu_or_skip does when called),
+so the helpers can be checked with numpy alone.
 """
 
 import ctypes
@@ -21,6 +22,21 @@ NUMPY2 = np.lib.NumpyVersion(np.__version__) >= "2.0.0"
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 BF16_BE = BF16.newbyteorder(">")
+
+
+def gpu_or_skip():
+    """bytelens.gpu, where there is an adapter (lavapipe in CI, where its
+    absence fails, as in test_gpu.py); imported here only when called."""
+    import pytest
+    from bytelens import gpu
+
+    try:
+        gpu.adapter_info()
+    except gpu.GpuError as err:
+        if os.environ.get("CI") or os.environ.get("BYTELENS_REQUIRE_GPU"):
+            raise
+        pytest.skip(f"no GPU adapter: {err}")
+    return gpu
 
 
 def frameworks_required():

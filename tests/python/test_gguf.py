@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import bytelens as bl
-from _support import frameworks_required
+from _support import frameworks_required, gpu_or_skip
 
 # In the venv the xtask installs gguf into (venv-np2), its absence fails
 # the run; elsewhere the tests skip.
@@ -365,20 +365,6 @@ def test_the_core_asks_for_more_of_a_large_header_in_few_reads(tmp_path):
         bl._files._headers._read_header = real
     assert arrays.metadata["tokenizer.ggml.tokens"][-1] == "token number 299999"
     assert len(reads) <= 10, reads
-
-
-def gpu_or_skip():
-    """bytelens.gpu, where there is an adapter (lavapipe in CI, where its
-    absence fails, as in test_gpu.py)."""
-    from bytelens import gpu
-
-    try:
-        gpu.adapter_info()
-    except gpu.GpuError as err:
-        if os.environ.get("CI") or os.environ.get("BYTELENS_REQUIRE_GPU"):
-            raise
-        pytest.skip(f"no GPU adapter: {err}")
-    return gpu
 
 
 def test_gpu_load_uploads_blocks_or_dequantises_on_the_way(model):

@@ -4,27 +4,12 @@ shader to read past), and a size mismatch that named no tensor."""
 
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pytest
 
 import bytelens as bl
 from bytelens import _native
-
-
-def gpu_or_skip():
-    """bytelens.gpu, where there is an adapter (lavapipe in CI, where its
-    absence fails, as in test_gpu.py)."""
-    from bytelens import gpu
-
-    try:
-        gpu.adapter_info()
-    except gpu.GpuError as err:
-        if os.environ.get("CI") or os.environ.get("BYTELENS_REQUIRE_GPU"):
-            raise
-        pytest.skip(f"no GPU adapter: {err}")
-    return gpu
+from _support import gpu_or_skip
 
 
 @pytest.mark.parametrize("dtype", [None, "float32"])
