@@ -5,6 +5,7 @@
 //! increments from several processes, a killed holder, a second create.
 //! Python's side: tests/python/test_shared.py.
 
+use std::ffi::OsString;
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
@@ -466,27 +467,31 @@ const ROLE: &str = "BYTELENS_SHARED_CHILD";
 /// binfmt_misc an aarch64 program cannot exec another by itself.
 const EMULATOR: &str = "BYTELENS_TEST_EMULATOR";
 
-/// This test binary again, running only [`child_process`] in `role`
-/// (through the [`EMULATOR`] where one is set).
-fn child(role: &str) -> Child {
-    let exe = std::env::current_exe().unwrap();
+/// This test binary's command line for running only [`child_process`]:
+/// the program first (the [`EMULATOR`]'s words before the binary, where
+/// one is set), then its arguments.
+fn child_command_line() -> Vec<OsString> {
     let emulator = std::env::var(EMULATOR).unwrap_or_default();
-    let mut words = emulator.split_whitespace();
-    let mut command = match words.next() {
-        Some(program) => {
-            let mut c = Command::new(program);
-            c.args(words).arg(exe);
-            c
-        }
-        None => Command::new(exe),
-    };
-    command
-        .args([
+    let mut line: Vec<OsString> = emulator.split_whitespace().map(OsString::from).collect();
+    line.push(std::env::current_exe().unwrap().into());
+    line.extend(
+        [
             "--exact",
             "child_process",
             "--nocapture",
             "--test-threads=1",
-        ])
+        ]
+        .map(OsString::from),
+    );
+    line
+}
+
+/// This test binary again, running only [`child_process`] in `role`
+/// (through the [`EMULATOR`] where one is set).
+fn child(role: &str) -> Child {
+    let line = child_command_line();
+    Command::new(&line[0])
+        .args(&line[1..])
         .env(ROLE, role)
         .stdout(std::process::Stdio::null())
         .spawn()
@@ -726,13 +731,7 @@ fn in_own_mounts(setup: &str, role: &str) -> Option<std::process::ExitStatus> {
             &script,
             "sh",
         ])
-        .arg(std::env::current_exe().unwrap())
-        .args([
-            "--exact",
-            "child_process",
-            "--nocapture",
-            "--test-threads=1",
-        ])
+        .args(child_command_line())
         .env(ROLE, role)
         .stdout(std::process::Stdio::null())
         .spawn();
