@@ -1,12 +1,15 @@
 //! The header readers' memory: generated headers of about 100 MB (the
 //! largest either format allows) read within a small multiple of their
-//! size, measured by a global allocator that counts live bytes. One test
-//! in its own binary, so that nothing else allocates while it measures.
+//! size, measured by a global allocator that counts live bytes. The tests
+//! are in a binary of their own, so that nothing else allocates while they
+//! measure, and take turns ([`one_at_a_time`]), as each counts all the
+//! process' allocations.
 #![cfg(feature = "files")]
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::fmt::Write;
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::{Mutex, MutexGuard};
 use std::time::Instant;
 
 use bytelens_core::files::{FileError, read_header};
@@ -65,6 +68,14 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
+/// Held by a test for as long as it allocates: the test harness runs tests
+/// on threads side by side, and another test's allocations would count in
+/// this one's peak (a 20 MB JSON string beside a 4 MB GGUF header).
+fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static TURN: Mutex<()> = Mutex::new(());
+    TURN.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
 /// A safetensors file's first bytes: the length, then `json` padded with
 /// spaces to `size` bytes, as the format allows.
 fn safetensors(mut json: String, size: usize) -> Vec<u8> {
@@ -109,6 +120,7 @@ const SIZE: usize = if cfg!(debug_assertions) {
 #[test]
 #[cfg_attr(miri, ignore = "100 MB headers: far too slow under Miri")]
 fn hundred_megabyte_headers_take_at_most_three_times_their_size() {
+    let _turn = one_at_a_time();
     // Tensors as model shards name them.
     let mut json = String::from("{");
     let mut at = 0u64;
@@ -212,6 +224,7 @@ fn gguf(tensors: usize, keys: usize) -> Vec<u8> {
 #[test]
 #[cfg_attr(miri, ignore = "100 MB headers: far too slow under Miri")]
 fn gguf_headers_of_millions_of_entries_take_a_few_times_their_size() {
+    let _turn = one_at_a_time();
     // Each tensor costs its FileArray (112 bytes) and three small
     // allocations (name, dtype, shape): 3.1 times the header; each key 40
     // bytes and its text: 2.9 times. The tensor infos were once read into
