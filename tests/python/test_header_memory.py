@@ -147,3 +147,27 @@ def test_running_out_of_memory_on_many_keys_is_an_error_not_a_hang(tmp_path):
             or (outcome.startswith("OSError") and "Cannot allocate memory" in outcome)
         ), (limit, outcome)
     assert outcomes[192] == "ok 100000 300000", outcomes
+
+
+def test_running_out_of_memory_in_a_safetensors_header_is_an_error_not_an_abort(tmp_path):
+    # 200,000 empty tensors in an 11.7 MB safetensors header, under limits
+    # where the core's second pass runs out among the entries' small
+    # allocations: serde_json then allocated the error that stops it, and
+    # with not a byte left the process aborted ("memory allocation of 7
+    # bytes failed", SIGABRT, at 32 to 44 MiB here). The reader keeps a
+    # few KiB back for that error and frees them first.
+    header = (
+        "{" + ",".join(f'"t{i}":{{"dtype":"F32","shape":[0],"data_offsets":[0,0]}}' for i in range(200_000)) + "}"
+    ).encode()
+    path = tmp_path / "tensors.safetensors"
+    path.write_bytes(struct.pack("<Q", len(header)) + header)
+    limits = [26, 32, 35, 38, 41, 44, 256]
+    children = [start(path, "load", limit * MIB) for limit in limits]
+    outcomes = {limit: finish(child)[0] for limit, child in zip(limits, children)}
+    for limit, outcome in outcomes.items():
+        assert (
+            outcome in ("ok 200000 0", "MemoryError")
+            or outcome.startswith(f"FormatError {path}: reading the header ran out of memory (an allocation of ")
+            or (outcome.startswith("OSError") and "Cannot allocate memory" in outcome)
+        ), (limit, outcome)
+    assert outcomes[256] == "ok 200000 0", outcomes

@@ -86,7 +86,7 @@ pub fn read_safetensors(bytes: &[u8], len: u64) -> Result<FileHeader, FileError>
         metadata: Metadata::with_capacity(counts.metadata, counts.metadata_bytes)?,
         gguf: Default::default(),
     };
-    let mut failure = None;
+    let mut failure = Failure::new();
     let read = parse(
         text,
         ReadTop {
@@ -96,7 +96,7 @@ pub fn read_safetensors(bytes: &[u8], len: u64) -> Result<FileHeader, FileError>
             metadata_seen: false,
         },
     );
-    if let Some(err) = failure {
+    if let Some(err) = failure.err {
         return Err(err);
     }
     read?;
@@ -288,10 +288,34 @@ impl<'de> Visitor<'de> for CountPairs {
 
 seed_is_visitor!(CountTop<'_>, CountPairs);
 
-/// Records `err` in `failure` and returns the error that stops serde; the
-/// caller reports the recorded one.
-fn fail<E: de::Error>(failure: &mut Option<FileError>, err: FileError) -> E {
-    *failure = Some(err);
+/// What stopped the second pass, if anything, and memory kept back until
+/// then: running out of memory there stops serde with an error that
+/// serde_json allocates (and formats again, with its position), which
+/// would abort the process where not a byte were left; the reserve, freed
+/// first, leaves it the room.
+struct Failure {
+    err: Option<FileError>,
+    reserve: Vec<u8>,
+}
+
+impl Failure {
+    /// A few KiB: serde_json's error and its message take about 100 bytes.
+    const RESERVE: usize = 16 << 10;
+
+    fn new() -> Self {
+        let mut reserve = Vec::new();
+        // Where not even this can be had, the second pass fails at its
+        // first allocation anyway; nothing is lost by going on without it.
+        let _ = reserve.try_reserve_exact(Self::RESERVE);
+        Failure { err: None, reserve }
+    }
+}
+
+/// Records `err` in `failure` and returns the error that stops serde (the
+/// reserve freed first); the caller reports the recorded one.
+fn fail<E: de::Error>(failure: &mut Failure, err: FileError) -> E {
+    failure.reserve = Vec::new();
+    failure.err = Some(err);
     E::custom("stopped")
 }
 
@@ -299,7 +323,7 @@ fn fail<E: de::Error>(failure: &mut Option<FileError>, err: FileError) -> E {
 struct ReadTop<'h> {
     header: &'h mut FileHeader,
     len: u64,
-    failure: &'h mut Option<FileError>,
+    failure: &'h mut Failure,
     metadata_seen: bool,
 }
 
@@ -346,7 +370,7 @@ impl<'de> Visitor<'de> for ReadTop<'_> {
 /// `__metadata__`: an object of strings, read into the header's pairs.
 struct ReadPairs<'h> {
     metadata: &'h mut Metadata,
-    failure: &'h mut Option<FileError>,
+    failure: &'h mut Failure,
 }
 
 impl<'de> Visitor<'de> for ReadPairs<'_> {
@@ -426,9 +450,14 @@ impl<'de> Visitor<'de> for MaybeText {
 }
 
 /// One element of a shape or of `data_offsets`: a whole number from 0 to
-/// 2^64 - 1, or not (`None`).
+/// 2^64 - 1, one past 2^64 - 1 (JSON has no bound; serde_json reads such
+/// an integer as a float), or something else.
 #[derive(Clone, Copy)]
-struct Whole(Option<u64>);
+enum Whole {
+    Is(u64),
+    Past,
+    Not,
+}
 
 struct WholeVisitor;
 
@@ -440,18 +469,23 @@ impl<'de> Visitor<'de> for WholeVisitor {
     }
 
     fn visit_u64<E: de::Error>(self, n: u64) -> Result<Whole, E> {
-        Ok(Whole(Some(n)))
+        Ok(Whole::Is(n))
     }
 
     fn visit_i64<E: de::Error>(self, n: i64) -> Result<Whole, E> {
-        Ok(Whole(u64::try_from(n).ok()))
+        Ok(u64::try_from(n).map_or(Whole::Not, Whole::Is))
     }
 
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Whole, E> {
-        Ok(Whole(None))
+    fn visit_f64<E: de::Error>(self, x: f64) -> Result<Whole, E> {
+        // Every float from 2^64 up is a whole number.
+        Ok(if x >= 18_446_744_073_709_551_616.0 {
+            Whole::Past
+        } else {
+            Whole::Not
+        })
     }
 
-    other_kinds!(Whole(None); bool str unit seq map);
+    other_kinds!(Whole::Not; bool str unit seq map);
 }
 
 /// The value of a tensor's `dtype`, `shape` or `data_offsets`, as far as
@@ -487,7 +521,7 @@ impl<'de> Visitor<'de> for PartVisitor {
     }
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Part<'de>, A::Error> {
-        let mut items = [Whole(None); MAX_NDIM];
+        let mut items = [Whole::Not; MAX_NDIM];
         let mut len = 0;
         while let Some(item) = seq.next_element_seed(WholeVisitor)? {
             if let Some(slot) = items.get_mut(len) {
@@ -520,7 +554,7 @@ impl<'de> DeserializeSeed<'de> for ReadPairs<'_> {
 /// A tensor's entry: an object of `dtype`, `shape` and `data_offsets`.
 struct ReadTensor<'n, 'h> {
     name: &'n str,
-    failure: &'h mut Option<FileError>,
+    failure: &'h mut Failure,
 }
 
 /// A tensor's entry as read, before it is checked; `None` where the entry
@@ -596,9 +630,10 @@ impl TensorParts<'_> {
                 ),
             )
         })?;
-        let whole = |item: &Whole, what: &str| {
-            item.0
-                .ok_or_else(|| bad(name, alloc::format!("{what} is not a whole number")))
+        let whole = |item: &Whole, what: &str| match *item {
+            Whole::Is(n) => Ok(n),
+            Whole::Past => Err(bad(name, alloc::format!("{what} is past 2^64 - 1"))),
+            Whole::Not => Err(bad(name, alloc::format!("{what} is not a whole number"))),
         };
         let shape = match self.shape {
             Some(Part::Array { items, len }) if len <= MAX_NDIM => {

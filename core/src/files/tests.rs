@@ -340,6 +340,24 @@ fn broken_safetensors_headers_say_what_is_wrong() {
             1,
             "array \"a\": a length is not a whole number",
         ),
+        // Issue 40: an integer past 2^64 - 1 (a float to serde_json) was
+        // "not a whole number".
+        (
+            format!(
+                r#"{{"a":{{{}}}}}"#,
+                t("U8", "[1]", "[0,1180591620717411303424]")
+            ),
+            1,
+            "array \"a\": an offset is past 2^64 - 1",
+        ),
+        (
+            format!(
+                r#"{{"a":{{{}}}}}"#,
+                t("U8", "[18446744073709551616]", "[0,1]")
+            ),
+            1,
+            "array \"a\": a length is past 2^64 - 1",
+        ),
         (
             format!(
                 r#"{{"a":{{{}}}}}"#,
