@@ -522,7 +522,7 @@ impl fmt::Display for FileError {
             FileError::Empty => f.write_str("the file is empty (0 bytes)"),
             FileError::OutOfMemory { bytes } => write!(
                 f,
-                "reading the header needs {bytes} bytes more memory than could be allocated"
+                "reading the header ran out of memory (an allocation of {bytes} bytes failed)"
             ),
         }
     }
