@@ -126,6 +126,9 @@ def test_save_refuses_a_quantised_tensor_instead_of_writing_float32(model, tmp_p
         (34, (-32,), r"shape \(-32,\) has a negative dimension"),
         (35, (32,), r"35 bytes are not whole q8_0 blocks of 34 bytes \(1 byte over\)"),
         (34, (), r"at least one axis"),
+        # Beside a 0 an axis past numpy's sizes held no values and passed.
+        (0, (2**64, 0, 32), r"shape \(18446744073709551616, 0, 32\) is past numpy's sizes"),
+        (0, (2**40, 2**40, 0, 32), r"is past numpy's sizes: its axes, and their product without the zeros"),
     ],
 )
 def test_from_blocks_refuses_a_shape_its_blocks_do_not_hold(nbytes, shape, says):

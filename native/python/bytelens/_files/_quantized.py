@@ -166,6 +166,18 @@ def _checked_shape(shape: Any, qtype: str, block: int, size: int, nbytes: int) -
         raise ValueError(f"a {qtype} tensor has at least one axis (rows of whole blocks), not shape ()")
     if any(n < 0 for n in dims):
         raise ValueError(f"a {qtype} tensor's shape {dims} has a negative dimension")
+    # Each axis, and the values of its nonzero ones, as numpy's sizes (intp)
+    # hold them: beside a 0, an axis of 2**64 held no values and passed,
+    # then .size and dequantize() raised OverflowError.
+    largest = int(np.iinfo(np.intp).max)
+    nonzero = 1
+    for n in dims:
+        nonzero *= max(n, 1)
+    if nonzero > largest:
+        raise ValueError(
+            f"a {qtype} tensor's shape {dims} is past numpy's sizes: its axes, and their product "
+            f"without the zeros, are at most {largest}"
+        )
     if nbytes % size:
         over = nbytes % size
         raise ValueError(
