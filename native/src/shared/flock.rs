@@ -285,8 +285,10 @@ fn usable(dir: &Path, uid: u32) -> Result<(), Unusable> {
         "a folder"
     } else if kind.is_symlink() {
         "a symbolic link"
+    } else if kind.is_file() {
+        "a file"
     } else {
-        "not a folder"
+        "neither a folder nor a file"
     };
     let shown = dir.display();
     let why = if owner != uid {
