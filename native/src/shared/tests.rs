@@ -242,6 +242,10 @@ mod lock_folders {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "Miri answers geteuid with a uid of its own, not the owner of the folders it made"
+    )]
     fn a_squatted_shared_folder_is_refused_saying_whose_it_is_and_what_to_do() {
         let temp = Temp::new("squat");
         let shared = temp.0.join("shm");
@@ -324,6 +328,10 @@ mod lock_folders {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "Miri answers geteuid with a uid of its own, not the owner of the folders it made"
+    )]
     fn an_own_folder_that_is_not_the_users_alone_is_not_used() {
         let temp = Temp::new("notown");
         let shared = temp.0.join("shm");

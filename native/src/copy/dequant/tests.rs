@@ -314,6 +314,10 @@ fn any_run_of_elements_gives_the_whole_outputs_bytes() {
 /// every build, as gguf-py does for two blocks or more; the compiler had
 /// put the minimum first for 4 of Q5_1's 32 values.
 #[test]
+#[cfg_attr(
+    miri,
+    ignore = "Miri picks the NaN an operation on NaNs gives at random, as Rust's float semantics allow"
+)]
 fn two_nans_give_the_scales() {
     for (ggml, bytes) in [(GgmlType::Q4_1, 20), (GgmlType::Q5_1, 24)] {
         let mut blocks = vec![];
