@@ -17,9 +17,9 @@
 //! | [`dequantize_into`] | GGUF's quantised blocks (Q4_0 … Q6_K, IQ4, MXFP4, TQ) to float32, float16 or bfloat16 |
 //! | [`gpu`] (feature `gpu`) | uploads of any view to wgpu buffers and textures, downloads, model files straight to the GPU |
 //!
-//! The Python package (`import bytelens`), built from this crate with the
-//! `python` feature, and the WebAssembly package share the core's
-//! arithmetic and its errors.
+//! The Python package (`import bytelens`, the `bytelens-python` crate in
+//! `native/python/`, built on this one) and the WebAssembly package share
+//! the core's arithmetic and its errors.
 //!
 //! # Views
 //!
@@ -100,8 +100,6 @@
 //! # Features
 //!
 //! - `gpu`: [`gpu`], on wgpu 30 (Vulkan, Metal, DX12).
-//! - `python`: the extension module `bytelens._native`, built by maturin;
-//!   not for Rust users.
 //!
 //! # The guide
 //!
@@ -120,8 +118,6 @@ mod copy;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 mod mapped;
-#[cfg(feature = "python")]
-mod python;
 mod shared;
 
 use std::fmt;
@@ -165,7 +161,8 @@ pub use buffer::Buffer;
 /// The core's layout error: what is wrong with a view, with the numbers.
 pub use bytelens_core::Error as LayoutError;
 pub use copy::{
-    can_cast, can_dequantize, copy_into, dequantize_into, dequantize_into_threads, gather_into,
+    PARALLEL_MIN, can_cast, can_dequantize, converted_layout, copy_into, dequantize_into,
+    dequantize_into_threads, gather_into, is_copy, is_parallel,
 };
 pub use mapped::{MapMode, MappedFile};
 pub use shared::{DATA_OFFSET, LockGuard, LockKind, MAX_NAME, SharedBuffer, SharedError};

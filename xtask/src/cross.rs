@@ -57,7 +57,12 @@ pub const TARGETS: [&str; 4] = [
 const WINDOWS: &str = "x86_64-pc-windows-gnu";
 
 /// The crates linted for each target; xtask is a host tool.
-const CRATES: [&str; 3] = ["bytelens-core", "bytelens", "bytelens-wasm"];
+const CRATES: [&str; 4] = [
+    "bytelens-core",
+    "bytelens",
+    "bytelens-python",
+    "bytelens-wasm",
+];
 
 /// Debian's packages: Wine (its 64-bit loader too), mingw-w64's C compiler
 /// for Windows (the linker, `alloca`, the shim) and clang for the other

@@ -2,7 +2,7 @@
 //! its sdist, into `target/wheels/`.
 //!
 //! The extension is built for CPython's stable ABI from 3.11 (pyo3's
-//! `abi3-py311`, see native/Cargo.toml), so one wheel per platform installs
+//! `abi3-py311`, see native/python/Cargo.toml), so one wheel per platform installs
 //! on CPython 3.11 and every later one. [`build`] makes one wheel with
 //! maturin for a Rust target triple:
 //!
@@ -71,7 +71,7 @@ pub fn build(target: &str) -> Result<PathBuf> {
             "build",
             "--release",
             "-m",
-            "native/Cargo.toml",
+            "native/python/Cargo.toml",
             "--target",
             target,
         ],
@@ -87,8 +87,8 @@ pub fn build(target: &str) -> Result<PathBuf> {
         .find(|p| p.target == target)
         .ok_or(format!("no wheel is made for {target}"))?;
     if !platform.gpu {
-        // In place of pyproject.toml's features, which add `gpu`.
-        maturin.args(["--features", "python"]);
+        // Without the extension crate's default feature, `gpu`.
+        maturin.arg("--no-default-features");
     }
     run(maturin)?;
     let built = only_wheel(&scratch)?;
@@ -256,7 +256,7 @@ fn sdist() -> Result<PathBuf> {
     let scratch = out.join(".build-sdist");
     let _ = fs::remove_dir_all(&scratch);
     let scratch_arg = scratch.display().to_string();
-    let mut maturin = venv_cmd("maturin", &["sdist", "-m", "native/Cargo.toml"])?;
+    let mut maturin = venv_cmd("maturin", &["sdist", "-m", "native/python/Cargo.toml"])?;
     maturin.args(["--out", &scratch_arg]);
     run(maturin)?;
     let built = fs::read_dir(&scratch)

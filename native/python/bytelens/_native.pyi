@@ -1,4 +1,4 @@
-"""Type stubs for the extension module built from native/src/python/."""
+"""Type stubs for the extension module built from native/python/src/ (the bytelens-python crate)."""
 
 import os
 import sys

@@ -24,8 +24,7 @@ use bytelens_core::{Descr, Layout};
 use crate::LayoutError;
 
 pub use convert::can_cast;
-#[cfg_attr(not(feature = "python"), allow(unused_imports))]
-pub(crate) use convert::is_copy;
+pub use convert::is_copy;
 #[cfg_attr(not(feature = "gpu"), allow(unused_imports))]
 pub(crate) use dequant::Dequantizer;
 pub use dequant::{can_dequantize, dequantize_into, dequantize_into_threads};
@@ -158,21 +157,19 @@ where
 
 /// The C-contiguous layout of the result of copying `layout` converted to
 /// `to`: its shape, `to`'s dtype and byte order.
-#[cfg_attr(not(any(feature = "gpu", feature = "python")), allow(dead_code))]
-pub(crate) fn converted_layout(layout: &Layout, to: Descr) -> Result<Layout, LayoutError> {
+pub fn converted_layout(layout: &Layout, to: Descr) -> Result<Layout, LayoutError> {
     Ok(Layout::contiguous(to.dtype, layout.shape())?.with_byte_order(to.order))
 }
 
 /// Copies smaller than this stay on one thread (a transposing copy here, a
-/// GPU upload in `gpu`).
-pub(crate) const PARALLEL_MIN: usize = 8 << 20;
+/// GPU upload in `gpu`, a dequantisation in the Python package).
+pub const PARALLEL_MIN: usize = 8 << 20;
 /// The most threads one copy takes.
 pub(crate) const MOST_THREADS: usize = 4;
 
 /// Whether [`copy_into`] would split this copy between threads (false for
 /// a copy it would refuse).
-#[cfg_attr(not(feature = "python"), allow(dead_code))]
-pub(crate) fn is_parallel(bytes: &[u8], layout: &Layout, to: Descr) -> bool {
+pub fn is_parallel(bytes: &[u8], layout: &Layout, to: Descr) -> bool {
     Copier::new(bytes, layout, to).is_ok_and(|copier| threads_for(&copier) > 1)
 }
 

@@ -57,7 +57,7 @@ impl<'v> HostView<'v> {
     /// not hold the values' shape as a GGUF tensor's would: whole blocks,
     /// rows of whole blocks, as many values as the blocks hold
     /// ([`GpuError::Blocks`]). Other views pass: the upload checks them.
-    pub(crate) fn check_blocks(&self) -> Result<(), GpuError> {
+    pub fn check_blocks(&self) -> Result<(), GpuError> {
         let Some((ggml, values)) = self.quantized else {
             return Ok(());
         };

@@ -17,7 +17,7 @@ HEAD = 1 << 16
 #: since the extension does not export it.
 MAX_HEADER = 100_000_000
 
-# The core's file rules (native/src/python/files.rs), typed here: the
+# The core's file rules (native/python/src/files.rs), typed here: the
 # extension's stubs (_native.pyi) are the lead's to extend.
 #: What the file formats need of a dtype: ``name``, ``descr``, ``size``,
 #: ``safetensors`` (its code), ``npy`` (whether an .npy header names it), ``float``.

@@ -242,6 +242,6 @@ impl Kernels {
 
 /// Whether `from` → `to` leaves the bytes as they are: the same dtype, in
 /// the same byte order unless it has one byte.
-pub(crate) fn is_copy(from: Descr, to: Descr) -> bool {
+pub fn is_copy(from: Descr, to: Descr) -> bool {
     from.dtype == to.dtype && (from.order == to.order || from.dtype.size() == 1)
 }

@@ -16,7 +16,7 @@ use pyo3::types::PyMemoryView;
 use super::dtype::{dtype_names, to_descr};
 use super::error::{LayoutError, PyErrResult};
 use super::memory::span;
-use crate::Layout;
+use bytelens::Layout;
 
 /// A numpy array's elements as bytes and a layout over them.
 pub(crate) struct Source<'py> {

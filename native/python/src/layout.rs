@@ -9,7 +9,7 @@ use super::dtype::to_descr;
 use super::error::{PyErrResult, layout_error};
 use std::ops::Deref;
 
-use crate::{FieldSpec, Layout, MAX_NDIM, OwnedPlan, PlanSpec, ViewArgs};
+use bytelens::{FieldSpec, Layout, MAX_NDIM, OwnedPlan, PlanSpec, ViewArgs};
 
 /// An integer argument of a layout (an offset, stride, length, axis or
 /// index). One outside 64 bits is a `LayoutError` (kind `"Overflow"`) that
@@ -141,7 +141,7 @@ pub(crate) fn resolve_view<R>(
     shape: Option<&Bound<'_, PyAny>>,
     strides: Option<&Bound<'_, PyAny>>,
     nbytes: usize,
-    then: impl FnOnce(&Result<Layout, crate::LayoutError>) -> PyResult<R>,
+    then: impl FnOnce(&Result<Layout, bytelens::LayoutError>) -> PyResult<R>,
 ) -> PyResult<R> {
     let descr = to_descr(dtype)?;
     let (shape_dims, strides_dims);
@@ -206,7 +206,7 @@ pub struct PyLayout {
 }
 
 impl PyLayout {
-    fn wrap(py: Python<'_>, layout: Result<Layout, crate::LayoutError>) -> PyResult<PyLayout> {
+    fn wrap(py: Python<'_>, layout: Result<Layout, bytelens::LayoutError>) -> PyResult<PyLayout> {
         Ok(PyLayout {
             inner: layout.py_err(py)?,
         })

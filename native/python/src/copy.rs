@@ -2,7 +2,7 @@
 //! another dtype or byte order on the way, into a new 64-byte aligned
 //! `Buffer` or into an array the caller gives.
 //!
-//! The copy is [`crate::copy_into`], run with the GIL released; the source
+//! The copy is [`bytelens::copy_into`], run with the GIL released; the source
 //! array is held meanwhile (see [`super::source`]).
 
 use numpy::npyffi::NPY_ARRAY_WRITEABLE;
@@ -15,8 +15,8 @@ use super::dtype::{numpy_descr, to_descr};
 use super::error::{IntoPyErr, PyErrResult};
 use super::memory::{Memory, populate};
 use super::source::Source;
-use crate::copy::{converted_layout, is_copy, is_parallel};
-use crate::{Descr, Error, Layout, can_cast, copy_into};
+use bytelens::{Descr, Error, Layout, can_cast, copy_into};
+use bytelens::{converted_layout, is_copy, is_parallel};
 
 /// The copy `bytelens.ascontiguous` makes: see its docstring in
 /// `native/python/bytelens/_copy.py`.
@@ -155,7 +155,10 @@ fn into_out<'py>(
     // before a mutable slice of them exists).
     let aside = if sources.start < target.end && target.start < sources.end {
         let bytes = source.bytes();
-        Some(py.detach(|| crate::Buffer::from_bytes(bytes)).py_err(py)?)
+        Some(
+            py.detach(|| bytelens::Buffer::from_bytes(bytes))
+                .py_err(py)?,
+        )
     } else {
         None
     };

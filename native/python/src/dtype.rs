@@ -8,7 +8,7 @@ use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::error::{IntoPyErr, layout_error};
-use crate::{ByteOrder, DType, Descr, FloatFormat, LayoutError, Rounding, ShortStr, Specials};
+use bytelens::{ByteOrder, DType, Descr, FloatFormat, LayoutError, Rounding, ShortStr, Specials};
 
 /// Every dtype in both byte orders: index `2 * dtype + (order == Big)`.
 /// Sized from [`DType::ALL`], not from one variant, so a dtype added after

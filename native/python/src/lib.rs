@@ -1,4 +1,4 @@
-//! The Python extension module `bytelens._native` (feature `python`).
+//! The Python extension module `bytelens._native`, built by maturin from this crate (`bytelens-python`) over the `bytelens` crate.
 //!
 //! The pure-Python package in `native/python/bytelens/` re-exports what is
 //! defined here; maturin builds the two into one wheel.

@@ -16,7 +16,7 @@ use super::buffer::PyBuf;
 use super::error::{IntoPyErr, PyErrResult};
 use super::layout::PyPlan;
 use super::memory::{Memory, Storage};
-use crate::{LockKind, SharedBuffer, SharedError};
+use bytelens::{LockKind, SharedBuffer, SharedError};
 
 /// Named shared memory that other processes attach to by name, with a
 /// process-shared lock. SharedBuffer.create(name, nbytes, plan=None, *,

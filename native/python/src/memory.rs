@@ -34,7 +34,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 
 use super::error::{IntoPyErr, PyErrResult};
-use crate::LayoutError;
+use bytelens::LayoutError;
 
 /// Alignment reported for wrapped memory, at most a page.
 const MAX_REPORTED_ALIGN: usize = 4096;
@@ -42,7 +42,7 @@ const MAX_REPORTED_ALIGN: usize = 4096;
 /// Who owns the memory a `bytelens.Buffer` points into.
 pub(crate) enum Storage {
     /// Allocated by bytelens.
-    Owned(crate::Buffer),
+    Owned(bytelens::Buffer),
     /// Allocated by bytelens through calloc, for results about to be
     /// overwritten (freed on drop).
     Calloc(#[expect(dead_code, reason = "held only to be freed on drop")] Calloc),
@@ -53,10 +53,10 @@ pub(crate) enum Storage {
     /// A named shared-memory segment (unmapped on drop).
     Shared(
         #[expect(dead_code, reason = "held only to be unmapped on drop")]
-        std::sync::Arc<crate::SharedBuffer>,
+        std::sync::Arc<bytelens::SharedBuffer>,
     ),
     /// A memory-mapped file (unmapped on drop).
-    Mapped(#[expect(dead_code, reason = "held only to be unmapped on drop")] crate::MappedFile),
+    Mapped(#[expect(dead_code, reason = "held only to be unmapped on drop")] bytelens::MappedFile),
 }
 
 /// Memory another library owns, handed back when this is dropped by calling
@@ -96,7 +96,7 @@ impl Drop for Foreign {
 /// Zeroed memory from the C allocator's `calloc`, with room to place a
 /// 64-byte aligned address anywhere within a 4 KiB page.
 ///
-/// `crate::Buffer` asks for its alignment (64) from the allocator, which
+/// `bytelens::Buffer` asks for its alignment (64) from the allocator, which
 /// then zeroes the block with a full write pass; `calloc` of a large block
 /// maps fresh pages from the OS, zero already, so a result about to be
 /// overwritten by a copy is written once, not twice.
@@ -114,8 +114,8 @@ const PAGE: usize = 4096;
 impl Calloc {
     /// `nbytes` zeroed bytes, and their address: 64-byte aligned, at
     /// `phase` (rounded down to 64) bytes into a 4 KiB page.
-    fn new(nbytes: usize, phase: usize) -> Result<(Calloc, *mut u8), crate::Error> {
-        let failed = crate::Error::Alloc {
+    fn new(nbytes: usize, phase: usize) -> Result<(Calloc, *mut u8), bytelens::Error> {
+        let failed = bytelens::Error::Alloc {
             nbytes,
             align: RESULT_ALIGN,
         };
@@ -229,7 +229,7 @@ impl Memory {
     }
 
     pub(crate) fn owned(py: Python<'_>, nbytes: usize, align: usize) -> PyResult<Memory> {
-        let mut buffer = crate::Buffer::with_align(nbytes, align).py_err(py)?;
+        let mut buffer = bytelens::Buffer::with_align(nbytes, align).py_err(py)?;
         let address = buffer.as_mut_ptr();
         Ok(Memory::new(Storage::Owned(buffer), address, nbytes, false))
     }

@@ -17,7 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
 use super::memory::{Export, Foreign, Memory, Storage, span};
-use crate::{ByteOrder, DType, Layout, MAX_NDIM};
+use bytelens::{ByteOrder, DType, Layout, MAX_NDIM};
 
 /// `kDLCPU`.
 pub(crate) const DEVICE_CPU: i32 = 1;

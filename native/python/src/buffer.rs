@@ -25,7 +25,7 @@ use super::dtype::numpy_descr;
 use super::error::{IntoPyErr, PyErrResult};
 use super::layout::{Int, PyLayout, PyPlan, resolve_view};
 use super::memory::{Export, Memory, Storage, fill_buffer, span};
-use crate::{Layout, LayoutError, MAX_NDIM};
+use bytelens::{Layout, LayoutError, MAX_NDIM};
 
 /// Bytes that typed numpy views share without copying.
 ///
@@ -91,7 +91,7 @@ impl PyBuf {
     }
 
     /// [`array`](PyBuf::array) for a layout already checked against this
-    /// buffer's length (by [`ViewArgs::resolve`](crate::ViewArgs::resolve)).
+    /// buffer's length (by [`ViewArgs::resolve`](bytelens::ViewArgs::resolve)).
     #[inline(always)]
     fn array_in_bounds<'py>(
         slf: &Bound<'py, PyBuf>,
@@ -142,7 +142,7 @@ impl PyBuf {
                 )
             };
             let to = contiguous.descr();
-            py.detach(|| crate::copy_into(bytes, layout, dst, to))
+            py.detach(|| bytelens::copy_into(bytes, layout, dst, to))
                 .py_err(py)?;
         }
         Ok((copied, contiguous))
@@ -235,9 +235,9 @@ impl PyBuf {
         mode: &str,
     ) -> PyResult<PyBuf> {
         let how = match mode {
-            "r" => crate::MapMode::Read,
-            "r+" => crate::MapMode::ReadWrite,
-            "c" => crate::MapMode::Copy,
+            "r" => bytelens::MapMode::Read,
+            "r+" => bytelens::MapMode::ReadWrite,
+            "c" => bytelens::MapMode::Copy,
             other => {
                 return Err(PyValueError::new_err(format!(
                     "mode must be \"r\", \"r+\" or \"c\", not {}",
@@ -250,7 +250,7 @@ impl PyBuf {
         // SAFETY: shrinking a mapped file under the mapping is the one thing the
         // caller must not do; the docstring says so (as numpy.memmap's does).
         // On Windows no process can: the system refuses while it is mapped.
-        let file = py.detach(|| unsafe { crate::MappedFile::open(&path, how) });
+        let file = py.detach(|| unsafe { bytelens::MappedFile::open(&path, how) });
         let mut file = file.py_err(py)?;
         let (address, len) = (file.as_ptr(), file.as_bytes().len());
         PyBuf::new(
@@ -259,7 +259,7 @@ impl PyBuf {
                 Storage::Mapped(file),
                 address,
                 len,
-                how == crate::MapMode::Read,
+                how == bytelens::MapMode::Read,
             ),
         )
     }
@@ -310,7 +310,7 @@ impl PyBuf {
     ) -> PyResult<PyBuf> {
         let py = data.py();
         if !align.is_power_of_two() {
-            return Err(crate::Error::BadAlign { align }.into_py_err(py));
+            return Err(bytelens::Error::BadAlign { align }.into_py_err(py));
         }
         let view = get_buffer(data)?;
         if !view.is_c_contiguous() {

@@ -22,8 +22,8 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use super::dtype::to_descr;
 use super::error::{FormatError, IntoPyErr, PyErrResult};
 use super::layout::{Int, PyLayout, resolve_view};
-use crate::files::{Access, FileArray, FileHeader, GgufValue, ValueType, read_header as read};
-use crate::{Escaped, Scalar};
+use bytelens::files::{Access, FileArray, FileHeader, GgufValue, ValueType, read_header as read};
+use bytelens::{Escaped, Scalar};
 
 /// The header of an `.npy`, safetensors or GGUF file of `length` bytes,
 /// from `head`, its first bytes: a dict with `format`, `version`,
@@ -395,7 +395,7 @@ fn gguf_metadata<'py>(
 /// offset)` (`("d", "<f2", 1, 0)`). None for a name the table lacks.
 #[pyfunction]
 pub(crate) fn ggml_type<'py>(py: Python<'py>, name: &str) -> PyResult<Option<Bound<'py, PyDict>>> {
-    let Some(ggml) = crate::files::GgmlType::from_name(name) else {
+    let Some(ggml) = bytelens::files::GgmlType::from_name(name) else {
         return Ok(None);
     };
     let info = ggml.info();
@@ -405,10 +405,10 @@ pub(crate) fn ggml_type<'py>(py: Python<'py>, name: &str) -> PyResult<Option<Bou
     out.set_item("block", info.block)?;
     out.set_item("bytes", info.bytes)?;
     out.set_item("quantized", ggml.is_quantized())?;
-    out.set_item("dequantizes", crate::can_dequantize(ggml))?;
+    out.set_item("dequantizes", bytelens::can_dequantize(ggml))?;
     let fields = PyList::empty(py);
     for f in info.fields {
-        let descr = crate::Descr::new(f.dtype, crate::ByteOrder::Little).to_string();
+        let descr = bytelens::Descr::new(f.dtype, bytelens::ByteOrder::Little).to_string();
         fields.append((f.name, descr, f.count, f.offset))?;
     }
     out.set_item("fields", fields)?;

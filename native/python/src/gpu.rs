@@ -24,9 +24,9 @@ use super::dtype::{numpy_descr, to_descr};
 use super::error::{GpuError as PyGpuError, IntoPyErr, PyErrResult};
 use super::memory::Memory;
 use super::source::Source;
-use crate::files::GgmlType;
-use crate::gpu::{GpuBuffer, GpuContext, GpuError, GpuTexture, HostView, texture_format, wgpu};
-use crate::{DType, Layout};
+use bytelens::files::GgmlType;
+use bytelens::gpu::{GpuBuffer, GpuContext, GpuError, GpuTexture, HostView, texture_format, wgpu};
+use bytelens::{DType, Layout};
 
 /// The interpreter's context, made once; a failure (no adapter) is kept
 /// and raised again on every call.
@@ -209,7 +209,7 @@ impl PyGpuTexture {
 /// GIL released, and returns the numpy array over it.
 fn download_with<'py>(
     py: Python<'py>,
-    layout: &bytelens_core::Layout,
+    layout: &bytelens::Layout,
     read: impl FnOnce(&mut [u8]) -> Result<(), GpuError> + Send,
 ) -> PyResult<Bound<'py, PyAny>> {
     let nbytes = layout.nbytes();

@@ -1,5 +1,5 @@
 //! `Quantized.dequantize`: a GGUF tensor's blocks (a uint8 array over the
-//! mapped file) dequantised by [`crate::dequantize_into`] into a new
+//! mapped file) dequantised by [`bytelens::dequantize_into`] into a new
 //! 64-byte aligned `Buffer` or into an array the caller gives, with the
 //! GIL released; into one that maps the blocks' own bytes of the file
 //! elsewhere in memory (Linux tells through `/proc/self/maps`) by way of
@@ -16,8 +16,8 @@ use super::dlpack::order_name;
 use super::dtype::to_descr;
 use super::error::PyErrResult;
 use super::source::Source;
-use crate::files::GgmlType;
-use crate::{DType, Descr, Layout, dequantize_into};
+use bytelens::files::GgmlType;
+use bytelens::{DType, Descr, Layout, dequantize_into};
 
 /// `blocks` (a C-contiguous uint8 array of whole `qtype` blocks)
 /// dequantised to `dtype` (float32, float16 or bfloat16; float32 where
@@ -34,7 +34,7 @@ pub(crate) fn dequantize<'py>(
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let ggml = GgmlType::from_name(qtype)
-        .filter(|t| crate::can_dequantize(*t))
+        .filter(|t| bytelens::can_dequantize(*t))
         .ok_or_else(|| PyValueError::new_err(format!("bytelens dequantises no type {qtype:?}")))?;
     let to = match dtype {
         Some(dtype) => to_descr(dtype)?,
@@ -81,7 +81,7 @@ pub(crate) fn dequantize<'py>(
             layout.nbytes()
         )));
     }
-    let parallel = result.nbytes() >= crate::copy::PARALLEL_MIN;
+    let parallel = result.nbytes() >= bytelens::PARALLEL_MIN;
     let fill = |bytes: &[u8], dst: &mut [u8]| dequantize_into(ggml, bytes, dst, to);
     if let Some(out) = out
         && writes_reach(&source, out)

@@ -15,7 +15,7 @@ use pyo3::exceptions::{
 use pyo3::exceptions::{PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 
-use crate::{Error, LayoutError as CoreError};
+use bytelens::{Error, LayoutError as CoreError};
 
 create_exception!(
     bytelens,
@@ -77,7 +77,7 @@ pub(crate) fn excerpt(text: &str) -> String {
     let mut out = String::with_capacity(KEEP + 24);
     out.push('"');
     let end = text.char_indices().nth(KEEP).map_or(text.len(), |(i, _)| i);
-    out.push_str(&crate::Escaped(&text[..end]).to_string());
+    out.push_str(&bytelens::Escaped(&text[..end]).to_string());
     out.push('"');
     let chars = text.chars().count();
     if chars > KEEP {
@@ -144,18 +144,18 @@ impl IntoPyErr for Error {
             Error::Layout(err) => err.into_py_err(py),
             Error::Alloc { .. } => PyMemoryError::new_err(self.to_string()),
             Error::Cast { .. } => CastError::new_err(self.to_string()),
-            Error::BadAlign { .. } | Error::SizeMismatch { .. } | Error::Dequantize { .. } => {
-                PyValueError::new_err(self.to_string())
-            }
+            // BadAlign, SizeMismatch, Dequantize (and any later variant: the
+            // enum is non-exhaustive outside its crate).
+            _ => PyValueError::new_err(self.to_string()),
         }
     }
 }
 
 /// The built-in exception for each shared-memory error (`FileNotFoundError`,
 /// `FileExistsError`, `TimeoutError`, ...); a bad stored plan as the core's.
-impl IntoPyErr for crate::SharedError {
+impl IntoPyErr for bytelens::SharedError {
     fn into_py_err(self, py: Python<'_>) -> PyErr {
-        use crate::SharedError;
+        use bytelens::SharedError;
         let message = self.to_string();
         match self {
             SharedError::Missing { .. } => PyFileNotFoundError::new_err(message),
@@ -177,11 +177,11 @@ impl IntoPyErr for crate::SharedError {
 /// Layout errors keep their own classes (`BoundsError`, ...) and a refused
 /// conversion is `CastError`; the rest are `GpuError`.
 #[cfg(feature = "gpu")]
-impl IntoPyErr for crate::gpu::GpuError {
+impl IntoPyErr for bytelens::gpu::GpuError {
     fn into_py_err(self, py: Python<'_>) -> PyErr {
         match self {
-            crate::gpu::GpuError::Layout(err) => err.into_py_err(py),
-            crate::gpu::GpuError::Host(err @ Error::Cast { .. }) => err.into_py_err(py),
+            bytelens::gpu::GpuError::Layout(err) => err.into_py_err(py),
+            bytelens::gpu::GpuError::Host(err @ Error::Cast { .. }) => err.into_py_err(py),
             other => GpuError::new_err(other.to_string()),
         }
     }
