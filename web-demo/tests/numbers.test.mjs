@@ -12,7 +12,9 @@ import {
   parseHexBytes, formatHexBytes, parseIntList, nestedRepr, readingsOf, indexAt,
   stridesFor, flatOf, unravel, cutText,
 } from "../numbers.js";
-import { HeaderReadError, metaText, readHeader, reasonOf } from "../fileview.js";
+import { HeaderReadError, readHeader } from "../header-reader.js";
+import { metaText } from "../file-header-view.js";
+import { reasonOf } from "../sources.js";
 import { ALIGNMENT, TOKENS, fixtureLayout, ggufFixture } from "./gguf-fixture.mjs";
 
 /** The wasm package the demo loads, built for the web and started here from its bytes. */
@@ -335,7 +337,7 @@ test("every float format of the table: its values are fixed points, their text r
   assert.ok(checked > 3 * 250 + 2 * 63000, `${checked} values`);
 });
 
-// The file view's header read (fileview.js's readHeader), against sources
+// The file view's header read (header-reader.js's readHeader), against sources
 // that are not what they said.
 
 /** A safetensors file's first bytes: one float32 array of `n` elements at
@@ -528,3 +530,4 @@ test("a refusal's reason is the server's text, cut; any other answer's body is n
   assert.equal(await reasonOf(whole), "");
   assert.ok(whole.bodyUsed || whole.body.locked, "a whole file's body is cancelled, not read");
 });
+
