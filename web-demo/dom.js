@@ -1,4 +1,4 @@
-// The demo's one DOM helper, shared by demo.js and fileview.js.
+// The demo's one DOM helper, shared by the page's modules.
 
 /** `<tag attrs…>children…</tag>`: `class`, `style` and `text` set those;
  * any other attribute is set as given (`true` as an empty one; `false`,

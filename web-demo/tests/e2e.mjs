@@ -315,7 +315,7 @@ function patterned(header) {
 /** Opens served file `url` in the file view, as ?file= does, on a page already drawn; resolves once it is open. */
 function openServed(page, url) {
   return page.evaluate(async (u) => {
-    const { urlSource } = await import("./fileview.js"); // the page's own module
+    const { urlSource } = await import("./sources.js"); // the page's own module
     await window.bytelensDemo.fileView.open(await urlSource(u));
   }, url);
 }
@@ -566,7 +566,7 @@ const checks = [
     const [dtype, shape, bytes, align] = await cells("past_4gib");
     const [start, end] = bytes.split("..").map(Number);
     expect(start > 2 ** 32 && end - start === 4096, `past_4gib's bytes: ${bytes}`);
-    let a = 1; // the largest power of two dividing start, up to 4096, as fileview.js's alignmentOf says
+    let a = 1; // the largest power of two dividing start, up to 4096, as file-header-view.js's alignmentOf says
     while (start % (a * 2) === 0 && a < 4096) a *= 2;
     expect(a >= 64, `past_4gib starts at ${start}, not a multiple of 64`);
     expectEqual([dtype, shape, align].join(" "), `F16 (2048,) ${a === 4096 ? "4096+" : a}`, "past_4gib's dtype, shape and alignment");

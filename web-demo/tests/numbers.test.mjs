@@ -1,10 +1,11 @@
 // Unit tests of the demo's parsing and formatting, and of what it takes
 // from the wasm package (its dtype table, its plan text, the file view's
-// header read through readHeader, a GGUF file's among them):
+// header read through readHeader, a GGUF file's among them), and that the
+// page's modules import one another without a circle:
 //   node --test web-demo/tests/numbers.test.mjs
 // after `cargo xtask build-wasm` has built the package into web-demo/pkg.
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { readFileSync, readdirSync } from "node:fs";
 import test from "node:test";
 
 import {
@@ -12,7 +13,9 @@ import {
   parseHexBytes, formatHexBytes, parseIntList, nestedRepr, readingsOf, indexAt,
   stridesFor, flatOf, unravel, cutText,
 } from "../numbers.js";
-import { HeaderReadError, metaText, readHeader, reasonOf } from "../fileview.js";
+import { HeaderReadError, readHeader } from "../header-reader.js";
+import { metaText } from "../file-header-view.js";
+import { reasonOf } from "../sources.js";
 import { ALIGNMENT, TOKENS, fixtureLayout, ggufFixture } from "./gguf-fixture.mjs";
 
 /** The wasm package the demo loads, built for the web and started here from its bytes. */
@@ -335,7 +338,7 @@ test("every float format of the table: its values are fixed points, their text r
   assert.ok(checked > 3 * 250 + 2 * 63000, `${checked} values`);
 });
 
-// The file view's header read (fileview.js's readHeader), against sources
+// The file view's header read (header-reader.js's readHeader), against sources
 // that are not what they said.
 
 /** A safetensors file's first bytes: one float32 array of `n` elements at
@@ -527,4 +530,64 @@ test("a refusal's reason is the server's text, cut; any other answer's body is n
   const whole = text(200, "the whole file");
   assert.equal(await reasonOf(whole), "");
   assert.ok(whole.bodyUsed || whole.body.locked, "a whole file's body is cancelled, not read");
+});
+
+// The page's modules import one another without a circle: in a circle, one
+// module runs before another it uses has set up what it exports.
+
+/** The page's modules and the ones each imports: { "demo.js": ["numbers.js", "page.js", ...] }
+ * (the wasm package's, under pkg/, left out). */
+function demoImports() {
+  const dir = new URL("../", import.meta.url);
+  const graph = {};
+  for (const name of readdirSync(dir).filter((n) => n.endsWith(".js"))) {
+    const text = readFileSync(new URL(name, dir), "utf8");
+    const from = /^(?:import|export)\b[^;]*?\bfrom\s+"\.\/([^"]+)"|^import\s+"\.\/([^"]+)"/gm;
+    graph[name] = Array.from(text.matchAll(from), (m) => m[1] ?? m[2]).filter((to) => !to.startsWith("pkg/"));
+  }
+  return graph;
+}
+
+/** A circle of imports in `graph`, as the names around it (the first again at the end), or null. */
+function circleIn(graph) {
+  const done = new Set();
+  const path = [];
+  const visit = (name) => {
+    const at = path.indexOf(name);
+    if (at !== -1) return [...path.slice(at), name];
+    if (done.has(name)) return null;
+    path.push(name);
+    for (const to of graph[name] ?? []) {
+      const circle = visit(to);
+      if (circle) return circle;
+    }
+    path.pop();
+    done.add(name);
+    return null;
+  };
+  for (const name of Object.keys(graph)) {
+    const circle = visit(name);
+    if (circle) return circle;
+  }
+  return null;
+}
+
+test("a circle of imports is found, however long", () => {
+  assert.equal(circleIn({ "a.js": ["b.js", "c.js"], "b.js": ["c.js"], "c.js": [] }), null);
+  assert.deepEqual(circleIn({ "a.js": ["b.js"], "b.js": ["a.js"] }), ["a.js", "b.js", "a.js"]);
+  assert.deepEqual(circleIn({ "a.js": ["b.js"], "b.js": ["c.js"], "c.js": ["d.js"], "d.js": ["b.js"] }),
+    ["b.js", "c.js", "d.js", "b.js"]);
+});
+
+test("the page's modules import one another without a circle, and only modules that are there", () => {
+  const graph = demoImports();
+  // What the reading of imports finds, multi-line imports among them.
+  assert.deepEqual(graph["toolbar.js"], ["page.js", "grid.js", "buffer.js"]);
+  assert.ok(graph["file-view.js"].includes("file-header-view.js"), graph["file-view.js"].join(", "));
+  assert.ok(graph["demo.js"].length >= 10, graph["demo.js"].join(", "));
+  assert.deepEqual(graph["page.js"], [], "page.js, the shared state, imports nothing");
+  for (const [name, imports] of Object.entries(graph)) {
+    for (const to of imports) assert.ok(to in graph, `${name} imports ${to}, which is not there`);
+  }
+  assert.equal(circleIn(graph), null);
 });

@@ -1,257 +1,36 @@
-// The file view: a file of any size, read only where it is shown (File.slice
-// for a picked file, HTTP range requests for one `cargo xtask demo FILE`
-// serves), drawn as a virtualised grid of 16-byte rows. The arrays its
-// header describes (.npy, safetensors or GGUF, read by the core's readHeader
-// in the wasm package, the checks bl.load uses) are drawn as bands over the
-// bytes and listed; a misaligned array is marked. A GGUF file's metadata is
-// listed (long arrays by their first values), and the bytes of a quantised
+// The file view: a file of any size, read only where it is shown (through
+// a source of sources.js), drawn as a virtualised grid of 16-byte rows. The
+// arrays its header describes (.npy, safetensors or GGUF, read by the core's
+// readHeader in the wasm package, the checks bl.load uses: header-reader.js)
+// are drawn as bands over the bytes and listed; a misaligned array is
+// marked. A GGUF file's metadata is listed, and the bytes of a quantised
 // tensor are coloured by its block's fields (d, dmin, scales, qs, ...: the
-// core's ggml table), with a legend for the blocks in view. Only the rows on
-// screen and the header's first bytes are held in memory. A data inspector
-// beside the rows (inspector.js) reads the selected byte as every dtype;
-// the arrow keys move the selection and scroll, reading only rows not read.
+// core's ggml table), with a legend for the blocks in view (those drawings:
+// file-header-view.js). Only the rows on screen and the header's first bytes
+// are held in memory. A data inspector beside the rows (inspector.js) reads
+// the selected byte as every dtype; the arrow keys move the selection and
+// scroll, reading only rows not read.
 
 import { el } from "./dom.js";
-import { cutText, flatOf, formatFloat, indexAt, readingsOf, stridesFor } from "./numbers.js";
+import { flatOf, indexAt, readingsOf, stridesFor } from "./numbers.js";
 import { VirtualRows } from "./vtable.js";
 import { Inspector } from "./inspector.js";
 import { TensorPanel } from "./tensor.js";
+import { HeaderReadError, HeaderWorker, readHeader } from "./header-reader.js";
+import {
+  blockFields, drawBands, drawLegend, drawMetadata, drawTable, isBlocks, isMisaligned,
+} from "./file-header-view.js";
 
 const ROW = 16; // bytes per row
 const ROW_PX = 22; // a row's height in CSS pixels (.frow in style.css)
 const VISIBLE = 24; // rows drawn
-const HEAD = 65536; // bytes read first for the header
 // Browsers cap an element's height (Chromium at about 33.5 million pixels):
 // past this, the scroll position maps to rows in proportion.
 const MAX_SCROLL_PX = 8_000_000;
 const BATCH = 2000; // arrays the header worker sends a message (a short task to take in)
-const MAX_BANDS = 400; // bands over the file; past this, neighbours share one
-const NAME_SHOWN = 64; // characters of a name or key shown (all in its title)
 const HUES = [210, 28, 140, 330, 265, 95, 0, 185, 50, 300];
-// A quantised block's fields, by ggml's names, the same colour in every
-// type; other names take the next of FIELD_HUES.
-const FIELD_HUE = { d: 0, m: 35, dmin: 35, e: 0, scales: 275, scales_h: 275, scales_l: 305, qh: 190, hmask: 55, ql: 100, qs: 130 };
-const FIELD_HUES = [230, 160, 20, 320];
-const META_SHOWN = 4; // values of a metadata array shown before "… N more"
-const META_TEXT = 120; // characters of a metadata string shown
 const INSPECT = 8; // bytes the inspector reads from the selection: the widest dtype's
 const NONE = Object.freeze({ row: -1, promise: Promise.resolve() });
-
-
-/** A picked file, read through File.slice. */
-export function fileSource(file) {
-  return {
-    name: file.name,
-    size: file.size,
-    spec: { file }, // what the tensor panel's worker reads it by
-    read: async (start, end) => new Uint8Array(await file.slice(start, end).arrayBuffer()),
-  };
-}
-
-/** The most of a refusal's text shown. */
-const REASON_BYTES = 300;
-
-/**
- * What a server said with a refusal (HTTP 400 and up): ": " and the first
- * REASON_BYTES of its text body (the demo's server says why: "not a regular
- * file"), or "". Any other answer's body (a whole file, perhaps) is not read.
- */
-export async function reasonOf(response) {
-  const type = response.headers.get("Content-Type") ?? "";
-  if (response.status < 400 || !type.startsWith("text/plain") || !response.body) {
-    await response.body?.cancel();
-    return "";
-  }
-  const reader = response.body.getReader();
-  const parts = [];
-  let have = 0;
-  while (have < REASON_BYTES) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    parts.push(value);
-    have += value.length;
-  }
-  await reader.cancel();
-  const bytes = new Uint8Array(have);
-  let at = 0;
-  for (const p of parts) {
-    bytes.set(p, at);
-    at += p.length;
-  }
-  const text = new TextDecoder().decode(bytes.subarray(0, REASON_BYTES)).trim();
-  return text ? `: ${text}${have > REASON_BYTES ? "…" : ""}` : "";
-}
-
-/** A served file, read in HTTP byte ranges; its size is what the first answer's Content-Range says. */
-export async function urlSource(url) {
-  const ranged = async (start, end) => {
-    const response = await fetch(url, { headers: { Range: `bytes=${start}-${end - 1}` }, cache: "no-store" });
-    if (response.status !== 206 && response.status !== 200) {
-      throw new Error(`${url} answered HTTP ${response.status} to a request for bytes ${start}..${end}${await reasonOf(response)}`);
-    }
-    return response;
-  };
-  // Its size: 206 with "bytes 0-0/N", or 416 with "bytes */0" for an empty file.
-  const first = await fetch(url, { headers: { Range: "bytes=0-0" }, cache: "no-store" });
-  if (first.status !== 206 && first.status !== 416) {
-    const reason = await reasonOf(first); // a whole file's body (200), perhaps: not read
-    throw new Error(`${url} answered HTTP ${first.status} to a request for its first byte${reason || ", not a byte range"}`);
-  }
-  await first.arrayBuffer();
-  const total = Number((first.headers.get("Content-Range") ?? "").split("/")[1]);
-  if (!Number.isSafeInteger(total)) throw new Error(`${url} did not say its size (no Content-Range)`);
-  return {
-    name: decodeURIComponent(new URL(url, location.href).pathname.split("/").pop()),
-    size: total,
-    spec: { url: new URL(url, location.href).href },
-    read: async (start, end) => (end <= start ? new Uint8Array(0) : new Uint8Array(await (await ranged(start, end)).arrayBuffer())),
-  };
-}
-
-/** Reading a file's header failed (not a header the core refused: the file
- * changed, or a read came back short). */
-export class HeaderReadError extends Error {}
-
-/** Reads a header of more bytes than this never ends in a header. */
-const MAX_HEADER_READS = 16;
-
-/**
- * The header by the core (`wasm.readHeader`, the package's or a
- * `HeaderWorker`'s): the file's first bytes, then
- * as many as it asks for, until it has them all. Each read must bring every
- * byte asked for, and each request must ask for more than the last: a file
- * that shrank since its size was taken (a read comes back short) or a
- * header that never ends throws a `HeaderReadError` after a read or two,
- * rather than asking again forever. A header the core refuses throws its
- * `RangeError`.
- *
- *     const header = await readHeader(wasm, fileSource(picked));
- *     header.arrays.map((a) => [a.name, a.offset, a.nbytes]);
- */
-export async function readHeader(wasm, source) {
-  let want = Math.min(HEAD, source.size);
-  for (let reads = 1; ; reads++) {
-    const head = await source.read(0, want);
-    if (head.length < want) {
-      throw new HeaderReadError(`${source.name}: asked for bytes 0..${want}, got ${head.length}; `
-        + `the file is shorter than the ${source.size} bytes it had when opened (did it change?)`);
-    }
-    // The package's readHeader, or the header worker's (a promise).
-    const header = await wasm.readHeader(head, source.size);
-    if (header.need === undefined) return header;
-    const need = Number(header.need);
-    if (!(need > want) || need > source.size) {
-      throw new HeaderReadError(`${source.name}: the header asks for ${need} bytes after ${want}, `
-        + `of a file of ${source.size}`);
-    }
-    if (reads === MAX_HEADER_READS) {
-      throw new HeaderReadError(`${source.name}: the header is not whole after ${reads} reads (${want} bytes)`);
-    }
-    want = need;
-  }
-}
-
-/**
- * The header worker (header-worker.js), as `readHeader` calls the wasm
- * package: `readHeader(head, size)` resolves with `{ need }` or the
- * header's summary (`arrayCount`, `ggufCount` instead of its lists), and
- * `items(type, from, to)` with the arrays (by offset) or metadata entries
- * from..to of the header parsed last.
- */
-export class HeaderWorker {
-  constructor() {
-    this.worker = null;
-    this.calls = new Map();
-    this.seq = 0;
-    this.header = 0; // the header parsed last, by number
-  }
-
-  call(message, transfer = []) {
-    if (!this.worker) {
-      this.worker = new Worker(new URL("./header-worker.js", import.meta.url), { type: "module" });
-      this.worker.onmessage = ({ data }) => {
-        const call = this.calls.get(data.id);
-        this.calls.delete(data.id);
-        if (!call) return;
-        if (data.error !== undefined) call.reject(Object.assign(new Error(data.error), { stale: data.stale === true }));
-        else call.resolve(data);
-      };
-      this.worker.onerror = (e) => {
-        for (const call of this.calls.values()) call.reject(new Error(`the header worker failed: ${e.message ?? "could not start"}`));
-        this.calls.clear();
-      };
-    }
-    const id = ++this.seq;
-    return new Promise((resolve, reject) => {
-      this.calls.set(id, { resolve, reject });
-      this.worker.postMessage({ id, header: this.header, ...message }, transfer);
-    });
-  }
-
-  async readHeader(head, size) {
-    // Moved, not copied, where the bytes are a buffer of their own.
-    const own = head.byteOffset === 0 && head.byteLength === head.buffer.byteLength;
-    const bytes = own ? head : head.slice();
-    this.header++;
-    const r = await this.call({ type: "parse", head: bytes, size }, [bytes.buffer]);
-    return r.need !== undefined ? { need: r.need } : r.summary;
-  }
-
-  async items(type, from, to) {
-    return (await this.call({ type, from, to })).items;
-  }
-}
-
-function alignmentOf(offset) {
-  if (offset === 0) return "any";
-  let a = 1;
-  while (offset % (a * 2) === 0 && a < 4096) a *= 2;
-  return a === 4096 ? "4096+" : String(a);
-}
-
-function shapeText(shape) {
-  return `(${shape.join(", ")}${shape.length === 1 ? "," : ""})`;
-}
-
-/** An array of a dtype bytelens has, at an offset that dtype's alignment
- * does not divide (not one it has no dtype for: nothing views that). */
-function isMisaligned(a) {
-  return !a.aligned && a.descr !== null;
-}
-
-/** A quantised GGUF tensor (readHeader gives it `blockBytes` and `fields`). */
-function isBlocks(a) {
-  return a.blockBytes !== undefined;
-}
-
-/** Each field of a block with its colour and byte range: { name, dtype, count, offset, end, hue }. */
-function blockFields(a) {
-  let spare = 0;
-  return a.fields.map((f) => {
-    const size = Number(f.dtype.slice(2)); // "<f2", "|u1": the itemsize
-    const hue = FIELD_HUE[f.name] ?? FIELD_HUES[spare++ % FIELD_HUES.length];
-    return { ...f, end: f.offset + f.count * size, size, hue };
-  });
-}
-
-/** One GGUF metadata value as text: a string quoted and cut at META_TEXT characters, a float32 as numpy shows it. */
-function metaValueText(value, type, float32) {
-  if (type === "string") {
-    const text = JSON.stringify(value);
-    return text.length > META_TEXT ? `${text.slice(0, META_TEXT)}…" (${value.length.toLocaleString("en")} characters)` : text;
-  }
-  if (type === "float32" && typeof value === "number") return formatFloat(value, float32);
-  return String(value); // integers past 2^53 come as their decimal text
-}
-
-/** A metadata entry's value as the table shows it: an array by its first
- * META_SHOWN values and "… N more" (exported for the unit tests). */
-export function metaText(entry, float32) {
-  if (entry.type !== "array") return metaValueText(entry.value, entry.type, float32);
-  const shown = entry.value.slice(0, META_SHOWN).map((v) => metaValueText(v, entry.elementType, float32));
-  const more = entry.count - shown.length;
-  return `[${shown.join(", ")}${more > 0 ? `, … ${more.toLocaleString("en")} more` : ""}]`;
-}
 
 export class FileView {
   constructor(wasm) {
@@ -418,11 +197,11 @@ export class FileView {
     const version = header?.format === "npy" ? ` ${header.version.join(".")}` : header?.format === "gguf" ? ` ${header.version[0]}` : "";
     const what = header ? `${header.format}${version}` : "a file";
     const keyCount = keys !== null ? `, ${keys.toLocaleString("en")} metadata key${keys === 1 ? "" : "s"}` : "";
-    this.drawBands();
+    drawBands(this);
     this.spacer.style.height = `${this.scrollPx}px`;
     this.scroller.scrollTop = 0;
     // The lists' first rows drawn before the summary says the file is open.
-    await Promise.allSettled([this.drawTable(), this.drawMetadata()]);
+    await Promise.allSettled([drawTable(this), drawMetadata(this)]);
     if (seq !== this.openSeq) return;
     document.getElementById("file-summary").textContent =
       `${source.name}: ${what}, ${source.size.toLocaleString("en")} bytes, ${this.arrays.length.toLocaleString("en")} array${this.arrays.length === 1 ? "" : "s"}${keyCount}`
@@ -430,122 +209,6 @@ export class FileView {
       + (header?.metadata?.length ? `; metadata ${header.metadata.map(([k, v]) => `${k}=${v}`).join(", ").slice(0, 200)}` : "");
     await this.render();
     section.scrollIntoView({ block: "start" });
-  }
-
-  /**
-   * The arrays as bands over the whole file, at most MAX_BANDS of them:
-   * past that, arrays next to each other share a band (each at least
-   * 1/MAX_BANDS of the file, or one array), titled with how many and
-   * which; a click jumps to its first.
-   */
-  drawBands() {
-    const bands = document.getElementById("file-bands");
-    const size = Math.max(1, this.source.size);
-    const pct = (x) => (x / size) * 100;
-    // Each band: { first, last, count, start, end } (the arrays are sorted by offset).
-    const groups = [];
-    const span = this.arrays.length <= MAX_BANDS ? 0 : size / MAX_BANDS;
-    for (const a of this.arrays) {
-      const g = groups.at(-1);
-      const end = a.offset + a.nbytes;
-      if (g && end - g.start <= span) {
-        g.last = a;
-        g.count++;
-        g.end = Math.max(g.end, end);
-      } else {
-        groups.push({ first: a, last: a, count: 1, start: a.offset, end });
-      }
-    }
-    // The smallest on top, where several overlap.
-    groups.sort((x, y) => (y.end - y.start) - (x.end - x.start));
-    bands.replaceChildren(...groups.map((g) => {
-      const a = g.first;
-      const one = g.count === 1;
-      const band = el("button", {
-        type: "button",
-        class: `fband${one && isMisaligned(a) ? " misaligned" : ""}${one ? "" : " group"}`,
-        style: `left:${pct(g.start)}%;width:max(3px, ${pct(g.end - g.start)}%);--hue:${a.hue}`,
-        title: one
-          ? `${a.name}: ${a.dtype} ${shapeText(a.shape)}, bytes ${a.offset}..${a.offset + a.nbytes}${isMisaligned(a) ? ", misaligned" : ""}`
-          : `${g.count.toLocaleString("en")} arrays, bytes ${g.start}..${g.end}: ${cutText(a.name, NAME_SHOWN)} … ${cutText(g.last.name, NAME_SHOWN)}`,
-        "aria-label": one ? `Jump to ${a.name}` : `Jump to ${a.name}, the first of ${g.count} arrays`,
-        "data-testid": `file-band-${a.name}`,
-        "data-arrays": g.count,
-      });
-      band.addEventListener("click", () => this.jumpTo(a.offset));
-      return band;
-    }));
-    bands.dataset.arrays = String(this.arrays.length);
-  }
-
-  /** The arrays' table, every one listed, virtualised: only the rows in view are drawn. */
-  drawTable() {
-    document.getElementById("file-more").textContent = "";
-    return this.arrayRows.set(this.arrays.length, (from, to) => this.arrays.slice(from, to), (a) => {
-      const jump = el("button", { type: "button", class: "small", "aria-label": `Jump to ${a.name}`, text: "Jump", "data-testid": `file-jump-${a.name}` });
-      jump.addEventListener("click", () => this.jumpTo(a.offset));
-      const openIt = el("button", { type: "button", class: "small", "aria-label": `Open ${a.name} in the tensor panel`, text: "Values", "data-testid": `file-open-${a.name}` });
-      openIt.addEventListener("click", () => this.tensor.open(a));
-      const load = isBlocks(a) ? `${a.dtype} blocks, dequantised on access`
-        : a.descr === null ? (a.ggml === null ? `bytelens does not read ${a.dtype}` : `no bytelens dtype for ${a.dtype}`)
-          : a.aligned ? "view" : "misaligned: bl.load copies it";
-      const blocks = isBlocks(a)
-        ? `${a.blocks.toLocaleString("en")} × ${a.blockBytes} bytes (${a.block} elements each)` : "";
-      const shape = shapeText(a.shape);
-      const bytes = `${a.offset}..${a.offset + a.nbytes}`;
-      return el("tr", { class: isMisaligned(a) ? "misaligned" : "", "data-testid": `file-array-${a.name}` },
-        el("th", { scope: "row", title: a.name }, el("span", { class: "swatch", style: `--hue:${a.hue}`, "aria-hidden": "true" }), cutText(a.name, NAME_SHOWN)),
-        el("td", {}, el("code", { text: a.dtype })),
-        el("td", { text: shape, title: shape }),
-        el("td", { text: bytes, title: bytes }),
-        el("td", { text: alignmentOf(a.offset) }),
-        el("td", { text: load, title: load }),
-        el("td", { text: blocks, title: blocks }),
-        el("td", {}, jump, " ", openIt));
-    });
-  }
-
-  /** A GGUF file's metadata, one row per key, virtualised: the rows in view asked of the header worker (hidden for other files). */
-  drawMetadata() {
-    const box = document.getElementById("file-meta");
-    box.hidden = !this.gguf;
-    document.getElementById("file-meta-more").textContent = "";
-    if (!this.gguf) return this.metaRows.set(0, () => [], () => null);
-    const float32 = this.wasm.describeDType("float32").format;
-    const seq = this.openSeq;
-    const items = async (from, to) => (seq === this.openSeq ? this.headers.items("gguf", from, to) : []);
-    return this.metaRows.set(this.gguf.length, items, (m) => {
-      const jump = el("button", { type: "button", class: "small", "aria-label": `Jump to ${m.key}'s value`, text: "Jump", "data-testid": `file-meta-jump-${m.key}` });
-      jump.addEventListener("click", () => this.jumpTo(m.offset));
-      const type = m.type === "array" ? `${m.elementType}[${m.count.toLocaleString("en")}]` : m.type;
-      const value = metaText(m, float32);
-      return el("tr", { "data-testid": `file-meta-${m.key}` },
-        el("th", { scope: "row", title: m.key }, el("code", { text: cutText(m.key, NAME_SHOWN) })),
-        el("td", {}, el("code", { text: type })),
-        el("td", { class: "meta-value", text: value, title: value }),
-        el("td", { text: `${m.offset}..${m.offset + m.nbytes}` }),
-        el("td", {}, jump));
-    });
-  }
-
-  /** The legend of the block fields of the quantised tensors in bytes `start..end`. */
-  drawLegend(start, end) {
-    const legend = document.getElementById("file-legend");
-    const shown = this.arrays.filter((a) => isBlocks(a) && a.offset < end && a.offset + a.nbytes > start);
-    legend.hidden = shown.length === 0;
-    legend.replaceChildren(...shown.map((a) => {
-      const first = Math.max(0, Math.floor((start - a.offset) / a.blockBytes));
-      const last = Math.min(a.blocks, Math.ceil((end - a.offset) / a.blockBytes)) - 1;
-      const blocks = first === last ? `block ${first}` : `blocks ${first}..${last}`;
-      return el("p", { class: "flegend", "data-testid": `file-legend-${a.name}` },
-        el("span", { class: "swatch", style: `--hue:${a.hue}`, "aria-hidden": "true" }),
-        el("strong", { text: cutText(a.name, NAME_SHOWN), title: a.name }),
-        ` ${blocks} of ${a.blocks}: ${a.dtype}, ${a.block} elements in ${a.blockBytes} bytes: `,
-        ...a.blockFields.flatMap((f, i) => [i ? " " : "", el("span", {
-          class: "ffield", style: `--hue:${f.hue}`, "data-testid": `file-legend-${a.name}-${f.name}`,
-          title: `${f.name}: ${f.count} × ${f.dtype} at bytes ${f.offset}..${f.end} of each block`,
-        }, el("code", { text: f.name }), ` ${f.dtype}${f.count > 1 ? `×${f.count}` : ""} @${f.offset}`)]));
-    }));
   }
 
   /** Scrolls so that the row holding byte `offset` is the first one drawn, and selects that byte. */
@@ -755,7 +418,7 @@ export class FileView {
     this.held = { start, bytes };
     this.firstRow = row;
     this.window.dataset.first = String(start);
-    this.drawLegend(start, end);
+    drawLegend(this, start, end);
     for (let r = 0; r < VISIBLE; r++) {
       const { line, offset, bytes: cells, ascii } = this.rows[r];
       const base = start + r * ROW;
