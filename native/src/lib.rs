@@ -117,6 +117,7 @@
 
 mod buffer;
 mod copy;
+pub mod files;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 mod mapped;
