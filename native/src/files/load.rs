@@ -502,7 +502,10 @@ fn array_layout(path: &str, a: &ArrayInfo) -> Result<Layout, Error> {
     let descr = a.descr.ok_or_else(|| {
         Error::format(format!("{path}: array {} has no dtype", quoted64(&a.name)))
     })?;
-    let offset = if a.copy.is_some() { 0 } else { a.offset };
+    // A misaligned array's copy starts at its first byte; a deflated
+    // member's offset is in the member, which is its copy.
+    let copied = a.copy.as_deref().is_some_and(|why| why != COMPRESSED);
+    let offset = if copied { 0 } else { a.offset };
     let shape: Vec<usize> = a.shape.iter().map(|&n| n as usize).collect();
     let strides: Vec<isize> = a.strides.iter().flatten().map(|&s| s as isize).collect();
     Layout::new(descr.dtype, offset as usize, &shape, &strides)
