@@ -177,7 +177,7 @@ impl MetaValue {
                 )
             }
             MetaValue::Array { kind, count, bytes } => {
-                let size = kind.size().unwrap_or(1) as usize;
+                let size = kind.size().unwrap_or(1);
                 let name = match kind {
                     ValueType::Bool => "bool".to_owned(),
                     other => {

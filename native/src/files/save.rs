@@ -56,7 +56,7 @@ pub fn save(
 ) -> Result<(), Error> {
     let path = path.as_ref();
     let shown = path.display().to_string();
-    if align < 1 || align > MAX_ALIGN || !align.is_power_of_two() {
+    if !(1..=MAX_ALIGN).contains(&align) || !align.is_power_of_two() {
         return Err(Error::value(format!(
             "align={align}: a power of two from the widest dtype's itemsize up to {MAX_ALIGN}"
         )));
