@@ -171,7 +171,7 @@ pub struct Loaded {
 /// std::fs::create_dir_all(&dir)?;
 /// let path = dir.join("w.safetensors");
 /// let w = [1.0f32, 2.0, 3.0];
-/// files::save(&path, &[("w", files::ArrayRef::from(bytelens::View::from_bytes(bytemuck::cast_slice(&w))?))], &[], 64)?;
+/// files::save(&path, &[("w", files::ArrayRef::from(bytelens::View::<f32>::from_bytes(bytemuck::cast_slice(&w))?))], &[], 64)?;
 /// let loaded = files::load(&path, MapMode::Read)?;
 /// assert_eq!(loaded.view::<f32>("w")?.iter().collect::<Vec<_>>(), w);
 /// # std::fs::remove_dir_all(&dir)?;

@@ -22,7 +22,7 @@
 //! std::fs::create_dir_all(&dir)?;
 //! let path = dir.join("m.safetensors");
 //! let w = [0.5f32, 1.5];
-//! files::save(&path, &[("w", ArrayRef::from(View::from_bytes(bytemuck::cast_slice(&w))?))], &[("format", "np")], 256)?;
+//! files::save(&path, &[("w", ArrayRef::from(View::<f32>::from_bytes(bytemuck::cast_slice(&w))?))], &[("format", "np")], 256)?;
 //! let report = files::inspect(&path)?;
 //! assert_eq!((report.format, report.arrays[0].offset % 256), ("safetensors", 0));
 //! let loaded = files::load(&path, MapMode::Read)?;
@@ -59,9 +59,9 @@ pub use save::{ALIGN, MAX_ALIGN, save};
 /// let dir = std::env::temp_dir().join(format!("bytelens-inspect-doc-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;
 /// let path = dir.join("a.npy");
-/// files::save(&path, &[("a", ArrayRef::from(View::from_bytes(&[1u8, 2, 3][..])?))], &[], 64)?;
+/// files::save(&path, &[("a", ArrayRef::from(View::<u8>::from_bytes(&[1u8, 2, 3][..])?))], &[], 64)?;
 /// let text = files::inspect(&path)?.to_string();
-/// assert!(text.ends_with("a.npy: npy 1.0, 67 bytes, 1 array\n  name   dtype  shape  bytes   align  load\n  array  |u1    (3,)   64..67  64     view"), "{text}");
+/// assert!(text.ends_with("a.npy: npy 1.0, 131 bytes, 1 array\n  name   dtype  shape  bytes     align  load\n  array  |u1    (3,)   128..131  128    view"), "{text}");
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

@@ -42,9 +42,9 @@ pub const MAX_ALIGN: usize = 4096;
 /// let dir = std::env::temp_dir().join(format!("bytelens-save-doc-{}", std::process::id()));
 /// std::fs::create_dir_all(&dir)?;
 /// let x = [1u16, 2, 3];
-/// files::save(dir.join("x.npy"), &[("x", ArrayRef::from(View::from_bytes(bytemuck::cast_slice(&x))?))], &[], 64)?;
+/// files::save(dir.join("x.npy"), &[("x", ArrayRef::from(View::<u16>::from_bytes(bytemuck::cast_slice(&x))?))], &[], 64)?;
 /// let bytes = std::fs::read(dir.join("x.npy"))?;
-/// assert_eq!((bytes.len(), &bytes[64..]), (70, &[1u8, 0, 2, 0, 3, 0][..]));
+/// assert_eq!((bytes.len(), &bytes[128..]), (134, &[1u8, 0, 2, 0, 3, 0][..]));
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
