@@ -115,6 +115,7 @@
 
 mod buffer;
 mod copy;
+pub mod files;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 mod mapped;

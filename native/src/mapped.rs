@@ -113,6 +113,28 @@ impl MappedFile {
         }
     }
 
+    /// The bytes, writable: `None` for a read-only mapping.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{MapMode, MappedFile};
+    /// let path = std::env::temp_dir().join(format!("bytelens-doc-mut-{}", std::process::id()));
+    /// std::fs::write(&path, [1u8, 2, 3])?;
+    /// // SAFETY: the file is this example's own, and nothing shrinks it while mapped.
+    /// let mut file = unsafe { MappedFile::open(&path, MapMode::Copy) }?;
+    /// file.as_bytes_mut().unwrap()[0] = 9;
+    /// assert_eq!((file.as_bytes(), std::fs::read(&path)?), (&[9u8, 2, 3][..], vec![1, 2, 3]));
+    /// drop(file);
+    /// std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn as_bytes_mut(&mut self) -> Option<&mut [u8]> {
+        match self {
+            MappedFile::Read(_) => None,
+            MappedFile::Write(m) => Some(m),
+        }
+    }
+
     /// The bytes' address; writable only for `Write` maps.
     pub fn as_ptr(&mut self) -> *mut u8 {
         match self {

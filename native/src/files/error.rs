@@ -1,0 +1,178 @@
+//! [`Error`]: why a file could not be loaded, saved or inspected, each
+//! variant the Python exception `bytelens.load`, `save` and `inspect`
+//! raise for it ([`Error::python_exception`]).
+
+use std::fmt;
+use std::io;
+
+use super::FileError;
+use crate::{LayoutError, SharedError};
+
+/// Why [`load`](super::load), [`save`](super::save) or
+/// [`inspect`](super::inspect) failed. Each message is the one the Python
+/// package gives, word for word, and names the file.
+///
+/// # Examples
+/// ```
+/// use bytelens::files::{self, Error};
+/// let err = files::inspect("/no/such/file.npy").unwrap_err();
+/// assert!(matches!(err, Error::Io(ref e) if e.kind() == std::io::ErrorKind::NotFound));
+/// assert_eq!(err.to_string(), "/no/such/file.npy: no such file or directory");
+/// assert_eq!(err.python_exception(), "FileNotFoundError");
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The file is not what its format says, or not a format bytelens
+    /// reads: Python's `bytelens.FormatError`.
+    Format {
+        /// The whole message, the file's path first.
+        message: String,
+        /// The header reader's own error, where it found the fault.
+        header: Option<FileError>,
+    },
+    /// The system refused (a missing file, a folder, no permission): an
+    /// `OSError`, of the subclass [`Error::python_exception`] names from
+    /// the error's kind. The message names the file.
+    Io(io::Error),
+    /// An array that cannot be viewed as asked (misaligned under
+    /// `strict`, or a view of another dtype): the `LayoutError` subclass
+    /// of `source` (`AlignmentError`, ...), its message after `message`'s
+    /// prefix.
+    Layout {
+        /// The whole message, the file and array first.
+        message: String,
+        /// The core's error.
+        source: LayoutError,
+    },
+    /// No array of this name: a `KeyError`.
+    NotFound {
+        /// The name asked for.
+        name: String,
+    },
+    /// An argument no file can take (an alignment that is not a power of
+    /// two, a name `__metadata__`, an extension `save` does not write): a
+    /// `ValueError`.
+    Value {
+        /// The message.
+        message: String,
+    },
+    /// A value of a kind the format cannot hold (a dtype an `.npy` header
+    /// cannot name, a quantised tensor): a `TypeError`.
+    Type {
+        /// The message.
+        message: String,
+    },
+}
+
+impl Error {
+    pub(crate) fn format(message: impl Into<String>) -> Error {
+        Error::Format {
+            message: message.into(),
+            header: None,
+        }
+    }
+
+    pub(crate) fn value(message: impl Into<String>) -> Error {
+        Error::Value {
+            message: message.into(),
+        }
+    }
+
+    pub(crate) fn type_error(message: impl Into<String>) -> Error {
+        Error::Type {
+            message: message.into(),
+        }
+    }
+
+    /// An `io::Error` of `kind` with `message` (which names the file).
+    pub(crate) fn io(kind: io::ErrorKind, message: impl Into<String>) -> Error {
+        Error::Io(io::Error::new(kind, message.into()))
+    }
+
+    /// The Python exception the package raises for this error: its class
+    /// name (`"FormatError"`, `"FileNotFoundError"`, `"AlignmentError"`,
+    /// `"KeyError"`, ...), for a binding's one table of conversions.
+    pub fn python_exception(&self) -> &'static str {
+        match self {
+            Error::Format { .. } => "FormatError",
+            Error::Io(err) => match err.kind() {
+                io::ErrorKind::NotFound => "FileNotFoundError",
+                io::ErrorKind::IsADirectory => "IsADirectoryError",
+                io::ErrorKind::PermissionDenied => "PermissionError",
+                io::ErrorKind::AlreadyExists => "FileExistsError",
+                _ => "OSError",
+            },
+            Error::Layout { source, .. } if source.is_alignment() => "AlignmentError",
+            Error::Layout { source, .. } if source.is_bounds() => "BoundsError",
+            Error::Layout { .. } => "LayoutError",
+            Error::NotFound { .. } => "KeyError",
+            Error::Value { .. } => "ValueError",
+            Error::Type { .. } => "TypeError",
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Format { message, .. }
+            | Error::Layout { message, .. }
+            | Error::Value { message }
+            | Error::Type { message } => f.write_str(message),
+            Error::Io(err) => err.fmt(f),
+            // Python's KeyError shows the key's repr.
+            Error::NotFound { name } => f.write_str(&super::text::repr(name)),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Format {
+                header: Some(err), ..
+            } => Some(err),
+            Error::Io(err) => err.get_ref().map(|e| e as _).or(Some(err)),
+            Error::Layout { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}
+
+impl From<io::Error> for Error {
+    fn from(err: io::Error) -> Error {
+        Error::Io(err)
+    }
+}
+
+impl From<SharedError> for Error {
+    /// A mapping that failed: the system's error where there is one (its
+    /// message names the file), else a `FormatError`.
+    fn from(err: SharedError) -> Error {
+        match err {
+            SharedError::Os { err, .. } => Error::Io(err),
+            other => Error::format(other.to_string()),
+        }
+    }
+}
+
+/// The system's reason, as Python's `_reason` gives it: the text without
+/// the `(os error N)` std adds, its first letter lowercase.
+pub(crate) fn reason(err: &io::Error) -> String {
+    let text = match err.raw_os_error() {
+        Some(code) => {
+            let full = io::Error::from_raw_os_error(code).to_string();
+            match full.rfind(" (os error ") {
+                Some(at) => full[..at].to_owned(),
+                None => full,
+            }
+        }
+        None => err.to_string(),
+    };
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_lowercase().chain(chars).collect(),
+        None => text,
+    }
+}

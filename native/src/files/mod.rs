@@ -1,0 +1,76 @@
+//! Real files: `.npy`, `.npz`, safetensors and GGUF, loaded as checked
+//! views over one mapped file ([`load`]), written with aligned tensors
+//! ([`save`]), and described without reading their data ([`inspect`]).
+//!
+//! Everything of the core's header readers ([`bytelens_core::files`]:
+//! [`read_header`], [`FileHeader`], [`FileError`], GGUF's types) is here
+//! too, so `bytelens::files::read_header` still names it. This module is
+//! the Python package's file layer (`bl.load`, `bl.save`, `bl.inspect`)
+//! in Rust: the same rules and, word for word, the same messages, each
+//! failure an [`Error`] variant that says which Python exception it is.
+//!
+//! | function | what it does |
+//! |---|---|
+//! | [`load`], [`load_with`] | maps a file; each array a [`View`](crate::View) by name ([`Loaded::view`]), or a GGUF tensor's [`Quantized`] blocks |
+//! | [`save`] | writes `.npy` or safetensors, every array aligned, atomically |
+//! | [`inspect`] | a [`Report`] of the arrays, from the headers alone |
+//!
+//! # Examples
+//! ```
+//! use bytelens::{MapMode, View, files::{self, ArrayRef}};
+//! let dir = std::env::temp_dir().join(format!("bytelens-files-doc-{}", std::process::id()));
+//! std::fs::create_dir_all(&dir)?;
+//! let path = dir.join("m.safetensors");
+//! let w = [0.5f32, 1.5];
+//! files::save(&path, &[("w", ArrayRef::from(View::<f32>::from_bytes(bytemuck::cast_slice(&w))?))], &[("format", "np")], 256)?;
+//! let report = files::inspect(&path)?;
+//! assert_eq!((report.format, report.arrays[0].offset % 256), ("safetensors", 0));
+//! let loaded = files::load(&path, MapMode::Read)?;
+//! assert_eq!(loaded.view::<f32>("w")?.get(&[1])?, 1.5);
+//! # std::fs::remove_dir_all(&dir)?;
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+mod error;
+mod load;
+mod npz;
+mod open;
+mod report;
+mod save;
+mod sharded;
+mod text;
+
+use std::path::Path;
+
+pub use bytelens_core::files::*;
+pub use error::Error;
+pub use load::{ArrayRef, Entry, LoadOptions, Loaded, Quantized, load, load_with};
+pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report};
+pub use save::{ALIGN, MAX_ALIGN, save};
+
+/// Describes the file at `path`: its format (by its first bytes), each
+/// array's name, dtype, shape, byte range and alignment, and what
+/// [`load`] would copy and why, reading only the headers. Its `Display`
+/// is what `bytelens inspect FILE` prints.
+///
+/// # Examples
+/// ```
+/// use bytelens::{View, files::{self, ArrayRef}};
+/// let dir = std::env::temp_dir().join(format!("bytelens-inspect-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("a.npy");
+/// files::save(&path, &[("a", ArrayRef::from(View::<u8>::from_bytes(&[1u8, 2, 3][..])?))], &[], 64)?;
+/// let text = files::inspect(&path)?.to_string();
+/// assert!(text.ends_with("a.npy: npy 1.0, 131 bytes, 1 array\n  name   dtype  shape  bytes     align  load\n  array  |u1    (3,)   128..131  128    view"), "{text}");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn inspect(path: impl AsRef<Path>) -> Result<Report, Error> {
+    let path = path.as_ref();
+    if let Some(index) = sharded::index_path(path)? {
+        return sharded::inspect(&index);
+    }
+    let shown = path.display().to_string();
+    let (mut f, info) = open::open(path, "")?;
+    Ok(open::describe(&shown, &mut f, info.len())?.0)
+}

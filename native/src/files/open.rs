@@ -1,0 +1,183 @@
+//! Opening a file to read (a regular file only, refused before a byte is
+//! read otherwise), reading its header through the core from as few bytes
+//! as it needs ([`header`]), and telling what it holds ([`describe`]).
+
+use std::fs::File;
+use std::io::{self, Read, Seek, SeekFrom};
+use std::path::Path;
+
+use super::error::{Error, reason};
+use super::npz::{self, Member};
+use super::report::{ArrayInfo, MetaValue, Report};
+use super::{FileHeader, Format, read_header};
+
+/// Bytes read first; a longer header is read again at the length it gives.
+pub const HEAD: u64 = 1 << 16;
+
+/// What a file that is not a regular file is called in errors.
+fn not_regular_kind(kind: std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt;
+        if kind.is_fifo() {
+            return "a FIFO";
+        }
+        if kind.is_socket() {
+            return "a socket";
+        }
+        if kind.is_char_device() {
+            return "a character device";
+        }
+        if kind.is_block_device() {
+            return "a block device";
+        }
+    }
+    if kind.is_dir() {
+        "a directory"
+    } else {
+        "not a file"
+    }
+}
+
+/// `"{path}: not a regular file ({what})"`: an `IsADirectoryError` for a
+/// folder, an `OSError` otherwise.
+pub(crate) fn not_regular(path: &str, kind: std::fs::FileType) -> Error {
+    let what = not_regular_kind(kind);
+    let err_kind = if kind.is_dir() {
+        io::ErrorKind::IsADirectory
+    } else {
+        io::ErrorKind::InvalidInput
+    };
+    Error::io(err_kind, format!("{path}: not a regular file ({what})"))
+}
+
+/// `path` opened for reading, and its metadata; anything but a regular
+/// file (through symlinks too) is refused before a byte is read. `what`
+/// goes before the path in messages (`"index "`).
+pub(crate) fn open(path: &Path, what: &str) -> Result<(File, std::fs::Metadata), Error> {
+    let shown = path.display();
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // A FIFO with no writer would block the open forever.
+        options.custom_flags(libc::O_NONBLOCK);
+    }
+    let file = options
+        .open(path)
+        .map_err(|err| Error::io(err.kind(), format!("{what}{shown}: {}", reason(&err))))?;
+    let info = file
+        .metadata()
+        .map_err(|err| Error::io(err.kind(), format!("{what}{shown}: {}", reason(&err))))?;
+    if !info.is_file() {
+        return Err(not_regular(&format!("{what}{shown}"), info.file_type()));
+    }
+    Ok((file, info))
+}
+
+/// Up to `n` bytes of `f` from its current position, fewer where it ends.
+pub(crate) fn read_up_to(f: &mut impl Read, n: u64) -> io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    f.take(n).read_to_end(&mut out)?;
+    Ok(out)
+}
+
+/// The header at the start of `f` (a file or member of `length` bytes, at
+/// byte `base` of the file), read by the core from as few bytes as it
+/// needs; `what` follows the path in messages (`", member 'a.npy'"`).
+/// A read that ends early is a `FormatError` naming the byte it ended at.
+pub(crate) fn header(
+    f: &mut (impl Read + Seek),
+    path: &str,
+    length: u64,
+    what: &str,
+) -> Result<FileHeader, Error> {
+    let mut want = HEAD.min(length);
+    loop {
+        f.seek(SeekFrom::Start(0))?;
+        let head = read_up_to(f, want)?;
+        let (header, need) = match read_header(&head, length) {
+            Ok(header) => (Some(header), None),
+            Err(err) => match err.more_needed(head.len()) {
+                Some(need) => (None, Some(need)),
+                None => {
+                    return Err(Error::Format {
+                        message: format!("{path}{what}: {err}"),
+                        header: Some(err),
+                    });
+                }
+            },
+        };
+        if (head.len() as u64) < want {
+            let ends = format!("{path}{what}: ends at byte {}", head.len());
+            return Err(Error::format(match need {
+                Some(need) => {
+                    format!("{ends}, inside the header; the header needs {need} bytes")
+                }
+                None => format!("{ends}, though its size says {length} bytes"),
+            }));
+        }
+        match (header, need) {
+            (Some(header), _) => return Ok(header),
+            (None, Some(need)) if need <= want => {
+                return Err(Error::format(format!(
+                    "{path}{what}: the header needs {need} bytes and {want} did not hold it"
+                )));
+            }
+            (None, need) => want = need.unwrap_or(want),
+        }
+    }
+}
+
+/// The header's metadata, owned: safetensors' strings, or GGUF's values
+/// (read from `head`, the bytes the header was read from).
+pub(crate) fn metadata(header: &FileHeader, head: &[u8]) -> Vec<(String, MetaValue)> {
+    if header.gguf.is_empty() {
+        return header
+            .metadata
+            .iter()
+            .map(|(k, v)| (k.to_owned(), MetaValue::Str(v.to_owned())))
+            .collect();
+    }
+    header
+        .gguf
+        .iter()
+        .filter_map(|e| Some((e.key.to_owned(), MetaValue::from_gguf(&e.value(head)?))))
+        .collect()
+}
+
+/// What [`inspect`](super::inspect) reports of the open file `f` of
+/// `size` bytes, and its `.npz` members (none for other formats).
+pub(crate) fn describe(
+    path: &str,
+    f: &mut File,
+    size: u64,
+) -> Result<(Report, Vec<Member>), Error> {
+    f.seek(SeekFrom::Start(0))?;
+    let magic = read_up_to(f, 4)?;
+    if magic == npz::ZIP_MAGIC || magic == npz::EMPTY_ZIP_MAGIC {
+        return npz::inspect(path, size, f);
+    }
+    let header = header(f, path, size, "")?;
+    // GGUF values are read from the header's bytes, read again whole.
+    let head = if header.gguf.is_empty() {
+        Vec::new()
+    } else {
+        f.seek(SeekFrom::Start(0))?;
+        read_up_to(f, header.data_start.min(size))?
+    };
+    let version = match header.format {
+        Format::Npy | Format::Gguf => Some(header.version),
+        Format::Safetensors => None,
+    };
+    let report = Report {
+        path: path.to_owned(),
+        format: header.format.name(),
+        size,
+        arrays: ArrayInfo::from_header(&header, 0, None, None),
+        metadata: metadata(&header, &head),
+        version,
+    };
+    Ok((report, Vec::new()))
+}

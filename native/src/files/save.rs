@@ -1,0 +1,451 @@
+//! [`save`]: `.npy` and safetensors files written byte for byte as the
+//! Python package's `bl.save` writes them, so that every array maps
+//! zero-copy, each header checked by the core as `load` will read it, and
+//! written atomically (a temporary file beside the path, synced, renamed).
+
+use std::fmt::Write as _;
+use std::fs::OpenOptions;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+use super::error::{Error, reason};
+use super::load::ArrayRef;
+use super::open::not_regular;
+use super::text::{printable, quoted64};
+use super::{MAX_HEADER, read_header};
+use crate::{ByteOrder, Descr, copy_into};
+
+/// Where `save` starts the data (and every tensor it can) by default.
+pub const ALIGN: usize = 64;
+/// The largest `align` [`save`] takes: a page.
+pub const MAX_ALIGN: usize = 4096;
+
+/// Writes `arrays` to `path` so that [`load`](super::load) maps every one
+/// zero-copy: the bytes Python's `bl.save(path, arrays, metadata,
+/// align=align)` writes.
+///
+/// `.npy`: one array, its data at a multiple of `align` (and of 64);
+/// Fortran order where the array is Fortran-contiguous and not C. No
+/// metadata. `.safetensors`: named arrays and string `metadata`,
+/// little-endian, the JSON header padded with spaces so that the data
+/// starts at a multiple of `align`; tensors whose sizes are multiples of
+/// `align` first, then the rest from the widest dtype down. `align` is a
+/// power of two from the widest itemsize up to [`MAX_ALIGN`].
+///
+/// The save is atomic: a file beside `path` under a temporary name is
+/// written, synced and renamed over `path` (a symlink's target); a save
+/// that fails leaves the old file as it was and no temporary file.
+///
+/// # Examples
+/// ```
+/// use bytelens::{View, files::{self, ArrayRef}};
+/// let dir = std::env::temp_dir().join(format!("bytelens-save-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let x = [1u16, 2, 3];
+/// files::save(dir.join("x.npy"), &[("x", ArrayRef::from(View::<u16>::from_bytes(bytemuck::cast_slice(&x))?))], &[], 64)?;
+/// let bytes = std::fs::read(dir.join("x.npy"))?;
+/// assert_eq!((bytes.len(), &bytes[128..]), (134, &[1u8, 0, 2, 0, 3, 0][..]));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn save(
+    path: impl AsRef<Path>,
+    arrays: &[(&str, ArrayRef<'_>)],
+    metadata: &[(&str, &str)],
+    align: usize,
+) -> Result<(), Error> {
+    let path = path.as_ref();
+    let shown = path.display().to_string();
+    if !(1..=MAX_ALIGN).contains(&align) || !align.is_power_of_two() {
+        return Err(Error::value(format!(
+            "align={align}: a power of two from the widest dtype's itemsize up to {MAX_ALIGN}"
+        )));
+    }
+    let (head, parts) = if shown.ends_with(".npy") {
+        if !metadata.is_empty() {
+            return Err(Error::value(format!(
+                "{shown}: an .npy file has no metadata; safetensors files do"
+            )));
+        }
+        let [(_, array)] = arrays else {
+            return Err(Error::value(format!(
+                "an .npy file holds one array, not {}",
+                arrays.len()
+            )));
+        };
+        npy_parts(&shown, array, align)?
+    } else if shown.ends_with(".safetensors") {
+        safetensors_parts(&shown, arrays, metadata, align)?
+    } else {
+        return Err(Error::value(format!(
+            "save writes .npy or .safetensors files, not {}",
+            quoted64(&shown)
+        )));
+    };
+    write_atomically(path, &shown, |f| {
+        f.write_all(&head)?;
+        for part in &parts {
+            f.write_all(part)?;
+        }
+        Ok(())
+    })
+}
+
+/// Refuses an `align` below the itemsize of `what`.
+fn check_align(align: usize, itemsize: usize, what: &str) -> Result<(), Error> {
+    if align < itemsize {
+        return Err(Error::value(format!(
+            "align={align} is below the itemsize of {what} ({itemsize} bytes): it could not keep it aligned"
+        )));
+    }
+    Ok(())
+}
+
+/// A shape as Python's tuple `repr`: `()`, `(5,)`, `(2, 3)`.
+fn tuple_text(shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+    let comma = if shape.len() == 1 { "," } else { "" };
+    format!("({}{comma})", dims.join(", "))
+}
+
+/// The bytes of `array` in C order as `to` (a copy only where they are
+/// not already so).
+fn c_order(array: &ArrayRef<'_>, to: Descr) -> Result<Vec<u8>, Error> {
+    let layout = array.layout();
+    let mut out = vec![0u8; layout.size() * to.dtype.size()];
+    copy_into(array.bytes(), &layout.unaligned(), &mut out, to).map_err(|err| match err {
+        crate::Error::Layout(e) => Error::Layout {
+            message: e.to_string(),
+            source: e,
+        },
+        other => Error::value(other.to_string()),
+    })?;
+    Ok(out)
+}
+
+/// The header of `array`'s `.npy` file and its data, at a multiple of
+/// `align` (and of 64, as the format asks).
+fn npy_parts(
+    path: &str,
+    array: &ArrayRef<'_>,
+    align: usize,
+) -> Result<(Vec<u8>, Vec<Vec<u8>>), Error> {
+    let layout = array.layout();
+    let descr = layout.descr();
+    let info = descr.dtype.info();
+    if !info.npy {
+        let raw = if descr.dtype.kind() == 'f' {
+            format!(
+                "{}f1",
+                if descr.dtype.size() == 1 {
+                    '|'
+                } else {
+                    descr.order.prefix()
+                }
+            )
+        } else {
+            let order = if descr.dtype.size() == 1 {
+                '|'
+            } else {
+                descr.order.prefix()
+            };
+            format!("{order}V{}", descr.dtype.size())
+        };
+        return Err(Error::type_error(format!(
+            "{path}: an .npy header cannot name {} (np.save writes it as raw bytes '{raw}', and \
+             loaders read bytes back): save it to a .safetensors file, as {}",
+            descr.dtype.name(),
+            info.safetensors
+        )));
+    }
+    check_align(align, descr.dtype.size(), descr.dtype.name())?;
+    let align = align.max(ALIGN);
+    let fortran = layout.is_f_contiguous() && !layout.is_c_contiguous();
+    let data = if fortran {
+        // Fortran order is C order of the transpose.
+        let t = ArrayRef::new(array.bytes(), layout.transpose()).map_err(|e| Error::Layout {
+            message: e.to_string(),
+            source: e,
+        })?;
+        c_order(&t, descr)?
+    } else {
+        c_order(array, descr)?
+    };
+    let dict = format!(
+        "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {}}}",
+        if fortran { "True" } else { "False" },
+        tuple_text(layout.shape())
+    );
+    let (version, lead) = if dict.len() + align + 10 < 65536 {
+        (1u8, 10)
+    } else {
+        (2, 12)
+    };
+    let total = (lead + dict.len() + 1).div_ceil(align) * align;
+    let mut header = dict;
+    header.extend(std::iter::repeat_n(' ', total - lead - 1 - header.len()));
+    header.push('\n');
+    let mut head = b"\x93NUMPY".to_vec();
+    head.extend([version, 0]);
+    if version == 1 {
+        head.extend((header.len() as u16).to_le_bytes());
+    } else {
+        head.extend((header.len() as u32).to_le_bytes());
+    }
+    head.extend(header.as_bytes());
+    loadable(path, &head, (head.len() + data.len()) as u64)?;
+    Ok((head, vec![data]))
+}
+
+/// A `FileHeader` check: a `ValueError` where `load` would refuse it.
+fn loadable(path: &str, head: &[u8], length: u64) -> Result<(), Error> {
+    read_header(head, length).map(|_| ()).map_err(|err| {
+        Error::value(format!(
+            "{path}: bl.load would refuse the header bl.save was to write: {err}"
+        ))
+    })
+}
+
+/// `text` as a JSON string, as Python's `json.dumps` writes it (ASCII
+/// only: the rest as `\uXXXX`, astral characters as surrogate pairs).
+fn json_string(text: &str, out: &mut String) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            ' '..='~' => out.push(c),
+            _ => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+        }
+    }
+    out.push('"');
+}
+
+/// The header of a safetensors file of `arrays` and its data, in order.
+fn safetensors_parts(
+    path: &str,
+    arrays: &[(&str, ArrayRef<'_>)],
+    metadata: &[(&str, &str)],
+    align: usize,
+) -> Result<(Vec<u8>, Vec<Vec<u8>>), Error> {
+    let mut tensors = Vec::with_capacity(arrays.len());
+    let mut names = std::collections::HashSet::new();
+    for (name, array) in arrays {
+        if *name == "__metadata__" {
+            return Err(Error::value(
+                "no tensor can be named '__metadata__': safetensors keeps the file's metadata there",
+            ));
+        }
+        if !names.insert(*name) {
+            return Err(Error::value(format!(
+                "two tensors are named {}",
+                quoted64(name)
+            )));
+        }
+        let dtype = array.layout().dtype();
+        check_align(
+            align,
+            dtype.size(),
+            &format!("{} (tensor {})", dtype.name(), quoted64(name)),
+        )?;
+        let data = c_order(array, Descr::new(dtype, ByteOrder::Little))?;
+        tensors.push((*name, dtype, array.layout(), data));
+    }
+    // Sizes that keep `align` first, then the widest dtypes first.
+    tensors.sort_by_key(|(_, dtype, _, data)| {
+        (data.len() % align != 0, std::cmp::Reverse(dtype.size()))
+    });
+    let mut json = String::from("{");
+    let mut first = true;
+    if !metadata.is_empty() {
+        // As a dict: a repeated key keeps its first place and its last value.
+        let mut pairs: Vec<(&str, &str)> = Vec::new();
+        for &(key, value) in metadata {
+            match pairs.iter_mut().find(|(k, _)| *k == key) {
+                Some(pair) => pair.1 = value,
+                None => pairs.push((key, value)),
+            }
+        }
+        json.push_str("\"__metadata__\":{");
+        for (i, (key, value)) in pairs.iter().enumerate() {
+            if i > 0 {
+                json.push(',');
+            }
+            json_string(key, &mut json);
+            json.push(':');
+            json_string(value, &mut json);
+        }
+        json.push('}');
+        first = false;
+    }
+    let mut at = 0usize;
+    for (name, dtype, layout, data) in &tensors {
+        if !first {
+            json.push(',');
+        }
+        first = false;
+        json_string(name, &mut json);
+        let dims: Vec<String> = layout.shape().iter().map(usize::to_string).collect();
+        let _ = write!(
+            json,
+            ":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{at},{}]}}",
+            dtype.info().safetensors,
+            dims.join(","),
+            at + data.len()
+        );
+        at += data.len();
+    }
+    json.push('}');
+    let mut encoded = json.into_bytes();
+    let pad = (align - (8 + encoded.len()) % align) % align;
+    encoded.extend(std::iter::repeat_n(b' ', pad));
+    if encoded.len() > MAX_HEADER {
+        return Err(Error::value(format!(
+            "{path}: the header would be {} bytes, more than the {MAX_HEADER} bl.load reads (most of it metadata?)",
+            encoded.len()
+        )));
+    }
+    let mut head = (encoded.len() as u64).to_le_bytes().to_vec();
+    head.extend(encoded);
+    loadable(path, &head, (head.len() + at) as u64)?;
+    Ok((head, tensors.into_iter().map(|t| t.3).collect()))
+}
+
+/// The longest start of `name` of at most `limit` bytes, cut between
+/// characters.
+fn name_start(name: &str, limit: usize) -> &str {
+    let mut end = 0;
+    for (i, c) in name.char_indices() {
+        if i + c.len_utf8() > limit {
+            break;
+        }
+        end = i + c.len_utf8();
+    }
+    &name[..end]
+}
+
+/// Twelve hex digits no other save in this process or another is likely
+/// to pick at the same moment.
+fn token() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u128(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos()),
+    );
+    h.write_u32(std::process::id());
+    format!("{:012x}", h.finish() & 0xFFFF_FFFF_FFFF)
+}
+
+/// Calls `write` on a new file beside `path`, syncs it and renames it over
+/// `path` (a symlink's target): readers see the old file whole or the new
+/// one whole. On any error the new file is removed and the old one kept.
+fn write_atomically(
+    path: &Path,
+    shown: &str,
+    write: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
+) -> Result<(), Error> {
+    let target: PathBuf = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let folder = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let name = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let old = match std::fs::metadata(&target) {
+        Ok(info) => Some(info),
+        Err(err) if err.kind() == io::ErrorKind::NotFound => None,
+        Err(err) => return Err(Error::Io(err)),
+    };
+    if let Some(info) = &old {
+        if !info.is_file() {
+            return Err(not_regular(shown, info.file_type()));
+        }
+    }
+    let temp = folder.join(format!(".{}.{}.tmp", name_start(&name, 180), token()));
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(&temp)
+        .map_err(|err| {
+            Error::io(
+                err.kind(),
+                format!(
+                    "{shown}: cannot create {}, the new file bl.save renames over it: {}",
+                    temp.display(),
+                    reason(&err).to_lowercase()
+                ),
+            )
+        })?;
+    let result = (|| {
+        if let Some(info) = &old {
+            // The file replaced keeps its permission bits.
+            std::fs::set_permissions(&temp, info.permissions())?;
+        }
+        write(&mut f)
+            .and_then(|()| f.flush())
+            .and_then(|()| f.sync_all())
+            .map_err(|err| {
+                Error::io(
+                    err.kind(),
+                    format!(
+                        "{}: writing the new file failed ({}); the old file is kept",
+                        printable(shown),
+                        reason(&err)
+                    ),
+                )
+            })?;
+        drop(f);
+        std::fs::rename(&temp, &target)?;
+        Ok::<(), Error>(())
+    })();
+    if let Err(err) = result {
+        let _ = std::fs::remove_file(&temp);
+        return Err(err);
+    }
+    // The rename itself, to disk: through the folder, where it can be synced.
+    #[cfg(unix)]
+    if let Ok(dir) = std::fs::File::open(&folder) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_strings_are_python_json_dumps() {
+        let mut out = String::new();
+        json_string("a\"\\\n\u{7f}é😀", &mut out);
+        assert_eq!(out, "\"a\\\"\\\\\\n\\u007f\\u00e9\\ud83d\\ude00\"");
+    }
+
+    #[test]
+    fn names_are_cut_between_characters() {
+        assert_eq!(name_start("ééé", 5), "éé");
+        assert_eq!(name_start("abc", 180), "abc");
+    }
+
+    #[test]
+    fn shapes_are_python_tuples() {
+        assert_eq!(
+            (tuple_text(&[]), tuple_text(&[5]), tuple_text(&[2, 3])),
+            ("()".into(), "(5,)".into(), "(2, 3)".into())
+        );
+    }
+}

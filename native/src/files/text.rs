@@ -1,0 +1,247 @@
+//! Text from files in messages and reports, escaped as the Python layer
+//! escapes it: [`short`] (`_short`), [`printable`] (`_printable`),
+//! [`repr`] (a Python `str`'s `repr`), and numbers as Python prints them
+//! ([`py_float`], [`thousands`]).
+
+use std::fmt::Write;
+
+/// `text` as Python's `unicode_escape` codec writes it: `\\`, `\t`, `\n`,
+/// `\r`, and every other character outside printable ASCII as `\xhh`,
+/// `\uhhhh` or `\Uhhhhhhhh`.
+fn unicode_escape(text: &str, out: &mut String) {
+    for c in text.chars() {
+        let n = c as u32;
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            ' '..='~' => out.push(c),
+            _ if n < 0x100 => {
+                let _ = write!(out, "\\x{n:02x}");
+            }
+            _ if n < 0x10000 => {
+                let _ = write!(out, "\\u{n:04x}");
+            }
+            _ => {
+                let _ = write!(out, "\\U{n:08x}");
+            }
+        }
+    }
+}
+
+/// `text` on one line of at most `keep` characters (then `...`), every
+/// control and non-ASCII character escaped: Python's `_short`.
+pub(crate) fn short(text: &str, keep: usize) -> String {
+    let mut out = String::new();
+    unicode_escape(text, &mut out);
+    if out.len() > keep {
+        out.truncate(keep); // ASCII: every byte a character
+        out.push_str("...");
+    }
+    out
+}
+
+/// [`short`] to 64 characters, the Python default.
+pub(crate) fn short64(text: &str) -> String {
+    short(text, 64)
+}
+
+/// Python's `repr` of a `str`: single quotes, unless the text holds one
+/// and no double quote; backslashes, the quote and controls escaped.
+pub(crate) fn repr(text: &str) -> String {
+    let quote = if text.contains('\'') && !text.contains('"') {
+        '"'
+    } else {
+        '\''
+    };
+    let mut out = String::with_capacity(text.len() + 2);
+    out.push(quote);
+    for c in text.chars() {
+        let n = c as u32;
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            _ if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            _ if n < 0x20 || (0x7f..0xa0).contains(&n) => {
+                let _ = write!(out, "\\x{n:02x}");
+            }
+            _ if is_unprintable(c) => {
+                let _ = if n < 0x10000 {
+                    write!(out, "\\u{n:04x}")
+                } else {
+                    write!(out, "\\U{n:08x}")
+                };
+            }
+            _ => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}
+
+/// `repr(short(text, keep))`: how the Python layer quotes a name in a
+/// message (`{_short(name)!r}`).
+pub(crate) fn quoted(text: &str, keep: usize) -> String {
+    repr(&short(text, keep))
+}
+
+/// [`quoted`] to 64 characters.
+pub(crate) fn quoted64(text: &str) -> String {
+    quoted(text, 64)
+}
+
+/// Whether `c` is in a Unicode category Python's `_printable` escapes (Cc,
+/// Cf, Cs, Co, Cn, Zl, Zp). Without the Unicode database, Cn (unassigned
+/// code points) is approximated by the noncharacters and the planes with
+/// nothing assigned; Cf by its list as of Unicode 15.
+fn is_unprintable(c: char) -> bool {
+    let n = c as u32;
+    let control = n < 0x20 || (0x7f..0xa0).contains(&n);
+    let format = matches!(
+        n,
+        0xAD | 0x600..=0x605
+            | 0x61C
+            | 0x6DD
+            | 0x70F
+            | 0x890..=0x891
+            | 0x8E2
+            | 0x180E
+            | 0x200B..=0x200F
+            | 0x202A..=0x202E
+            | 0x2060..=0x2064
+            | 0x2066..=0x206F
+            | 0xFEFF
+            | 0xFFF9..=0xFFFB
+            | 0x110BD
+            | 0x110CD
+            | 0x13430..=0x1343F
+            | 0x1BCA0..=0x1BCA3
+            | 0x1D173..=0x1D17A
+            | 0xE0001
+            | 0xE0020..=0xE007F
+    );
+    let private = matches!(n, 0xE000..=0xF8FF | 0xF0000..=0xFFFFD | 0x100000..=0x10FFFD);
+    let separator = n == 0x2028 || n == 0x2029;
+    let unassigned = (n & 0xFFFE) == 0xFFFE
+        || (0xFDD0..=0xFDEF).contains(&n)
+        || (0x40000..=0xDFFFF).contains(&n)
+        || (0xE0080..=0xEFFFF).contains(&n);
+    control || format || private || separator || unassigned
+}
+
+/// `text` with the characters [`is_unprintable`] finds escaped (as
+/// `unicode_escape` writes them) and the rest kept: Python's `_printable`,
+/// for paths and reasons.
+pub(crate) fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if is_unprintable(c) {
+            let mut one = [0u8; 4];
+            unicode_escape(c.encode_utf8(&mut one), &mut out);
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// `n` with commas between thousands, as Python's `f"{n:,}"`.
+pub(crate) fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() * 4 / 3);
+    for (i, d) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(d);
+    }
+    out
+}
+
+/// A float as Python's `repr` (and numpy's scalar `str`) writes it, from
+/// the shortest digits that read back as it (`sci`, Rust's `{:e}` of the
+/// value at its own width): positional from 1e-4 up to 1e16 (`0.0001`,
+/// `10.0`), else scientific with a signed exponent of two digits or more
+/// (`1e-05`, `1.5e+16`); `inf`, `-inf`, `nan`.
+pub(crate) fn py_float(sci: &str) -> String {
+    match sci {
+        "inf" | "-inf" | "NaN" => return sci.replace("NaN", "nan"),
+        _ => {}
+    }
+    let (negative, body) = match sci.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, sci),
+    };
+    let (mantissa, exp) = body.split_once('e').unwrap_or((body, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(|c| *c != '.').collect();
+    let sign = if negative { "-" } else { "" };
+    if digits.bytes().all(|b| b == b'0') {
+        return format!("{sign}0.0");
+    }
+    if (-4..16).contains(&exp) {
+        let point = exp + 1; // digits before the point
+        let text = if point <= 0 {
+            format!("0.{}{digits}", "0".repeat((-point) as usize))
+        } else if point as usize >= digits.len() {
+            format!("{digits}{}.0", "0".repeat(point as usize - digits.len()))
+        } else {
+            format!(
+                "{}.{}",
+                &digits[..point as usize],
+                &digits[point as usize..]
+            )
+        };
+        return format!("{sign}{text}");
+    }
+    let rest = if digits.len() > 1 {
+        format!(".{}", &digits[1..])
+    } else {
+        String::new()
+    };
+    let esign = if exp < 0 { '-' } else { '+' };
+    format!("{sign}{}{rest}e{esign}{:02}", &digits[..1], exp.abs())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escapes_as_python_does() {
+        assert_eq!(short("a\x1b[2J\né", 64), "a\\x1b[2J\\n\\xe9");
+        assert_eq!(short(&"x".repeat(70), 64), format!("{}...", "x".repeat(64)));
+        assert_eq!(repr("it's"), "\"it's\"");
+        assert_eq!(repr("a\\b"), "'a\\\\b'");
+        assert_eq!(quoted64("\u{202e}"), "'\\\\u202e'");
+        assert_eq!(printable("caf\u{e9}\u{202e}\n"), "caf\u{e9}\\u202e\\n");
+        assert_eq!(thousands(1234567), "1,234,567");
+        assert_eq!(thousands(999), "999");
+    }
+
+    #[test]
+    fn floats_read_as_python_prints_them() {
+        let cases: [(f64, &str); 9] = [
+            (1e-5, "1e-05"),
+            (0.0001, "0.0001"),
+            (10.0, "10.0"),
+            (1e16, "1e+16"),
+            (1.5e300, "1.5e+300"),
+            (-0.0, "-0.0"),
+            (123.25, "123.25"),
+            (f64::INFINITY, "inf"),
+            (f64::NAN, "nan"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(py_float(&format!("{x:e}")), want, "{x}");
+        }
+        assert_eq!(py_float(&format!("{:e}", 0.1f32)), "0.1");
+        assert_eq!(py_float(&format!("{:e}", 123456789.0f32)), "123456790.0");
+    }
+}

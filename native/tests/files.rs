@@ -1,0 +1,424 @@
+//! `bytelens::files`: load, save and inspect against files the Python
+//! package wrote (`tests/vectors/files/`, made by `bl.save`, `np.savez`
+//! and `python -m bytelens inspect`), and hostile cases' messages.
+
+use std::path::{Path, PathBuf};
+
+use bytelens::files::{self, ArrayRef, Entry, Error, LoadOptions};
+use bytelens::{ByteOrder, DType, Descr, Layout, MapMode, View};
+
+fn vector(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../tests/vectors/files")
+        .join(name)
+}
+
+/// A fresh folder of this test's own.
+fn temp_dir(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("bytelens-files-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn array<'a>(bytes: &'a [u8], dtype: DType, order: ByteOrder, shape: &[usize]) -> ArrayRef<'a> {
+    let layout = Layout::contiguous(dtype, shape)
+        .unwrap()
+        .with_byte_order(order);
+    ArrayRef::new(bytes, layout).unwrap()
+}
+
+/// What `python -m bytelens inspect NAME` printed, for the file at `path`.
+fn inspect_text(name: &str, path: &Path) -> String {
+    let text = std::fs::read_to_string(vector(&format!("{name}.inspect.txt"))).unwrap();
+    let text = text.strip_suffix('\n').unwrap();
+    text.replacen(name, &path.display().to_string(), 1)
+}
+
+#[test]
+fn save_writes_the_bytes_python_writes() {
+    let dir = temp_dir("save");
+    // a.npy: np.arange(6, dtype="<i4").reshape(2, 3)
+    let ints: Vec<u8> = (0..6i32).flat_map(i32::to_le_bytes).collect();
+    let a = dir.join("a.npy");
+    files::save(
+        &a,
+        &[(
+            "array",
+            array(&ints, DType::I32, ByteOrder::Little, &[2, 3]),
+        )],
+        &[],
+        64,
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read(&a).unwrap(),
+        std::fs::read(vector("a.npy")).unwrap()
+    );
+
+    // f.npy: np.asfortranarray(np.arange(6, dtype=">f8").reshape(2, 3)), align=4096
+    let mut fortran = Vec::new();
+    for j in 0..3 {
+        for i in 0..2 {
+            fortran.extend(((i * 3 + j) as f64).to_be_bytes());
+        }
+    }
+    let f_layout = Layout::contiguous(DType::F64, &[3, 2])
+        .unwrap()
+        .transpose()
+        .with_byte_order(ByteOrder::Big);
+    let f = dir.join("f.npy");
+    files::save(
+        &f,
+        &[("x", ArrayRef::new(&fortran, f_layout).unwrap())],
+        &[],
+        4096,
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::read(&f).unwrap(),
+        std::fs::read(vector("f.npy")).unwrap()
+    );
+
+    // m.safetensors: b (u2, 3), w (f4 ones 2x2), 'é"x' (i8, empty); metadata; align 256.
+    let b: Vec<u8> = (0..3u16).flat_map(u16::to_le_bytes).collect();
+    let w: Vec<u8> = [1.0f32; 4].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let m = dir.join("m.safetensors");
+    let tensors = [
+        ("b", array(&b, DType::U16, ByteOrder::Little, &[3])),
+        ("w", array(&w, DType::F32, ByteOrder::Little, &[2, 2])),
+        ("é\"x", array(&[], DType::I64, ByteOrder::Little, &[0])),
+    ];
+    files::save(&m, &tensors, &[("k", "vé"), ("z", "1")], 256).unwrap();
+    assert_eq!(
+        std::fs::read(&m).unwrap(),
+        std::fs::read(vector("m.safetensors")).unwrap()
+    );
+    // Nothing else in the folder: no temporary file left behind.
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 3);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn inspect_prints_what_python_prints() {
+    for name in ["a.npy", "f.npy", "m.safetensors", "z.npz", "s.npz"] {
+        let path = vector(name);
+        let report = files::inspect(&path).unwrap();
+        assert_eq!(report.to_string(), inspect_text(name, &path), "{name}");
+    }
+}
+
+#[test]
+fn load_views_npy_safetensors_and_npz() {
+    let a = files::load(vector("a.npy"), MapMode::Read).unwrap();
+    assert_eq!(a.names().collect::<Vec<_>>(), ["array"]);
+    let v = a.view::<i32>("array").unwrap();
+    assert_eq!(
+        (v.layout().shape(), v.get(&[1, 2]).unwrap()),
+        (&[2, 3][..], 5)
+    );
+
+    let f = files::load(vector("f.npy"), MapMode::Read).unwrap();
+    let v = f.view::<f64>("array").unwrap();
+    assert_eq!(
+        (v.get(&[0, 1]).unwrap(), v.get(&[1, 0]).unwrap()),
+        (1.0, 3.0)
+    );
+
+    let m = files::load(vector("m.safetensors"), MapMode::Read).unwrap();
+    assert_eq!(m.names().collect::<Vec<_>>(), ["é\"x", "w", "b"]);
+    assert_eq!(
+        m.view::<u16>("b").unwrap().iter().collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
+    assert_eq!(
+        m.metadata()[0],
+        ("k".to_owned(), files::MetaValue::Str("vé".to_owned()))
+    );
+    let Entry::Array { writable, .. } = m.entry("w").unwrap() else {
+        panic!("w is an array")
+    };
+    assert!(!writable);
+
+    // Deflated members, inflated on access; a misaligned stored member, copied.
+    let z = files::load(vector("z.npz"), MapMode::Read).unwrap();
+    assert_eq!(
+        z.view::<i64>("a").unwrap().iter().collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
+    assert_eq!(
+        z.view::<f64>("b").unwrap().iter().collect::<Vec<_>>(),
+        [1.0, 1.0]
+    );
+    let s = files::load(vector("s.npz"), MapMode::Read).unwrap();
+    assert_eq!(
+        s.view::<i16>("a").unwrap().iter().collect::<Vec<_>>(),
+        [0, 1, 2]
+    );
+    let strict = LoadOptions {
+        strict: true,
+        ..LoadOptions::new(MapMode::Read)
+    };
+    let err = files::load_with(vector("s.npz"), strict).err().unwrap();
+    assert_eq!(err.python_exception(), "AlignmentError");
+    assert!(err.to_string().ends_with(
+        "s.npz: array 'a': offset 183 is not a multiple of 2, the alignment of int16 (strict=True refuses the copy that would align it)"
+    ), "{err}");
+}
+
+#[test]
+fn hostile_and_wrong_requests_say_what_python_says() {
+    let m = files::load(vector("m.safetensors"), MapMode::Read).unwrap();
+    let err = m.view::<f32>("nope").unwrap_err();
+    assert!(matches!(err, Error::NotFound { ref name } if name == "nope"));
+    assert_eq!(
+        (err.to_string(), err.python_exception()),
+        ("'nope'".to_owned(), "KeyError")
+    );
+    assert_eq!(
+        m.view::<f64>("w").unwrap_err().python_exception(),
+        "LayoutError"
+    );
+
+    let err = files::load(vector("z.npz"), MapMode::ReadWrite)
+        .err()
+        .unwrap();
+    assert_eq!(err.python_exception(), "ValueError");
+    assert!(err.to_string().ends_with("z.npz: an .npz member written in place would no longer match its CRC-32, and zip readers (np.load among them) would refuse it: load it with mode \"r\" or \"c\""));
+
+    let dir = temp_dir("hostile");
+    let junk = dir.join("junk.bin");
+    std::fs::write(&junk, b"hello, world").unwrap();
+    let err = files::load(&junk, MapMode::Read).err().unwrap();
+    assert_eq!(err.python_exception(), "FormatError");
+    assert!(
+        err.to_string()
+            .starts_with(&format!("{}: not an .npy file", junk.display())),
+        "{err}"
+    );
+    let err = files::inspect(&dir).unwrap_err();
+    assert_eq!(
+        (err.python_exception(), err.to_string()),
+        (
+            "IsADirectoryError",
+            format!("{}: not a regular file (a directory)", dir.display())
+        )
+    );
+
+    // A truncated safetensors file: the core's message, after the path.
+    let mut cut = std::fs::read(vector("m.safetensors")).unwrap();
+    cut.truncate(270);
+    let short = dir.join("cut.safetensors");
+    std::fs::write(&short, &cut).unwrap();
+    let err = files::inspect(&short).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::Format {
+                header: Some(_),
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().starts_with(&format!(
+            "{}: array \"w\" lies at bytes 256..272",
+            short.display()
+        )),
+        "{err}"
+    );
+
+    // A damaged deflated member: its CRC-32 is checked as it is inflated.
+    let mut z = std::fs::read(vector("z.npz")).unwrap();
+    let path = dir.join("bad.npz");
+    // The zip directory's CRC-32 of the first member (what zip readers check).
+    let first_dir = z.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
+    z[first_dir + 16] ^= 0xff;
+    std::fs::write(&path, &z).unwrap();
+    let loaded = files::load(&path, MapMode::Read).unwrap();
+    let err = loaded.view::<i64>("a").unwrap_err();
+    assert!(err.to_string().ends_with("member 'a.npy': its bytes do not have the CRC-32 the zip records (the member is damaged)"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn save_refuses_before_writing_and_keeps_the_old_file() {
+    let dir = temp_dir("refuse");
+    let path = dir.join("m.safetensors");
+    let ones: Vec<u8> = [1.0f32; 2].iter().flat_map(|x| x.to_le_bytes()).collect();
+    let w = array(&ones, DType::F32, ByteOrder::Little, &[2]);
+    files::save(&path, &[("w", w)], &[], 64).unwrap();
+    let before = std::fs::read(&path).unwrap();
+    type Case<'c> = (&'c [(&'c str, ArrayRef<'c>)], usize, &'c str, &'c str);
+    let cases: [Case<'_>; 4] = [
+        (
+            &[("w", w)],
+            48,
+            "ValueError",
+            "align=48: a power of two from the widest dtype's itemsize up to 4096",
+        ),
+        (
+            &[("w", w)],
+            2,
+            "ValueError",
+            "align=2 is below the itemsize of float32 (tensor 'w') (4 bytes): it could not keep it aligned",
+        ),
+        (
+            &[("__metadata__", w)],
+            64,
+            "ValueError",
+            "no tensor can be named '__metadata__': safetensors keeps the file's metadata there",
+        ),
+        (
+            &[("w", w), ("w", w)],
+            64,
+            "ValueError",
+            "two tensors are named 'w'",
+        ),
+    ];
+    for (arrays, align, class, message) in cases {
+        let err = files::save(&path, arrays, &[], align).unwrap_err();
+        assert_eq!(
+            (err.python_exception(), err.to_string().as_str()),
+            (class, message)
+        );
+    }
+    let err = files::save(dir.join("x.txt"), &[("w", w)], &[], 64).unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("save writes .npy or .safetensors files, not '"),
+        "{err}"
+    );
+    let bf = array(&[0, 0], DType::BF16, ByteOrder::Little, &[1]);
+    let err = files::save(dir.join("b.npy"), &[("b", bf)], &[], 64).unwrap_err();
+    assert_eq!(err.python_exception(), "TypeError");
+    assert!(err.to_string().ends_with("an .npy header cannot name bfloat16 (np.save writes it as raw bytes '<V2', and loaders read bytes back): save it to a .safetensors file, as BF16"), "{err}");
+    assert_eq!(std::fs::read(&path).unwrap(), before);
+    // Over a folder: refused, the folder untouched, no temporary file.
+    std::fs::create_dir(dir.join("d.npy")).unwrap();
+    let err = files::save(dir.join("d.npy"), &[("w", w)], &[], 64).unwrap_err();
+    assert_eq!(err.python_exception(), "IsADirectoryError");
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["d.npy", "m.safetensors"]);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn writes_reach_the_file_under_read_write_only() {
+    let dir = temp_dir("modes");
+    let path = dir.join("a.npy");
+    let ints: Vec<u8> = (0..4i32).flat_map(i32::to_le_bytes).collect();
+    files::save(
+        &path,
+        &[("a", array(&ints, DType::I32, ByteOrder::Little, &[4]))],
+        &[],
+        64,
+    )
+    .unwrap();
+    let mut c = files::load(&path, MapMode::Copy).unwrap();
+    c.view_mut::<i32>("array").unwrap().set(&[0], 7).unwrap();
+    assert_eq!(
+        files::load(&path, MapMode::Read)
+            .unwrap()
+            .view::<i32>("array")
+            .unwrap()
+            .get(&[0])
+            .unwrap(),
+        0
+    );
+    let mut rw = files::load(&path, MapMode::ReadWrite).unwrap();
+    rw.view_mut::<i32>("array").unwrap().set(&[0], 9).unwrap();
+    drop(rw);
+    assert_eq!(
+        files::load(&path, MapMode::Read)
+            .unwrap()
+            .view::<i32>("array")
+            .unwrap()
+            .get(&[0])
+            .unwrap(),
+        9
+    );
+    let mut r = files::load(&path, MapMode::Read).unwrap();
+    assert_eq!(
+        r.view_mut::<i32>("array").err().unwrap().python_exception(),
+        "LayoutError"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A GGUF v3 file: one float32 tensor "f" (2 values) and one q8_0 tensor
+/// "q" (32 values), the data at 32-byte alignment.
+fn gguf_file() -> Vec<u8> {
+    let mut out = b"GGUF".to_vec();
+    out.extend(3u32.to_le_bytes());
+    out.extend(2u64.to_le_bytes()); // tensors
+    out.extend(1u64.to_le_bytes()); // key/values
+    let string = |out: &mut Vec<u8>, s: &str| {
+        out.extend((s.len() as u64).to_le_bytes());
+        out.extend(s.as_bytes());
+    };
+    string(&mut out, "general.name");
+    out.extend(8u32.to_le_bytes()); // string
+    string(&mut out, "tiny");
+    for (name, ggml, n, offset) in [("f", 0u32, 2u64, 0u64), ("q", 8, 32, 32)] {
+        string(&mut out, name);
+        out.extend(1u32.to_le_bytes());
+        out.extend(n.to_le_bytes());
+        out.extend(ggml.to_le_bytes());
+        out.extend(offset.to_le_bytes());
+    }
+    while !out.len().is_multiple_of(32) {
+        out.push(0);
+    }
+    out.extend(1.5f32.to_le_bytes());
+    out.extend((-2.0f32).to_le_bytes());
+    out.resize(out.len() + 24, 0);
+    out.extend([0x00, 0x3c]); // q8_0: d = 1.0 (float16)
+    out.extend((0..32).map(|i| i as u8));
+    out
+}
+
+#[test]
+fn load_gguf_views_and_quantised_blocks() {
+    let dir = temp_dir("gguf");
+    let path = dir.join("tiny.gguf");
+    std::fs::write(&path, gguf_file()).unwrap();
+    let loaded = files::load(&path, MapMode::Read).unwrap();
+    assert_eq!(loaded.names().collect::<Vec<_>>(), ["f", "q"]);
+    assert_eq!(
+        loaded.view::<f32>("f").unwrap().iter().collect::<Vec<_>>(),
+        [1.5, -2.0]
+    );
+    let Entry::Quantized(q) = loaded.entry("q").unwrap() else {
+        panic!("q is quantised")
+    };
+    assert_eq!(
+        (q.ggml.name(), q.shape, q.blocks.len()),
+        ("Q8_0", &[32u64][..], 34)
+    );
+    let values = q.dequantize(Descr::native(DType::F32)).unwrap();
+    let got: Vec<f32> = View::<f32>::from_bytes(values.as_bytes())
+        .unwrap()
+        .iter()
+        .collect();
+    assert_eq!(got, (0..32).map(|i| i as f32).collect::<Vec<_>>());
+    assert_eq!(
+        loaded.view::<f32>("q").unwrap_err().python_exception(),
+        "TypeError"
+    );
+    let text = files::inspect(&path).unwrap().to_string();
+    assert!(
+        text.contains("gguf 3.0, 194 bytes, 2 arrays\n  metadata general.name: tiny\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("  q     Q8_0   (32,)  160..194  32     1 blocks, dequantised on access"),
+        "{text}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
