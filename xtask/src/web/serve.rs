@@ -12,8 +12,8 @@
 //!
 //! Whatever a client sends, the server holds a bounded amount of it and
 //! for a bounded time: the request's head is read into at most
-//! [`MAX_HEAD`] bytes and judged by [`parse_head`], a pure function (the
-//! tests drive it with random and mutated requests); a path is resolved and
+//! [`MAX_HEAD`] bytes and judged by [`parse_head`] (in [`http`]), a pure
+//! function (the tests drive it with random and mutated requests); a path is resolved and
 //! checked before anything is opened (inside the served folder after
 //! symbolic links are followed, a regular file, no `..`), so a FIFO or
 //! `/dev/zero` is refused, never read; files are streamed in chunks, only
@@ -37,6 +37,7 @@ use http::{
     MAX_HEAD, Method, Range, Reject, Request, addressed_here, byte_range, misdirected, parse_head,
     phrase, reject,
 };
+
 /// After an answer, the most bytes read and dropped while waiting for the
 /// client to see it and hang up (so that closing with unread bytes, which
 /// sends a reset, does not destroy the answer first).
@@ -65,6 +66,8 @@ impl Default for Limits {
     }
 }
 
+/// What is served: the static files under `root` and each of `files` at
+/// `/file/NAME`.
 #[derive(Clone, Debug)]
 pub struct Site {
     /// Canonical (symbolic links resolved), so that a resolved path can be
