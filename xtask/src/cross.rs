@@ -37,13 +37,13 @@
 
 use std::env;
 use std::fs;
-use std::io::{self, BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::thread;
 use std::time::Instant;
 
-use crate::{Result, apt_install, cmd, run, target_dir, test::rustup_list};
+use crate::util::{
+    Binary, Result, Run, Step, apt_install, cmd, run, run_logged, rustup_list, tally, target_dir,
+};
 
 /// What the suite checks: macOS on Apple silicon and on Intel, Windows
 /// (mingw-w64's ABI, which Wine runs here) and Linux on Arm.
@@ -105,8 +105,8 @@ fn on_path(program: &str) -> bool {
 
 /// The suite's steps: clippy for each of [`TARGETS`], then the Windows
 /// tests under Wine.
-pub fn steps() -> Vec<(String, Command)> {
-    let mut list: Vec<(String, Command)> = TARGETS
+pub fn steps(_: &Run) -> Vec<Step> {
+    let mut list: Vec<Step> = TARGETS
         .map(|target| (format!("clippy, {target}"), clippy(target)))
         .into();
     let mut wine = cmd("cargo", &["xtask", "cross-wine"]);
@@ -235,155 +235,6 @@ fn shim() -> Result<PathBuf> {
         .arg("-lbcrypt");
     run(gcc)?;
     Ok(out)
-}
-
-/// Runs `c`, echoing its output and stderr (cargo's "Running" lines) as
-/// they come, in order, then `then` once `c` has exited (whatever its
-/// status), and returns the output; a failing status is an error.
-///
-/// The output is read to its end only after `then`: a process `c` started
-/// and left behind holding the pipe (Wine's services, say) would otherwise
-/// keep the read waiting, and `then` stops those.
-pub(crate) fn run_logged(mut c: Command, then: impl FnOnce() -> Result) -> Result<String> {
-    let shown = format!("{c:?}").replace('"', "");
-    println!("\n$ {shown}");
-    let spawned = io::pipe().and_then(|(reader, writer)| {
-        c.stderr(writer.try_clone()?).stdout(writer);
-        Ok((reader, c.spawn()?))
-    });
-    // The command holds the pipe's write ends: dropped, the reader sees its
-    // end once the child (and whatever it started) is done.
-    drop(c);
-    let (reader, mut child) = match spawned {
-        Ok(spawned) => spawned,
-        Err(e) => {
-            then()?;
-            return Err(format!("could not start {shown}: {e}"));
-        }
-    };
-    let echo = thread::spawn(move || {
-        let mut log = String::new();
-        let mut reader = BufReader::new(reader);
-        let mut line = vec![];
-        while reader.read_until(b'\n', &mut line).is_ok_and(|n| n > 0) {
-            let text = String::from_utf8_lossy(&line);
-            print!("{text}");
-            log.push_str(&text);
-            line.clear();
-        }
-        log
-    });
-    let status = child.wait().map_err(|e| format!("{shown}: {e}"));
-    then()?;
-    let log = echo.join().map_err(|_| "the output reader panicked")?;
-    let status = status?;
-    if status.success() {
-        Ok(log)
-    } else {
-        Err(format!("`{shown}` failed ({status})"))
-    }
-}
-
-/// Runs the commands at once, each one's output into a file under `dir`,
-/// printed when all are done; their logs, or the first failure.
-pub(crate) fn run_logged_together(
-    commands: impl IntoIterator<Item = Command>,
-    dir: &Path,
-) -> Result<Vec<String>> {
-    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let mut children = vec![];
-    for (i, mut c) in commands.into_iter().enumerate() {
-        let path = dir.join(format!("together-{i}.log"));
-        let file = fs::File::create(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-        let shown = format!("{c:?}").replace('"', "");
-        println!("\n$ {shown} > {}", path.display());
-        let err = file.try_clone().map_err(|e| e.to_string())?;
-        c.stdout(file).stderr(err);
-        let child = c
-            .spawn()
-            .map_err(|e| format!("could not start {shown}: {e}"));
-        children.push((shown, path, child));
-    }
-    let mut logs = vec![];
-    let mut failed = None;
-    for (shown, path, child) in children {
-        let status = child.and_then(|mut c| c.wait().map_err(|e| format!("{shown}: {e}")));
-        let log = fs::read_to_string(&path).unwrap_or_default();
-        println!("\n--- {shown}:\n{log}");
-        match status {
-            Ok(s) if s.success() => logs.push(log),
-            Ok(s) => {
-                failed.get_or_insert(format!("`{shown}` failed ({s})"));
-            }
-            Err(e) => {
-                failed.get_or_insert(e);
-            }
-        }
-    }
-    match failed {
-        Some(err) => Err(err),
-        None => Ok(logs),
-    }
-}
-
-/// One test binary's part of `cargo test`'s output.
-#[derive(Debug, PartialEq)]
-pub(crate) struct Binary {
-    /// As cargo names it: "tests/shared.rs", "unittests src/lib.rs",
-    /// "Doc-tests bytelens".
-    pub(crate) name: String,
-    /// From its "test result:" line.
-    pub(crate) passed: u64,
-    /// Its passed tests whose path `tally`'s `marked` picked out.
-    pub(crate) marked: u64,
-    /// The lines of its output that say a case was skipped, and why.
-    pub(crate) skipped: Vec<String>,
-}
-
-/// The binaries `cargo test`'s output says ran, in order, with what
-/// passed; `marked` picks out the tests (by path) whose passes are counted
-/// apart (this suite's `shared::` unit tests, the arm suite's NEON ones).
-pub(crate) fn tally(log: &str, marked: impl Fn(&str) -> bool) -> Vec<Binary> {
-    let mut binaries: Vec<Binary> = vec![];
-    for line in log.lines().map(str::trim) {
-        let name = if let Some(rest) = line.strip_prefix("Running ") {
-            Some(rest.split(" (").next().unwrap_or(rest))
-        } else if line.starts_with("Doc-tests ") {
-            Some(line)
-        } else {
-            None
-        };
-        if let Some(name) = name {
-            binaries.push(Binary {
-                name: name.to_owned(),
-                passed: 0,
-                marked: 0,
-                skipped: vec![],
-            });
-        } else if let Some(binary) = binaries.last_mut() {
-            if let Some(result) = line.strip_prefix("test result: ") {
-                binary.passed = count(result, "passed");
-            } else if let Some(test) = line.strip_prefix("test ")
-                && let Some(path) = test.strip_suffix(" ... ok")
-                && marked(path)
-            {
-                binary.marked += 1;
-            } else if line.starts_with("skipped: ") {
-                binary.skipped.push(line.to_owned());
-            }
-        }
-    }
-    binaries
-}
-
-/// The number before `word` in "ok. 12 passed; 0 failed; ..." (0 if none).
-pub(crate) fn count(summary: &str, word: &str) -> u64 {
-    let words: Vec<&str> = summary.split_whitespace().collect();
-    words
-        .windows(2)
-        .find(|w| w[1].trim_end_matches([';', ',']) == word)
-        .and_then(|w| w[0].parse().ok())
-        .unwrap_or(0)
 }
 
 /// The Wine run's binaries ([`tally`] of its output, the `shared::` unit

@@ -14,8 +14,7 @@ use std::process::Command;
 
 use serde_json::Value;
 
-use crate::test::rustup_list;
-use crate::{Result, cmd, root, run};
+use crate::util::{Result, Run, Step, cmd, root, run, run_logged_together, rustup_list};
 
 /// The targets, in the order `cargo xtask fuzz` runs them.
 pub const TARGETS: [&str; 5] = ["layout", "plan", "header", "args", "files"];
@@ -59,6 +58,41 @@ pub fn ensure_cargo_fuzz() -> Result {
         run(cmd("cargo", &["install", "cargo-fuzz", "--locked"]))?;
     }
     Ok(())
+}
+
+/// The `fuzz` suite: the fuzz crate's own tests, lints and formatting (it
+/// is outside the workspace, so `rust` and `lint` do not see it), then
+/// every target for [`SMOKE_SECONDS`], seeds and regressions first.
+pub fn steps(_: &Run) -> Vec<Step> {
+    let manifest = root().join("fuzz/Cargo.toml").display().to_string();
+    let target_dir = root().join("fuzz/target").display().to_string();
+    let cargo = |args: &[&str]| {
+        let mut c = cmd("cargo", args);
+        c.args(["--manifest-path", &manifest]);
+        c
+    };
+    let mut clippy = cargo(&["clippy", "--all-targets", "--target-dir", &target_dir]);
+    clippy.args(["--", "-D", "warnings"]);
+    let mut list = vec![
+        ("rustfmt".into(), cargo(&["fmt", "--check"])),
+        ("clippy".into(), clippy),
+        (
+            "its tests: the vectors, the regressions".into(),
+            cargo(&["test", "--target-dir", &target_dir]),
+        ),
+        ("build the targets".into(), build()),
+    ];
+    let secs = SMOKE_SECONDS.to_string();
+    // Two targets at a time: each libFuzzer run is one thread.
+    let mut c = cmd("cargo", &["xtask", "fuzz", "--time", &secs, "--jobs", "2"]);
+    // The suite's needs are installed already (or not wanted).
+    c.env("BYTELENS_NO_INSTALL", "1");
+    let label = format!(
+        "fuzz {} for {secs} s each, two at a time",
+        TARGETS.join(", ")
+    );
+    list.push((label, c));
+    list
 }
 
 /// Writes the seeds: each vector case as the input that starts from it
@@ -271,7 +305,7 @@ pub fn fuzz(targets: &[String], budget: &Budget, extra: &[String]) -> Result {
     let logs = root().join("fuzz/target/logs");
     for group in targets.chunks(budget.jobs as usize) {
         let commands = group.iter().map(|t| command(t, budget, extra));
-        crate::cross::run_logged_together(commands, &logs)?;
+        run_logged_together(commands, &logs)?;
     }
     Ok(())
 }

@@ -4,31 +4,32 @@
 //! full run, `cargo xtask test` with no suite, is every suite but `core`, in
 //! [`SUITES`]' order: `core` is the quick loop over bytelens-core, whose
 //! commands the full run already covers with `rust` and `no-std`.
+//!
+//! This file is the table of suites and the run; each suite's steps are in
+//! the file named for it (lint.rs, rust.rs, gpu.rs, no_std.rs with `core`,
+//! cross.rs, miri.rs, fuzz.rs, python.rs, arm.rs, wasm.rs, demo.rs,
+//! docs.rs), which uses only the leaves util.rs and python_env.rs and the
+//! wasm package's tools in web.rs.
 
 use std::process::Command;
 use std::time::Instant;
 
-use crate::{
-    BUILD_ENV, PY_ENVS, Result, arm, cmd, cross, docs, ensure_python_envs, fuzz, gpu, py_dir, root,
-    run, venv_python, web, wheel_envs, without_rust,
-};
-
-/// Targets the core must build for without std: a microcontroller and the browser.
-const NO_STD_TARGETS: [&str; 2] = ["thumbv7em-none-eabihf", "wasm32-unknown-unknown"];
-const NIGHTLY: &str = "nightly";
+use crate::python_env::ensure_python_envs;
+use crate::util::{Result, Run, Step, ensure_lavapipe, root, run, target_dir, xtask_step};
+use crate::{arm, cross, demo, docs, fuzz, gpu, lint, miri, no_std, python, rust, wasm, web};
 
 /// What a suite needs before its steps run.
 #[derive(Clone, Copy, PartialEq)]
 enum Need {
     /// rustfmt and clippy.
     Lints,
-    /// The [`NO_STD_TARGETS`].
+    /// The [`no_std::NO_STD_TARGETS`].
     NoStdTargets,
     /// Nightly with Miri, rust-src and Miri's sysroot.
     Miri,
     /// Nightly and cargo-fuzz.
     CargoFuzz,
-    /// The [`PY_ENVS`] venvs with their packages.
+    /// The [`crate::python_env::PY_ENVS`] venvs with their packages.
     PythonEnvs,
     /// wasm-pack, the wasm-bindgen CLI, the demo's npm packages, Chromium and chromedriver.
     WebTools,
@@ -88,32 +89,19 @@ impl Need {
     /// Installs what is missing, skipping whatever is there.
     fn install(self) -> Result {
         match self {
-            Need::Lints => ensure_lint_tools(),
-            Need::NoStdTargets => ensure_no_std_targets(),
-            Need::Miri => ensure_miri(),
+            Need::Lints => lint::ensure_lint_tools(),
+            Need::NoStdTargets => no_std::ensure_no_std_targets(),
+            Need::Miri => miri::ensure_miri(),
             Need::CargoFuzz => fuzz::ensure_cargo_fuzz(),
             Need::PythonEnvs => ensure_python_envs(),
             Need::WebTools => web::ensure_web_tools(true),
-            Need::Lavapipe => gpu::ensure_lavapipe(),
+            Need::Lavapipe => ensure_lavapipe(),
             Need::CrossTools => cross::ensure_tools(),
             Need::ArmTools => arm::ensure_tools(),
             Need::DocsTools => docs::ensure_mdbook(),
             Need::WasmPackage | Need::PythonPackage | Need::DemoServer => Ok(()),
         }
     }
-}
-
-/// One named command of a suite.
-type Step = (String, Command);
-
-/// What the steps of a run may depend on.
-struct Run {
-    /// Where web-demo/ is served.
-    demo_url: String,
-    install: bool,
-    /// Every test everywhere (`cargo xtask test all`, or `--all` with
-    /// suites): nothing sampled.
-    all: bool,
 }
 
 /// A named group of steps, runnable on its own with `cargo xtask test NAME`.
@@ -133,77 +121,77 @@ pub const SUITES: [Suite; 13] = [
         about: "rustfmt and clippy (-D warnings) on every crate, target and feature",
         full_run: true,
         needs: &[Need::Lints],
-        steps: lint,
+        steps: lint::steps,
     },
     Suite {
         name: "core",
         about: "the quick loop: bytelens-core's tests and doctests (all features), no_std builds",
         full_run: false,
         needs: &[Need::NoStdTargets],
-        steps: core,
+        steps: no_std::core_steps,
     },
     Suite {
         name: "rust",
         about: "every crate's unit, integration and doctests, README's Rust examples included",
         full_run: true,
         needs: &[],
-        steps: rust,
+        steps: rust::steps,
     },
     Suite {
         name: "gpu",
         about: "the GPU tests of bytelens (feature gpu) on Vulkan; a missing adapter fails",
         full_run: true,
         needs: &[Need::Lavapipe],
-        steps: gpu,
+        steps: gpu::steps,
     },
     Suite {
         name: "no-std",
         about: "bytelens-core built for a microcontroller and the browser without std",
         full_run: true,
         needs: &[Need::NoStdTargets],
-        steps: no_std,
+        steps: no_std::steps,
     },
     Suite {
         name: "cross",
         about: "clippy for macOS (Arm, Intel), Windows and Arm Linux; the Windows tests under Wine",
         full_run: true,
         needs: &[Need::CrossTools],
-        steps: cross,
+        steps: cross::steps,
     },
     Suite {
         name: "miri",
         about: "bytelens-core's tests and bytelens' unit tests under Miri (nightly)",
         full_run: true,
         needs: &[Need::Miri],
-        steps: miri,
+        steps: miri::steps,
     },
     Suite {
         name: "fuzz",
         about: "each fuzz target for 20 s (cargo fuzz, nightly, ASan), the fuzz crate's tests, its lints",
         full_run: true,
         needs: &[Need::CargoFuzz],
-        steps: fuzz_smoke,
+        steps: fuzz::steps,
     },
     Suite {
         name: "python",
         about: "the manylinux abi3 wheel installed without Rust: every test on CPython 3.11 with numpy 2.x (GPU tests on lavapipe), -m compat on numpy 1.26, 3.12, 3.13; mypy.stubtest, mypy",
         full_run: true,
         needs: &[Need::PythonEnvs, Need::Lavapipe],
-        steps: python,
+        steps: python::steps,
     },
     Suite {
         name: "arm",
         about: "core's and bytelens' tests for aarch64 under qemu (two CPUs), the aarch64 wheel's Python tests of what aarch64 changes",
         full_run: true,
         needs: &[Need::PythonEnvs, Need::ArmTools],
-        steps: arm,
+        steps: arm::steps,
     },
     Suite {
         name: "wasm",
         about: "wasm-pack tests in Node and Chromium, then the release build, wasm-opt'd and size checked",
         full_run: true,
         needs: &[Need::WebTools],
-        steps: wasm,
+        steps: wasm::steps,
     },
     Suite {
         name: "demo",
@@ -215,7 +203,7 @@ pub const SUITES: [Suite; 13] = [
             Need::WasmPackage,
             Need::DemoServer,
         ],
-        steps: demo,
+        steps: demo::steps,
     },
     Suite {
         name: "docs",
@@ -229,7 +217,7 @@ pub const SUITES: [Suite; 13] = [
             Need::PythonPackage,
             Need::WasmPackage,
         ],
-        steps: docs_suite,
+        steps: docs::steps,
     },
 ];
 
@@ -365,7 +353,7 @@ fn summary(times: &[Timed]) {
 /// eight targets and several Python environments, and a full disk is a
 /// failure to see coming in the summary.
 fn free_disk_gib() -> Option<f64> {
-    let target = crate::target_dir();
+    let target = target_dir();
     let dir = if target.exists() { target } else { root() };
     let out = Command::new("df")
         .args(["-k", "--output=avail"])
@@ -375,368 +363,4 @@ fn free_disk_gib() -> Option<f64> {
     let text = String::from_utf8(out.stdout).ok()?;
     let kib: f64 = text.lines().nth(1)?.trim().parse().ok()?;
     Some(kib / (1024.0 * 1024.0))
-}
-
-/// This task runner again, as a step of another task, with the same `--no-install`.
-fn xtask_step(task: &str, run: &Run) -> Command {
-    let mut c = cmd("cargo", &["xtask", task]);
-    if !run.install {
-        c.env("BYTELENS_NO_INSTALL", "1");
-    }
-    c
-}
-
-fn lint(_: &Run) -> Vec<Step> {
-    let clippy = [
-        "clippy",
-        "--workspace",
-        "--all-targets",
-        "--all-features",
-        "--",
-        "-D",
-        "warnings",
-    ];
-    vec![
-        ("rustfmt".into(), cmd("cargo", &["fmt", "--all", "--check"])),
-        ("clippy".into(), cmd("cargo", &clippy)),
-    ]
-}
-
-fn core(run: &Run) -> Vec<Step> {
-    let test = ["test", "-p", "bytelens-core", "--all-features"];
-    let mut list = vec![("tests and doctests".into(), cmd("cargo", &test))];
-    list.extend(no_std(run));
-    list
-}
-
-fn rust(_: &Run) -> Vec<Step> {
-    let test = cmd("cargo", &["test", "--workspace"]);
-    vec![("tests and doctests".into(), test)]
-}
-
-fn gpu(_: &Run) -> Vec<Step> {
-    let mut test = cmd("cargo", &["test", "-p", "bytelens", "--features", "gpu"]);
-    gpu::require_gpu(&mut test);
-    vec![("round trips and a Plan in a shader, on Vulkan".into(), test)]
-}
-
-fn no_std(_: &Run) -> Vec<Step> {
-    NO_STD_TARGETS
-        .map(|target| {
-            let build = ["build", "-p", "bytelens-core", "--target", target];
-            (format!("no_std build, {target}"), cmd("cargo", &build))
-        })
-        .into()
-}
-
-fn cross(_: &Run) -> Vec<Step> {
-    cross::steps()
-}
-
-fn miri(run: &Run) -> Vec<Step> {
-    vec![(
-        "bytelens-core and bytelens' Buffer, side by side".into(),
-        xtask_step("miri-test", run),
-    )]
-}
-
-/// `cargo xtask miri-test`: the two Miri runs at once (Miri interprets one
-/// thread: two runs keep both cores busy, and take about as long each),
-/// each in a target folder of its own so that neither waits on the other's
-/// cargo lock. Nothing is sampled beyond what the tests sample under Miri
-/// themselves (`cfg(miri)`: fewer property cases, the convert tests' pairs).
-pub fn miri_test() -> Result {
-    // Each run: its name, cargo's arguments and its target folder.
-    let runs = [
-        (
-            "bytelens-core",
-            ["-p", "bytelens-core"].as_slice(),
-            "miri-core",
-        ),
-        (
-            "bytelens' Buffer",
-            ["-p", "bytelens", "--lib"].as_slice(),
-            "miri-native",
-        ),
-    ];
-    let start = Instant::now();
-    let commands = runs.iter().map(|&(_, args, target)| {
-        let mut c = cmd("rustup", &["run", NIGHTLY, "cargo", "miri", "test"]);
-        // The vectors test reads tests/vectors from disk, which Miri's isolation forbids.
-        c.args(args)
-            .env("MIRIFLAGS", "-Zmiri-disable-isolation")
-            .env("CARGO_TARGET_DIR", crate::target_dir().join(target));
-        c
-    });
-    let logs = cross::run_logged_together(commands, &crate::target_dir().join("miri-logs"))?;
-    let tally: Vec<String> = runs
-        .iter()
-        .zip(&logs)
-        .map(|(&(name, _, _), log)| {
-            let binaries = cross::tally(log, |_| false);
-            let passed: u64 = binaries.iter().map(|b| b.passed).sum();
-            format!(
-                "{name}: {passed} tests passed in {} binaries",
-                binaries.len()
-            )
-        })
-        .collect();
-    println!(
-        "\nMiri: {}, in {:.1}s",
-        tally.join("; "),
-        start.elapsed().as_secs_f64()
-    );
-    Ok(())
-}
-
-/// The fuzz crate's own tests, lints and formatting (it is outside the
-/// workspace, so `rust` and `lint` do not see it), then every target for
-/// [`fuzz::SMOKE_SECONDS`], seeds and regressions first.
-fn fuzz_smoke(_: &Run) -> Vec<Step> {
-    let manifest = root().join("fuzz/Cargo.toml").display().to_string();
-    let target_dir = root().join("fuzz/target").display().to_string();
-    let cargo = |args: &[&str]| {
-        let mut c = cmd("cargo", args);
-        c.args(["--manifest-path", &manifest]);
-        c
-    };
-    let mut clippy = cargo(&["clippy", "--all-targets", "--target-dir", &target_dir]);
-    clippy.args(["--", "-D", "warnings"]);
-    let mut list = vec![
-        ("rustfmt".into(), cargo(&["fmt", "--check"])),
-        ("clippy".into(), clippy),
-        (
-            "its tests: the vectors, the regressions".into(),
-            cargo(&["test", "--target-dir", &target_dir]),
-        ),
-        ("build the targets".into(), fuzz::build()),
-    ];
-    let secs = fuzz::SMOKE_SECONDS.to_string();
-    // Two targets at a time: each libFuzzer run is one thread.
-    let mut c = cmd("cargo", &["xtask", "fuzz", "--time", &secs, "--jobs", "2"]);
-    // The suite's needs are installed already (or not wanted).
-    c.env("BYTELENS_NO_INSTALL", "1");
-    let label = format!(
-        "fuzz {} for {secs} s each, two at a time",
-        fuzz::TARGETS.join(", ")
-    );
-    list.push((label, c));
-    list
-}
-
-/// What the python suite checks before each venv's pytest: that
-/// `bytelens` is the wheel installed in the venv's site-packages (the abi3
-/// extension), not a source tree on `sys.path`.
-const INSTALLED_CHECK: &str = "\
-import sys, sysconfig, bytelens, bytelens._native as native
-site = sysconfig.get_paths()['platlib']
-assert bytelens.__file__.startswith(site + '/'), (bytelens.__file__, site)
-assert native.__file__.endswith('_native.abi3.so'), native.__file__
-print(f'CPython {sys.version.split()[0]}: bytelens from {bytelens.__file__}')
-";
-
-fn python(run: &Run) -> Vec<Step> {
-    let mut list = vec![("build the wheel".into(), xtask_step("build-python", run))];
-    // tests/python/test_shared.py runs native/examples/shared.rs, which it
-    // would build with cargo if it were not there: built here, as the
-    // tests run without Rust.
-    let example = cmd("cargo", &["build", "-p", "bytelens", "--example", "shared"]);
-    list.push(("the Rust side of test_shared.py".into(), example));
-    let labels = [
-        "numpy 2.x, CPython 3.11",
-        "numpy 1.26, CPython 3.11",
-        "CPython 3.12",
-        "CPython 3.13",
-    ];
-    for (i, (name, label)) in wheel_envs().zip(labels).enumerate() {
-        let label = if i > 0 && !run.all {
-            format!("{label}, -m compat")
-        } else {
-            label.to_owned()
-        };
-        let mut check = cmd(&venv_python(name), &["-c", INSTALLED_CHECK]);
-        let mut pytest = cmd(&venv_python(name), &["-m", "pytest", "tests/python", "-q"]);
-        // The README's and the guide's examples are the docs suite's.
-        pytest.arg("--ignore=tests/python/test_examples.py");
-        // The one abi3 binary is searched hardest (300 examples a property)
-        // under 3.11 with both numpys; the newer interpreters run with
-        // hypothesis' default 100, which is about their own C API and
-        // packaging, not the kernels again.
-        let profile = if i < PY_ENVS.len() { "ci" } else { "default" };
-        pytest
-            .args(["-p", "no:cacheprovider"])
-            .env("HYPOTHESIS_PROFILE", profile);
-        // The same wheel under another numpy or CPython: the tests of what
-        // differs between them (tests/python/conftest.py's COMPAT_FILES),
-        // unless every test is asked for.
-        if i > 0 && !run.all {
-            pytest.args(["-m", "compat"]);
-        }
-        gpu::require_gpu(&mut pytest);
-        without_rust(&mut check);
-        without_rust(&mut pytest);
-        list.push((format!("the installed wheel, {label}"), check));
-        list.push((format!("pytest, {label}"), pytest));
-    }
-    let mut stubtest = cmd(
-        &venv_python(PY_ENVS[0].0),
-        &["-m", "mypy.stubtest", "bytelens._native"],
-    );
-    stubtest.env("MYPY_CACHE_DIR", py_dir().join("mypy-cache"));
-    list.push(("stubtest".into(), stubtest));
-    let mut mypy = cmd(
-        &venv_python(PY_ENVS[0].0),
-        &["-m", "mypy", "native/python/bytelens"],
-    );
-    mypy.env("MYPY_CACHE_DIR", py_dir().join("mypy-cache"));
-    list.push(("mypy of the package's Python".into(), mypy));
-    list
-}
-
-fn arm(run: &Run) -> Vec<Step> {
-    let mut steps = arm::steps();
-    if run.all {
-        for (_, c) in &mut steps {
-            c.env("BYTELENS_TEST_ALL", "1");
-        }
-    }
-    steps
-}
-
-fn wasm(run: &Run) -> Vec<Step> {
-    vec![
-        (
-            "tests in Node".into(),
-            web::wasm_pack_test(&["--node"], &["node", "headers", "memory"]),
-        ),
-        (
-            "tests in Chromium".into(),
-            web::wasm_pack_test(&["--headless", "--chrome"], &["browser"]),
-        ),
-        (
-            "release build, wasm-opt, size".into(),
-            xtask_step("build-wasm", run),
-        ),
-    ]
-}
-
-fn demo(run: &Run) -> Vec<Step> {
-    let unit = cmd("node", &["--test", "web-demo/tests/numbers.test.mjs"]);
-    vec![
-        ("unit tests".into(), unit),
-        ("end to end in Chromium".into(), web::e2e(&run.demo_url)),
-    ]
-}
-
-fn docs_suite(run: &Run) -> Vec<Step> {
-    let mut site = xtask_step("docs", run);
-    site.arg("--test");
-    let mut python = cmd(
-        &venv_python(BUILD_ENV),
-        &[
-            "-m",
-            "pytest",
-            "tests/python/test_examples.py",
-            "-q",
-            "-p",
-            "no:cacheprovider",
-        ],
-    );
-    gpu::require_gpu(&mut python);
-    without_rust(&mut python);
-    let js = cmd("node", &["--test", "docs/tests/examples.test.mjs"]);
-    let mut rust = cmd(
-        "cargo",
-        &[
-            "test",
-            "-p",
-            "bytelens",
-            "--features",
-            "gpu",
-            "--doc",
-            "guide",
-        ],
-    );
-    rust.env("RUSTDOCFLAGS", "--cfg bytelens_guide");
-    gpu::require_gpu(&mut rust);
-    vec![
-        (
-            "the site: guide, API references, links, the first page in Chromium".into(),
-            site,
-        ),
-        (
-            "the README's and the guide's Python examples".into(),
-            python,
-        ),
-        ("their JavaScript examples, in Node".into(), js),
-        (
-            "their Rust examples, as doctests (gpu included)".into(),
-            rust,
-        ),
-    ]
-}
-
-fn output(program: &str, args: &[&str]) -> Result<String> {
-    let out = cmd(program, args)
-        .output()
-        .map_err(|e| format!("could not start {program}: {e}"))?;
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// Lines of `rustup <args>` output, first word of each.
-pub(crate) fn rustup_list(args: &[&str]) -> Result<Vec<String>> {
-    Ok(output("rustup", args)?
-        .lines()
-        .filter_map(|l| l.split_whitespace().next().map(str::to_owned))
-        .collect())
-}
-
-fn ensure_lint_tools() -> Result {
-    let components = rustup_list(&["component", "list", "--installed"])?;
-    for component in ["rustfmt", "clippy"] {
-        if !components.iter().any(|c| c.starts_with(component)) {
-            run(cmd("rustup", &["component", "add", component]))?;
-        }
-    }
-    Ok(())
-}
-
-fn ensure_no_std_targets() -> Result {
-    let targets = rustup_list(&["target", "list", "--installed"])?;
-    for target in NO_STD_TARGETS {
-        if !targets.iter().any(|t| t == target) {
-            run(cmd("rustup", &["target", "add", target]))?;
-        }
-    }
-    Ok(())
-}
-
-fn ensure_miri() -> Result {
-    let toolchains = rustup_list(&["toolchain", "list"])?;
-    if !toolchains.iter().any(|t| t.starts_with(NIGHTLY)) {
-        run(cmd(
-            "rustup",
-            &[
-                "toolchain",
-                "install",
-                NIGHTLY,
-                "--profile",
-                "minimal",
-                "--component",
-                "miri,rust-src",
-                "--allow-downgrade",
-            ],
-        ))?;
-    }
-    let nightly = rustup_list(&["component", "list", "--installed", "--toolchain", NIGHTLY])?;
-    for component in ["miri", "rust-src"] {
-        if !nightly.iter().any(|c| c.starts_with(component)) {
-            run(cmd(
-                "rustup",
-                &["component", "add", component, "--toolchain", NIGHTLY],
-            ))?;
-        }
-    }
-    // Builds Miri's sysroot once; afterwards it only checks it.
-    run(cmd("rustup", &["run", NIGHTLY, "cargo", "miri", "setup"]))
 }

@@ -7,7 +7,8 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{Result, cmd, root, run, target_dir};
+use crate::python_env::{PY_ENVS, venv_python};
+use crate::util::{Result, cmd, root, run, target_dir};
 
 mod serve;
 
@@ -187,18 +188,6 @@ fn build_one(out: &Path, extra: &[&str], opt_level: &str) -> Result<(u64, u64)> 
     Ok((before, size(&wasm)?))
 }
 
-/// `cargo xtask bench wasm`: the release package, built and size checked
-/// as the wasm suite builds it, then its read and write under Node against
-/// DataView loops (wasm/benches/node_read_write.mjs prints the table).
-pub fn bench(install: bool) -> Result {
-    if install {
-        ensure_web_tools(false)?;
-    }
-    build_package()?;
-    let pkg = budget_pkg().display().to_string();
-    run(cmd("node", &["wasm/benches/node_read_write.mjs", &pkg]))
-}
-
 /// The files the demo's end-to-end test opens, at target/demo-files/,
 /// served by the test run at `/file/NAME`: safetensors files of 1 GiB
 /// (whose second tensor is misaligned; every byte written, values of a
@@ -293,7 +282,7 @@ fn numpy_test_files() -> Result<Vec<PathBuf>> {
     let written = modified(&script);
     let fresh = written.is_some() && files.iter().all(|f| modified(f) > written);
     if !fresh {
-        let python = crate::venv_python(crate::PY_ENVS[0].0);
+        let python = venv_python(PY_ENVS[0].0);
         let (script, out) = (script.display().to_string(), dir.display().to_string());
         run(cmd(&python, &[&script, &out]))?;
     }

@@ -3,7 +3,8 @@
 //!
 //! The extension is built for CPython's stable ABI from 3.11 (pyo3's
 //! `abi3-py311`, see native/python/Cargo.toml), so one wheel per platform installs
-//! on CPython 3.11 and every later one. [`build`] makes one wheel with
+//! on CPython 3.11 and every later one. [`build_wheel`] (python_env.rs, as
+//! the python and arm suites build wheels too) makes one wheel with
 //! maturin for a Rust target triple:
 //!
 //! - Linux (x86-64, aarch64): `--zig --compatibility manylinux_2_28`, linked
@@ -19,141 +20,16 @@
 //! made is known without parsing file names, and then replaces the wheel of
 //! the same name in `target/wheels/`.
 
-use std::env;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use crate::test::rustup_list;
-use crate::{BUILD_ENV, Result, apt_install, base_python, cmd, py_dir, run, target_dir};
-
-/// The Linux targets' wheels: manylinux_2_28 (glibc 2.28, RHEL 8's).
-const MANYLINUX: &str = "manylinux_2_28";
-
-/// The target whose wheel the tests install: this machine's.
-pub const HOST: &str = "x86_64-unknown-linux-gnu";
-
-/// Where the wheels and the sdist go.
-pub fn wheels_dir() -> PathBuf {
-    target_dir().join("wheels")
-}
-
-/// The venv whose maturin, zig and auditwheel build and check the wheels.
-fn build_venv() -> PathBuf {
-    py_dir().join(BUILD_ENV)
-}
-
-/// A command of the build venv's `bin/`, with that `bin/` first on `PATH`:
-/// maturin runs zig as `python -m ziglang`, with the `python` it finds there.
-fn venv_cmd(program: &str, args: &[&str]) -> Result<Command> {
-    let bin = build_venv().join("bin");
-    let mut paths = vec![bin.clone()];
-    paths.extend(env::split_paths(&env::var_os("PATH").unwrap_or_default()));
-    let path = env::join_paths(paths).map_err(|e| e.to_string())?;
-    let mut c = cmd(&bin.join(program).display().to_string(), args);
-    c.env("PATH", path);
-    Ok(c)
-}
-
-/// Builds the abi3 wheel for the Rust target triple `target` with maturin
-/// (release, every feature the package has where the platform links it)
-/// into [`wheels_dir`], and returns its path.
-pub fn build(target: &str) -> Result<PathBuf> {
-    let out = wheels_dir();
-    let scratch = out.join(format!(".build-{target}"));
-    let _ = fs::remove_dir_all(&scratch);
-    fs::create_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
-    let scratch_arg = scratch.display().to_string();
-    let mut maturin = venv_cmd(
-        "maturin",
-        &[
-            "build",
-            "--release",
-            "-m",
-            "native/python/Cargo.toml",
-            "--target",
-            target,
-        ],
-    )?;
-    maturin.args(["--out", &scratch_arg]);
-    if target.contains("-linux-") {
-        maturin.args(["--zig", "--compatibility", MANYLINUX]);
-    } else if target.contains("-apple-") {
-        maturin.arg("--zig");
-    }
-    let platform = PLATFORMS
-        .iter()
-        .find(|p| p.target == target)
-        .ok_or(format!("no wheel is made for {target}"))?;
-    if !platform.gpu {
-        // Without the extension crate's default feature, `gpu`.
-        maturin.arg("--no-default-features");
-    }
-    run(maturin)?;
-    let built = only_wheel(&scratch)?;
-    let name = built.file_name().ok_or("a wheel without a name")?;
-    let wheel = out.join(name);
-    fs::rename(&built, &wheel).map_err(|e| format!("{}: {e}", wheel.display()))?;
-    let _ = fs::remove_dir_all(&scratch);
-    Ok(wheel)
-}
-
-/// The one `.whl` file in `dir`.
-fn only_wheel(dir: &Path) -> Result<PathBuf> {
-    let wheels: Vec<PathBuf> = fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .filter(|p| p.extension().is_some_and(|x| x == "whl"))
-        .collect();
-    match &wheels[..] {
-        [one] => Ok(one.clone()),
-        _ => Err(format!(
-            "maturin left {} wheels in {}, not one",
-            wheels.len(),
-            dir.display()
-        )),
-    }
-}
-
-/// A wheel of `cargo xtask wheels`.
-struct Platform {
-    /// The Rust target triple.
-    target: &'static str,
-    /// Whether the `gpu` feature links for it here.
-    gpu: bool,
-}
-
-/// The wheels `cargo xtask wheels` builds, in order. The macOS ones have no
-/// `gpu` feature: wgpu's Metal backend links Apple's frameworks (Metal,
-/// QuartzCore, CoreGraphics, Foundation) and libobjc, which only Apple's
-/// SDK has; zig links the rest against its own stubs of libSystem. They
-/// are compiled here, not tested (no macOS to run them on).
-const PLATFORMS: [Platform; 5] = [
-    Platform {
-        target: HOST,
-        gpu: true,
-    },
-    Platform {
-        target: "aarch64-unknown-linux-gnu",
-        gpu: true,
-    },
-    Platform {
-        target: WINDOWS,
-        gpu: true,
-    },
-    Platform {
-        target: "aarch64-apple-darwin",
-        gpu: false,
-    },
-    Platform {
-        target: "x86_64-apple-darwin",
-        gpu: false,
-    },
-];
-
-const WINDOWS: &str = "x86_64-pc-windows-gnu";
+use crate::python_env::{
+    MANYLINUX, PLATFORMS, PY_MANIFEST, Platform, WINDOWS, base_python, build_wheel, venv_cmd,
+    wheels_dir,
+};
+use crate::util::{Result, apt_install, cmd, run, rustup_list};
 
 /// The DLLs a Windows extension may import: Windows' own and CPython's
 /// stable ABI (`python3.dll`), lower case. Anything else (mingw-w64's
@@ -209,7 +85,7 @@ pub fn wheels(check_sdist: bool) -> Result {
     let mut built: Vec<(PathBuf, f64)> = vec![];
     for Platform { target, .. } in &PLATFORMS {
         let at = Instant::now();
-        built.push((build(target)?, at.elapsed().as_secs_f64()));
+        built.push((build_wheel(target)?, at.elapsed().as_secs_f64()));
     }
     let at = Instant::now();
     built.push((sdist()?, at.elapsed().as_secs_f64()));
@@ -256,7 +132,7 @@ fn sdist() -> Result<PathBuf> {
     let scratch = out.join(".build-sdist");
     let _ = fs::remove_dir_all(&scratch);
     let scratch_arg = scratch.display().to_string();
-    let mut maturin = venv_cmd("maturin", &["sdist", "-m", "native/python/Cargo.toml"])?;
+    let mut maturin = venv_cmd("maturin", &["sdist", "-m", PY_MANIFEST])?;
     maturin.args(["--out", &scratch_arg]);
     run(maturin)?;
     let built = fs::read_dir(&scratch)

@@ -94,7 +94,7 @@ def check_sdist(path: Path) -> list[str]:
         names = sdist.getnames()
         top = names[0].split("/", 1)[0]
         problems = []
-        for needed in ("pyproject.toml", "PKG-INFO", "python/bytelens/_native.pyi", "python/bytelens/py.typed"):
+        for needed in ("pyproject.toml", "PKG-INFO", "bytelens/_native.pyi", "bytelens/py.typed", "native/python/src/lib.rs"):
             if not any(n.endswith(f"/{needed}") for n in names):
                 problems.append(f"no {needed}")
         if not any(n.endswith("/Cargo.lock") for n in names):
