@@ -45,8 +45,6 @@ mod layout;
 mod overlap;
 mod plan;
 mod scalar;
-#[cfg(feature = "alloc")]
-mod spec;
 mod stats;
 mod view;
 
@@ -57,9 +55,9 @@ pub use float::{F8E4M3FN, F8E5M2, F8E8M0FNU, FloatFormat, Rounding, Specials};
 pub use layout::{Layout, MAX_NDIM, Offsets};
 pub use overlap::Overlap;
 pub use plan::{Field, MAX_ALTERNATIVES, MAX_FIELD_DIMS, MAX_FIELDS, Plan, Wgsl};
-pub use scalar::Scalar;
 #[cfg(feature = "alloc")]
-pub use spec::{FieldSpec, OwnedPlan, PlacedField, PlanSpec};
+pub use plan::{FieldSpec, OwnedPlan, PlacedField, PlanSpec};
+pub use scalar::Scalar;
 pub use stats::{Counts, Histogram, MAX_BINS, Reduce, Stats};
 #[cfg(feature = "alloc")]
 pub use stats::{Heatmap, Rest, Tally};

@@ -1,12 +1,17 @@
-//! Several named arrays in one buffer, arranged like a C `struct` or `union`.
+//! Several named arrays in one buffer, arranged like a C `struct` or `union`;
+//! `spec` (feature `alloc`) holds the plans that own their names.
 #![forbid(unsafe_code)]
 
 use core::ops::Range;
 
 use crate::{DType, Descr, Error, Layout, ShortStr};
 
+#[cfg(feature = "alloc")]
+mod spec;
 mod wgsl;
 
+#[cfg(feature = "alloc")]
+pub use spec::{FieldSpec, OwnedPlan, PlacedField, PlanSpec};
 pub use wgsl::Wgsl;
 use wgsl::is_wgsl_reserved;
 

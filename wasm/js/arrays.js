@@ -1,6 +1,7 @@
 // The JavaScript half of bytelens-wasm's reads and writes (src/transfer.rs):
 // each function here handles a whole array inside the engine, so no call
-// crosses between JavaScript and wasm once per element.
+// crosses between JavaScript and wasm once per element. src/js.rs declares
+// every import from this file.
 
 /** Typed array classes by kind, the numbering src/transfer.rs uses. */
 const CLASSES = [

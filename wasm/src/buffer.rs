@@ -11,6 +11,7 @@ use wasm_bindgen::prelude::*;
 use crate::BindingError;
 use crate::convert::{self, ViewOptions, arg, dtype_arg, given, numbers, whole};
 use crate::error::at_most;
+use crate::js;
 use crate::transfer::{self, Source, byte_range};
 use crate::types::{ByteSource, LayoutOptions, Numbers, TypedArray, Values};
 
@@ -295,5 +296,5 @@ fn typed_view(buffer: &[u8], layout: &Layout) -> Result<TypedArray, BindingError
     // ArrayBuffer, wasm memory is never unmapped, and when the memory grows
     // JS detaches the view rather than leaving it dangling (see `typed` and
     // QUARANTINE for the buffer's bytes after `free()`).
-    Ok(transfer::typed_view(transfer::kind_of(dtype), bytes))
+    Ok(js::typed_view(transfer::kind_of(dtype), bytes))
 }

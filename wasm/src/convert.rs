@@ -11,17 +11,8 @@ use js_sys::{Array, JsString, Object, Reflect};
 use wasm_bindgen::JsValue;
 
 use crate::BindingError;
-
-/// A JS value as a person would write it, for error messages: at most
-/// about 60 characters of it, with the type and length of a longer string,
-/// array or typed array (`js/arrays.js`, where JS prints its numbers, which
-/// keeps Rust's float formatting out of the .wasm).
-pub(crate) fn describe(value: &JsValue) -> String {
-    crate::transfer::describe(value).unwrap_or_else(|_| {
-        let kind = value.js_typeof().as_string().unwrap_or_default();
-        format!("a value of type {kind}")
-    })
-}
+#[cfg(feature = "files")]
+use crate::js::byte_view;
 
 /// A dtype argument: a string such as `"<i4"`, parsed by the core.
 pub(crate) fn dtype_arg(dtype: &JsString) -> Result<Descr, BindingError> {
@@ -29,15 +20,6 @@ pub(crate) fn dtype_arg(dtype: &JsString) -> Result<Descr, BindingError> {
         .as_string()
         .ok_or_else(|| BindingError::wrong_type("a dtype", "a string such as \"<i4\"", dtype))?;
     Ok(text.parse()?)
-}
-
-#[cfg(feature = "files")]
-#[wasm_bindgen::prelude::wasm_bindgen(module = "/js/arrays.js")]
-extern "C" {
-    /// The bytes of a typed array, `DataView` or `ArrayBuffer` (a
-    /// `Uint8Array` over its memory); `None` for anything else.
-    #[wasm_bindgen(js_name = byteView)]
-    fn byte_view(value: &JsValue) -> Option<js_sys::Uint8Array>;
 }
 
 /// What a byte argument takes.

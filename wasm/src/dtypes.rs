@@ -16,15 +16,8 @@ use wasm_bindgen::prelude::*;
 
 use crate::BindingError;
 use crate::convert::dtype_arg;
+use crate::js::{dtype_description, dtype_table};
 use crate::types::{DTypeDescription, DTypeTable};
-
-#[wasm_bindgen(module = "/js/arrays.js")]
-extern "C" {
-    #[wasm_bindgen(js_name = dtypeTable)]
-    fn dtype_table(json: &str) -> DTypeTable;
-    #[wasm_bindgen(js_name = dtypeDescription)]
-    fn dtype_description(json: &str) -> DTypeDescription;
-}
 
 /// `dtype`'s row of the core's table as a JSON array, in the order
 /// `dtypeInfo` in `js/arrays.js` names them: name, code, size, align, kind,

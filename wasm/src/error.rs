@@ -23,7 +23,7 @@
 use bytelens_core::{DType, Error};
 use wasm_bindgen::prelude::*;
 
-use crate::convert::describe;
+use crate::js::{self, make_error};
 
 /// The most elements `read`, `write` and `offsets` handle in one call:
 /// 2^26. Stride 0 lets a view of a few bytes have any number of elements,
@@ -34,16 +34,15 @@ use crate::convert::describe;
 /// already 512 MiB gathered in wasm memory and 512 MiB more in JS.
 pub(crate) const MAX_ELEMENTS: usize = 1 << 26;
 
-#[wasm_bindgen(module = "/js/arrays.js")]
-extern "C" {
-    /// The error to throw: a `TypeError` or a `RangeError` (with `kind`, if
-    /// any) whose message has every control character escaped (`\n`,
-    /// `\r`, `\t`, `\0`, others as `\u{1b}`), so that no text it quotes
-    /// can break its line or hide in it, and at most 300 characters (a
-    /// longer one keeps its start and its end), so that none can make it
-    /// long. In JS, where it adds nothing to the .wasm.
-    #[wasm_bindgen(js_name = makeError)]
-    fn make_error(message: &str, type_error: bool, kind: Option<&str>) -> JsValue;
+/// A JS value as a person would write it, for error messages: at most
+/// about 60 characters of it, with the type and length of a longer string,
+/// array or typed array (`js/arrays.js`, where JS prints its numbers, which
+/// keeps Rust's float formatting out of the .wasm).
+fn describe(value: &JsValue) -> String {
+    js::describe(value).unwrap_or_else(|_| {
+        let kind = value.js_typeof().as_string().unwrap_or_default();
+        format!("a value of type {kind}")
+    })
 }
 
 /// Why a call failed, until it is thrown (the `error` module's docs say how).

@@ -21,10 +21,12 @@
 //!
 //! The modules: `convert` reads JS arguments (numbers, lists, options
 //! objects) and `value` converts element values; `transfer` moves a view's
-//! elements to and from JS typed arrays in one copy (with `js/arrays.js`); `buffer`, `layout`, `plan`
-//! and `dtypes` are the API, thin over the core: a view's arguments resolve
-//! by [`ViewArgs`](bytelens_core::ViewArgs), plans are the core's
-//! [`OwnedPlan`](bytelens_core::OwnedPlan), the dtype table is the core's.
+//! elements to and from JS typed arrays in one copy (with `js/arrays.js`,
+//! whose functions `js` imports, the one module that does); `buffer`,
+//! `layout`, `plan` and `dtypes` are the API, thin over the core: a view's
+//! arguments resolve by [`ViewArgs`](bytelens_core::ViewArgs), plans are
+//! the core's [`OwnedPlan`](bytelens_core::OwnedPlan), the dtype table is
+//! the core's.
 //! Every error becomes a JS error in one place, [`BindingError`]'s
 //! conversion: a `RangeError` with the core's message and `kind`.
 
@@ -40,6 +42,7 @@ mod dtypes;
 mod error;
 #[cfg(feature = "files")]
 mod files;
+mod js;
 mod layout;
 mod plan;
 #[cfg(feature = "files")]

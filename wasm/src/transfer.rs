@@ -26,36 +26,8 @@ use wasm_bindgen::prelude::*;
 
 use crate::BindingError;
 use crate::convert::items;
-use crate::types::TypedArray;
+use crate::js::{copy_into, fill_from, to_float64, typed_copy, typed_from_float64, typed_kind};
 use crate::value::{from_js, from_number, from_wide, put_bits};
-
-#[wasm_bindgen(module = "/js/arrays.js")]
-extern "C" {
-    #[wasm_bindgen(js_name = typedKind)]
-    fn typed_kind(value: &JsValue) -> i32;
-    #[wasm_bindgen(js_name = typedCopy)]
-    fn typed_copy(kind: u32, bytes: &[u8]) -> JsValue;
-    #[wasm_bindgen(js_name = typedFromFloat64)]
-    fn typed_from_float64(kind: u32, bytes: &[u8]) -> JsValue;
-    /// A typed array of `kind` over `bytes` in wasm memory, no copy.
-    #[wasm_bindgen(js_name = typedView)]
-    pub(crate) fn typed_view(kind: u32, bytes: &[u8]) -> TypedArray;
-    #[wasm_bindgen(js_name = copyInto)]
-    fn copy_into(out: &mut [u8], array: &JsValue) -> bool;
-    #[wasm_bindgen(js_name = toFloat64)]
-    fn to_float64(array: &JsValue) -> JsValue;
-    #[wasm_bindgen(js_name = fillFrom, catch)]
-    fn fill_from(
-        out: &mut [u8],
-        array: &JsValue,
-        numbers: u32,
-        booleans: bool,
-        bigints: u32,
-    ) -> Result<i32, JsValue>;
-    /// `value` for an error message, at most about 60 characters of it.
-    #[wasm_bindgen(catch)]
-    pub(crate) fn describe(value: &JsValue) -> Result<String, JsValue>;
-}
 
 /// Kinds of typed array, as `js/arrays.js` numbers its classes: the order
 /// of the core's [`JsArray`] (Uint8Array, Int8Array, …, Float64Array).

@@ -5,7 +5,8 @@ use core::fmt;
 
 use half::{bf16, f16};
 
-use super::{Histogram, Span, bin, each, whole_elements};
+use super::histogram::Span;
+use super::{Histogram, each, whole_elements};
 use crate::{DType, Descr, Error, Scalar};
 
 /// The keys a [`Tally`] counts by: an element's leading 16 bits.
@@ -294,8 +295,9 @@ impl Rest {
             return Ok(());
         }
         let (s, keys) = (shift(self.descr.dtype), &*self.keys);
-        self.hist
-            .push_kept(self.descr, bytes, |bits| is_left(keys, key(bits, s)));
+        push_kept(&mut self.hist, self.descr, bytes, |bits| {
+            is_left(keys, key(bits, s))
+        });
         Ok(())
     }
 
@@ -412,53 +414,27 @@ impl Runs {
         self.run[self.len % RUN] = bits;
         self.len += usize::from(keep);
         if self.len == RUN {
-            hist.count_bits(dtype, &self.run);
+            hist.count_bits(&self.run, decoder(dtype));
             self.len = 0;
         }
     }
 
     /// Counts what is gathered.
     fn finish(self, hist: &mut Histogram, dtype: DType) {
-        hist.count_bits(dtype, &self.run[..self.len]);
+        hist.count_bits(&self.run[..self.len], decoder(dtype));
     }
 }
 
-impl Histogram {
-    /// Counts the elements of `descr` in `bytes` whose bits `keep` keeps,
-    /// as [`Histogram::push`] counts them. The few kept are gathered in
-    /// runs (without a branch) and counted a run at a time, so that the
-    /// loop over the many others stays a load, a shift and a test.
-    fn push_kept(&mut self, descr: Descr, bytes: &[u8], keep: impl Fn(u64) -> bool) {
-        let mut runs = Runs::new();
-        for_each_bits(descr, bytes, |bits| {
-            runs.add(self, descr.dtype, bits, keep(bits))
-        });
-        runs.finish(self, descr.dtype);
-    }
-
-    /// Counts elements of `dtype` given by their bits.
-    fn count_bits(&mut self, dtype: DType, run: &[u64]) {
-        with_rounding!(self, |r, q| self.count_run(dtype, run, r, q));
-    }
-
-    #[inline(always)]
-    fn count_run(
-        &mut self,
-        dtype: DType,
-        run: &[u64],
-        r: impl Fn(f64) -> f64,
-        q: impl Fn(f64) -> f64,
-    ) {
-        let value = decoder(dtype);
-        let (ends, bins) = (self.ends, self.bins);
-        let edges = &self.edges[..=bins];
-        let counts = &mut self.counts[..bins];
-        for &bits in run {
-            if let Some(i) = bin(value(bits), &ends, edges, &r, &q) {
-                counts[i] += 1;
-            }
-        }
-    }
+/// Counts the elements of `descr` in `bytes` whose bits `keep` keeps into
+/// `hist`, as [`Histogram::push`] counts them. The few kept are gathered
+/// in runs (without a branch) and counted a run at a time, so that the
+/// loop over the many others stays a load, a shift and a test.
+fn push_kept(hist: &mut Histogram, descr: Descr, bytes: &[u8], keep: impl Fn(u64) -> bool) {
+    let mut runs = Runs::new();
+    for_each_bits(descr, bytes, |bits| {
+        runs.add(hist, descr.dtype, bits, keep(bits))
+    });
+    runs.finish(hist, descr.dtype);
 }
 
 /// Writes each element's low `L` bytes (little-endian) at its key's next
