@@ -30,6 +30,8 @@ __all__ = [
     "file_dtype",
     "view_layout",
     "read_elements",
+    "save_file",
+    "inspect_file",
     "dequantize",
     "ggml_type",
 ]
@@ -318,6 +320,17 @@ def view_layout(
 
 def read_elements(dtype: npt.DTypeLike, data: bytes, offsets: Sequence[int]) -> list[bool | int | float | None]:
     """The elements of `dtype` that start at each of `offsets` in `data`."""
+
+def save_file(
+    path: str | os.PathLike[str],
+    arrays: Sequence[tuple[str, npt.ArrayLike]],
+    metadata: Sequence[tuple[str, str]] = ...,
+    align: int = 64,
+) -> None:
+    """`bytelens::files::save` itself: the Rust file layer's writer."""
+
+def inspect_file(path: str | os.PathLike[str]) -> str:
+    """`bytelens::files::inspect` itself: its report as `bytelens inspect` prints it."""
 
 # With the `gpu` feature (see __all__ above).
 class GpuError(RuntimeError):
