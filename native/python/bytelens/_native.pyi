@@ -30,6 +30,7 @@ __all__ = [
     "file_dtype",
     "view_layout",
     "read_elements",
+    "read_index",
     "save_file",
     "inspect_file",
     "dequantize",
@@ -320,6 +321,9 @@ def view_layout(
 
 def read_elements(dtype: npt.DTypeLike, data: bytes, offsets: Sequence[int]) -> list[bool | int | float | None]:
     """The elements of `dtype` that start at each of `offsets` in `data`."""
+
+def read_index(path: str | os.PathLike[str], max_index: int) -> dict[str, Any]:
+    """`bytelens::files::read_index`: a sharded checkpoint's index checked against its shards."""
 
 def save_file(
     path: str | os.PathLike[str],

@@ -48,7 +48,7 @@ pub use error::Error;
 pub use load::{ArrayRef, Entry, LoadOptions, Loaded, Quantized, load, load_with};
 pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report};
 pub use save::{ALIGN, MAX_ALIGN, save};
-pub use sharded::MAX_INDEX;
+pub use sharded::{MAX_INDEX, read_index};
 
 /// Describes the file at `path`: its format (by its first bytes), each
 /// array's name, dtype, shape, byte range and alignment, and what

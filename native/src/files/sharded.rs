@@ -347,7 +347,7 @@ pub(crate) struct Index {
 /// is a path, a missing shard, a tensor the index names that its shard
 /// lacks, a tensor a shard holds that the index does not put there, a
 /// tensor in two shards.
-pub(crate) fn read_index(index: &Path, max: u64) -> Result<Index, Error> {
+pub(crate) fn read_index_shards(index: &Path, max: u64) -> Result<Index, Error> {
     // In messages: a name a folder listed may hold anything.
     let shown = printable(&index.display().to_string());
     let (f, info) = super::open::open(index, "index ")?;
@@ -503,7 +503,7 @@ pub(crate) fn read_index(index: &Path, max: u64) -> Result<Index, Error> {
 /// [`load`](super::load) of a sharded checkpoint: every tensor of every
 /// shard, in the index's order, each shard mapped once.
 pub(crate) fn load(index: &Path, options: LoadOptions) -> Result<Loaded, Error> {
-    let Index { report, shards } = read_index(index, options.max_index)?;
+    let Index { report, shards } = read_index_shards(index, options.max_index)?;
     let shown = printable(&index.display().to_string());
     let folder = index.parent().unwrap_or(Path::new(""));
     let mut by_shard: HashMap<&str, Vec<(&str, u64, u64)>> = HashMap::new();
@@ -544,7 +544,35 @@ pub(crate) fn load(index: &Path, options: LoadOptions) -> Result<Loaded, Error> 
 
 /// [`inspect`](super::inspect) of a sharded checkpoint.
 pub(crate) fn inspect(index: &Path) -> Result<Report, Error> {
-    Ok(read_index(index, MAX_INDEX)?.report)
+    Ok(read_index_shards(index, MAX_INDEX)?.report)
+}
+
+/// The sharded checkpoint whose index is the file at `index`, read up to
+/// `max_index` bytes and checked against its shards' headers: its
+/// [`Report`] (format `"safetensors index"`, every tensor in the index's
+/// order with its [`shard`](ArrayInfo::shard)), as [`inspect`](super::inspect)
+/// gives it for an index path. Each fault is a `FormatError` naming the
+/// index and the tensor or shard.
+///
+/// # Examples
+/// ```
+/// use bytelens::{View, files::{self, ArrayRef}};
+/// let dir = std::env::temp_dir().join(format!("bytelens-index-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let w = View::<u8>::from_bytes(&[1u8, 2][..])?;
+/// files::save(dir.join("s1.safetensors"), &[("w", ArrayRef::from(w))], &[], 64)?;
+/// let index = dir.join("m.safetensors.index.json");
+/// std::fs::write(&index, r#"{"weight_map": {"w": "s1.safetensors"}}"#)?;
+/// let report = files::read_index(&index, files::MAX_INDEX)?;
+/// assert_eq!(report.arrays[0].shard.as_deref(), Some("s1.safetensors"));
+/// std::fs::write(&index, r#"{"weight_map": {"w": "../s1.safetensors"}}"#)?;
+/// let err = files::read_index(&index, files::MAX_INDEX).unwrap_err().to_string();
+/// assert!(err.ends_with("the shard name '../s1.safetensors' has a path separator: a shard is a file beside the index"));
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read_index(index: impl AsRef<Path>, max_index: u64) -> Result<Report, Error> {
+    Ok(read_index_shards(index.as_ref(), max_index)?.report)
 }
 
 #[cfg(test)]
