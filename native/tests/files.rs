@@ -422,3 +422,213 @@ fn load_gguf_views_and_quantised_blocks() {
     );
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// A two-shard checkpoint in `dir`: `a` and `b` in shard 1, `c` in shard 2,
+/// and its index, whose weight map is `map` (JSON text) where given.
+fn checkpoint(dir: &Path, map: Option<&str>) -> PathBuf {
+    let f32s = |v: &[f32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let (a, b, c) = (f32s(&[1.0, 2.0]), f32s(&[3.0]), f32s(&[4.0, 5.0, 6.0]));
+    let le = ByteOrder::Little;
+    let one = [
+        ("a", array(&a, DType::F32, le, &[2])),
+        ("b", array(&b, DType::F32, le, &[1])),
+    ];
+    files::save(dir.join("s1.safetensors"), &one, &[], 64).unwrap();
+    files::save(
+        dir.join("s2.safetensors"),
+        &[("c", array(&c, DType::F32, le, &[3]))],
+        &[],
+        64,
+    )
+    .unwrap();
+    let map =
+        map.unwrap_or(r#"{"c": "s2.safetensors", "a": "s1.safetensors", "b": "s1.safetensors"}"#);
+    let index = dir.join("model.safetensors.index.json");
+    let text = format!(r#"{{"metadata": {{"total_size": 24, "note": "é"}}, "weight_map": {map}}}"#);
+    std::fs::write(&index, text).unwrap();
+    index
+}
+
+#[test]
+fn sharded_checkpoints_load_in_the_index_order() {
+    let dir = temp_dir("sharded");
+    let index = checkpoint(&dir, None);
+    for path in [&index, &dir] {
+        let loaded = files::load(path, MapMode::Read).unwrap();
+        assert_eq!(loaded.names().collect::<Vec<_>>(), ["c", "a", "b"]);
+        assert_eq!(loaded.view::<f32>("c").unwrap().get(&[2]).unwrap(), 6.0);
+        assert_eq!(loaded.view::<f32>("b").unwrap().get(&[0]).unwrap(), 3.0);
+        assert_eq!(loaded.path(), index.display().to_string());
+        let report = files::inspect(path).unwrap();
+        assert_eq!(report.format, "safetensors index");
+        let shards: Vec<_> = report
+            .arrays
+            .iter()
+            .map(|a| a.shard.as_deref().unwrap())
+            .collect();
+        assert_eq!(
+            shards,
+            ["s2.safetensors", "s1.safetensors", "s1.safetensors"]
+        );
+        // json.dumps of a value that is not a string; strings as they are.
+        let meta: Vec<_> = report
+            .metadata
+            .iter()
+            .map(|(k, v)| format!("{k}={v:?}"))
+            .collect();
+        assert_eq!(meta, [r#"total_size=Str("24")"#, r#"note=Str("é")"#]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn sharded_indexes_say_what_python_says() {
+    let dir = temp_dir("sharded-bad");
+    let fails = |map: &str| {
+        let index = checkpoint(&dir, Some(map));
+        let err = files::load(&index, MapMode::Read).err().unwrap();
+        assert_eq!(err.python_exception(), "FormatError");
+        let inspected = files::inspect(&index).err().unwrap().to_string();
+        assert_eq!(err.to_string(), inspected);
+        let shown = index.display().to_string();
+        err.to_string()
+            .strip_prefix(&format!("{shown}: "))
+            .unwrap()
+            .to_owned()
+    };
+    let both = r#""a": "s1.safetensors", "b": "s1.safetensors""#;
+    for (c, says) in [
+        (
+            r#""../s2.safetensors""#,
+            "tensor 'c': the shard name '../s2.safetensors' has a path separator: a shard is a file beside the index",
+        ),
+        (
+            r#""C:s2""#,
+            "tensor 'c': the shard name 'C:s2' is an absolute path or names a drive: a shard is a file beside the index",
+        ),
+        (r#""""#, "tensor 'c': the shard name '' is not a file name"),
+        (
+            r#""s\u0000""#,
+            "tensor 'c': the shard name 's\\\\x00' holds a NUL character",
+        ),
+        (
+            "[1.5e20, true]",
+            "tensor 'c': its shard is list [1.5e+20, True], not a file name",
+        ),
+        (
+            r#""s3.safetensors""#,
+            "its shard 's3.safetensors' is missing",
+        ),
+        (
+            r#""s1.safetensors""#,
+            "tensor 'c' is not in its shard 's1.safetensors'",
+        ),
+        (
+            r#""model.safetensors.index.json""#,
+            "its shard 'model.safetensors.index.json' is no safetensors file: ",
+        ),
+    ] {
+        let says_now = fails(&format!(r#"{{"c": {c}, {both}}}"#));
+        assert!(says_now.starts_with(says), "{says_now} / {says}");
+    }
+    let missing = dir.join("s3.safetensors").display().to_string();
+    assert!(fails(r#"{"c": "s3.safetensors"}"#).ends_with(&format!("is missing ({missing})")));
+    assert_eq!(
+        fails(r#"{"c": "s2.safetensors", "a": "s2.safetensors", "b": "s1.safetensors"}"#),
+        "shard 's1.safetensors' holds tensor 'a', which the index puts in 's2.safetensors'"
+    );
+    assert_eq!(
+        fails(r#"{"c": "s2.safetensors", "a": "s1.safetensors"}"#),
+        "shard 's1.safetensors' holds tensor 'b', which the index does not name"
+    );
+    assert_eq!(
+        fails(&format!(
+            r#"{{"c": "s2.safetensors", "ghost": "s2.safetensors", {both}}}"#
+        )),
+        "tensor 'ghost' is not in its shard 's2.safetensors'"
+    );
+    // A tensor in two shards.
+    let c = 7.0f32.to_le_bytes();
+    let le = ByteOrder::Little;
+    let arr = [
+        ("c", array(&c, DType::F32, le, &[1])),
+        ("a", array(&c, DType::F32, le, &[1])),
+    ];
+    let index = checkpoint(&dir, Some(&format!(r#"{{{both}, "c": "s2.safetensors"}}"#)));
+    files::save(dir.join("s2.safetensors"), &arr, &[], 64).unwrap();
+    let err = files::load(&index, MapMode::Read)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.ends_with(": tensor 'a' is in two shards, 's1.safetensors' and 's2.safetensors'"),
+        "{err}"
+    );
+    // A shard of another format.
+    let index = checkpoint(&dir, None);
+    std::fs::copy(vector("a.npy"), dir.join("s2.safetensors")).unwrap();
+    let err = files::load(&index, MapMode::Read)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.ends_with(": its shard 's2.safetensors' is npy, not safetensors"),
+        "{err}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn garbage_indexes_are_format_errors() {
+    let dir = temp_dir("sharded-garbage");
+    let index = dir.join("x.json");
+    let says = |text: &[u8]| {
+        std::fs::write(&index, text).unwrap();
+        let err = files::load(&index, MapMode::Read).err().unwrap();
+        assert_eq!(err.python_exception(), "FormatError");
+        let shown = format!("{}: ", index.display());
+        err.to_string().strip_prefix(&shown).unwrap().to_owned()
+    };
+    let as_index = "read as a sharded checkpoint's index (its name ends in .json)";
+    assert_eq!(
+        says(b"\xff\xfe{}"),
+        format!("{as_index}, but it is not UTF-8 text (byte 0 is 0xff)")
+    );
+    assert!(says(b"{\"weight_map\": {").starts_with(&format!("{as_index}, but it is not JSON: ")));
+    assert_eq!(
+        says(br#"{"weight_map": {"a": "x", "a": "y"}}"#),
+        "the key 'a' is given twice"
+    );
+    let deep = [vec![b'['; 5000], vec![b']'; 5000]].concat();
+    assert_eq!(
+        says(&deep),
+        "JSON nested too deeply to be a sharded checkpoint's index"
+    );
+    let not_index = "not a sharded checkpoint's index, a JSON object with a \"weight_map\" object of tensor name -> shard file name";
+    for text in [&b"[1, 2]"[..], b"\"weight_map\"", br#"{"weight_map": []}"#] {
+        assert_eq!(says(text), not_index);
+    }
+    assert_eq!(
+        says(br#"{"weight_map": {}, "metadata": "big"}"#),
+        "its \"metadata\" is str, not an object"
+    );
+    std::fs::write(&index, br#"{"weight_map": {}, "metadata": {}}"#).unwrap();
+    assert!(files::load(&index, MapMode::Read).unwrap().is_empty());
+    assert!(files::inspect(&index).unwrap().arrays.is_empty());
+    // Past the limit: refused unread.
+    let small = LoadOptions {
+        max_index: 16,
+        ..LoadOptions::new(MapMode::Read)
+    };
+    let err = files::load_with(&index, small).err().unwrap().to_string();
+    assert!(
+        err.ends_with(": an index of more than 16 bytes (a sharded checkpoint's is a few MB)"),
+        "{err}"
+    );
+    // A folder of two indexes.
+    std::fs::write(dir.join("a.safetensors.index.json"), "{}").unwrap();
+    std::fs::write(dir.join("b.safetensors.index.json"), "{}").unwrap();
+    let err = files::load(&dir, MapMode::Read).err().unwrap().to_string();
+    assert!(err.ends_with("the folder holds 2 sharded checkpoints' indexes ('a.safetensors.index.json', 'b.safetensors.index.json'): load one of them"), "{err}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -27,7 +27,7 @@ from ._files import (
     read_elements,
 )
 from ._native import FormatError, Layout, LayoutError, Plan
-from ._raw import _quote, elements
+from ._files._raw import _quote, elements
 
 ROW = 16  # bytes per hexdump row
 #: Values listed on a row at most (a broadcast view repeats one element

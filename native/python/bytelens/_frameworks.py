@@ -235,3 +235,23 @@ def _to_jax(array: np.ndarray) -> Any:
     if not array.dtype.isnative or not _compact(array):
         array = ascontiguous(array)
     return jax.dlpack.from_dlpack(_Immutable(View.of(array)))
+
+
+class _Converter:
+    """Hands an array out as a ``framework`` tensor: what ``bytelens.load``
+    (``_files``) calls on each array it returns for torch or JAX."""
+
+    def __init__(self, framework: str) -> None:
+        self.framework = framework
+
+    def __call__(self, array: np.ndarray) -> Any:
+        return to_framework(array, self.framework)
+
+    def loses_writes(self, array: np.ndarray) -> str | None:
+        """Why a tensor of ``array`` would be a writable copy, whose writes
+        under ``mode="r+"`` could never reach the file (None where it
+        shares the file's memory, or cannot be written at all). JAX's
+        arrays are immutable, so only torch's copies can lose a write."""
+        if self.framework != "torch":
+            return None
+        return torch_copies(array)

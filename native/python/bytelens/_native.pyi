@@ -30,6 +30,9 @@ __all__ = [
     "file_dtype",
     "view_layout",
     "read_elements",
+    "read_index",
+    "save_file",
+    "inspect_file",
     "dequantize",
     "ggml_type",
 ]
@@ -318,6 +321,20 @@ def view_layout(
 
 def read_elements(dtype: npt.DTypeLike, data: bytes, offsets: Sequence[int]) -> list[bool | int | float | None]:
     """The elements of `dtype` that start at each of `offsets` in `data`."""
+
+def read_index(path: str | os.PathLike[str], max_index: int) -> dict[str, Any]:
+    """`bytelens::files::read_index`: a sharded checkpoint's index checked against its shards."""
+
+def save_file(
+    path: str | os.PathLike[str],
+    arrays: Sequence[tuple[str, npt.ArrayLike]],
+    metadata: Sequence[tuple[str, str]] = ...,
+    align: int = 64,
+) -> None:
+    """`bytelens::files::save` itself: the Rust file layer's writer."""
+
+def inspect_file(path: str | os.PathLike[str]) -> str:
+    """`bytelens::files::inspect` itself: its report as `bytelens inspect` prints it."""
 
 # With the `gpu` feature (see __all__ above).
 class GpuError(RuntimeError):

@@ -10,7 +10,16 @@
 //! - `view_layout`: the layout `Buffer.view` gives over a buffer of some
 //!   length, shapeless views included, without the buffer;
 //! - `read_elements`: elements read from bytes by the core's `Scalar`, for
-//!   the inspect command's hexdump.
+//!   the inspect command's hexdump;
+//! - `read_index`: a sharded checkpoint's index read and checked against
+//!   its shards by `bytelens::files::read_index`, as a report's fields;
+//! - `save_file` and `inspect_file`: `bytelens::files::save` and
+//!   `bytelens::files::inspect` themselves, the Rust file layer the package
+//!   is checked against (the same bytes as `bl.save`, the same report and
+//!   errors as `bl.inspect`).
+//!
+//! A `bytelens::files::Error` becomes its Python exception here
+//! ([`IntoPyErr`]), the class its `python_exception()` names.
 
 use std::fmt;
 use std::sync::Mutex;
@@ -22,6 +31,7 @@ use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
 use super::dtype::to_descr;
 use super::error::{FormatError, IntoPyErr, PyErrResult};
 use super::layout::{Int, PyLayout, resolve_view};
+use super::source::Source;
 use bytelens::files::{Access, FileArray, FileHeader, GgufValue, ValueType, read_header as read};
 use bytelens::{Escaped, Scalar};
 
@@ -493,5 +503,135 @@ pub(crate) fn read_elements<'py>(
         };
         out.append(item)?;
     }
+    Ok(out)
+}
+
+/// The exception `bytelens.load`, `save` and `inspect` raise for each
+/// error of the Rust file layer: the class its `python_exception()` names,
+/// with its message (a layout error's subclass and `kind` from its source).
+impl IntoPyErr for bytelens::files::Error {
+    fn into_py_err(self, py: Python<'_>) -> PyErr {
+        use bytelens::files::Error;
+        use pyo3::exceptions::{
+            PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyKeyError, PyOSError,
+            PyPermissionError, PyTypeError,
+        };
+        let message = self.to_string();
+        match self {
+            Error::Layout { message, source } => {
+                let core = source.into_py_err(py);
+                let err = PyErr::from_type(core.get_type(py), message);
+                if let Ok(kind) = core.value(py).getattr("kind") {
+                    let _ = err.value(py).setattr("kind", kind);
+                }
+                err
+            }
+            Error::NotFound { name } => PyKeyError::new_err(name),
+            Error::Format { .. } => FormatError::new_err(message),
+            Error::Value { .. } => PyValueError::new_err(message),
+            Error::Type { .. } => PyTypeError::new_err(message),
+            Error::Io(err) => match err.kind() {
+                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+                std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(message),
+                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+                std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(message),
+                _ => PyOSError::new_err(message),
+            },
+            _ => PyValueError::new_err(message),
+        }
+    }
+}
+
+/// `bytelens::files::save(path, arrays, metadata, align)` itself: each
+/// `(name, array)` read where it is (any array numpy reads, in any layout),
+/// the metadata's `(key, value)` strings in order. The format is the
+/// path's extension, as for `bl.save`. A test writes the same arrays with
+/// `bl.save` and compares the bytes.
+#[pyfunction]
+#[pyo3(signature = (path, arrays, metadata = Vec::new(), align = 64))]
+pub(crate) fn save_file(
+    py: Python<'_>,
+    path: std::path::PathBuf,
+    arrays: Vec<(String, Bound<'_, PyAny>)>,
+    metadata: Vec<(String, String)>,
+    align: usize,
+) -> PyResult<()> {
+    let sources = arrays
+        .iter()
+        .map(|(name, array)| Ok((name.as_str(), Source::read(array, "save")?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let refs = sources
+        .iter()
+        .map(|(name, source)| {
+            let array = bytelens::files::ArrayRef::new(source.bytes(), *source.layout());
+            Ok((*name, array.py_err(py)?))
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    let metadata: Vec<(&str, &str)> = metadata
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    bytelens::files::save(&path, &refs, &metadata, align).py_err(py)
+}
+
+/// What `bytelens::files::inspect(path)` reports, as `bytelens inspect
+/// FILE` prints it (`str(bl.inspect(path))`), or its error as the Python
+/// exception `bl.inspect` raises.
+#[pyfunction]
+pub(crate) fn inspect_file(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
+    let report = py.detach(|| bytelens::files::inspect(&path));
+    Ok(report.py_err(py)?.to_string())
+}
+
+/// `bytelens::files::read_index(path, max_index)`: a sharded checkpoint's
+/// index checked against its shards' headers, as a dict of the report's
+/// fields (`path`, `format`, `size`, `metadata`: a dict of str, `arrays`:
+/// a list of dicts of `bytelens.ArrayInfo`'s fields, each with its
+/// `shard`), or the `FormatError` (or `OSError`) `bl.load` raises.
+#[pyfunction]
+pub(crate) fn read_index<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    max_index: u64,
+) -> PyResult<Bound<'py, PyDict>> {
+    use bytelens::files::MetaValue;
+    let report = py
+        .detach(|| bytelens::files::read_index(&path, max_index))
+        .py_err(py)?;
+    let out = PyDict::new(py);
+    out.set_item("path", &report.path)?;
+    out.set_item("format", report.format)?;
+    out.set_item("size", report.size)?;
+    let metadata = PyDict::new(py);
+    for (key, value) in &report.metadata {
+        match value {
+            MetaValue::Str(text) => metadata.set_item(key, text)?,
+            // An index's metadata is text (json.dumps of what is not).
+            other => metadata.set_item(key, format!("{other:?}"))?,
+        }
+    }
+    out.set_item("metadata", metadata)?;
+    let arrays = PyList::empty(py);
+    for a in &report.arrays {
+        let item = PyDict::new(py);
+        item.set_item("name", &a.name)?;
+        item.set_item("dtype", &a.dtype)?;
+        item.set_item("descr", a.descr.map(|d| d.to_string()))?;
+        item.set_item("shape", PyTuple::new(py, &a.shape)?)?;
+        let strides = match &a.strides {
+            Some(s) => Some(PyTuple::new(py, s)?),
+            None => None,
+        };
+        item.set_item("strides", strides)?;
+        item.set_item("offset", a.offset)?;
+        item.set_item("nbytes", a.nbytes)?;
+        item.set_item("copy", a.copy.as_deref())?;
+        item.set_item("member", a.member.as_deref())?;
+        item.set_item("unavailable", a.unavailable.as_deref())?;
+        item.set_item("shard", a.shard.as_deref())?;
+        item.set_item("ggml", a.ggml.map(|t| t.name()))?;
+        arrays.append(item)?;
+    }
+    out.set_item("arrays", arrays)?;
     Ok(out)
 }

@@ -18,10 +18,10 @@
 //! error   -                                  exception classes, IntoPyErr
 //! memory  error                              Memory, Storage, Export, span
 //! dtype   error                              dtype arguments <-> numpy dtypes
-//! files   error                              .npy / safetensors headers
 //! dlpack  memory                             DLPack capsules, both directions
 //! source  memory dtype error                 any array as bytes + a checked Layout
 //! layout  dtype error                        bytelens.Layout, bytelens.Plan
+//! files   source dtype layout error          headers; bytelens::files read_index, save, inspect
 //! buffer  memory dlpack layout dtype error   bytelens.Buffer
 //! copy    buffer source memory dtype error   bytelens.ascontiguous
 //! shared  buffer memory layout error         bytelens.SharedBuffer (unix)
@@ -60,6 +60,9 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::ggml_type, m)?)?;
     m.add_function(wrap_pyfunction!(files::view_layout, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_elements, m)?)?;
+    m.add_function(wrap_pyfunction!(files::read_index, m)?)?;
+    m.add_function(wrap_pyfunction!(files::save_file, m)?)?;
+    m.add_function(wrap_pyfunction!(files::inspect_file, m)?)?;
     m.add_class::<shared::PySharedBuffer>()?;
     m.add_class::<shared::PyLock>()?;
     #[cfg(feature = "gpu")]

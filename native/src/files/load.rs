@@ -26,6 +26,9 @@ pub struct LoadOptions {
     pub strict: bool,
     /// Check every `.npz` member's CRC-32 now (deflated ones inflated now).
     pub verify: bool,
+    /// The longest sharded checkpoint's index read, in bytes
+    /// ([`MAX_INDEX`](super::MAX_INDEX) unless changed).
+    pub max_index: u64,
 }
 
 impl LoadOptions {
@@ -35,6 +38,7 @@ impl LoadOptions {
             mode,
             strict: false,
             verify: false,
+            max_index: super::MAX_INDEX,
         }
     }
 }
@@ -187,22 +191,7 @@ pub fn load_with(path: impl AsRef<Path>, options: LoadOptions) -> Result<Loaded,
     if let Some(index) = super::sharded::index_path(path)? {
         return super::sharded::load(&index, options);
     }
-    let mut loaded = Loaded {
-        path: path.display().to_string(),
-        mode: options.mode,
-        report: Report {
-            path: path.display().to_string(),
-            format: "",
-            size: 0,
-            arrays: Vec::new(),
-            metadata: Vec::new(),
-            version: None,
-        },
-        maps: Vec::new(),
-        sources: Vec::new(),
-        by_name: HashMap::new(),
-        inflating: Mutex::new(()),
-    };
+    let mut loaded = Loaded::empty(&path.display().to_string(), options.mode);
     let report = loaded.add_file(path, options)?;
     loaded.report.format = report.format;
     loaded.report.size = report.size;
@@ -211,13 +200,50 @@ pub fn load_with(path: impl AsRef<Path>, options: LoadOptions) -> Result<Loaded,
     Ok(loaded)
 }
 
+/// A check of a file's report before it is mapped (a shard's against its
+/// index).
+pub(crate) type Expect<'e> = &'e dyn Fn(&Report) -> Result<(), Error>;
+
 impl Loaded {
+    /// No arrays yet, loaded from `path`.
+    pub(crate) fn empty(path: &str, mode: MapMode) -> Loaded {
+        Loaded {
+            path: path.to_owned(),
+            mode,
+            report: Report {
+                path: path.to_owned(),
+                format: "",
+                size: 0,
+                arrays: Vec::new(),
+                metadata: Vec::new(),
+                version: None,
+            },
+            maps: Vec::new(),
+            sources: Vec::new(),
+            by_name: HashMap::new(),
+            inflating: Mutex::new(()),
+        }
+    }
+
     /// Maps the file at `path` and adds its arrays. Returns its report
     /// (without the arrays).
     pub(crate) fn add_file(&mut self, path: &Path, options: LoadOptions) -> Result<Report, Error> {
+        self.add_file_checked(path, options, None)
+    }
+
+    /// [`Loaded::add_file`], `expect` checking the file's report first.
+    pub(crate) fn add_file_checked(
+        &mut self,
+        path: &Path,
+        options: LoadOptions,
+        expect: Option<Expect<'_>>,
+    ) -> Result<Report, Error> {
         let shown = path.display().to_string();
         let (mut f, info) = open(path, "")?;
         let (mut report, members) = describe(&shown, &mut f, info.len())?;
+        if let Some(expect) = expect {
+            expect(&report)?;
+        }
         if report.format == "npz" && options.mode == MapMode::ReadWrite {
             return Err(Error::value(format!(
                 "{shown}: an .npz member written in place would no longer match its CRC-32, and \
@@ -312,6 +338,24 @@ impl Loaded {
             self.report.arrays.push(a);
         }
         Ok(report)
+    }
+
+    /// Takes `report` as the whole file's (a sharded checkpoint's index):
+    /// the arrays in its order, each one loaded by name.
+    pub(crate) fn reorder(&mut self, report: Report) {
+        let mut sources: Vec<Option<Source>> = std::mem::take(&mut self.sources)
+            .into_iter()
+            .map(Some)
+            .collect();
+        let mut by_name = HashMap::with_capacity(report.arrays.len());
+        for a in &report.arrays {
+            let at = self.by_name[a.name.as_str()];
+            by_name.insert(a.name.clone(), self.sources.len());
+            self.sources
+                .push(sources[at].take().unwrap_or(Source::Unavailable));
+        }
+        self.by_name = by_name;
+        self.report = report;
     }
 
     /// The path loaded from (a sharded checkpoint's index).

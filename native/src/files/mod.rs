@@ -1,6 +1,7 @@
-//! Real files: `.npy`, `.npz`, safetensors and GGUF, loaded as checked
-//! views over one mapped file ([`load`]), written with aligned tensors
-//! ([`save`]), and described without reading their data ([`inspect`]).
+//! Real files: `.npy`, `.npz`, safetensors (sharded checkpoints too) and
+//! GGUF, loaded as checked views over one mapped file ([`load`]), written
+//! with aligned tensors ([`save`]), and described without reading their
+//! data ([`inspect`]).
 //!
 //! Everything of the core's header readers ([`bytelens_core::files`]:
 //! [`read_header`], [`FileHeader`], [`FileError`], GGUF's types) is here
@@ -47,6 +48,7 @@ pub use error::Error;
 pub use load::{ArrayRef, Entry, LoadOptions, Loaded, Quantized, load, load_with};
 pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report};
 pub use save::{ALIGN, MAX_ALIGN, save};
+pub use sharded::{MAX_INDEX, read_index};
 
 /// Describes the file at `path`: its format (by its first bytes), each
 /// array's name, dtype, shape, byte range and alignment, and what

@@ -7,8 +7,7 @@ shape and byte range is checked against the file before any view exists,
 and each view is made by ``Buffer.view``, so it is checked again for bounds
 and alignment. Only a file's first bytes are read to describe it.
 
-The modules, each importing only those listed before it (``_npz`` names
-``_load._Converter`` in a type alone):
+The modules, each importing only those listed before it:
 
 - ``_headers``: reading a header through the core, the header limits, and
   the core's file rules typed (``view_layout``, ``read_elements``).
@@ -20,6 +19,9 @@ The modules, each importing only those listed before it (``_npz`` names
 - ``_opening``: opening a regular file, and telling its format by its
   first bytes (``_describe``).
 - ``_sharded``: a sharded checkpoint's index, checked against its shards.
+- ``_raw``: raw files for ``inspect(dtype=...)``, ``inspect(plan=...)``
+  and the command's ``--dump``: a view or a plan's fields over a file of
+  no format, and the elements in a range of bytes.
 - ``_inspect``: :func:`inspect`.
 - ``_quantized``: :class:`Quantized`, a GGUF tensor's quantised blocks.
 - ``_load``: :func:`load` and :class:`FileArrays`.

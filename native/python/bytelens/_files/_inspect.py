@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .. import _raw
 from .._native import Plan
+from . import _raw
 from ._opening import _describe, _fspath, _open
 from ._report import FileReport
 from ._sharded import _index_path, _read_index

@@ -10,7 +10,7 @@ import threading
 import zipfile
 import zlib
 from collections.abc import Callable, Iterator, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from ._opening import _describe, _fspath, _open
 from ._quantized import Quantized
 from ._report import COMPRESSED, _READ_ONLY_UNDER_R_PLUS, ArrayInfo, FileReport, _naming, _printable, _short
 from ._sharded import _index_path, _read_index
+
+if TYPE_CHECKING:
+    from .._frameworks import _Converter
 
 
 def load(
@@ -147,27 +150,6 @@ def load(
     return out
 
 
-class _Converter:
-    """Hands an array out as a ``framework`` tensor (``_frameworks``)."""
-
-    def __init__(self, framework: str, to_framework: Callable[[np.ndarray, str], Any]) -> None:
-        self.framework, self._to = framework, to_framework
-
-    def __call__(self, array: np.ndarray) -> Any:
-        return self._to(array, self.framework)
-
-    def loses_writes(self, array: np.ndarray) -> str | None:
-        """Why a tensor of ``array`` would be a writable copy, whose writes
-        under ``mode="r+"`` could never reach the file (None where it
-        shares the file's memory, or cannot be written at all). JAX's
-        arrays are immutable, so only torch's copies can lose a write."""
-        if self.framework != "torch":
-            return None
-        from .. import _frameworks
-
-        return _frameworks.torch_copies(array)
-
-
 def _converter(framework: object) -> _Converter | None:
     """None for numpy's arrays as they are; else the converter to the
     framework ``framework`` names (safetensors' ``"pt"`` and ``"np"`` too).
@@ -179,7 +161,7 @@ def _converter(framework: object) -> _Converter | None:
     from .. import _frameworks
 
     name = _frameworks.framework_name(framework)
-    return None if name == "numpy" else _Converter(name, _frameworks.to_framework)
+    return None if name == "numpy" else _frameworks._Converter(name)
 
 
 def _load_file(

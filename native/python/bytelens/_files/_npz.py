@@ -17,7 +17,7 @@ from ._headers import HEAD, _header, _read_up_to
 from ._report import COMPRESSED, ArrayInfo, FileReport, _arrays, _naming, _short
 
 if TYPE_CHECKING:
-    from ._load import _Converter
+    from .._frameworks import _Converter
 
 #: Bytes hashed or decompressed at a time.
 _CHUNK = 1 << 20
