@@ -3,7 +3,7 @@
 
 use core::fmt;
 
-use crate::{ByteOrder, DType, Descr};
+use crate::{ByteOrder, DType, Descr, ErrorKind};
 
 /// Everything that can go wrong when describing or checking a view.
 ///
@@ -291,44 +291,52 @@ pub enum Error {
 }
 
 impl Error {
-    /// The variant's name, as the conformance vectors and other languages spell it.
+    /// The error's kind, whose name the conformance vectors and other
+    /// languages spell (several variants share one).
     ///
     /// # Examples
     /// ```
-    /// use bytelens_core::Error;
-    /// assert_eq!(Error::ReadOnly.kind(), "ReadOnly");
+    /// use bytelens_core::{Error, ErrorKind};
+    /// assert_eq!(Error::ReadOnly.kind(), ErrorKind::ReadOnly);
+    /// assert_eq!(Error::ReadOnly.kind().name(), "ReadOnly");
     /// ```
-    pub fn kind(&self) -> &'static str {
+    pub fn kind(&self) -> ErrorKind {
         match self {
             Error::Misaligned { .. }
             | Error::MisalignedBuffer { .. }
-            | Error::MisalignedStride { .. } => "Misaligned",
-            Error::OutOfBounds { .. } | Error::OffsetOutside { .. } => "OutOfBounds",
-            Error::Overflow { .. } => "Overflow",
-            Error::ItemsizeMismatch { .. } | Error::ScalarItemsize { .. } => "ItemsizeMismatch",
-            Error::NotContiguous { .. } => "NotContiguous",
-            Error::NeedsCopy { .. } => "NeedsCopy",
-            Error::TooManyDims { .. } => "TooManyDims",
-            Error::BadAxis { .. } | Error::RepeatedAxis { .. } => "BadAxis",
-            Error::BadDType { .. } | Error::WrongElement { .. } => "BadDType",
-            Error::ReadOnly => "ReadOnly",
-            Error::LengthMismatch { .. } => "LengthMismatch",
-            Error::SizeMismatch { .. } => "SizeMismatch",
-            Error::CountMismatch { .. } => "CountMismatch",
-            Error::MissingShape { .. } => "MissingShape",
-            Error::IndexOutOfRange { .. } => "IndexOutOfRange",
-            Error::ZeroStep { .. } => "ZeroStep",
-            Error::NotBroadcastable { .. } | Error::BroadcastRank { .. } => "NotBroadcastable",
-            Error::BadName { .. } | Error::WgslStructName { .. } => "BadName",
-            Error::PlanFull { .. } => "PlanFull",
-            Error::NotWgslShareable { .. } => "NotWgslShareable",
-            Error::EmptyField { .. } => "EmptyField",
-            Error::EmptyPlan => "EmptyPlan",
-            Error::NoAlternative { .. } => "NoAlternative",
-            Error::BadPlanLine { .. } => "BadPlanLine",
-            Error::FieldsOverlap { .. } => "FieldsOverlap",
-            Error::NotWgslPlaceable { .. } | Error::WgslTooLarge { .. } => "NotWgslShareable",
-            Error::PlanLineInvisible { .. } => "BadPlanLine",
+            | Error::MisalignedStride { .. } => ErrorKind::Misaligned,
+            Error::OutOfBounds { .. } | Error::OffsetOutside { .. } => ErrorKind::OutOfBounds,
+            Error::Overflow { .. } => ErrorKind::Overflow,
+            Error::ItemsizeMismatch { .. } | Error::ScalarItemsize { .. } => {
+                ErrorKind::ItemsizeMismatch
+            }
+            Error::NotContiguous { .. } => ErrorKind::NotContiguous,
+            Error::NeedsCopy { .. } => ErrorKind::NeedsCopy,
+            Error::TooManyDims { .. } => ErrorKind::TooManyDims,
+            Error::BadAxis { .. } | Error::RepeatedAxis { .. } => ErrorKind::BadAxis,
+            Error::BadDType { .. } | Error::WrongElement { .. } => ErrorKind::BadDType,
+            Error::ReadOnly => ErrorKind::ReadOnly,
+            Error::LengthMismatch { .. } => ErrorKind::LengthMismatch,
+            Error::SizeMismatch { .. } => ErrorKind::SizeMismatch,
+            Error::CountMismatch { .. } => ErrorKind::CountMismatch,
+            Error::MissingShape { .. } => ErrorKind::MissingShape,
+            Error::IndexOutOfRange { .. } => ErrorKind::IndexOutOfRange,
+            Error::ZeroStep { .. } => ErrorKind::ZeroStep,
+            Error::NotBroadcastable { .. } | Error::BroadcastRank { .. } => {
+                ErrorKind::NotBroadcastable
+            }
+            Error::BadName { .. } | Error::WgslStructName { .. } => ErrorKind::BadName,
+            Error::PlanFull { .. } => ErrorKind::PlanFull,
+            Error::NotWgslShareable { .. } => ErrorKind::NotWgslShareable,
+            Error::EmptyField { .. } => ErrorKind::EmptyField,
+            Error::EmptyPlan => ErrorKind::EmptyPlan,
+            Error::NoAlternative { .. } => ErrorKind::NoAlternative,
+            Error::BadPlanLine { .. } => ErrorKind::BadPlanLine,
+            Error::FieldsOverlap { .. } => ErrorKind::FieldsOverlap,
+            Error::NotWgslPlaceable { .. } | Error::WgslTooLarge { .. } => {
+                ErrorKind::NotWgslShareable
+            }
+            Error::PlanLineInvisible { .. } => ErrorKind::BadPlanLine,
         }
     }
 

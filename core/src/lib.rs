@@ -41,6 +41,7 @@ mod error;
 #[cfg(feature = "files")]
 pub mod files;
 mod float;
+mod kind;
 mod layout;
 mod overlap;
 mod plan;
@@ -52,6 +53,7 @@ pub use args::ViewArgs;
 pub use dtype::{ByteOrder, DType, DTypeInfo, Descr, JsArray, dlpack_code};
 pub use error::{Error, Escaped, ShortStr};
 pub use float::{F8E4M3FN, F8E5M2, F8E8M0FNU, FloatFormat, Rounding, Specials};
+pub use kind::ErrorKind;
 pub use layout::{Layout, MAX_NDIM, Offsets};
 pub use overlap::Overlap;
 pub use plan::{Field, MAX_ALTERNATIVES, MAX_FIELD_DIMS, MAX_FIELDS, Plan, Wgsl};

@@ -247,6 +247,38 @@ impl fmt::Display for Error {
     }
 }
 
+/// The kind of a system error: the ones Python raises a subclass of
+/// `OSError` for have their own, the rest are [`ErrorKind::Os`].
+pub(crate) fn io_kind(err: &std::io::Error) -> ErrorKind {
+    match err.kind() {
+        std::io::ErrorKind::NotFound => ErrorKind::NotFound,
+        std::io::ErrorKind::AlreadyExists => ErrorKind::AlreadyExists,
+        std::io::ErrorKind::IsADirectory => ErrorKind::IsADirectory,
+        std::io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied,
+        _ => ErrorKind::Os,
+    }
+}
+
+impl Error {
+    /// The error's kind: the core's for a layout error.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{Error, ErrorKind};
+    /// assert_eq!(Error::BadAlign { align: 3 }.kind(), ErrorKind::BadAlign);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Layout(err) => err.kind(),
+            Error::Alloc { .. } => ErrorKind::OutOfMemory,
+            Error::BadAlign { .. } => ErrorKind::BadAlign,
+            Error::Cast { .. } => ErrorKind::Cast,
+            Error::SizeMismatch { .. } => ErrorKind::DestinationSize,
+            Error::Dequantize { .. } => ErrorKind::Dequantize,
+        }
+    }
+}
+
 impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {

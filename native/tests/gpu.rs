@@ -1025,9 +1025,10 @@ fn files_load_to_the_gpu_array_by_array() {
     let odd = safetensors(&[("z", "C64", &[2][..], vec![0; 16])], 0);
     let err = gpu.load(&odd, None).unwrap_err();
     assert!(
-        matches!(&err, GpuError::File(why) if why.contains("\"z\"") && why.contains("C64")),
+        matches!(&err, GpuError::FileArray { name, reason } if name == "z" && reason.contains("C64")),
         "{err}"
     );
     let err = gpu.load(b"not a file at all", None).unwrap_err();
     assert!(matches!(err, GpuError::File(_)), "{err}");
+    assert!(std::error::Error::source(&err).is_some(), "{err}");
 }

@@ -180,14 +180,15 @@ export function describe(value) {
 const MAX_MESSAGE = 300;
 
 /**
- * The error src/error.rs throws, its message made safe to show: a
- * TypeError, or a RangeError with `kind` when there is one. Control
+ * The error src/error.rs throws, its message made safe to show: of the
+ * class the core's table gives its kind (RangeError, TypeError or Error),
+ * with `kind`. Control
  * characters are escaped (\n, \r, \t, \0, others as \u{1b}), so that no
  * text the message quotes can break its line or hide in it; past
  * MAX_MESSAGE characters it keeps its start and its end, so that none can
  * make it long.
  */
-export function makeError(message, typeError, kind) {
+export function makeError(message, errorClass, kind) {
   const escapes = { "\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0" };
   let text = message.replace(
     /[\0-\x1f\x7f-\x9f]/g,
@@ -198,8 +199,9 @@ export function makeError(message, typeError, kind) {
     const at = (i) => (/[\ud800-\udbff]/.test(text[i - 1]) ? i - 1 : i);
     text = `${text.slice(0, at(MAX_MESSAGE - 100))} … ${text.slice(at(text.length - 100))}`;
   }
-  const error = typeError ? new TypeError(text) : new RangeError(text);
-  if (kind !== undefined) error.kind = kind;
+  const classes = { RangeError, TypeError, Error };
+  const error = new classes[errorClass](text);
+  error.kind = kind;
   return error;
 }
 

@@ -2,16 +2,20 @@
 //! `Result<_, BindingError>`, and `From<BindingError> for JsValue` makes the
 //! thrown object.
 //!
+//! Every error has a kind ([`BindingError::kind`]), which is the thrown
+//! object's `kind` property and picks its class from the core's one table
+//! ([`ErrorKind::js_class`]):
+//!
 //! - The core's errors become a `RangeError` with the core's message and its
-//!   kind (`"Misaligned"`, `"OutOfBounds"`, …) as the `kind` property, as
-//!   typed arrays throw `RangeError`s.
+//!   kind (`"Misaligned"`, `"OutOfBounds"`, …), as typed arrays throw
+//!   `RangeError`s.
 //! - A number or value an argument cannot take (`1.5` as an offset, `300`
-//!   for uint8) is a `RangeError` without a kind: the core never saw it.
+//!   for uint8) is a `RangeError` of kind `"BadValue"`: the core never saw it.
 //! - An argument of the wrong JS type (a dtype that is not a string) is a
-//!   `TypeError`.
+//!   `TypeError` of kind `"WrongType"`.
 //! - A view of more elements than one call gathers, returns or takes
-//!   ([`MAX_ELEMENTS`]) is a `RangeError` without a kind, thrown before
-//!   anything is allocated for it.
+//!   ([`MAX_ELEMENTS`]) is a `RangeError` of kind `"TooManyElements"`,
+//!   thrown before anything is allocated for it.
 //! - Whatever JS threw while an argument was read (a getter, a proxy) is
 //!   rethrown as it is.
 //!
@@ -20,7 +24,7 @@
 //! it quotes.
 #![forbid(unsafe_code)]
 
-use bytelens_core::{DType, Error};
+use bytelens_core::{DType, Error, ErrorKind};
 use wasm_bindgen::prelude::*;
 
 use crate::js::{self, make_error};
@@ -119,10 +123,11 @@ pub enum BindingError {
         rows: u64,
         cols: u64,
     },
-    /// A file header that is not valid (`readHeader`): a `RangeError` of
-    /// kind `"FormatError"` with the core's message.
+    /// A file header that is not valid (`readHeader`): the core's error,
+    /// a `RangeError` of its kind (`"FormatError"`, or `"OutOfMemory"`)
+    /// with its message.
     #[cfg(feature = "files")]
-    Format(String),
+    Format(bytelens_core::files::FileError),
     /// The error of one plan field, its message prefixed with the field's name.
     InField {
         /// The field's name.
@@ -175,81 +180,83 @@ impl From<JsValue> for BindingError {
     }
 }
 
-/// The JS error's parts: message, kind, and whether it is a `TypeError`;
-/// `Err` for a value JS threw, to rethrow as it is.
-fn parts(err: BindingError) -> Result<(String, Option<&'static str>, bool), JsValue> {
+impl BindingError {
+    /// The error's kind, from which the thrown object takes its class
+    /// ([`ErrorKind::js_class`]) and its `kind` property; `None` for what
+    /// JS threw, which is rethrown as it is.
+    pub fn kind(&self) -> Option<ErrorKind> {
+        Some(match self {
+            BindingError::Core(err) => err.kind(),
+            BindingError::OffsetBeyondMemory(_) => ErrorKind::OutOfBounds,
+            BindingError::Argument { type_error, .. }
+            | BindingError::Element { type_error, .. } => {
+                if *type_error {
+                    ErrorKind::WrongType
+                } else {
+                    ErrorKind::BadValue
+                }
+            }
+            BindingError::TooManyElements { .. } => ErrorKind::TooManyElements,
+            BindingError::Order { .. } => ErrorKind::OutOfOrder,
+            BindingError::Thrown(_) => return None,
+            #[cfg(feature = "files")]
+            BindingError::OutOfMemory { .. } => ErrorKind::OutOfMemory,
+            #[cfg(feature = "files")]
+            BindingError::PastTheEnd { .. } => ErrorKind::CountMismatch,
+            #[cfg(feature = "files")]
+            BindingError::Format(err) => err.kind(),
+            BindingError::InField { error, .. } => return error.kind(),
+        })
+    }
+}
+
+/// The JS error's message; `Err` for a value JS threw, to rethrow as it is.
+fn message(err: BindingError) -> Result<String, JsValue> {
     Ok(match err {
-        BindingError::Core(err) => (err.to_string(), Some(err.kind()), false),
-        BindingError::OffsetBeyondMemory(offset) => (
-            format!(
-                "offset {} lies outside every buffer: wasm32 addresses at most {} bytes",
-                describe(&offset.into()),
-                isize::MAX
-            ),
-            Some("OutOfBounds"),
-            false,
+        BindingError::Core(err) => err.to_string(),
+        BindingError::OffsetBeyondMemory(offset) => format!(
+            "offset {} lies outside every buffer: wasm32 addresses at most {} bytes",
+            describe(&offset.into()),
+            isize::MAX
         ),
         BindingError::Argument {
             what,
             expected,
             got,
-            type_error,
-        } => (
-            format!("{what} must be {expected}, not {}", describe(&got)),
-            None,
-            type_error,
-        ),
-        BindingError::Element {
-            dtype,
-            got,
-            type_error,
-        } => (
-            format!("{} is not a value of {dtype}", describe(&got)),
-            None,
-            type_error,
-        ),
-        BindingError::TooManyElements { count, call } => (
-            format!(
-                "a view of {count} elements is more than {call} at once \
-                 (limit {MAX_ELEMENTS}); take it in parts"
-            ),
-            None,
-            false,
-        ),
-        BindingError::Order { call, why } => {
-            (format!("{call}() cannot be called now: {why}"), None, false)
+            ..
+        } => format!("{what} must be {expected}, not {}", describe(&got)),
+        BindingError::Element { dtype, got, .. } => {
+            format!("{} is not a value of {dtype}", describe(&got))
         }
+        BindingError::TooManyElements { count, call } => format!(
+            "a view of {count} elements is more than {call} at once \
+             (limit {MAX_ELEMENTS}); take it in parts"
+        ),
+        BindingError::Order { call, why } => format!("{call}() cannot be called now: {why}"),
         BindingError::Thrown(thrown) => return Err(thrown),
         #[cfg(feature = "files")]
-        BindingError::OutOfMemory { what, bytes } => (
-            format!("{what}: {bytes} bytes do not fit in wasm memory (4 GiB in all)"),
-            Some("OutOfMemory"),
-            false,
-        ),
+        BindingError::OutOfMemory { what, bytes } => {
+            format!("{what}: {bytes} bytes do not fit in wasm memory (4 GiB in all)")
+        }
         #[cfg(feature = "files")]
         BindingError::PastTheEnd {
             given,
             left,
             rows,
             cols,
-        } => (
-            format!("{given} elements given, but the {rows} × {cols} array has {left} left"),
-            Some("CountMismatch"),
-            false,
-        ),
+        } => format!("{given} elements given, but the {rows} × {cols} array has {left} left"),
         #[cfg(feature = "files")]
-        BindingError::Format(message) => (message, Some("FormatError"), false),
-        BindingError::InField { name, error } => {
-            let (message, kind, type_error) = parts(*error)?;
-            (format!("field {name}: {message}"), kind, type_error)
-        }
+        BindingError::Format(err) => err.to_string(),
+        BindingError::InField { name, error } => format!("field {name}: {}", message(*error)?),
     })
 }
 
 impl From<BindingError> for JsValue {
     fn from(err: BindingError) -> JsValue {
-        match parts(err) {
-            Ok((message, kind, type_error)) => make_error(&message, type_error, kind),
+        // No kind only for what JS threw, which `message` hands back.
+        let kind = err.kind().unwrap_or(ErrorKind::BadValue);
+        match message(err) {
+            Ok(message) => make_error(&message, kind.js_class(), kind.name()),
             Err(thrown) => thrown,
         }
     }

@@ -281,7 +281,7 @@ pub fn read_header(
                 let _ = write!(json, "{{\"need\":{need}}}");
                 return json.parse(&[]);
             }
-            None => return Err(BindingError::Format(err.to_string())),
+            None => return Err(BindingError::Format(err)),
         },
     };
     let mut json = Json::new();

@@ -52,14 +52,14 @@ extern "C" {
     /// `value` for an error message, at most about 60 characters of it.
     #[wasm_bindgen(catch)]
     pub(crate) fn describe(value: &JsValue) -> Result<String, JsValue>;
-    /// The error to throw: a `TypeError` or a `RangeError` (with `kind`, if
-    /// any) whose message has every control character escaped (`\n`,
-    /// `\r`, `\t`, `\0`, others as `\u{1b}`), so that no text it quotes
-    /// can break its line or hide in it, and at most 300 characters (a
-    /// longer one keeps its start and its end), so that none can make it
-    /// long. In JS, where it adds nothing to the .wasm.
+    /// The error to throw: of `class` (`"RangeError"`, `"TypeError"` or
+    /// `"Error"`), with `kind`, whose message has every control character
+    /// escaped (`\n`, `\r`, `\t`, `\0`, others as `\u{1b}`), so that no
+    /// text it quotes can break its line or hide in it, and at most 300
+    /// characters (a longer one keeps its start and its end), so that none
+    /// can make it long. In JS, where it adds nothing to the .wasm.
     #[wasm_bindgen(js_name = makeError)]
-    pub(crate) fn make_error(message: &str, type_error: bool, kind: Option<&str>) -> JsValue;
+    pub(crate) fn make_error(message: &str, class: &str, kind: &str) -> JsValue;
     /// The dtype table from `dtypes`' JSON: an array of rows.
     #[wasm_bindgen(js_name = dtypeTable)]
     pub(crate) fn dtype_table(json: &str) -> DTypeTable;

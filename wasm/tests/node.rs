@@ -717,7 +717,7 @@ fn float8_values_refuse_what_is_not_a_number_and_typed_views_refuse_float8() {
         assert_eq!(buf.bytes(), [0; 4], "{dtype}");
         // Not a class of their own: `typed` refuses, naming what it takes.
         let err = thrown(buf.typed(&js(dtype), &JsValue::UNDEFINED, &JsValue::UNDEFINED));
-        assert_eq!(kind(&err), "");
+        assert_eq!(kind(&err), "BadValue");
         assert!(
             message(&err).contains("not float16, bfloat16 or a float8"),
             "{}",
@@ -1354,4 +1354,44 @@ fn number_arguments_of_another_type_are_type_errors_not_converted() {
     assert!(err.is_instance_of::<js_sys::RangeError>());
     assert!(message(&err).ends_with(", not NaN"), "{}", message(&err));
     assert_eq!(buf.bytes(), [0; 8]);
+}
+
+/// The core's one table of error kinds, as JS sees it: every kind's JS
+/// class exists, and errors of several kinds are of their kind's class
+/// with the kind as their `kind` property.
+#[wasm_bindgen_test]
+fn errors_are_of_their_kind_s_class_and_carry_their_kind() {
+    use bytelens_core::ErrorKind;
+    let global = js_sys::global();
+    for &kind in ErrorKind::ALL {
+        let class = Reflect::get(&global, &kind.js_class().into()).unwrap();
+        assert!(
+            class.is_function(),
+            "{kind}: no JS class {}",
+            kind.js_class()
+        );
+    }
+    let is = |err: &JsValue, kind: ErrorKind| {
+        let class = Reflect::get(&global, &kind.js_class().into()).unwrap();
+        let class: js_sys::Function = class.unchecked_into();
+        assert!(err.is_instance_of::<js_sys::Error>(), "{kind}");
+        assert!(
+            Reflect::get(err, &"constructor".into()).unwrap() == JsValue::from(class),
+            "{kind}: {}",
+            message(err)
+        );
+        let got = Reflect::get(err, &"kind".into()).unwrap().as_string();
+        assert_eq!(got.as_deref(), Some(kind.name()), "{}", message(err));
+    };
+    let buf = Buffer::new(&3.0.into()).unwrap();
+    is(
+        &thrown(buf.read(&js("<i2"), None)),
+        ErrorKind::ItemsizeMismatch,
+    );
+    is(&thrown(buf.read(&js("float33"), None)), ErrorKind::BadDType);
+    is(
+        &thrown(Buffer::new(&js("many").into())),
+        ErrorKind::WrongType,
+    );
+    is(&thrown(Buffer::new(&1.5.into())), ErrorKind::BadValue);
 }

@@ -44,7 +44,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::{DType, Descr, Error, Escaped, Layout, MAX_NDIM};
+use crate::{DType, Descr, Error, ErrorKind, Escaped, Layout, MAX_NDIM};
 
 /// The largest header either reader accepts: 100 MB, the limit the
 /// safetensors library itself applies.
@@ -531,6 +531,21 @@ impl fmt::Display for FileError {
 impl core::error::Error for FileError {}
 
 impl FileError {
+    /// The error's kind: [`ErrorKind::OutOfMemory`] where memory ran out,
+    /// else [`ErrorKind::Format`].
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{ErrorKind, files::read_header};
+    /// assert_eq!(read_header(b"", 0).unwrap_err().kind(), ErrorKind::Format);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            FileError::OutOfMemory { .. } => ErrorKind::OutOfMemory,
+            _ => ErrorKind::Format,
+        }
+    }
+
     /// Where the only trouble is that the `have` bytes given to
     /// [`read_header`] end inside the header of a file long enough to hold
     /// it: how many bytes to read and pass instead. `None` for every other

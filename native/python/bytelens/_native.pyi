@@ -297,6 +297,9 @@ class _DTypeInfo(TypedDict):
 def dtypes() -> list[_DTypeInfo]:
     """The core's dtype table, one dict per dtype in the table's order."""
 
+def error_kinds() -> list[tuple[str, str, type[BaseException]]]:
+    """The core's table of error kinds: (kind, class name, class) for each."""
+
 def read_header(head: bytes, length: int, base: int = 0) -> dict[str, Any]: ...
 
 class _FileDType(TypedDict):

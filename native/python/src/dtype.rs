@@ -7,8 +7,10 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
-use super::error::{IntoPyErr, layout_error};
-use bytelens::{ByteOrder, DType, Descr, FloatFormat, LayoutError, Rounding, ShortStr, Specials};
+use super::error::{IntoPyErr, error_of_kind};
+use bytelens::{
+    ByteOrder, DType, Descr, ErrorKind, FloatFormat, LayoutError, Rounding, ShortStr, Specials,
+};
 
 /// Every dtype in both byte orders: index `2 * dtype + (order == Big)`.
 /// Sized from [`DType::ALL`], not from one variant, so a dtype added after
@@ -57,9 +59,9 @@ fn make_numpy_descr(py: Python<'_>, descr: Descr) -> PyResult<Py<PyArrayDescr>> 
     };
     if descr.order == ByteOrder::Big && info.size > 1 {
         let size = info.size;
-        return Err(layout_error(
+        return Err(error_of_kind(
             py,
-            "BadDType",
+            ErrorKind::BadDType,
             format!(
                 "a numpy array cannot be big-endian {name}: ml_dtypes' {name} reads and \
                  writes single elements (tolist, indexing, printing) in native byte order \

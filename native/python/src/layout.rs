@@ -6,10 +6,10 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyInt, PyTuple, PyType};
 
 use super::dtype::to_descr;
-use super::error::{PyErrResult, layout_error};
+use super::error::{PyErrResult, error_of_kind};
 use std::ops::Deref;
 
-use bytelens::{FieldSpec, Layout, MAX_NDIM, OwnedPlan, PlanSpec, ViewArgs};
+use bytelens::{ErrorKind, FieldSpec, Layout, MAX_NDIM, OwnedPlan, PlanSpec, ViewArgs};
 
 /// An integer argument of a layout (an offset, stride, length, axis or
 /// index). One outside 64 bits is a `LayoutError` (kind `"Overflow"`) that
@@ -41,9 +41,9 @@ fn too_large(obj: &Bound<'_, PyAny>) -> PyErr {
         Ok(text) if bits <= 128 => text.to_string(),
         _ => format!("an integer of {bits} bits"),
     };
-    layout_error(
+    error_of_kind(
         obj.py(),
-        "Overflow",
+        ErrorKind::Overflow,
         format!(
             "{number} is outside the range of a layout's offsets, strides, lengths and \
              axes ({} to {})",
@@ -64,9 +64,9 @@ fn axis_arg(py: Python<'_>, axis: isize, ndim: usize) -> PyResult<usize> {
     };
     match resolved.and_then(|a| usize::try_from(a).ok()) {
         Some(a) if a < ndim => Ok(a),
-        _ => Err(layout_error(
+        _ => Err(error_of_kind(
             py,
-            "BadAxis",
+            ErrorKind::BadAxis,
             format!("axis {axis} is out of range for a layout with {ndim} dimensions"),
         )),
     }
@@ -76,9 +76,9 @@ fn axis_arg(py: Python<'_>, axis: isize, ndim: usize) -> PyResult<usize> {
 fn offset_arg(obj: &Bound<'_, PyAny>) -> PyResult<usize> {
     let Int(n) = obj.extract()?;
     usize::try_from(n).map_err(|_| {
-        layout_error(
+        error_of_kind(
             obj.py(),
-            "OutOfBounds",
+            ErrorKind::OutOfBounds,
             format!("a field's offset cannot be negative ({n})"),
         )
     })

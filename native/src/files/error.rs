@@ -6,7 +6,7 @@ use std::fmt;
 use std::io;
 
 use super::FileError;
-use crate::{LayoutError, SharedError};
+use crate::{ErrorKind, LayoutError, SharedError};
 
 /// Why [`load`](super::load), [`save`](super::save) or
 /// [`inspect`](super::inspect) failed. Each message is the one the Python
@@ -90,26 +90,29 @@ impl Error {
         Error::Io(io::Error::new(kind, message.into()))
     }
 
+    /// The error's kind: [`ErrorKind::Format`], the system's (`NotFound`,
+    /// `IsADirectory`, ..., else `Os`), the core's for a layout error,
+    /// `NoSuchArray`, `BadValue` or `WrongType`.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Format {
+                header: Some(err), ..
+            } => err.kind(),
+            Error::Format { .. } => ErrorKind::Format,
+            Error::Io(err) => crate::io_kind(err),
+            Error::Layout { source, .. } => source.kind(),
+            Error::NotFound { .. } => ErrorKind::NoSuchArray,
+            Error::Value { .. } => ErrorKind::BadValue,
+            Error::Type { .. } => ErrorKind::WrongType,
+        }
+    }
+
     /// The Python exception the package raises for this error: its class
     /// name (`"FormatError"`, `"FileNotFoundError"`, `"AlignmentError"`,
-    /// `"KeyError"`, ...), for a binding's one table of conversions.
+    /// `"KeyError"`, ...), its kind's row of the one table
+    /// ([`ErrorKind::python_class`]).
     pub fn python_exception(&self) -> &'static str {
-        match self {
-            Error::Format { .. } => "FormatError",
-            Error::Io(err) => match err.kind() {
-                io::ErrorKind::NotFound => "FileNotFoundError",
-                io::ErrorKind::IsADirectory => "IsADirectoryError",
-                io::ErrorKind::PermissionDenied => "PermissionError",
-                io::ErrorKind::AlreadyExists => "FileExistsError",
-                _ => "OSError",
-            },
-            Error::Layout { source, .. } if source.is_alignment() => "AlignmentError",
-            Error::Layout { source, .. } if source.is_bounds() => "BoundsError",
-            Error::Layout { .. } => "LayoutError",
-            Error::NotFound { .. } => "KeyError",
-            Error::Value { .. } => "ValueError",
-            Error::Type { .. } => "TypeError",
-        }
+        self.kind().python_class()
     }
 }
 

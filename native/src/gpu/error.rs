@@ -3,8 +3,8 @@
 
 use std::fmt;
 
-use crate::LayoutError;
-use crate::files::GgmlType;
+use crate::files::{FileError, GgmlType};
+use crate::{ErrorKind, LayoutError};
 
 /// What went wrong on the GPU side, with wgpu's own message where there is one.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -60,9 +60,18 @@ pub enum GpuError {
     /// A view or format no texture can be made of (its element, channel
     /// count, shape or size), with the reason.
     Texture(String),
-    /// A file [`GpuContext::load`](super::GpuContext::load) cannot read: its
-    /// header, or an array of a dtype bytelens does not have.
-    File(String),
+    /// A file whose header [`GpuContext::load`](super::GpuContext::load)
+    /// cannot read: the core's error.
+    File(FileError),
+    /// An array of a file that [`GpuContext::load`](super::GpuContext::load)
+    /// cannot upload (a dtype bytelens does not have, a layout that does
+    /// not fit), with the reason.
+    FileArray {
+        /// The array's name.
+        name: String,
+        /// Why not.
+        reason: String,
+    },
     /// Options that cannot work (a zero-sized ring, say).
     BadOptions(String),
     /// An upload larger than a CPU adapter (lavapipe) can hold: its buffers
@@ -133,7 +142,10 @@ impl fmt::Display for GpuError {
             }
             GpuError::Host(err) => err.fmt(f),
             GpuError::Texture(reason) => write!(f, "no texture: {reason}"),
-            GpuError::File(reason) => write!(f, "cannot load the file: {reason}"),
+            GpuError::File(err) => write!(f, "cannot load the file: {err}"),
+            GpuError::FileArray { name, reason } => {
+                write!(f, "cannot load the file: array {name:?}: {reason}")
+            }
             GpuError::BadOptions(message) => write!(f, "bad GPU options: {message}"),
             GpuError::OutOfMemory { bytes, available } => write!(
                 f,
@@ -149,8 +161,52 @@ impl std::error::Error for GpuError {
         match self {
             GpuError::Layout(err) => Some(err),
             GpuError::Host(err) => Some(err),
+            GpuError::File(err) => Some(err),
             _ => None,
         }
+    }
+}
+
+impl GpuError {
+    /// The error's kind: the core's for a layout error, the host's for a
+    /// refused conversion or memory that could not be allocated (so that
+    /// Python raises `CastError` and `MemoryError` for them as everywhere
+    /// else), and the GPU's own (`NoAdapter`, `Texture`, `Blocks`, else
+    /// `Gpu`) for the rest: a file `load` cannot read is the GPU's error
+    /// too, as it was before kinds (`GpuError` in Python).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{Error, ErrorKind, gpu::GpuError};
+    /// let err = GpuError::Host(Error::Alloc { nbytes: 1 << 40, align: 64 });
+    /// assert_eq!(err.kind(), ErrorKind::OutOfMemory);
+    /// assert_eq!(err.kind().python_class(), "MemoryError");
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            GpuError::Layout(err) => err.kind(),
+            GpuError::Host(err @ (crate::Error::Cast { .. } | crate::Error::Alloc { .. })) => {
+                err.kind()
+            }
+            GpuError::NoAdapter { .. } => ErrorKind::NoAdapter,
+            GpuError::Texture(_) => ErrorKind::Texture,
+            GpuError::Blocks { .. } => ErrorKind::Blocks,
+            GpuError::Device(_)
+            | GpuError::Wgpu { .. }
+            | GpuError::Map { .. }
+            | GpuError::SizeMismatch { .. }
+            | GpuError::Host(_)
+            | GpuError::File(_)
+            | GpuError::FileArray { .. }
+            | GpuError::BadOptions(_)
+            | GpuError::OutOfMemory { .. } => ErrorKind::Gpu,
+        }
+    }
+}
+
+impl From<FileError> for GpuError {
+    fn from(err: FileError) -> GpuError {
+        GpuError::File(err)
     }
 }
 

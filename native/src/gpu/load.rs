@@ -92,7 +92,7 @@ impl GpuContext {
     /// otherwise, in the same pass as the copy into staging memory.
     ///
     /// A header that is not valid, or an array of a dtype bytelens does not
-    /// have, is [`GpuError::File`], before anything is uploaded.
+    /// have, is [`GpuError::File`] or [`GpuError::FileArray`], before anything is uploaded.
     ///
     /// # Examples
     /// ```no_run
@@ -110,8 +110,7 @@ impl GpuContext {
         bytes: &[u8],
         to: Option<Descr>,
     ) -> Result<Vec<(String, GpuBuffer)>, GpuError> {
-        let header = read_header(bytes, bytes.len() as u64)
-            .map_err(|err| GpuError::File(err.to_string()))?;
+        let header = read_header(bytes, bytes.len() as u64)?;
         let name = |array: &bytelens_core::files::FileArray| match header.format {
             bytelens_core::files::Format::Npy => "array".to_owned(),
             _ => array.name.clone(),
@@ -122,7 +121,10 @@ impl GpuContext {
         let mut layouts = Vec::with_capacity(header.arrays.len());
         let mut values = vec![None; header.arrays.len()];
         for (i, array) in header.arrays.iter().enumerate() {
-            let refuse = |why: String| GpuError::File(format!("array {:?}: {why}", name(array)));
+            let refuse = |reason: String| GpuError::FileArray {
+                name: name(array),
+                reason,
+            };
             match array.access(0) {
                 Access::View => {
                     let layout = array.layout().map_err(|err| refuse(err.to_string()))?;

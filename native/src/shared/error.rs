@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{AT_PLAN, DATA_OFFSET, LockKind, sys};
-use crate::LayoutError;
+use crate::{ErrorKind, LayoutError};
 
 /// What can go wrong with shared memory and mapped files.
 #[derive(Debug)]
@@ -159,7 +159,45 @@ impl std::fmt::Display for SharedError {
     }
 }
 
-impl std::error::Error for SharedError {}
+impl SharedError {
+    /// The error's kind: the system's for an `Os` error (`NotFound`,
+    /// `PermissionDenied`, ..., else `Os`), the core's for a bad stored plan.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{ErrorKind, SharedError};
+    /// let err = SharedError::Missing { name: "weights".into() };
+    /// assert_eq!(err.kind(), ErrorKind::NotFound);
+    /// ```
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            SharedError::Missing { .. } => ErrorKind::NotFound,
+            SharedError::Exists { .. } => ErrorKind::AlreadyExists,
+            SharedError::Timeout { .. } => ErrorKind::Timeout,
+            SharedError::AlreadyHeld | SharedError::NotHeld => ErrorKind::LockState,
+            SharedError::Os { err, .. } => crate::io_kind(err),
+            SharedError::BadPlan(err) => err.kind(),
+            SharedError::BadName { .. }
+            | SharedError::WrongFormat { .. }
+            | SharedError::TooSmall { .. }
+            | SharedError::TooLarge { .. }
+            | SharedError::PlanTooLarge { .. }
+            | SharedError::PlanDoesNotFit { .. }
+            | SharedError::Replaced { .. }
+            | SharedError::LockUnavailable { .. } => ErrorKind::BadSegment,
+        }
+    }
+}
+
+impl std::error::Error for SharedError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            SharedError::BadPlan(err) => Some(err),
+            SharedError::Os { err, .. } => Some(err),
+            _ => None,
+        }
+    }
+}
 
 /// A name as a message quotes it: in double quotes, escaped as the core's
 /// [`Escaped`](crate::Escaped) does (control characters, quotes and

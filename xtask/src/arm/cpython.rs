@@ -58,9 +58,11 @@ const PY_RUN: [&str; 8] = [
 /// Files about the Python C API and messages, which aarch64 does not
 /// change: under qemu only in `cargo xtask test all` (`BYTELENS_TEST_ALL`);
 /// the python suite runs them natively, on every CPython.
-const PY_ARCH_NEUTRAL: [&str; 6] = [
+const PY_ARCH_NEUTRAL: [&str; 8] = [
     "test_bindings_hostile.py",
     "test_edges.py",
+    "test_error_kinds.py",
+    "test_files_rust.py",
     "test_hostile_round5_py.py",
     "test_lifetimes.py",
     "test_plan_limits.py",
