@@ -20,13 +20,11 @@ fn xtask_has_no_import_circle() {
 }
 
 #[test]
-#[ignore = "wasm/src has one: convert.rs, error.rs, transfer.rs, value.rs (issue 41)"]
 fn the_wasm_crate_has_no_import_circle() {
     assert_no_circles("wasm/src", Language::Rust);
 }
 
 #[test]
-#[ignore = "the package has two, in _files/ and through _raw.py (issue 41)"]
 fn the_python_package_has_no_import_circle() {
     assert_no_circles(PY_PACKAGE, Language::Python);
 }
