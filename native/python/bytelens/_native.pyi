@@ -26,6 +26,7 @@ __all__ = [
     "Plan",
     "ascontiguous",
     "dtypes",
+    "error_kinds",
     "read_header",
     "file_dtype",
     "view_layout",
