@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use super::error::{Error, reason};
 use super::load::ArrayRef;
 use super::open::not_regular;
-use super::text::{printable, quoted64};
+use super::text::{json_string, printable, quoted64};
 use super::{MAX_HEADER, read_header};
 use crate::{ByteOrder, Descr, copy_into};
 
@@ -204,31 +204,6 @@ fn loadable(path: &str, head: &[u8], length: u64) -> Result<(), Error> {
             "{path}: bl.load would refuse the header bl.save was to write: {err}"
         ))
     })
-}
-
-/// `text` as a JSON string, as Python's `json.dumps` writes it (ASCII
-/// only: the rest as `\uXXXX`, astral characters as surrogate pairs).
-fn json_string(text: &str, out: &mut String) {
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
-            _ => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    let _ = write!(out, "\\u{unit:04x}");
-                }
-            }
-        }
-    }
-    out.push('"');
 }
 
 /// The header of a safetensors file of `arrays` and its data, in order.

@@ -21,7 +21,7 @@ use super::MAX_HEADER;
 use super::error::Error;
 use super::load::{LoadOptions, Loaded};
 use super::report::{ArrayInfo, MetaValue, Report};
-use super::text::{printable, py_float, quoted, quoted64, repr, short};
+use super::text::{json_string, printable, py_float, quoted, quoted64, repr, short};
 
 /// The longest sharded checkpoint's index [`load`](super::load) reads
 /// (Hugging Face's are a few MB for the largest models): the header limit
@@ -140,7 +140,7 @@ impl Json {
         match self {
             Json::Null => out.push_str("null"),
             Json::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-            Json::Str(s) => dumps_str(s, out),
+            Json::Str(s) => json_string(s, out),
             Json::List(items) => {
                 out.push('[');
                 for (i, item) in items.iter().enumerate() {
@@ -157,7 +157,7 @@ impl Json {
                     if i > 0 {
                         out.push_str(", ");
                     }
-                    dumps_str(key, out);
+                    json_string(key, out);
                     out.push_str(": ");
                     value.dumps(out);
                 }
@@ -174,32 +174,6 @@ impl Json {
             _ => None,
         }
     }
-}
-
-/// A string as `json.dumps` writes it: quoted, every non-ASCII character
-/// as `\uXXXX` (two for one outside the BMP).
-fn dumps_str(s: &str, out: &mut String) {
-    use std::fmt::Write;
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            ' '..='~' => out.push(c),
-            _ => {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    let _ = write!(out, "\\u{unit:04x}");
-                }
-            }
-        }
-    }
-    out.push('"');
 }
 
 /// Reads a [`Json`], recording the first key given twice in `repeated`.

@@ -209,6 +209,31 @@ pub(crate) fn py_float(sci: &str) -> String {
     format!("{sign}{}{rest}e{esign}{:02}", &digits[..1], exp.abs())
 }
 
+/// `text` as a JSON string, as Python's `json.dumps` writes it (ASCII
+/// only: the rest as `\uXXXX`, astral characters as surrogate pairs).
+pub(crate) fn json_string(text: &str, out: &mut String) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            ' '..='~' => out.push(c),
+            _ => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    let _ = write!(out, "\\u{unit:04x}");
+                }
+            }
+        }
+    }
+    out.push('"');
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
