@@ -131,7 +131,7 @@ pub const MAX_MESSAGE: usize = 400;
 /// Checks what every error must do: name a kind, and print a message that
 /// is not empty and not long.
 pub fn check_error(err: &Error) {
-    assert!(!err.kind().is_empty());
+    assert!(!err.kind().name().is_empty());
     let message = err.to_string();
     assert!(
         !message.is_empty() && message.len() <= MAX_MESSAGE,
