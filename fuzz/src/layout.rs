@@ -562,7 +562,8 @@ fn check_layout(layout: &Layout, len: usize, shift: usize) {
     } else {
         match (m.fit(len), &checked) {
             (Fit::Fits, Ok(())) => {}
-            (Fit::OutOfBounds, Err(err)) if ["OutOfBounds", "Overflow"].contains(&err.kind().name()) => {}
+            (Fit::OutOfBounds, Err(err))
+                if ["OutOfBounds", "Overflow"].contains(&err.kind().name()) => {}
             (Fit::Misaligned, Err(err)) if err.kind() == "Misaligned" => {}
             (fit, got) => panic!("{layout:?} over {len} bytes: {fit:?}, but check says {got:?}"),
         }
