@@ -322,27 +322,11 @@ fn writes_reach_the_file_under_read_write_only() {
     .unwrap();
     let mut c = files::load(&path, MapMode::Copy).unwrap();
     c.view_mut::<i32>("array").unwrap().set(&[0], 7).unwrap();
-    assert_eq!(
-        files::load(&path, MapMode::Read)
-            .unwrap()
-            .view::<i32>("array")
-            .unwrap()
-            .get(&[0])
-            .unwrap(),
-        0
-    );
+    assert_eq!(first_element(&path), 0);
     let mut rw = files::load(&path, MapMode::ReadWrite).unwrap();
     rw.view_mut::<i32>("array").unwrap().set(&[0], 9).unwrap();
     drop(rw);
-    assert_eq!(
-        files::load(&path, MapMode::Read)
-            .unwrap()
-            .view::<i32>("array")
-            .unwrap()
-            .get(&[0])
-            .unwrap(),
-        9
-    );
+    assert_eq!(first_element(&path), 9);
     let mut r = files::load(&path, MapMode::Read).unwrap();
     assert_eq!(
         r.view_mut::<i32>("array").err().unwrap().python_exception(),
@@ -631,4 +615,15 @@ fn garbage_indexes_are_format_errors() {
     let err = files::load(&dir, MapMode::Read).err().unwrap().to_string();
     assert!(err.ends_with("the folder holds 2 sharded checkpoints' indexes ('a.safetensors.index.json', 'b.safetensors.index.json'): load one of them"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The first int32 of the array named "array" in the file at `path`, read
+/// through a new read-only load (what another reader of the file sees).
+fn first_element(path: &std::path::Path) -> i32 {
+    files::load(path, MapMode::Read)
+        .unwrap()
+        .view::<i32>("array")
+        .unwrap()
+        .get(&[0])
+        .unwrap()
 }
