@@ -24,6 +24,8 @@
 //! files   source dtype layout error          headers; bytelens::files read_index, save, inspect
 //! buffer  memory dlpack layout dtype error   bytelens.Buffer
 //! copy    buffer source memory dtype error   bytelens.ascontiguous
+//! dequant source copy dlpack dtype error     Quantized.dequantize
+//! quantized dequant                          bytelens.Quantized
 //! shared  buffer memory layout error         bytelens.SharedBuffer (unix)
 //! gpu     buffer source memory dtype error   bytelens.gpu (feature gpu)
 //! ```
@@ -39,6 +41,7 @@ mod files;
 mod gpu;
 mod layout;
 mod memory;
+mod quantized;
 mod shared;
 mod source;
 
@@ -52,6 +55,7 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<buffer::PyBuf>()?;
     m.add_class::<layout::PyLayout>()?;
     m.add_class::<layout::PyPlan>()?;
+    m.add_class::<quantized::PyQuantized>()?;
     m.add_function(wrap_pyfunction!(copy::ascontiguous, m)?)?;
     m.add_function(wrap_pyfunction!(dequant::dequantize, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::dtypes, m)?)?;
