@@ -8,6 +8,8 @@ with the file in the page cache):
   `safetensors.numpy.load_file`, which reads every tensor into memory; and
   both followed by reading every byte (a sum), since bl.load's views read
   the file only when touched;
+- saving the same 16 tensors: `bl.save` against safetensors' `save_file`,
+  and one 64 MiB tensor as `.npy` against `np.save`;
 - a 1 GiB .npy file: `bl.load` against `np.load(mmap_mode="r")` and `np.load`;
 - a 1 GiB bfloat16 checkpoint (16 tensors of 64 MiB) into torch:
   `bl.load(framework="torch")` against `safetensors.torch.load_file` and
@@ -36,7 +38,7 @@ import tempfile
 import time
 
 import numpy as np
-from safetensors.numpy import load_file
+from safetensors.numpy import load_file, save_file
 
 import bytelens as bl
 from python_copy import median_s  # this folder: interleaved medians
@@ -184,6 +186,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--mib", type=int, default=1024, help="size of the files loaded")
+    parser.add_argument("--json", help="also write the rows here (python_before_after.py reads them)")
     args = parser.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
@@ -208,6 +211,28 @@ def main():
             ("safetensors", "load_file + read all", t[3], t[3]),
         ]
         os.unlink(st_path)
+
+        # save: the same tensors written atomically (bytes planned by the
+        # Rust file layer), against safetensors' writer and np.save.
+        tensors = {f"layer{i}.weight": rng.standard_normal(per, dtype=np.float32) for i in range(n)}
+        one = tensors["layer0.weight"]
+        npy_out = os.path.join(tmp, "out.npy")
+        calls = [
+            lambda: bl.save(st_path, tensors),
+            lambda: save_file(tensors, st_path),
+            lambda: bl.save(npy_out, one),
+            lambda: np.save(npy_out, one),
+        ]
+        t = median_s(calls, args.repeats)
+        rows += [
+            ("save", "bl.save safetensors", t[0], t[1]),
+            ("save", "safetensors save_file", t[1], t[1]),
+            ("save", "bl.save .npy", t[2], t[3]),
+            ("save", "np.save", t[3], t[3]),
+        ]
+        del tensors, one
+        os.unlink(st_path)
+        os.unlink(npy_out)
 
         more, torch_goal = torch_rows(tmp, args.mib, args.repeats, rng)
         rows += more
@@ -249,6 +274,9 @@ def main():
     print(f"\n{'file':<12} {'what':<28} {'median':>10} {'ratio':>8}")
     for group, name, seconds, baseline in rows:
         print(f"{group:<12} {name:<28} {seconds * 1e3:>8.2f}ms {seconds / baseline:>7.3f}x")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([[group, name, seconds, seconds / baseline] for group, name, seconds, baseline in rows], f)
     print(f"\n{torch_goal}")
     print("\n".join(gguf_goals))
     print(

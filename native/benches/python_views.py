@@ -11,6 +11,7 @@ ratio is against a baseline measured in this same run:
 """
 
 import argparse
+import json
 import os
 import statistics
 import timeit
@@ -34,6 +35,7 @@ def main():
     parser.add_argument("--calls", type=int, default=20_000)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--big", type=int, default=1 << 30, help="bytes of the large buffers")
+    parser.add_argument("--json", help="also write the rows here (python_before_after.py reads them)")
     args = parser.parse_args()
     rows = []  # (group, name, ns, baseline name)
 
@@ -77,6 +79,10 @@ def main():
     for group, name, ns, baseline in rows:
         ratio = "baseline" if baseline is None else f"{ns / medians[(group, baseline)]:.2f}x"
         print(f"{group:<10} {name:<40} {ns:>9.1f} {ratio:>12}")
+
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump([[g, n, ns, ns / medians[(g, b or n)]] for g, n, ns, b in rows], f)
 
     print("\ngoals:")
     for group, _ in [(g, None) for g in dict.fromkeys(g for g, *_ in rows) if g != "DLPack"]:
