@@ -109,6 +109,7 @@ fn the_gpu_s_errors_keep_the_host_s_kinds() {
         file.to_string(),
         "cannot load the file: the file is empty (0 bytes)"
     );
+    assert_eq!(file.kind(), ErrorKind::Format);
     let dequantize = GpuError::Host(Error::Dequantize { detail: "x".into() });
     assert_eq!(dequantize.kind().python_class(), "GpuError");
 }

@@ -185,6 +185,9 @@ impl GpuError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             GpuError::Layout(err) => err.kind(),
+            // A file's header that is not valid is a format error in every
+            // layer (`bl.FormatError`), and one too large to hold, memory.
+            GpuError::File(err) => err.kind(),
             GpuError::Host(err @ (crate::Error::Cast { .. } | crate::Error::Alloc { .. })) => {
                 err.kind()
             }
@@ -196,7 +199,6 @@ impl GpuError {
             | GpuError::Map { .. }
             | GpuError::SizeMismatch { .. }
             | GpuError::Host(_)
-            | GpuError::File(_)
             | GpuError::FileArray { .. }
             | GpuError::BadOptions(_)
             | GpuError::OutOfMemory { .. } => ErrorKind::Gpu,
