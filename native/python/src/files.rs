@@ -266,7 +266,7 @@ impl HeaderArrays {
 /// Python objects made by calls that report failure: each C-API
 /// constructor's NULL (for want of memory, a `MemoryError`) is returned as
 /// the error Python set, where pyo3's infallible constructors panic.
-mod new {
+pub(crate) mod new {
     use pyo3::ffi;
     use pyo3::prelude::*;
 
@@ -277,7 +277,7 @@ mod new {
         unsafe { Bound::from_owned_ptr_or_err(py, ptr) }
     }
 
-    pub(super) fn str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
         // A str's length fits in isize (no allocation is larger).
         // SAFETY: `text` is valid UTF-8 of `text.len()` bytes, which
         // PyUnicode_FromStringAndSize copies.
@@ -286,7 +286,7 @@ mod new {
         })
     }
 
-    pub(super) fn bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: `data` is `data.len()` readable bytes, which
         // PyBytes_FromStringAndSize copies.
         owned(py, unsafe {
@@ -294,33 +294,33 @@ mod new {
         })
     }
 
-    pub(super) fn u64(py: Python<'_>, n: u64) -> PyResult<Bound<'_, PyAny>> {
+    pub(crate) fn u64(py: Python<'_>, n: u64) -> PyResult<Bound<'_, PyAny>> {
         // SAFETY: a plain constructor.
         owned(py, unsafe { ffi::PyLong_FromUnsignedLongLong(n) })
     }
 
-    pub(super) fn i64(py: Python<'_>, n: i64) -> PyResult<Bound<'_, PyAny>> {
+    pub(crate) fn i64(py: Python<'_>, n: i64) -> PyResult<Bound<'_, PyAny>> {
         // SAFETY: a plain constructor.
         owned(py, unsafe { ffi::PyLong_FromLongLong(n) })
     }
 
-    pub(super) fn f64(py: Python<'_>, x: f64) -> PyResult<Bound<'_, PyAny>> {
+    pub(crate) fn f64(py: Python<'_>, x: f64) -> PyResult<Bound<'_, PyAny>> {
         // SAFETY: a plain constructor.
         owned(py, unsafe { ffi::PyFloat_FromDouble(x) })
     }
 
-    pub(super) fn dict(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    pub(crate) fn dict(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
         // SAFETY: a plain constructor; the object it returns is a dict.
         Ok(unsafe { owned(py, ffi::PyDict_New())?.cast_into_unchecked() })
     }
 
-    pub(super) fn list(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyList>> {
+    pub(crate) fn list(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyList>> {
         // SAFETY: a plain constructor; the object it returns is a list.
         Ok(unsafe { owned(py, ffi::PyList_New(0))?.cast_into_unchecked() })
     }
 
     /// A tuple of the objects `f` makes of `items`.
-    pub(super) fn tuple_of<'py, T>(
+    pub(crate) fn tuple_of<'py, T>(
         py: Python<'py>,
         items: impl ExactSizeIterator<Item = T>,
         mut f: impl FnMut(T) -> PyResult<Bound<'py, PyAny>>,
@@ -339,7 +339,7 @@ mod new {
         Ok(tuple)
     }
 
-    pub(super) fn pair<'py>(
+    pub(crate) fn pair<'py>(
         py: Python<'py>,
         a: Bound<'py, PyAny>,
         b: Bound<'py, PyAny>,

@@ -16,10 +16,11 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyList, PyTuple};
 
 use super::buffer::PyBuf;
 use super::error::PyErrResult;
+use super::files::new;
 use super::memory::{Memory, Storage};
 use bytelens::files::{Deflated, LoadOptions, MetaValue, Part, Report, ValueType};
 use bytelens::{DType, Layout, MapMode};
@@ -57,38 +58,38 @@ pub(crate) fn load_file<'py>(
         .detach(|| bytelens::files::load_with(&path, options))
         .py_err(py)?;
     let shown = loaded.path().to_owned();
-    let parts = loaded.into_parts();
+    let mut parts = loaded.into_parts();
     let mut maps = Vec::with_capacity(parts.maps.len());
-    for mut file in parts.maps {
+    for mut file in std::mem::take(&mut parts.maps) {
         let (address, len) = (file.as_ptr(), file.as_bytes().len());
         let memory = Memory::new(Storage::Mapped(file), address, len, mode == MapMode::Read);
         maps.push(Bound::new(py, PyBuf::new(py, memory)?)?);
     }
-    let arrays = PyList::empty(py);
-    for part in parts.parts {
-        let item = match part {
-            Part::Mapped { map, layout } => PyBuf::array(&maps[map], &layout)?,
-            Part::Blocks { map, start, end } => {
+    let arrays = new::list(py)?;
+    for (i, part) in std::mem::take(&mut parts.parts).into_iter().enumerate() {
+        let layout = parts.layout(i);
+        let item = match (part, layout) {
+            (Part::Mapped { map }, Some(layout)) => PyBuf::array(&maps[map], &layout)?,
+            (Part::Blocks { map, start, end }, _) => {
                 let layout = Layout::new(DType::U8, start, &[end - start], &[1]).py_err(py)?;
                 PyBuf::array(&maps[map], &layout)?
             }
-            Part::Copied {
-                buffer,
-                layout,
-                writable,
-            } => owned_array(py, buffer, &layout, writable)?,
-            Part::Compressed(member) => {
+            (Part::Copied { buffer, writable }, Some(layout)) => {
+                owned_array(py, buffer, &layout, writable)?
+            }
+            (Part::Compressed(member), Some(layout)) => {
                 let file = maps[member.map()].clone().unbind();
                 Bound::new(
                     py,
                     Inflating {
                         file,
+                        layout,
                         member: Mutex::new(Some(member)),
                     },
                 )?
                 .into_any()
             }
-            Part::Unavailable => py.None().into_bound(py),
+            _ => py.None().into_bound(py),
         };
         arrays.append(item)?;
     }
@@ -118,8 +119,10 @@ fn owned_array<'py>(
 pub(crate) struct Inflating {
     /// The mapped file whose bytes hold the member.
     file: Py<PyBuf>,
+    /// The array's layout over the inflated member.
+    layout: Layout,
     /// None once read.
-    member: Mutex<Option<Deflated>>,
+    member: Mutex<Option<Box<Deflated>>>,
 }
 
 #[pymethods]
@@ -142,7 +145,7 @@ impl Inflating {
                 member.inflate(bytes)
             })
             .py_err(py)?;
-        owned_array(py, buffer, &member.layout(), member.writable())
+        owned_array(py, buffer, &self.layout, member.writable())
     }
 }
 
@@ -185,16 +188,18 @@ pub(crate) fn read_index(
 /// `report` as a dict of `bytelens.FileReport`'s fields, each array made
 /// by `array_info` (called with `ArrayInfo`'s fields by name), or a dict of
 /// them without it. The report's arrays are dropped as they are made: a
-/// header of millions of tensors is not held twice.
+/// header of millions of tensors is not held twice. Every Python object is
+/// made by a call that reports failure ([`new`]): running out of memory is
+/// a `MemoryError`, never a panic.
 fn report_dict<'py>(
     py: Python<'py>,
     mut report: Report,
     array_info: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let out = PyDict::new(py);
-    out.set_item("path", &report.path)?;
-    out.set_item("format", report.format)?;
-    out.set_item("size", report.size)?;
+    let out = new::dict(py)?;
+    out.set_item(new::str(py, "path")?, new::str(py, &report.path)?)?;
+    out.set_item(new::str(py, "format")?, new::str(py, report.format)?)?;
+    out.set_item(new::str(py, "size")?, new::u64(py, report.size)?)?;
     let frombuffer = if report
         .metadata
         .iter()
@@ -204,62 +209,114 @@ fn report_dict<'py>(
     } else {
         None
     };
-    let metadata = PyDict::new(py);
-    for (key, value) in &report.metadata {
-        metadata.set_item(key, meta_value(py, value, frombuffer.as_ref())?)?;
+    let metadata = new::dict(py)?;
+    for (key, value) in std::mem::take(&mut report.metadata) {
+        metadata.set_item(
+            new::str(py, &key)?,
+            meta_value(py, value, frombuffer.as_ref())?,
+        )?;
     }
-    out.set_item("metadata", metadata)?;
-    out.set_item("version", report.version)?;
-    let arrays = PyList::empty(py);
-    for a in std::mem::take(&mut report.arrays) {
-        let item = PyDict::new(py);
-        item.set_item("name", &a.name)?;
-        item.set_item("dtype", &a.dtype)?;
-        item.set_item("descr", a.descr.map(|d| d.to_string()))?;
-        item.set_item("shape", PyTuple::new(py, &a.shape)?)?;
+    out.set_item(new::str(py, "metadata")?, metadata)?;
+    let version = match report.version {
+        Some((major, minor)) => {
+            new::pair(py, new::u64(py, major.into())?, new::u64(py, minor.into())?)?
+        }
+        None => py.None().into_bound(py),
+    };
+    out.set_item(new::str(py, "version")?, version)?;
+    let mut keys = Vec::with_capacity(KEYS.len());
+    for key in KEYS {
+        keys.push(new::str(py, key)?);
+    }
+    let text = |text: Option<&str>| match text {
+        Some(text) => new::str(py, text),
+        None => Ok(py.None().into_bound(py)),
+    };
+    let arrays = new::list(py)?;
+    // Taken from the end, the list reversed after: the report's memory is
+    // given back as its arrays become Python objects.
+    let mut taken = std::mem::take(&mut report.arrays);
+    while let Some(a) = taken.pop() {
+        if taken.len() < taken.capacity() / 2 {
+            taken.shrink_to_fit();
+        }
         let strides = match &a.strides {
-            Some(s) => Some(PyTuple::new(py, s)?),
-            None => None,
+            Some(s) => new::tuple_of(py, s.iter(), |&n| new::i64(py, n))?,
+            None => py.None().into_bound(py),
         };
-        item.set_item("strides", strides)?;
-        item.set_item("offset", a.offset)?;
-        item.set_item("nbytes", a.nbytes)?;
-        item.set_item("copy", a.copy.as_deref())?;
-        item.set_item("member", a.member.as_deref())?;
-        item.set_item("unavailable", a.unavailable.as_deref())?;
-        item.set_item("shard", a.shard.as_deref())?;
-        item.set_item("ggml", a.ggml.map(|t| t.name()))?;
+        let values = [
+            new::str(py, &a.name)?,
+            new::str(py, &a.dtype)?,
+            text(a.descr.map(|d| d.to_string()).as_deref())?,
+            new::tuple_of(py, a.shape.iter(), |&n| new::u64(py, n))?,
+            strides,
+            new::u64(py, a.offset)?,
+            new::u64(py, a.nbytes)?,
+            text(a.copy.as_deref())?,
+            text(a.member.as_deref())?,
+            text(a.unavailable.as_deref())?,
+            text(a.shard.as_deref())?,
+            text(a.ggml.map(|t| t.name()))?,
+        ];
+        let item = new::dict(py)?;
+        for (key, value) in keys.iter().zip(values) {
+            item.set_item(key, value)?;
+        }
         match array_info {
             Some(make) => arrays.append(make.call((), Some(&item))?)?,
             None => arrays.append(item)?,
         }
     }
-    out.set_item("arrays", arrays)?;
+    arrays.reverse()?;
+    out.set_item(new::str(py, "arrays")?, arrays)?;
     Ok(out)
 }
+
+/// The fields of `bytelens.ArrayInfo` a report gives, in [`report_dict`]'s order.
+const KEYS: [&str; 12] = [
+    "name",
+    "dtype",
+    "descr",
+    "shape",
+    "strides",
+    "offset",
+    "nbytes",
+    "copy",
+    "member",
+    "unavailable",
+    "shard",
+    "ggml",
+];
 
 /// A metadata value as `bl.load` and `bl.inspect` give it: an `int`,
 /// `float`, `bool` or `str`, a `list` of `str`, or a read-only numpy
 /// array (little-endian) of GGUF's numbers or bools.
 fn meta_value<'py>(
     py: Python<'py>,
-    value: &MetaValue,
+    value: MetaValue,
     frombuffer: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     Ok(match value {
-        MetaValue::Str(text) => text.into_pyobject(py)?.into_any(),
-        MetaValue::UInt(n) => n.into_pyobject(py)?.into_any(),
-        MetaValue::Int(n) => n.into_pyobject(py)?.into_any(),
-        MetaValue::Float(x) => x.into_pyobject(py)?.into_any(),
-        MetaValue::Bool(b) => b.into_pyobject(py)?.to_owned().into_any(),
-        MetaValue::Strings(items) => PyList::new(py, items)?.into_any(),
+        MetaValue::Str(text) => new::str(py, &text)?,
+        MetaValue::UInt(n) => new::u64(py, n)?,
+        MetaValue::Int(n) => new::i64(py, n)?,
+        MetaValue::Float(x) => new::f64(py, x)?,
+        MetaValue::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
+        MetaValue::Strings(items) => {
+            let list = new::list(py)?;
+            for item in items {
+                list.append(new::str(py, &item)?)?;
+            }
+            list.into_any()
+        }
         MetaValue::Array { kind, bytes, .. } => {
             let dtype = match kind {
                 ValueType::Bool => "?".to_owned(),
                 other => format!("<{}{}", &other.name()[..1], other.size().unwrap_or(1)),
             };
             let frombuffer = frombuffer.ok_or_else(|| PyValueError::new_err("numpy"))?;
-            frombuffer.call1((PyBytes::new(py, bytes), dtype))?
+            let args = new::pair(py, new::bytes(py, &bytes)?, new::str(py, &dtype)?)?;
+            frombuffer.call1(args.cast_into::<PyTuple>()?)?
         }
     })
 }

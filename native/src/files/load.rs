@@ -531,17 +531,14 @@ pub struct Parts {
     pub parts: Vec<Part>,
 }
 
-/// Where one array of a [`Parts`] is.
-// The layouts are the crate's value type (see `Entry`), taken once each.
-#[allow(clippy::large_enum_variant)]
+/// Where one array of a [`Parts`] is; [`Parts::layout`] gives its layout
+/// over those bytes.
 pub enum Part {
-    /// In mapping `map`, viewed through `layout` (its offset counts from
-    /// the file's first byte); as writable as the mapping.
+    /// In mapping `map` (its layout's offset counts from the file's first
+    /// byte); as writable as the mapping.
     Mapped {
         /// Which of [`Parts::maps`].
         map: usize,
-        /// Its dtype, byte order, offset, shape and strides.
-        layout: Layout,
     },
     /// A quantised GGUF tensor's blocks: bytes `start..end` of mapping
     /// `map` (the report's `ggml` names the block type).
@@ -553,21 +550,32 @@ pub enum Part {
         /// The byte after its last block.
         end: usize,
     },
-    /// Copied into aligned memory (a misaligned array), viewed through
-    /// `layout` at offset 0: writable only under [`MapMode::Copy`], since
-    /// under `ReadWrite` its writes would not reach the file.
+    /// Copied into aligned memory (a misaligned array), its layout at
+    /// offset 0: writable only under [`MapMode::Copy`], since under
+    /// `ReadWrite` its writes would not reach the file.
     Copied {
         /// The copy.
         buffer: Buffer,
-        /// Its layout over `buffer`.
-        layout: Layout,
         /// Whether it may be written.
         writable: bool,
     },
     /// A deflated `.npz` member, inflated when asked ([`Deflated::inflate`]).
-    Compressed(Deflated),
+    Compressed(Box<Deflated>),
     /// An array of a dtype bytelens lacks (the report says why).
     Unavailable,
+}
+
+impl Parts {
+    /// The layout of array `i` of the report over its bytes: the mapped
+    /// file, its copy, or its inflated member; `None` for a quantised or
+    /// unavailable one.
+    pub fn layout(&self, i: usize) -> Option<Layout> {
+        let a = self.report.arrays.get(i)?;
+        if a.ggml.is_some() || a.unavailable.is_some() {
+            return None;
+        }
+        array_layout(&self.report.path, a).ok()
+    }
 }
 
 /// A deflated `.npz` member of a [`Parts`]: inflated once, on request, from
@@ -576,7 +584,6 @@ pub struct Deflated {
     map: usize,
     member: Member,
     path: String,
-    layout: Layout,
     writable: bool,
     /// Inflated already (by `verify`).
     inflated: Option<Buffer>,
@@ -586,11 +593,6 @@ impl Deflated {
     /// Which of [`Parts::maps`] holds its deflated bytes.
     pub fn map(&self) -> usize {
         self.map
-    }
-
-    /// The array's layout over the inflated member.
-    pub fn layout(&self) -> Layout {
-        self.layout
     }
 
     /// Whether the inflated array may be written (not under
@@ -624,8 +626,8 @@ impl Loaded {
     /// let w = View::<u8>::from_bytes(&[7u8, 8][..])?;
     /// files::save(&path, &[("w", ArrayRef::from(w))], &[], 64)?;
     /// let parts = files::load(&path, MapMode::Read)?.into_parts();
-    /// let Part::Mapped { map, layout } = &parts.parts[0] else { panic!("a view") };
-    /// let view = View::<u8>::new(parts.maps[*map].as_bytes(), *layout)?;
+    /// let Part::Mapped { map } = parts.parts[0] else { panic!("a view") };
+    /// let view = View::<u8>::new(parts.maps[map].as_bytes(), parts.layout(0).unwrap())?;
     /// assert_eq!((parts.report.arrays[0].name.as_str(), view.get(&[1])?), ("w", 8));
     /// # std::fs::remove_dir_all(&dir)?;
     /// # Ok::<(), Box<dyn std::error::Error>>(())
@@ -641,44 +643,30 @@ impl Loaded {
         } = self;
         let mut parts = Vec::with_capacity(sources.len());
         for (a, source) in report.arrays.iter().zip(sources) {
-            // Every layout was checked when the file was loaded.
-            let layout = || array_layout(&path, a).ok();
-            let part = match source {
+            parts.push(match source {
                 Source::Unavailable => Part::Unavailable,
                 Source::Mapped { map } if a.ggml.is_some() => Part::Blocks {
                     map,
                     start: a.offset as usize,
                     end: (a.offset + a.nbytes) as usize,
                 },
-                Source::Mapped { map } => match layout() {
-                    Some(layout) => Part::Mapped { map, layout },
-                    None => Part::Unavailable,
-                },
-                Source::Copied(buffer) => match layout() {
-                    Some(layout) => Part::Copied {
-                        buffer,
-                        layout,
-                        writable: mode == MapMode::Copy,
-                    },
-                    None => Part::Unavailable,
+                Source::Mapped { map } => Part::Mapped { map },
+                Source::Copied(buffer) => Part::Copied {
+                    buffer,
+                    writable: mode == MapMode::Copy,
                 },
                 Source::Compressed {
                     map,
                     member,
                     inflated,
-                } => match layout() {
-                    Some(layout) => Part::Compressed(Deflated {
-                        map,
-                        member,
-                        path: path.clone(),
-                        layout,
-                        writable: mode != MapMode::Read,
-                        inflated: inflated.into_inner(),
-                    }),
-                    None => Part::Unavailable,
-                },
-            };
-            parts.push(part);
+                } => Part::Compressed(Box::new(Deflated {
+                    map,
+                    member,
+                    path: path.clone(),
+                    writable: mode != MapMode::Read,
+                    inflated: inflated.into_inner(),
+                })),
+            });
         }
         Parts {
             report,
@@ -819,10 +807,10 @@ mod tests {
         let path = one_array("parts");
         let parts = load(&path, MapMode::Copy).unwrap().into_parts();
         assert_eq!(parts.maps.len(), 1);
-        let Part::Mapped { map, layout } = &parts.parts[0] else {
+        let Part::Mapped { map } = parts.parts[0] else {
             panic!("a view in place");
         };
-        let view = View::<f32>::new(parts.maps[*map].as_bytes(), *layout).unwrap();
+        let view = View::<f32>::new(parts.maps[map].as_bytes(), parts.layout(0).unwrap()).unwrap();
         assert_eq!(view.get(&[99]).unwrap(), 99.0);
         // An .npy whose data starts at byte 126: misaligned for float32, so
         // copied, and writable only under Copy.
@@ -839,14 +827,13 @@ mod tests {
             let parts = load(&odd, mode).unwrap().into_parts();
             let Part::Copied {
                 buffer,
-                layout,
                 writable: w,
             } = &parts.parts[0]
             else {
                 panic!("a copy");
             };
             assert_eq!(*w, writable);
-            let view = View::<f32>::new(buffer.as_bytes(), *layout).unwrap();
+            let view = View::<f32>::new(buffer.as_bytes(), parts.layout(0).unwrap()).unwrap();
             assert_eq!(view.iter().collect::<Vec<_>>(), [1.5, 2.5, 3.5]);
         }
         std::fs::remove_dir_all(path.parent().unwrap()).unwrap();

@@ -147,6 +147,62 @@ pub(crate) fn metadata(header: &FileHeader, head: &[u8]) -> Vec<(String, MetaVal
         .collect()
 }
 
+/// About what a header's report and the load of its arrays take in memory
+/// beyond the header itself, in bytes: each array's [`ArrayInfo`] and
+/// strings, and [`load`](super::load)'s entries and names; each metadata
+/// value owned (GGUF's from `head`, the header's bytes, of `head_len`).
+fn footprint(header: &FileHeader, head_len: usize) -> usize {
+    /// What a small allocation costs beyond its bytes (malloc's header and
+    /// rounding).
+    const ALLOC: usize = 32;
+    /// An array's [`Loaded`](super::Loaded) entry and its name's place in
+    /// the map of names (a generous bound).
+    const ENTRY: usize = 160;
+    let arrays: usize = header
+        .arrays
+        .iter()
+        .map(|a| {
+            size_of::<ArrayInfo>()
+                + ENTRY
+                + 2 * (a.name.len() + ALLOC)
+                + a.dtype.len()
+                + 2 * (16 * a.shape.len() + ALLOC)
+                + 4 * ALLOC
+        })
+        .sum();
+    let metadata: usize = header
+        .metadata
+        .iter()
+        .map(|(k, v)| size_of::<(String, MetaValue)>() + k.len() + v.len() + 2 * ALLOC)
+        .sum();
+    let gguf: usize = header
+        .gguf
+        .iter()
+        .map(|e| {
+            let strings = if e.array { e.count as usize } else { 0 };
+            size_of::<(String, MetaValue)>()
+                + e.key.len()
+                + 2 * ALLOC
+                + strings * (size_of::<String>() + ALLOC)
+        })
+        .sum();
+    arrays + metadata + gguf + head_len
+}
+
+/// Room for `bytes` more now, or the `FormatError` the core gives when
+/// reading a header runs out of memory: what follows a header's read (its
+/// report, a load's entries) is made of many small allocations, each of
+/// which would abort the process on failure, so their total is asked for
+/// once, fallibly, first (and given back).
+pub(crate) fn room_for(path: &str, bytes: usize) -> Result<(), Error> {
+    let mut probe = Vec::<u8>::new();
+    probe.try_reserve_exact(bytes).map_err(|_| {
+        Error::format(format!(
+            "{path}: reading the header ran out of memory (an allocation of {bytes} bytes failed)"
+        ))
+    })
+}
+
 /// What [`inspect`](super::inspect) reports of the open file `f` of
 /// `size` bytes, and its `.npz` members (none for other formats).
 pub(crate) fn describe(
@@ -167,6 +223,7 @@ pub(crate) fn describe(
         f.seek(SeekFrom::Start(0))?;
         read_up_to(f, header.data_start.min(size))?
     };
+    room_for(path, footprint(&header, head.len()))?;
     let version = match header.format {
         Format::Npy | Format::Gguf => Some(header.version),
         Format::Safetensors => None,
