@@ -789,8 +789,7 @@ mod tests {
         };
         let err = loaded
             .add_file_checked(&path, LoadOptions::new(MapMode::Read), Some(&truncate))
-            .err()
-            .expect("refused");
+            .expect_err("refused");
         assert_eq!(err.python_exception(), "FormatError");
         assert_eq!(
             err.to_string(),

@@ -259,17 +259,13 @@ mod tests {
         // left to read: one error naming where it ended, never a retry.
         let data = npy();
         let mut shrunk = io::Cursor::new(&data[..50]);
-        let err = header(&mut shrunk, "f.npy", 1000, "")
-            .err()
-            .expect("refused");
+        let err = header(&mut shrunk, "f.npy", 1000, "").expect_err("refused");
         assert_eq!(
             err.to_string(),
             "f.npy: ends at byte 50, inside the header; the header needs 128 bytes"
         );
         let mut shrunk = io::Cursor::new(&data[..500]);
-        let err = header(&mut shrunk, "f.npy", 1128, "")
-            .err()
-            .expect("refused");
+        let err = header(&mut shrunk, "f.npy", 1128, "").expect_err("refused");
         assert_eq!(
             err.to_string(),
             "f.npy: ends at byte 500, though its size says 1128 bytes"

@@ -140,18 +140,21 @@ def load(
     report, entries = load_file(_fspath(path), mode, strict, verify, _sharded.MAX_INDEX, ArrayInfo)
     out = FileArrays(report["path"])
     out.metadata = report["metadata"]
-    for a, entry in zip(report["arrays"], entries):
+
+    def where(a: ArrayInfo) -> str:  # the file that holds it: a shard, for a checkpoint
         file = out.path if a.shard is None else os.path.join(os.path.dirname(out.path), a.shard)
-        where = f"{file}: array {_short(a.name)!r}"
+        return f"{file}: array {_short(a.name)!r}"
+
+    for a, entry in zip(report["arrays"], entries):
         if a.unavailable is not None:
-            out._items[a.name] = _Unavailable(where, a)
+            out._items[a.name] = _Unavailable(where(a), a)
         elif a.ggml is not None:
             quantized = Quantized(entry, a.ggml, a.shape)
             if dequantize is None:
                 out._items[a.name] = quantized
             elif convert is not None and mode == "r+" and convert.framework == "torch":
                 copied = f"it is dequantised from its {quantized.qtype} blocks into a new array"
-                out._items[a.name] = _Refused(where, copied, convert.framework)
+                out._items[a.name] = _Refused(where(a), copied, convert.framework)
             else:
                 out._items[a.name] = _Dequantized(quantized, dequantize, mode, convert)
         elif a.copy == COMPRESSED:
@@ -159,13 +162,12 @@ def load(
         elif convert is not None and mode == "r+" and (why := convert.loses_writes(entry)) is not None:
             if a.copy is not None:  # read-only because it is a copy
                 why = f"it is a copy ({a.copy.removesuffix(_READ_ONLY_UNDER_R_PLUS)})"
-            out._items[a.name] = _Refused(where, why, convert.framework)
+            out._items[a.name] = _Refused(where(a), why, convert.framework)
         else:
             out._items[a.name] = entry if convert is None else convert(entry)
     if verify:  # the Rust layer inflated (and checked) every compressed member
-        for name, value in out._items.items():
-            if isinstance(value, _Compressed):
-                out[name]
+        for name in [name for name, value in out._items.items() if isinstance(value, _Compressed)]:
+            out[name]
     return out
 
 
