@@ -34,6 +34,7 @@ __all__ = [
     "read_index",
     "load_file",
     "describe_file",
+    "_Inflating",
     "save_file",
     "inspect_file",
     "dequantize",
