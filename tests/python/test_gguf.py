@@ -340,9 +340,10 @@ def test_hostile_headers_are_format_errors_within_limits(tmp_path, data, message
     assert done.stdout.startswith(f"FormatError: {path}: ") and message in done.stdout, done.stdout
 
 
-def test_the_core_asks_for_more_of_a_large_header_in_few_reads(tmp_path):
-    # A 300,000-token vocabulary: several megabytes of header, read in a
-    # few doubling passes (not one per 64 KiB).
+def test_a_large_header_loads(tmp_path):
+    # A 300,000-token vocabulary: several megabytes of header. That it is
+    # read in a few doubling passes (not one per 64 KiB) is the Rust file
+    # layer's to show: native/src/files/open.rs, a_large_header_is_read_in_few_passes.
     path = tmp_path / "big.gguf"
     w = gguf.GGUFWriter(str(path), arch="llama")
     w.add_token_list([f"token number {i}" for i in range(300_000)])
@@ -351,20 +352,10 @@ def test_the_core_asks_for_more_of_a_large_header_in_few_reads(tmp_path):
     w.write_kv_data_to_file()
     w.write_tensors_to_file()
     w.close()
-    reads = []
-    real = bl._files._headers._read_header
-
-    def counting(head, length, base=0):
-        reads.append(len(head))
-        return real(head, length, base)
-
-    bl._files._headers._read_header = counting
-    try:
-        arrays = bl.load(path)
-    finally:
-        bl._files._headers._read_header = real
+    arrays = bl.load(path)
     assert arrays.metadata["tokenizer.ggml.tokens"][-1] == "token number 299999"
-    assert len(reads) <= 10, reads
+    assert len(arrays.metadata["tokenizer.ggml.tokens"]) == 300_000
+    assert arrays["w"].tolist() == [1.0] * 8
 
 
 def test_gpu_load_uploads_blocks_or_dequantises_on_the_way(model):

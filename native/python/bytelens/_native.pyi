@@ -33,6 +33,9 @@ __all__ = [
     "view_layout",
     "read_elements",
     "read_index",
+    "load_file",
+    "describe_file",
+    "_Inflating",
     "save_file",
     "inspect_file",
     "dequantize",
@@ -329,6 +332,23 @@ def read_elements(dtype: npt.DTypeLike, data: bytes, offsets: Sequence[int]) -> 
 
 def read_index(path: str | os.PathLike[str], max_index: int) -> dict[str, Any]:
     """`bytelens::files::read_index`: a sharded checkpoint's index checked against its shards."""
+
+def load_file(
+    path: str | os.PathLike[str], mode: str, strict: bool, verify: bool, max_index: int, array_info: Any
+) -> tuple[dict[str, Any], list[Any]]:
+    """`bytelens::files::load_with`: the report's fields (each array made by
+    `array_info(**fields)`) and, in its order, each array (a numpy view, an
+    aligned copy, an `_Inflating`, raw `|u1` blocks, or None)."""
+
+def describe_file(path: str | os.PathLike[str], max_index: int, array_info: Any) -> dict[str, Any]:
+    """`bytelens::files::inspect_with`: what `bl.inspect` reports, as `FileReport`'s
+    fields (each array made by `array_info(**fields)`)."""
+
+@final
+class _Inflating:
+    """A compressed `.npz` member not read yet."""
+    def read(self) -> npt.NDArray[Any]:
+        """The member inflated (size and CRC-32 checked) and viewed as its array; once."""
 
 def save_file(
     path: str | os.PathLike[str],

@@ -11,8 +11,6 @@
 //!   length, shapeless views included, without the buffer;
 //! - `read_elements`: elements read from bytes by the core's `Scalar`, for
 //!   the inspect command's hexdump;
-//! - `read_index`: a sharded checkpoint's index read and checked against
-//!   its shards by `bytelens::files::read_index`, as a report's fields;
 //! - `save_file` and `inspect_file`: `bytelens::files::save` and
 //!   `bytelens::files::inspect` themselves, the Rust file layer the package
 //!   is checked against (the same bytes as `bl.save`, the same report and
@@ -268,7 +266,7 @@ impl HeaderArrays {
 /// Python objects made by calls that report failure: each C-API
 /// constructor's NULL (for want of memory, a `MemoryError`) is returned as
 /// the error Python set, where pyo3's infallible constructors panic.
-mod new {
+pub(crate) mod new {
     use pyo3::ffi;
     use pyo3::prelude::*;
 
@@ -279,7 +277,7 @@ mod new {
         unsafe { Bound::from_owned_ptr_or_err(py, ptr) }
     }
 
-    pub(super) fn str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn str<'py>(py: Python<'py>, text: &str) -> PyResult<Bound<'py, PyAny>> {
         // A str's length fits in isize (no allocation is larger).
         // SAFETY: `text` is valid UTF-8 of `text.len()` bytes, which
         // PyUnicode_FromStringAndSize copies.
@@ -288,7 +286,7 @@ mod new {
         })
     }
 
-    pub(super) fn bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
+    pub(crate) fn bytes<'py>(py: Python<'py>, data: &[u8]) -> PyResult<Bound<'py, PyAny>> {
         // SAFETY: `data` is `data.len()` readable bytes, which
         // PyBytes_FromStringAndSize copies.
         owned(py, unsafe {
@@ -296,33 +294,33 @@ mod new {
         })
     }
 
-    pub(super) fn u64(py: Python<'_>, n: u64) -> PyResult<Bound<'_, PyAny>> {
+    pub(crate) fn u64(py: Python<'_>, n: u64) -> PyResult<Bound<'_, PyAny>> {
         // SAFETY: a plain constructor.
         owned(py, unsafe { ffi::PyLong_FromUnsignedLongLong(n) })
     }
 
-    pub(super) fn i64(py: Python<'_>, n: i64) -> PyResult<Bound<'_, PyAny>> {
+    pub(crate) fn i64(py: Python<'_>, n: i64) -> PyResult<Bound<'_, PyAny>> {
         // SAFETY: a plain constructor.
         owned(py, unsafe { ffi::PyLong_FromLongLong(n) })
     }
 
-    pub(super) fn f64(py: Python<'_>, x: f64) -> PyResult<Bound<'_, PyAny>> {
+    pub(crate) fn f64(py: Python<'_>, x: f64) -> PyResult<Bound<'_, PyAny>> {
         // SAFETY: a plain constructor.
         owned(py, unsafe { ffi::PyFloat_FromDouble(x) })
     }
 
-    pub(super) fn dict(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
+    pub(crate) fn dict(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyDict>> {
         // SAFETY: a plain constructor; the object it returns is a dict.
         Ok(unsafe { owned(py, ffi::PyDict_New())?.cast_into_unchecked() })
     }
 
-    pub(super) fn list(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyList>> {
+    pub(crate) fn list(py: Python<'_>) -> PyResult<Bound<'_, pyo3::types::PyList>> {
         // SAFETY: a plain constructor; the object it returns is a list.
         Ok(unsafe { owned(py, ffi::PyList_New(0))?.cast_into_unchecked() })
     }
 
     /// A tuple of the objects `f` makes of `items`.
-    pub(super) fn tuple_of<'py, T>(
+    pub(crate) fn tuple_of<'py, T>(
         py: Python<'py>,
         items: impl ExactSizeIterator<Item = T>,
         mut f: impl FnMut(T) -> PyResult<Bound<'py, PyAny>>,
@@ -341,7 +339,7 @@ mod new {
         Ok(tuple)
     }
 
-    pub(super) fn pair<'py>(
+    pub(crate) fn pair<'py>(
         py: Python<'py>,
         a: Bound<'py, PyAny>,
         b: Bound<'py, PyAny>,
@@ -581,57 +579,4 @@ pub(crate) fn save_file(
 pub(crate) fn inspect_file(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
     let report = py.detach(|| bytelens::files::inspect(&path));
     Ok(report.py_err(py)?.to_string())
-}
-
-/// `bytelens::files::read_index(path, max_index)`: a sharded checkpoint's
-/// index checked against its shards' headers, as a dict of the report's
-/// fields (`path`, `format`, `size`, `metadata`: a dict of str, `arrays`:
-/// a list of dicts of `bytelens.ArrayInfo`'s fields, each with its
-/// `shard`), or the `FormatError` (or `OSError`) `bl.load` raises.
-#[pyfunction]
-pub(crate) fn read_index<'py>(
-    py: Python<'py>,
-    path: std::path::PathBuf,
-    max_index: u64,
-) -> PyResult<Bound<'py, PyDict>> {
-    use bytelens::files::MetaValue;
-    let report = py
-        .detach(|| bytelens::files::read_index(&path, max_index))
-        .py_err(py)?;
-    let out = PyDict::new(py);
-    out.set_item("path", &report.path)?;
-    out.set_item("format", report.format)?;
-    out.set_item("size", report.size)?;
-    let metadata = PyDict::new(py);
-    for (key, value) in &report.metadata {
-        match value {
-            MetaValue::Str(text) => metadata.set_item(key, text)?,
-            // An index's metadata is text (json.dumps of what is not).
-            other => metadata.set_item(key, format!("{other:?}"))?,
-        }
-    }
-    out.set_item("metadata", metadata)?;
-    let arrays = PyList::empty(py);
-    for a in &report.arrays {
-        let item = PyDict::new(py);
-        item.set_item("name", &a.name)?;
-        item.set_item("dtype", &a.dtype)?;
-        item.set_item("descr", a.descr.map(|d| d.to_string()))?;
-        item.set_item("shape", PyTuple::new(py, &a.shape)?)?;
-        let strides = match &a.strides {
-            Some(s) => Some(PyTuple::new(py, s)?),
-            None => None,
-        };
-        item.set_item("strides", strides)?;
-        item.set_item("offset", a.offset)?;
-        item.set_item("nbytes", a.nbytes)?;
-        item.set_item("copy", a.copy.as_deref())?;
-        item.set_item("member", a.member.as_deref())?;
-        item.set_item("unavailable", a.unavailable.as_deref())?;
-        item.set_item("shard", a.shard.as_deref())?;
-        item.set_item("ggml", a.ggml.map(|t| t.name()))?;
-        arrays.append(item)?;
-    }
-    out.set_item("arrays", arrays)?;
-    Ok(out)
 }

@@ -21,8 +21,9 @@
 //! dlpack  memory                             DLPack capsules, both directions
 //! source  memory dtype error                 any array as bytes + a checked Layout
 //! layout  dtype error                        bytelens.Layout, bytelens.Plan
-//! files   source dtype layout error          headers; bytelens::files read_index, save, inspect
+//! files   source dtype layout error          headers; bytelens::files save, inspect
 //! buffer  memory dlpack layout dtype error   bytelens.Buffer
+//! files_load buffer memory error            bytelens::files load, inspect, read_index
 //! copy    buffer source memory dtype error   bytelens.ascontiguous
 //! dequant source copy dlpack dtype error     Quantized.dequantize
 //! quantized dequant                          bytelens.Quantized
@@ -37,6 +38,7 @@ mod dlpack;
 mod dtype;
 mod error;
 mod files;
+mod files_load;
 #[cfg(feature = "gpu")]
 mod gpu;
 mod layout;
@@ -65,7 +67,10 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::ggml_type, m)?)?;
     m.add_function(wrap_pyfunction!(files::view_layout, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_elements, m)?)?;
-    m.add_function(wrap_pyfunction!(files::read_index, m)?)?;
+    m.add_function(wrap_pyfunction!(files_load::read_index, m)?)?;
+    m.add_function(wrap_pyfunction!(files_load::load_file, m)?)?;
+    m.add_function(wrap_pyfunction!(files_load::describe_file, m)?)?;
+    m.add_class::<files_load::Inflating>()?;
     m.add_function(wrap_pyfunction!(files::save_file, m)?)?;
     m.add_function(wrap_pyfunction!(files::inspect_file, m)?)?;
     m.add_class::<shared::PySharedBuffer>()?;

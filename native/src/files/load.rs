@@ -517,6 +517,165 @@ impl Loaded {
     }
 }
 
+/// A [`Loaded`] file taken apart ([`Loaded::into_parts`]), for a binding
+/// that keeps the memory alive by its own means (the Python extension's
+/// buffers): the report, the mappings, and where each array's bytes are.
+pub struct Parts {
+    /// What [`inspect`](super::inspect) reports: the arrays, in the file's
+    /// (or index's) order, and the metadata.
+    pub report: Report,
+    /// Each file mapped (one, or a sharded checkpoint's shards), in the
+    /// mode loaded with.
+    pub maps: Vec<MappedFile>,
+    /// Where each array of the report is, in the report's order.
+    pub parts: Vec<Part>,
+}
+
+/// Where one array of a [`Parts`] is; [`Parts::layout`] gives its layout
+/// over those bytes.
+pub enum Part {
+    /// In mapping `map` (its layout's offset counts from the file's first
+    /// byte); as writable as the mapping.
+    Mapped {
+        /// Which of [`Parts::maps`].
+        map: usize,
+    },
+    /// A quantised GGUF tensor's blocks: bytes `start..end` of mapping
+    /// `map` (the report's `ggml` names the block type).
+    Blocks {
+        /// Which of [`Parts::maps`].
+        map: usize,
+        /// The first byte of its blocks.
+        start: usize,
+        /// The byte after its last block.
+        end: usize,
+    },
+    /// Copied into aligned memory (a misaligned array), its layout at
+    /// offset 0: writable only under [`MapMode::Copy`], since under
+    /// `ReadWrite` its writes would not reach the file.
+    Copied {
+        /// The copy.
+        buffer: Buffer,
+        /// Whether it may be written.
+        writable: bool,
+    },
+    /// A deflated `.npz` member, inflated when asked ([`Deflated::inflate`]).
+    Compressed(Box<Deflated>),
+    /// An array of a dtype bytelens lacks (the report says why).
+    Unavailable,
+}
+
+impl Parts {
+    /// The layout of array `i` of the report over its bytes: the mapped
+    /// file, its copy, or its inflated member; `None` for a quantised or
+    /// unavailable one.
+    pub fn layout(&self, i: usize) -> Option<Layout> {
+        let a = self.report.arrays.get(i)?;
+        if a.ggml.is_some() || a.unavailable.is_some() {
+            return None;
+        }
+        array_layout(&self.report.path, a).ok()
+    }
+}
+
+/// A deflated `.npz` member of a [`Parts`]: inflated once, on request, from
+/// the bytes of its mapping.
+pub struct Deflated {
+    map: usize,
+    member: Member,
+    path: String,
+    writable: bool,
+    /// Inflated already (by `verify`).
+    inflated: Option<Buffer>,
+}
+
+impl Deflated {
+    /// Which of [`Parts::maps`] holds its deflated bytes.
+    pub fn map(&self) -> usize {
+        self.map
+    }
+
+    /// Whether the inflated array may be written (not under
+    /// [`MapMode::Read`]: it is a copy, but the file's other arrays are
+    /// read-only too).
+    pub fn writable(&self) -> bool {
+        self.writable
+    }
+
+    /// The member inflated into aligned memory of its size, its size and
+    /// CRC-32 checked: `file` is the bytes of mapping [`map`](Deflated::map).
+    /// A member `verify` inflated already is handed over, not inflated again.
+    pub fn inflate(&mut self, file: &[u8]) -> Result<Buffer, Error> {
+        match self.inflated.take() {
+            Some(buffer) => Ok(buffer),
+            None => npz::inflate_member(file, &self.member, &self.path),
+        }
+    }
+}
+
+impl Loaded {
+    /// The report, the mappings and where each array is, for a binding
+    /// that hands out views of its own (over memory it keeps alive).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{MapMode, View, files::{self, ArrayRef, Part}};
+    /// let dir = std::env::temp_dir().join(format!("bytelens-parts-doc-{}", std::process::id()));
+    /// std::fs::create_dir_all(&dir)?;
+    /// let path = dir.join("p.safetensors");
+    /// let w = View::<u8>::from_bytes(&[7u8, 8][..])?;
+    /// files::save(&path, &[("w", ArrayRef::from(w))], &[], 64)?;
+    /// let parts = files::load(&path, MapMode::Read)?.into_parts();
+    /// let Part::Mapped { map } = parts.parts[0] else { panic!("a view") };
+    /// let view = View::<u8>::new(parts.maps[map].as_bytes(), parts.layout(0).unwrap())?;
+    /// assert_eq!((parts.report.arrays[0].name.as_str(), view.get(&[1])?), ("w", 8));
+    /// # std::fs::remove_dir_all(&dir)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn into_parts(self) -> Parts {
+        let Loaded {
+            path,
+            mode,
+            report,
+            maps,
+            sources,
+            ..
+        } = self;
+        let mut parts = Vec::with_capacity(sources.len());
+        for (a, source) in report.arrays.iter().zip(sources) {
+            parts.push(match source {
+                Source::Unavailable => Part::Unavailable,
+                Source::Mapped { map } if a.ggml.is_some() => Part::Blocks {
+                    map,
+                    start: a.offset as usize,
+                    end: (a.offset + a.nbytes) as usize,
+                },
+                Source::Mapped { map } => Part::Mapped { map },
+                Source::Copied(buffer) => Part::Copied {
+                    buffer,
+                    writable: mode == MapMode::Copy,
+                },
+                Source::Compressed {
+                    map,
+                    member,
+                    inflated,
+                } => Part::Compressed(Box::new(Deflated {
+                    map,
+                    member,
+                    path: path.clone(),
+                    writable: mode != MapMode::Read,
+                    inflated: inflated.into_inner(),
+                })),
+            });
+        }
+        Parts {
+            report,
+            maps,
+            parts,
+        }
+    }
+}
+
 /// Why a quantised tensor has no typed view.
 fn quantized_error(path: &str, name: &str, q: Quantized<'_>) -> Error {
     Error::type_error(format!(
@@ -594,5 +753,88 @@ fn same_file(info: &std::fs::Metadata, path: &Path) -> bool {
     #[cfg(not(unix))]
     {
         std::fs::metadata(path).is_ok_and(|now| now.len() == info.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::files::save;
+
+    /// A file of one float32 array, `w`, in a folder of its own.
+    fn one_array(test: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("bytelens-load-{test}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("m.safetensors");
+        let w: Vec<f32> = (0..100).map(|i| i as f32).collect();
+        let view = View::<f32>::from_bytes(bytemuck::cast_slice(&w)).unwrap();
+        save(&path, &[("w", ArrayRef::from(view))], &[], 64).unwrap();
+        path
+    }
+
+    #[test]
+    fn a_file_changed_between_its_header_and_its_map_is_refused() {
+        // Truncated after its header was read and before it is mapped:
+        // the mapping's length is checked against the size the header was
+        // read at (Python's test patched `_load._describe` to do this).
+        let path = one_array("changed");
+        let size = std::fs::metadata(&path).unwrap().len();
+        let mut loaded = Loaded::empty("m", MapMode::Read);
+        let truncate = |_: &Report| {
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_len(100))
+                .map_err(Error::from)
+        };
+        let err = loaded
+            .add_file_checked(&path, LoadOptions::new(MapMode::Read), Some(&truncate))
+            .expect_err("refused");
+        assert_eq!(err.python_exception(), "FormatError");
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "{}: the file changed while it was loaded ({size} bytes, then 100): load it again",
+                path.display()
+            )
+        );
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
+    }
+
+    #[test]
+    fn parts_hand_out_views_and_copies() {
+        let path = one_array("parts");
+        let parts = load(&path, MapMode::Copy).unwrap().into_parts();
+        assert_eq!(parts.maps.len(), 1);
+        let Part::Mapped { map } = parts.parts[0] else {
+            panic!("a view in place");
+        };
+        let view = View::<f32>::new(parts.maps[map].as_bytes(), parts.layout(0).unwrap()).unwrap();
+        assert_eq!(view.get(&[99]).unwrap(), 99.0);
+        // An .npy whose data starts at byte 126: misaligned for float32, so
+        // copied, and writable only under Copy.
+        let dict = "{'descr': '<f4', 'fortran_order': False, 'shape': (3,), }";
+        let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+        npy.extend_from_slice(&116u16.to_le_bytes());
+        npy.extend_from_slice(format!("{dict:<115}\n").as_bytes());
+        for x in [1.5f32, 2.5, 3.5] {
+            npy.extend_from_slice(&x.to_le_bytes());
+        }
+        let odd = path.with_file_name("odd.npy");
+        std::fs::write(&odd, &npy).unwrap();
+        for (mode, writable) in [(MapMode::Copy, true), (MapMode::ReadWrite, false)] {
+            let parts = load(&odd, mode).unwrap().into_parts();
+            let Part::Copied {
+                buffer,
+                writable: w,
+            } = &parts.parts[0]
+            else {
+                panic!("a copy");
+            };
+            assert_eq!(*w, writable);
+            let view = View::<f32>::new(buffer.as_bytes(), parts.layout(0).unwrap()).unwrap();
+            assert_eq!(view.iter().collect::<Vec<_>>(), [1.5, 2.5, 3.5]);
+        }
+        std::fs::remove_dir_all(path.parent().unwrap()).unwrap();
     }
 }

@@ -45,7 +45,9 @@ use std::path::Path;
 
 pub use bytelens_core::files::*;
 pub use error::Error;
-pub use load::{ArrayRef, Entry, LoadOptions, Loaded, Quantized, load, load_with};
+pub use load::{
+    ArrayRef, Deflated, Entry, LoadOptions, Loaded, Part, Parts, Quantized, load, load_with,
+};
 pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report};
 pub use save::{ALIGN, MAX_ALIGN, save};
 pub use sharded::{MAX_INDEX, read_index};
@@ -68,9 +70,27 @@ pub use sharded::{MAX_INDEX, read_index};
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn inspect(path: impl AsRef<Path>) -> Result<Report, Error> {
+    inspect_with(path, MAX_INDEX)
+}
+
+/// [`inspect`], reading a sharded checkpoint's index up to `max_index`
+/// bytes (as [`read_index`]).
+///
+/// # Examples
+/// ```
+/// let dir = std::env::temp_dir().join(format!("bytelens-inspect-with-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let index = dir.join("m.safetensors.index.json");
+/// std::fs::write(&index, r#"{"weight_map": {}}"#)?;
+/// assert!(bytelens::files::inspect_with(&index, 4).is_err());
+/// assert!(bytelens::files::inspect_with(&index, 1024)?.arrays.is_empty());
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn inspect_with(path: impl AsRef<Path>, max_index: u64) -> Result<Report, Error> {
     let path = path.as_ref();
     if let Some(index) = sharded::index_path(path)? {
-        return sharded::inspect(&index);
+        return read_index(&index, max_index);
     }
     let shown = path.display().to_string();
     let (mut f, info) = open::open(path, "")?;

@@ -147,6 +147,62 @@ pub(crate) fn metadata(header: &FileHeader, head: &[u8]) -> Vec<(String, MetaVal
         .collect()
 }
 
+/// About what a header's report and the load of its arrays take in memory
+/// beyond the header itself, in bytes: each array's [`ArrayInfo`] and
+/// strings, and [`load`](super::load)'s entries and names; each metadata
+/// value owned (GGUF's from `head`, the header's bytes, of `head_len`).
+fn footprint(header: &FileHeader, head_len: usize) -> usize {
+    /// What a small allocation costs beyond its bytes (malloc's header and
+    /// rounding).
+    const ALLOC: usize = 32;
+    /// An array's [`Loaded`](super::Loaded) entry and its name's place in
+    /// the map of names (a generous bound).
+    const ENTRY: usize = 160;
+    let arrays: usize = header
+        .arrays
+        .iter()
+        .map(|a| {
+            size_of::<ArrayInfo>()
+                + ENTRY
+                + 2 * (a.name.len() + ALLOC)
+                + a.dtype.len()
+                + 2 * (16 * a.shape.len() + ALLOC)
+                + 4 * ALLOC
+        })
+        .sum();
+    let metadata: usize = header
+        .metadata
+        .iter()
+        .map(|(k, v)| size_of::<(String, MetaValue)>() + k.len() + v.len() + 2 * ALLOC)
+        .sum();
+    let gguf: usize = header
+        .gguf
+        .iter()
+        .map(|e| {
+            let strings = if e.array { e.count as usize } else { 0 };
+            size_of::<(String, MetaValue)>()
+                + e.key.len()
+                + 2 * ALLOC
+                + strings * (size_of::<String>() + ALLOC)
+        })
+        .sum();
+    arrays + metadata + gguf + head_len
+}
+
+/// Room for `bytes` more now, or the `FormatError` the core gives when
+/// reading a header runs out of memory: what follows a header's read (its
+/// report, a load's entries) is made of many small allocations, each of
+/// which would abort the process on failure, so their total is asked for
+/// once, fallibly, first (and given back).
+pub(crate) fn room_for(path: &str, bytes: usize) -> Result<(), Error> {
+    let mut probe = Vec::<u8>::new();
+    probe.try_reserve_exact(bytes).map_err(|_| {
+        Error::format(format!(
+            "{path}: reading the header ran out of memory (an allocation of {bytes} bytes failed)"
+        ))
+    })
+}
+
 /// What [`inspect`](super::inspect) reports of the open file `f` of
 /// `size` bytes, and its `.npz` members (none for other formats).
 pub(crate) fn describe(
@@ -167,6 +223,7 @@ pub(crate) fn describe(
         f.seek(SeekFrom::Start(0))?;
         read_up_to(f, header.data_start.min(size))?
     };
+    room_for(path, footprint(&header, head.len()))?;
     let version = match header.format {
         Format::Npy | Format::Gguf => Some(header.version),
         Format::Safetensors => None,
@@ -180,4 +237,90 @@ pub(crate) fn describe(
         version,
     };
     Ok((report, Vec::new()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An `.npy` of 125 float64 zeros: a 128-byte header, then 1000 bytes.
+    fn npy() -> Vec<u8> {
+        let dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (125,), }";
+        let mut out = b"\x93NUMPY\x01\x00".to_vec();
+        out.extend_from_slice(&118u16.to_le_bytes());
+        out.extend_from_slice(format!("{dict:<117}\n").as_bytes());
+        out.resize(128 + 1000, 0);
+        out
+    }
+
+    #[test]
+    fn a_file_that_shrinks_while_read_does_not_spin() {
+        // Its size said 1000 bytes (then 1128), and only 50 (then 500) are
+        // left to read: one error naming where it ended, never a retry.
+        let data = npy();
+        let mut shrunk = io::Cursor::new(&data[..50]);
+        let err = header(&mut shrunk, "f.npy", 1000, "").expect_err("refused");
+        assert_eq!(
+            err.to_string(),
+            "f.npy: ends at byte 50, inside the header; the header needs 128 bytes"
+        );
+        let mut shrunk = io::Cursor::new(&data[..500]);
+        let err = header(&mut shrunk, "f.npy", 1128, "").expect_err("refused");
+        assert_eq!(
+            err.to_string(),
+            "f.npy: ends at byte 500, though its size says 1128 bytes"
+        );
+        let whole = header(&mut io::Cursor::new(&data[..]), "f.npy", 1128, "").unwrap();
+        assert_eq!(whole.data_start, 128);
+    }
+
+    /// Counts the passes [`header`] makes over a reader (each starts with
+    /// a seek to 0).
+    struct Passes<R> {
+        inner: R,
+        passes: usize,
+    }
+
+    impl<R: Read> Read for Passes<R> {
+        fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+            self.inner.read(buf)
+        }
+    }
+
+    impl<R: Seek> Seek for Passes<R> {
+        fn seek(&mut self, at: SeekFrom) -> io::Result<u64> {
+            self.passes += usize::from(at == SeekFrom::Start(0));
+            self.inner.seek(at)
+        }
+    }
+
+    #[test]
+    fn a_large_header_is_read_in_few_passes() {
+        // A GGUF header of 300,000 strings (several MB): read in a few
+        // passes, each as long as the core asks for, not one per 64 KiB.
+        let mut gguf = b"GGUF".to_vec();
+        gguf.extend_from_slice(&3u32.to_le_bytes());
+        gguf.extend_from_slice(&0u64.to_le_bytes()); // tensors
+        gguf.extend_from_slice(&1u64.to_le_bytes()); // key/values
+        let key = b"tokenizer.ggml.tokens";
+        gguf.extend_from_slice(&(key.len() as u64).to_le_bytes());
+        gguf.extend_from_slice(key);
+        gguf.extend_from_slice(&9u32.to_le_bytes()); // an array
+        gguf.extend_from_slice(&8u32.to_le_bytes()); // of strings
+        gguf.extend_from_slice(&300_000u64.to_le_bytes());
+        for i in 0..300_000 {
+            let token = format!("token number {i}");
+            gguf.extend_from_slice(&(token.len() as u64).to_le_bytes());
+            gguf.extend_from_slice(token.as_bytes());
+        }
+        gguf.resize(gguf.len().next_multiple_of(32), 0);
+        let length = gguf.len() as u64;
+        let mut f = Passes {
+            inner: io::Cursor::new(gguf),
+            passes: 0,
+        };
+        let read = header(&mut f, "big.gguf", length, "").unwrap();
+        assert_eq!(read.gguf.len(), 1);
+        assert!(length > 5 << 20 && f.passes <= 10, "{} passes", f.passes);
+    }
 }

@@ -516,11 +516,6 @@ pub(crate) fn load(index: &Path, options: LoadOptions) -> Result<Loaded, Error> 
     Ok(loaded)
 }
 
-/// [`inspect`](super::inspect) of a sharded checkpoint.
-pub(crate) fn inspect(index: &Path) -> Result<Report, Error> {
-    Ok(read_index_shards(index, MAX_INDEX)?.report)
-}
-
 /// The sharded checkpoint whose index is the file at `index`, read up to
 /// `max_index` bytes and checked against its shards' headers: its
 /// [`Report`] (format `"safetensors index"`, every tensor in the index's

@@ -2,23 +2,21 @@
 mapped file (:func:`load`), written with aligned tensors (:func:`save`),
 and described without reading their data (:func:`inspect`).
 
-The headers are read by the core (``_native.read_header``): every length,
-shape and byte range is checked against the file before any view exists,
-and each view is made by ``Buffer.view``, so it is checked again for bounds
-and alignment. Only a file's first bytes are read to describe it.
+Every file is read, checked and mapped by the Rust file layer
+(``bytelens::files``, through ``_native.load_file`` and
+``_native.describe_file``): every length, shape and byte range is checked
+against the file before any view exists, and only a file's first bytes are
+read to describe it. This package turns what it gives into numpy arrays and
+framework tensors, and keeps Python's argument checks.
 
 The modules, each importing only those listed before it:
 
-- ``_headers``: reading a header through the core, the header limits, and
-  the core's file rules typed (``view_layout``, ``read_elements``).
-- ``_report``: :class:`ArrayInfo` and :class:`FileReport`, made from a
-  header, and text from a file escaped for messages (``_short``,
-  ``_printable``).
-- ``_npz``: an ``.npz``'s zip directory and members, and the compressed
-  members ``load`` decompresses on first access.
-- ``_opening``: opening a regular file, and telling its format by its
-  first bytes (``_describe``).
-- ``_sharded``: a sharded checkpoint's index, checked against its shards.
+- ``_headers``: the header limit, and the core's file rules typed
+  (``view_layout``, ``read_elements``).
+- ``_report``: :class:`ArrayInfo` and :class:`FileReport`, and text from a
+  file escaped for messages (``_short``, ``_printable``).
+- ``_opening``: opening a regular file, and the messages of its errors.
+- ``_sharded``: the longest sharded checkpoint's index read (``MAX_INDEX``).
 - ``_raw``: raw files for ``inspect(dtype=...)``, ``inspect(plan=...)``
   and the command's ``--dump``: a view or a plan's fields over a file of
   no format, and the elements in a range of bytes.
@@ -29,14 +27,14 @@ The modules, each importing only those listed before it:
 
 The names the rest of bytelens (and its tests) use are re-exported here, as
 ``bytelens._files.<name>``. A test that patches a module's global patches it
-in the module that reads it (``_load._describe``, ``_sharded.MAX_INDEX``):
-a name re-exported here is a second binding, which no module reads.
+in the module that reads it (``_sharded.MAX_INDEX``): a name re-exported
+here is a second binding, which no module reads.
 """
 
-from ._headers import HEAD, MAX_HEADER, _file_dtype, _header, read_elements, view_layout
+from ._headers import MAX_HEADER, _file_dtype, read_elements, view_layout
 from ._inspect import inspect
 from ._load import FileArrays, load
-from ._opening import _describe, _open, _reason
+from ._opening import _open, _reason
 from ._quantized import Quantized
 from ._report import COMPRESSED, ArrayInfo, FileReport, _itemsize, _naming, _printable, _short
 from ._save import ALIGN, MAX_ALIGN, _name_start, save

@@ -5,11 +5,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from .._native import Plan
-from . import _raw
-from ._opening import _describe, _fspath, _open
-from ._report import FileReport
-from ._sharded import _index_path, _read_index
+from .._native import Plan, describe_file
+from . import _raw, _sharded
+from ._opening import _fspath, _open
+from ._report import ArrayInfo, FileReport
 
 
 def inspect(
@@ -42,12 +41,8 @@ def inspect(
     ('safetensors', (2, 3), 0, None)
     """
     path = _fspath(path)
-    if dtype is None and plan is None:
-        index = _index_path(path)
-        if index is not None:
-            return _read_index(index)[0]
+    if dtype is None and plan is None:  # read by the Rust file layer (bytelens::files::inspect)
+        return FileReport(**describe_file(path, _sharded.MAX_INDEX, ArrayInfo))
     f, info = _open(path)
-    with f:
-        if dtype is None and plan is None:
-            return _describe(path, f, info.st_size)[0]
+    f.close()
     return _raw._inspect_raw(path, info.st_size, dtype, offset, shape, strides, plan)

@@ -7,19 +7,14 @@ from __future__ import annotations
 
 import os
 import threading
-import zipfile
-import zlib
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from .._native import AlignmentError, Buffer, FormatError, LayoutError
-from ._npz import _CHUNK, _Archive, _Compressed, _check_crc
-from ._opening import _describe, _fspath, _open
+from .._native import FormatError, _Inflating, load_file
+from . import _sharded
+from ._opening import _fspath
 from ._quantized import Quantized
-from ._report import COMPRESSED, _READ_ONLY_UNDER_R_PLUS, ArrayInfo, FileReport, _naming, _printable, _short
-from ._sharded import _index_path, _read_index
+from ._report import COMPRESSED, _READ_ONLY_UNDER_R_PLUS, ArrayInfo, _short
 
 if TYPE_CHECKING:
     from .._frameworks import _Converter
@@ -141,12 +136,38 @@ def load(
     convert = _converter(framework)
     if convert is not None and convert.framework == "torch" and mode == "r":
         mode = "c"  # torch writes to any tensor: never into a read-only mapping
-    path = _fspath(path)
-    index = _index_path(path)
-    if index is not None:
-        return _load_sharded(index, mode, strict, verify, convert)
-    out = FileArrays(path)
-    _load_file(out, path, mode, strict, verify, convert, dequantize=dequantize)
+    # Read, checked and mapped by the Rust file layer (bytelens::files::load_with).
+    report, entries = load_file(_fspath(path), mode, strict, verify, _sharded.MAX_INDEX, ArrayInfo)
+    out = FileArrays(report["path"])
+    out.metadata = report["metadata"]
+
+    def where(a: ArrayInfo) -> str:  # the file that holds it: a shard, for a checkpoint
+        file = out.path if a.shard is None else os.path.join(os.path.dirname(out.path), a.shard)
+        return f"{file}: array {_short(a.name)!r}"
+
+    for a, entry in zip(report["arrays"], entries):
+        if a.unavailable is not None:
+            out._items[a.name] = _Unavailable(where(a), a)
+        elif a.ggml is not None:
+            quantized = Quantized(entry, a.ggml, a.shape)
+            if dequantize is None:
+                out._items[a.name] = quantized
+            elif convert is not None and mode == "r+" and convert.framework == "torch":
+                copied = f"it is dequantised from its {quantized.qtype} blocks into a new array"
+                out._items[a.name] = _Refused(where(a), copied, convert.framework)
+            else:
+                out._items[a.name] = _Dequantized(quantized, dequantize, mode, convert)
+        elif a.copy == COMPRESSED:
+            out._items[a.name] = _Compressed(entry, convert)
+        elif convert is not None and mode == "r+" and (why := convert.loses_writes(entry)) is not None:
+            if a.copy is not None:  # read-only because it is a copy
+                why = f"it is a copy ({a.copy.removesuffix(_READ_ONLY_UNDER_R_PLUS)})"
+            out._items[a.name] = _Refused(where(a), why, convert.framework)
+        else:
+            out._items[a.name] = entry if convert is None else convert(entry)
+    if verify:  # the Rust layer inflated (and checked) every compressed member
+        for name in [name for name, value in out._items.items() if isinstance(value, _Compressed)]:
+            out[name]
     return out
 
 
@@ -162,122 +183,6 @@ def _converter(framework: object) -> _Converter | None:
 
     name = _frameworks.framework_name(framework)
     return None if name == "numpy" else _frameworks._Converter(name)
-
-
-def _load_file(
-    out: FileArrays,
-    path: str,
-    mode: str,
-    strict: bool,
-    verify: bool,
-    convert: _Converter | None,
-    expect: Callable[[FileReport], None] | None = None,
-    dequantize: str | None = None,
-) -> None:
-    """Maps the file at ``path`` and puts its arrays into ``out``;
-    ``expect`` checks its report first (a shard's against its index)."""
-    f, info = _open(path)
-    with f:
-        report, members = _describe(path, f, info.st_size)
-        if expect is not None:
-            expect(report)
-        if report.format == "npz" and mode == "r+":
-            raise ValueError(
-                f"{path}: an .npz member written in place would no longer match its CRC-32, and zip "
-                'readers (np.load among them) would refuse it: load it with mode "r" or "c"'
-            )
-        for a in report.arrays:
-            if a.unavailable is not None and strict:
-                raise FormatError(
-                    f"{path}: array {_short(a.name)!r} has the dtype {_short(a.dtype)}, which bytelens cannot view "
-                    f"({a.unavailable}); strict=True refuses the file (without it the other arrays load)"
-                )
-        buf = Buffer.map(path, mode)
-        now = os.stat(path)
-        if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino) or buf.nbytes != info.st_size:
-            raise FormatError(
-                f"{path}: the file changed while it was loaded ({info.st_size} bytes, then {buf.nbytes}): "
-                "load it again"
-            )
-    archive = _Archive(path, buf) if any(a.copy == COMPRESSED for a in report.arrays) else None
-    by_name = {m.info.filename: m for m in members}
-    out.metadata = report.metadata
-    for a in report.arrays:
-        if a.unavailable is not None:
-            out._items[a.name] = _Unavailable(f"{path}: array {_short(a.name)!r}", a)
-            continue
-        if a.ggml is not None:
-            quantized = Quantized(buf.view("|u1", offset=a.offset, shape=(a.nbytes,)), a.ggml, a.shape)
-            if dequantize is None:
-                out._items[a.name] = quantized
-            elif convert is not None and mode == "r+" and convert.framework == "torch":
-                copied = f"it is dequantised from its {quantized.qtype} blocks into a new array"
-                out._items[a.name] = _Refused(f"{path}: array {_short(a.name)!r}", copied, convert.framework)
-            else:
-                out._items[a.name] = _Dequantized(quantized, dequantize, mode, convert)
-            continue
-        if a.copy == COMPRESSED:
-            assert archive is not None and a.member is not None
-            out._items[a.name] = _Compressed(archive, by_name[a.member], a, mode, convert)
-            continue
-        assert a.descr is not None  # available
-        try:
-            try:
-                array = buf.view(a.descr, offset=a.offset, shape=a.shape, strides=a.strides)
-            except AlignmentError as err:
-                if strict:
-                    raise _naming(err, "", " (strict=True refuses the copy that would align it)") from None
-                array = _aligned_copy(buf, a, mode)
-        except LayoutError as err:
-            raise _naming(err, f"{path}: array {_short(a.name)!r}: ") from None
-        if convert is not None and mode == "r+":
-            why = convert.loses_writes(array)
-            if why is not None:
-                if a.copy is not None:  # read-only because it is a copy
-                    why = f"it is a copy ({a.copy.removesuffix(_READ_ONLY_UNDER_R_PLUS)})"
-                out._items[a.name] = _Refused(f"{path}: array {_short(a.name)!r}", why, convert.framework)
-                continue
-        out._items[a.name] = array if convert is None else convert(array)
-    if verify:
-        data = buf.view("|u1", shape=(buf.nbytes,))
-        for m in members:
-            if m.info.compress_type == zipfile.ZIP_STORED:
-                crc = 0
-                for at in range(m.start, m.start + m.info.file_size, 64 * _CHUNK):
-                    crc = zlib.crc32(data[at : min(at + 64 * _CHUNK, m.start + m.info.file_size)].data, crc)
-                _check_crc(crc, m.info, f"{path}, member {_short(m.info.filename)!r}")
-        for a in report.arrays:
-            if a.copy == COMPRESSED and a.unavailable is None:
-                out[a.name]  # decompresses (and checks) a compressed member now
-
-
-def _load_sharded(index: str, mode: str, strict: bool, verify: bool, convert: _Converter | None) -> FileArrays:
-    """Every tensor of the sharded checkpoint ``index`` describes, each
-    shard mapped once, in the index's order."""
-    report, weight_map, shards = _read_index(index)
-    shown = _printable(index)
-    loaded = FileArrays(index)
-    folder = os.path.dirname(index)
-    by_shard: dict[str, list[ArrayInfo]] = {shard: [] for shard in shards}
-    for a in report.arrays:  # one pass: a scan per shard was quadratic
-        by_shard[a.shard or ""].append(a)
-    for shard in shards:
-        wanted = by_shard[shard]
-
-        def same_as_indexed(now: FileReport, shard: str = shard, wanted: list[ArrayInfo] = wanted) -> None:
-            # The shard read again to be mapped: it must still hold what the
-            # index was checked against.
-            if sorted((a.name, a.offset, a.nbytes) for a in now.arrays) != sorted(
-                (a.name, a.offset, a.nbytes) for a in wanted
-            ):
-                raise FormatError(f"{shown}: shard {_short(shard)!r} changed while it was loaded: load it again")
-
-        _load_file(loaded, os.path.join(folder, shard), mode, strict, verify, convert, same_as_indexed)
-    out = FileArrays(index)
-    out.metadata = report.metadata
-    for tensor in weight_map:  # the index's order
-        out._items[tensor] = loaded._items[tensor]
-    return out
 
 
 class FileArrays(MutableMapping[str, Any]):
@@ -360,6 +265,19 @@ class FileArrays(MutableMapping[str, Any]):
         return (dict, (dict(self.items()),))
 
 
+class _Compressed:
+    """A compressed ``.npz`` member :func:`load` hands out on its first
+    access: inflated by the Rust file layer (size and CRC-32 checked) into
+    aligned memory of its size, its only copy."""
+
+    def __init__(self, member: _Inflating, convert: _Converter | None) -> None:
+        self.member, self.convert = member, convert
+
+    def read(self) -> Any:
+        array = self.member.read()
+        return array if self.convert is None else self.convert(array)
+
+
 class _Dequantized:
     """A quantised tensor :func:`load` hands out dequantised, on its
     first access (``dequantize=``): a new array, so writable only under
@@ -404,16 +322,3 @@ class _Refused(_Unavailable):
             f'Load with mode="c" (a writable copy, by intent) or framework="numpy" (a read-only array: '
             "a write raises); the file's other arrays loaded"
         )
-
-
-def _aligned_copy(buf: Buffer, a: ArrayInfo, mode: str) -> np.ndarray:
-    """``a``'s bytes copied into 64-byte aligned memory, viewed as ``a``:
-    writable only under ``"c"``, since under ``"r+"`` its writes would not
-    reach the file."""
-    assert a.descr is not None and a.strides is not None
-    # File arrays are C or Fortran order: their bytes are a.offset..a.end.
-    copy = Buffer(max(a.nbytes, 1))
-    copy.view("|u1", shape=(a.nbytes,))[:] = buf.view("|u1", offset=a.offset, shape=(a.nbytes,))
-    array = copy.view(a.descr, shape=a.shape, strides=a.strides)
-    array.flags.writeable = mode == "c"
-    return array

@@ -1,7 +1,5 @@
 """Opening a file to read (a regular file only, refused otherwise before a
-byte is read) and telling what it holds by its first bytes
-(:func:`_describe`): an ``.npz`` is read by ``_npz``, the rest by the core's
-header reader."""
+byte is read), and the messages of the errors doing so."""
 
 from __future__ import annotations
 
@@ -9,9 +7,6 @@ import os
 import stat
 from typing import BinaryIO
 
-from ._headers import _header, _read_up_to
-from ._npz import _EMPTY_ZIP_MAGIC, _ZIP_MAGIC, _Member, _inspect_npz
-from ._report import FileReport, _arrays
 
 # What each kind of file that is not a regular file is called in errors.
 _NOT_REGULAR = (
@@ -66,20 +61,3 @@ def _fspath(path: str | bytes | os.PathLike[str] | os.PathLike[bytes]) -> str:
     """``path`` as a str; a bytes path is decoded as ``os`` decodes it
     (``os.fsdecode``), so that it names the same file."""
     return os.fsdecode(os.fspath(path))
-
-
-def _describe(path: str, f: BinaryIO, size: int) -> tuple[FileReport, list[_Member]]:
-    """What :func:`inspect` reports of the open file ``f``, and its
-    ``.npz`` members (none for other formats)."""
-    if _read_up_to(f, 4) in (_ZIP_MAGIC, _EMPTY_ZIP_MAGIC):
-        return _inspect_npz(path, size, f)
-    header = _header(f, path, size)
-    report = FileReport(
-        path,
-        header["format"],
-        size,
-        _arrays(header, 0),
-        dict(header["metadata"]),
-        tuple(header["version"]) if header["format"] in ("npy", "gguf") else None,
-    )
-    return report, []

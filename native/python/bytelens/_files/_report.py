@@ -1,5 +1,5 @@
 """What :func:`inspect` reports (:class:`ArrayInfo`, :class:`FileReport`),
-made from the core's headers (:func:`_arrays`), and how text from a file
+made by the Rust file layer (``_native.describe_file``), and how text from a file
 appears in reports and messages (:func:`_short`, :func:`_printable`,
 :func:`_naming`)."""
 
@@ -193,40 +193,6 @@ def _naming(err: LayoutError, first: str, then: str = "") -> LayoutError:
     if hasattr(err, "kind"):
         named.kind = err.kind
     return named
-
-
-def _arrays(
-    header: dict[str, Any], base: int, name: str | None = None, member: str | None = None
-) -> list[ArrayInfo]:
-    """The arrays of a header read at byte ``base``; ``name`` names the one
-    array of an ``.npz`` ``member``. How each is handed out, and why, is
-    the core's to say (``access`` and ``why``)."""
-    out = []
-    for a in header["arrays"]:
-        copy = unavailable = ggml = None
-        if a["access"] == "copy":
-            copy = a["why"] + _READ_ONLY_UNDER_R_PLUS
-        elif a["access"] == "blocks":
-            ggml = a["ggml"]
-        elif a["access"] != "view":
-            unavailable = a["why"]
-        strides = tuple(a["strides"]) if a["strides"] is not None else None
-        out.append(
-            ArrayInfo(
-                name or a["name"],
-                a["dtype"],
-                a["descr"],
-                tuple(a["shape"]),
-                strides,
-                base + a["offset"],
-                a["nbytes"],
-                copy,
-                member,
-                unavailable=unavailable,
-                ggml=ggml,
-            )
-        )
-    return out
 
 
 def _itemsize(descr: str | None) -> int:
