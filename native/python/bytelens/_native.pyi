@@ -32,6 +32,7 @@ __all__ = [
     "view_layout",
     "read_elements",
     "read_index",
+    "save_plan",
     "save_file",
     "inspect_file",
     "dequantize",
@@ -328,6 +329,14 @@ def read_elements(dtype: npt.DTypeLike, data: bytes, offsets: Sequence[int]) -> 
 
 def read_index(path: str | os.PathLike[str], max_index: int) -> dict[str, Any]:
     """`bytelens::files::read_index`: a sharded checkpoint's index checked against its shards."""
+
+def save_plan(
+    path: str,
+    arrays: Sequence[tuple[str, npt.NDArray[Any]]],
+    metadata: Sequence[tuple[str, str]],
+    align: int,
+) -> tuple[bytes, list[int | npt.NDArray[Any]]]:
+    """`bytelens::files::plan_save` for `bl.save`: the header, then each array's index (its bytes as they lie) or its converted bytes."""
 
 def save_file(
     path: str | os.PathLike[str],

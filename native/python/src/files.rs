@@ -13,6 +13,8 @@
 //!   the inspect command's hexdump;
 //! - `read_index`: a sharded checkpoint's index read and checked against
 //!   its shards by `bytelens::files::read_index`, as a report's fields;
+//! - `save_plan`: what `bl.save` writes (`bytelens::files::plan_save`):
+//!   the header's bytes and each array's, as they lie or converted;
 //! - `save_file` and `inspect_file`: `bytelens::files::save` and
 //!   `bytelens::files::inspect` themselves, the Rust file layer the package
 //!   is checked against (the same bytes as `bl.save`, the same report and
@@ -26,7 +28,8 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::{PyIndexError, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyTuple};
+use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
 use super::dtype::to_descr;
 use super::error::{FormatError, IntoPyErr, PyErrResult};
@@ -572,6 +575,115 @@ pub(crate) fn save_file(
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     bytelens::files::save(&path, &refs, &metadata, align).py_err(py)
+}
+
+/// `bytelens::files::plan_save(path, arrays, metadata, align)` for
+/// `bl.save`, which writes the file: `(head, parts)`, the header's bytes
+/// and the data in the order written, each part either the index of an
+/// array of `arrays` whose bytes are written as they lie (contiguous in
+/// the file's order and byte order: no copy) or a numpy `uint8` array of
+/// the bytes converted (gathered, or swapped to little-endian).
+///
+/// `arrays` are numpy arrays (`bl.save` makes them); a dtype bytelens
+/// lacks (datetimes, strings, complex, records, raw bytes), which only
+/// numpy can name, is refused here as `bl.save` words it.
+#[pyfunction]
+pub(crate) fn save_plan<'py>(
+    py: Python<'py>,
+    path: &str,
+    arrays: Vec<(String, Bound<'py, PyAny>)>,
+    metadata: Vec<(String, String)>,
+    align: usize,
+) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
+    use bytelens::files::{ArrayRef, Part, plan_save};
+    let npy = path.ends_with(".npy");
+    if !npy && !path.ends_with(".safetensors") {
+        // Neither format: the plan's own error, before any array's.
+        plan_save(path, &[], &[], align).py_err(py)?;
+    }
+    let mut sources = Vec::with_capacity(arrays.len());
+    for (name, array) in &arrays {
+        if let Ok(array) = array.cast::<PyUntypedArray>() {
+            refuse_foreign(path, npy, name, array, align)?;
+        }
+        sources.push((name.as_str(), Source::read(array, "save")?));
+    }
+    let refs = sources
+        .iter()
+        .map(|(name, source)| Ok((*name, ArrayRef::new(source.bytes(), *source.layout()).py_err(py)?)))
+        .collect::<PyResult<Vec<_>>>()?;
+    let metadata: Vec<(&str, &str)> = metadata
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let plan = plan_save(path, &refs, &metadata, align).py_err(py)?;
+    let parts = PyList::empty(py);
+    for part in plan.parts {
+        match part {
+            Part::Array(i) => parts.append(i)?,
+            // Handed over, not copied.
+            Part::Bytes(bytes) => parts.append(numpy::PyArray1::from_vec(py, bytes))?,
+            other => parts.append(numpy::PyArray1::from_slice(py, other.bytes(&refs)))?,
+        }
+    }
+    Ok((PyBytes::new(py, &plan.head), parts))
+}
+
+/// The error `bl.save` raises for an array whose numpy dtype bytelens
+/// has no dtype for (nothing for one it has, except one that an `.npy`
+/// header cannot name, said with numpy's type string for it).
+fn refuse_foreign(
+    path: &str,
+    npy: bool,
+    name: &str,
+    array: &Bound<'_, PyUntypedArray>,
+    align: usize,
+) -> PyResult<()> {
+    use pyo3::exceptions::PyTypeError;
+    let dtype = array.dtype();
+    let shown = dtype.str()?;
+    let type_string = dtype.getattr("str")?.repr()?;
+    if let Ok(descr) = to_descr(dtype.as_any()) {
+        let info = descr.dtype.info();
+        if npy && !info.npy {
+            // np.save writes ml_dtypes' types as raw bytes ('<V1', '<V2'),
+            // which every loader reads back as bytes.
+            return Err(PyTypeError::new_err(format!(
+                "{path}: an .npy header cannot name {} (np.save writes it as raw bytes {type_string}, \
+                 and loaders read bytes back): save it to a .safetensors file, as {}",
+                descr.dtype.name(),
+                info.safetensors
+            )));
+        }
+        return Ok(());
+    }
+    if !npy {
+        return Err(PyTypeError::new_err(format!(
+            "safetensors has no dtype for {shown} (tensor {}) that bytelens has: bl.save writes the \
+             dtypes bytelens views, each under its safetensors code",
+            bytelens::files::quoted64(name)
+        )));
+    }
+    if dtype.has_object() || dtype.has_fields() {
+        return Err(PyTypeError::new_err(format!(
+            "save writes arrays of numbers, not {shown}"
+        )));
+    }
+    if dtype.kind() == b'V' {
+        return Err(PyTypeError::new_err(format!(
+            "save writes arrays of numbers, not raw bytes ({shown})"
+        )));
+    }
+    let itemsize = dtype.itemsize();
+    if align < itemsize {
+        return Err(PyValueError::new_err(format!(
+            "align={align} is below the itemsize of {shown} ({itemsize} bytes): it could not keep it aligned"
+        )));
+    }
+    Err(PyTypeError::new_err(format!(
+        "{path}: bl.load could not map an .npy of dtype {shown} ({type_string}): bytelens has no such \
+         dtype, and bl.save writes only what bl.load maps (np.save writes it)"
+    )))
 }
 
 /// What `bytelens::files::inspect(path)` reports, as `bytelens inspect

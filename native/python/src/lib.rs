@@ -62,6 +62,7 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::view_layout, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_elements, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_index, m)?)?;
+    m.add_function(wrap_pyfunction!(files::save_plan, m)?)?;
     m.add_function(wrap_pyfunction!(files::save_file, m)?)?;
     m.add_function(wrap_pyfunction!(files::inspect_file, m)?)?;
     m.add_class::<shared::PySharedBuffer>()?;

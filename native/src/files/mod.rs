@@ -14,6 +14,7 @@
 //! |---|---|
 //! | [`load`], [`load_with`] | maps a file; each array a [`View`](crate::View) by name ([`Loaded::view`]), or a GGUF tensor's [`Quantized`] blocks |
 //! | [`save`] | writes `.npy` or safetensors, every array aligned, atomically |
+//! | [`plan_save`] | what [`save`] writes, checked: the header, then each array's bytes ([`SavePlan`]) |
 //! | [`inspect`] | a [`Report`] of the arrays, from the headers alone |
 //!
 //! # Examples
@@ -47,7 +48,8 @@ pub use bytelens_core::files::*;
 pub use error::Error;
 pub use load::{ArrayRef, Entry, LoadOptions, Loaded, Quantized, load, load_with};
 pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report};
-pub use save::{ALIGN, MAX_ALIGN, save};
+pub use save::{ALIGN, MAX_ALIGN, Part, SavePlan, plan_save, save};
+pub use text::quoted64;
 pub use sharded::{MAX_INDEX, read_index};
 
 /// Describes the file at `path`: its format (by its first bytes), each

@@ -56,15 +56,112 @@ pub fn save(
 ) -> Result<(), Error> {
     let path = path.as_ref();
     let shown = path.display().to_string();
+    let plan = plan_save(&shown, arrays, metadata, align)?;
+    write_atomically(path, &shown, |f| {
+        f.write_all(&plan.head)?;
+        for part in &plan.parts {
+            f.write_all(part.bytes(arrays))?;
+        }
+        Ok(())
+    })
+}
+
+/// What [`save`] writes, in order: the header, then each array's bytes.
+///
+/// Made by [`plan_save`], which has checked everything [`save`] checks:
+/// writing `head` and then every part's bytes gives the file [`save`]
+/// writes (a binding writes it itself, atomically, as its language does).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavePlan {
+    /// The file's first bytes: the whole header, padded so that the data
+    /// starts at a multiple of the alignment.
+    pub head: Vec<u8>,
+    /// The data after `head`, in the order written, with no gaps: one part
+    /// an array.
+    pub parts: Vec<Part>,
+}
+
+/// One array's data in a [`SavePlan`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Part {
+    /// The bytes of `arrays[i]` exactly as they lie (their span, from the
+    /// layout's offset): the array is contiguous in the order the file
+    /// wants and in its byte order, so nothing is copied.
+    Array(usize),
+    /// An array's bytes converted: gathered into C (or Fortran) order, or
+    /// swapped to little-endian for safetensors.
+    Bytes(Vec<u8>),
+}
+
+impl Part {
+    /// The bytes this part writes, `arrays` being those the plan was
+    /// made of.
+    ///
+    /// # Panics
+    /// If `arrays` are not those [`plan_save`] was given (fewer of them).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{View, files::{self, ArrayRef, Part}};
+    /// let x = [1u16, 2];
+    /// let arrays = [("x", ArrayRef::from(View::<u16>::from_bytes(bytemuck::cast_slice(&x))?))];
+    /// let plan = files::plan_save("x.safetensors", &arrays, &[], 64)?;
+    /// assert_eq!(plan.parts, [Part::Array(0)]);
+    /// assert_eq!(plan.parts[0].bytes(&arrays), &[1u8, 0, 2, 0][..]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn bytes<'a>(&'a self, arrays: &[(&str, ArrayRef<'a>)]) -> &'a [u8] {
+        match self {
+            Part::Array(i) => as_they_lie(&arrays[*i].1),
+            Part::Bytes(bytes) => bytes,
+        }
+    }
+}
+
+/// The bytes of a contiguous array, from its first element to its last.
+fn as_they_lie<'a>(array: &ArrayRef<'a>) -> &'a [u8] {
+    let layout = array.layout();
+    // A checked layout's offset is not negative, and its elements lie
+    // inside the bytes (`ArrayRef::new`); an empty one may point past them.
+    let start = usize::try_from(layout.offset()).unwrap_or(0);
+    array
+        .bytes()
+        .get(start..start + layout.nbytes())
+        .unwrap_or(&[])
+}
+
+/// The file [`save`] would write at `path` (its extension says the
+/// format; it is not opened): every check [`save`] makes, made, and the
+/// header and the data in the order to write them. See [`save`] for
+/// `arrays`, `metadata` and `align`.
+///
+/// # Examples
+/// ```
+/// use bytelens::{Layout, DType, files::{self, ArrayRef, Part}};
+/// let bytes = [1u8, 2, 3, 4, 5, 6];
+/// // Every other byte: gathered into a copy.
+/// let layout = Layout::new(DType::U8, 0, &[3], &[2])?;
+/// let arrays = [("a", ArrayRef::new(&bytes, layout)?)];
+/// let plan = files::plan_save("a.npy", &arrays, &[], 64)?;
+/// assert_eq!((plan.head.len(), &plan.parts[..]), (128, &[Part::Bytes(vec![1, 3, 5])][..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn plan_save(
+    path: &str,
+    arrays: &[(&str, ArrayRef<'_>)],
+    metadata: &[(&str, &str)],
+    align: usize,
+) -> Result<SavePlan, Error> {
     if !(1..=MAX_ALIGN).contains(&align) || !align.is_power_of_two() {
         return Err(Error::value(format!(
             "align={align}: a power of two from the widest dtype's itemsize up to {MAX_ALIGN}"
         )));
     }
-    let (head, parts) = if shown.ends_with(".npy") {
+    let (head, parts) = if path.ends_with(".npy") {
         if !metadata.is_empty() {
             return Err(Error::value(format!(
-                "{shown}: an .npy file has no metadata; safetensors files do"
+                "{path}: an .npy file has no metadata; safetensors files do"
             )));
         }
         let [(_, array)] = arrays else {
@@ -73,22 +170,16 @@ pub fn save(
                 arrays.len()
             )));
         };
-        npy_parts(&shown, array, align)?
-    } else if shown.ends_with(".safetensors") {
-        safetensors_parts(&shown, arrays, metadata, align)?
+        npy_parts(path, array, align)?
+    } else if path.ends_with(".safetensors") {
+        safetensors_parts(path, arrays, metadata, align)?
     } else {
         return Err(Error::value(format!(
             "save writes .npy or .safetensors files, not {}",
-            quoted64(&shown)
+            quoted64(path)
         )));
     };
-    write_atomically(path, &shown, |f| {
-        f.write_all(&head)?;
-        for part in &parts {
-            f.write_all(part)?;
-        }
-        Ok(())
-    })
+    Ok(SavePlan { head, parts })
 }
 
 /// Refuses an `align` below the itemsize of `what`.
@@ -129,7 +220,7 @@ fn npy_parts(
     path: &str,
     array: &ArrayRef<'_>,
     align: usize,
-) -> Result<(Vec<u8>, Vec<Vec<u8>>), Error> {
+) -> Result<(Vec<u8>, Vec<Part>), Error> {
     let layout = array.layout();
     let descr = layout.descr();
     let info = descr.dtype.info();
@@ -158,18 +249,22 @@ fn npy_parts(
             info.safetensors
         )));
     }
-    check_align(align, descr.dtype.size(), descr.dtype.name())?;
+    // numpy's name of the dtype: its type string where the byte order is
+    // not the machine's.
+    let what = if descr.dtype.size() > 1 && descr.order != ByteOrder::NATIVE {
+        descr.to_string()
+    } else {
+        descr.dtype.name().to_owned()
+    };
+    check_align(align, descr.dtype.size(), &what)?;
     let align = align.max(ALIGN);
     let fortran = layout.is_f_contiguous() && !layout.is_c_contiguous();
-    let data = if fortran {
-        // Fortran order is C order of the transpose.
-        let t = ArrayRef::new(array.bytes(), layout.transpose()).map_err(|e| Error::Layout {
-            message: e.to_string(),
-            source: e,
-        })?;
-        c_order(&t, descr)?
+    // Fortran order: the array's bytes as they lie. An .npy keeps the
+    // array's byte order, so only a C order that is not packed is copied.
+    let data = if fortran || layout.is_c_contiguous() {
+        Part::Array(0)
     } else {
-        c_order(array, descr)?
+        Part::Bytes(c_order(array, descr)?)
     };
     let dict = format!(
         "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {}}}",
@@ -193,7 +288,7 @@ fn npy_parts(
         head.extend((header.len() as u32).to_le_bytes());
     }
     head.extend(header.as_bytes());
-    loadable(path, &head, (head.len() + data.len()) as u64)?;
+    loadable(path, &head, (head.len() + layout.nbytes()) as u64)?;
     Ok((head, vec![data]))
 }
 
@@ -212,10 +307,10 @@ fn safetensors_parts(
     arrays: &[(&str, ArrayRef<'_>)],
     metadata: &[(&str, &str)],
     align: usize,
-) -> Result<(Vec<u8>, Vec<Vec<u8>>), Error> {
+) -> Result<(Vec<u8>, Vec<Part>), Error> {
     let mut tensors = Vec::with_capacity(arrays.len());
     let mut names = std::collections::HashSet::new();
-    for (name, array) in arrays {
+    for (i, (name, array)) in arrays.iter().enumerate() {
         if *name == "__metadata__" {
             return Err(Error::value(
                 "no tensor can be named '__metadata__': safetensors keeps the file's metadata there",
@@ -233,12 +328,19 @@ fn safetensors_parts(
             dtype.size(),
             &format!("{} (tensor {})", dtype.name(), quoted64(name)),
         )?;
-        let data = c_order(array, Descr::new(dtype, ByteOrder::Little))?;
-        tensors.push((*name, dtype, array.layout(), data));
+        let layout = array.layout();
+        // Little-endian and in C order as they lie, or converted.
+        let little = layout.byte_order() == ByteOrder::Little || dtype.size() == 1;
+        let data = if little && layout.is_c_contiguous() {
+            Part::Array(i)
+        } else {
+            Part::Bytes(c_order(array, Descr::new(dtype, ByteOrder::Little))?)
+        };
+        tensors.push((*name, dtype, layout, data));
     }
     // Sizes that keep `align` first, then the widest dtypes first.
-    tensors.sort_by_key(|(_, dtype, _, data)| {
-        (data.len() % align != 0, std::cmp::Reverse(dtype.size()))
+    tensors.sort_by_key(|(_, dtype, layout, _)| {
+        (layout.nbytes() % align != 0, std::cmp::Reverse(dtype.size()))
     });
     let mut json = String::from("{");
     let mut first = true;
@@ -264,7 +366,7 @@ fn safetensors_parts(
         first = false;
     }
     let mut at = 0usize;
-    for (name, dtype, layout, data) in &tensors {
+    for (name, dtype, layout, _) in &tensors {
         if !first {
             json.push(',');
         }
@@ -276,9 +378,9 @@ fn safetensors_parts(
             ":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{at},{}]}}",
             dtype.info().safetensors,
             dims.join(","),
-            at + data.len()
+            at + layout.nbytes()
         );
-        at += data.len();
+        at += layout.nbytes();
     }
     json.push('}');
     let mut encoded = json.into_bytes();
