@@ -28,7 +28,7 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::{PyIndexError, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
-use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use numpy::{PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
 use super::dtype::to_descr;
@@ -595,7 +595,7 @@ pub(crate) fn save_plan<'py>(
     metadata: Vec<(String, String)>,
     align: usize,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
-    use bytelens::files::{ArrayRef, Part, plan_save};
+    use bytelens::files::{ArrayRef, plan_save};
     let npy = path.ends_with(".npy");
     if !npy && !path.ends_with(".safetensors") {
         // Neither format: the plan's own error, before any array's.
@@ -618,13 +618,23 @@ pub(crate) fn save_plan<'py>(
         .collect();
     let plan = plan_save(path, &refs, &metadata, align).py_err(py)?;
     let parts = PyList::empty(py);
+    let empty = py.import("numpy")?.getattr("empty")?;
     for part in plan.parts {
-        match part {
-            Part::Array(i) => parts.append(i)?,
-            // Handed over, not copied.
-            Part::Bytes(bytes) => parts.append(numpy::PyArray1::from_vec(py, bytes))?,
-            other => parts.append(numpy::PyArray1::from_slice(py, other.bytes(&refs)))?,
+        if part.as_it_lies(&refs).is_some() {
+            parts.append(part.array())?;
+            continue;
         }
+        // Converted straight into a new numpy array (np.empty: no pass
+        // that zeroes it first).
+        let out = empty
+            .call1((part.nbytes(&refs), "u1"))?
+            .cast_into::<numpy::PyArray1<u8>>()?;
+        let mut write = out
+            .try_readwrite()
+            .map_err(|err| PyValueError::new_err(err.to_string()))?;
+        part.convert_into(&refs, write.as_slice_mut()?).py_err(py)?;
+        drop(write);
+        parts.append(out)?;
     }
     Ok((PyBytes::new(py, &plan.head), parts))
 }

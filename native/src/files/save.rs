@@ -57,10 +57,24 @@ pub fn save(
     let path = path.as_ref();
     let shown = path.display().to_string();
     let plan = plan_save(&shown, arrays, metadata, align)?;
+    // Converted before the new file is made: a conversion that fails is
+    // the plan's kind of error, and no file is begun.
+    let mut converted = Vec::new();
+    for part in &plan.parts {
+        if part.as_it_lies(arrays).is_none() {
+            let mut out = vec![0u8; part.nbytes(arrays)];
+            part.convert_into(arrays, &mut out)?;
+            converted.push(out);
+        }
+    }
+    let mut converted = converted.iter();
     write_atomically(path, &shown, |f| {
         f.write_all(&plan.head)?;
         for part in &plan.parts {
-            f.write_all(part.bytes(arrays))?;
+            match part.as_it_lies(arrays) {
+                Some(bytes) => f.write_all(bytes)?,
+                None => f.write_all(converted.next().map_or(&[][..], Vec::as_slice))?,
+            }
         }
         Ok(())
     })
@@ -81,25 +95,43 @@ pub struct SavePlan {
     pub parts: Vec<Part>,
 }
 
-/// One array's data in a [`SavePlan`].
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// One array's data in a [`SavePlan`]: the index of the array in the
+/// `arrays` the plan was made of, and whether its bytes are written as
+/// they lie or converted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Part {
     /// The bytes of `arrays[i]` exactly as they lie (their span, from the
     /// layout's offset): the array is contiguous in the order the file
     /// wants and in its byte order, so nothing is copied.
-    Array(usize),
-    /// An array's bytes converted: gathered into C (or Fortran) order, or
-    /// swapped to little-endian for safetensors.
-    Bytes(Vec<u8>),
+    AsItLies(usize),
+    /// `arrays[i]` converted into C order as `to` (gathered, or swapped to
+    /// little-endian for safetensors): see [`Part::convert_into`].
+    Converted(usize, Descr),
 }
 
 impl Part {
-    /// The bytes this part writes, `arrays` being those the plan was
+    /// Which of the plan's arrays this part writes.
+    pub fn array(&self) -> usize {
+        match *self {
+            Part::AsItLies(i) | Part::Converted(i, _) => i,
+        }
+    }
+
+    /// How many bytes this part writes, `arrays` being those the plan was
     /// made of.
     ///
     /// # Panics
-    /// If `arrays` are not those [`plan_save`] was given (fewer of them).
+    /// If `arrays` are fewer than those [`plan_save`] was given.
+    pub fn nbytes(&self, arrays: &[(&str, ArrayRef<'_>)]) -> usize {
+        arrays[self.array()].1.layout().nbytes()
+    }
+
+    /// The bytes this part writes where they are written as they lie;
+    /// None where they are converted ([`Part::convert_into`]).
+    ///
+    /// # Panics
+    /// If `arrays` are fewer than those [`plan_save`] was given.
     ///
     /// # Examples
     /// ```
@@ -107,28 +139,72 @@ impl Part {
     /// let x = [1u16, 2];
     /// let arrays = [("x", ArrayRef::from(View::<u16>::from_bytes(bytemuck::cast_slice(&x))?))];
     /// let plan = files::plan_save("x.safetensors", &arrays, &[], 64)?;
-    /// assert_eq!(plan.parts, [Part::Array(0)]);
-    /// assert_eq!(plan.parts[0].bytes(&arrays), &[1u8, 0, 2, 0][..]);
+    /// assert_eq!(plan.parts, [Part::AsItLies(0)]);
+    /// assert_eq!(plan.parts[0].as_it_lies(&arrays), Some(&[1u8, 0, 2, 0][..]));
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn bytes<'a>(&'a self, arrays: &[(&str, ArrayRef<'a>)]) -> &'a [u8] {
-        match self {
-            Part::Array(i) => as_they_lie(&arrays[*i].1),
-            Part::Bytes(bytes) => bytes,
-        }
+    pub fn as_it_lies<'a>(&self, arrays: &[(&str, ArrayRef<'a>)]) -> Option<&'a [u8]> {
+        let Part::AsItLies(i) = *self else {
+            return None;
+        };
+        let array = &arrays[i].1;
+        let layout = array.layout();
+        // A checked layout's offset is not negative and its elements lie
+        // inside the bytes (`ArrayRef::new`); an empty one may point past.
+        let start = usize::try_from(layout.offset()).unwrap_or(0);
+        Some(
+            array
+                .bytes()
+                .get(start..start + layout.nbytes())
+                .unwrap_or(&[]),
+        )
     }
-}
 
-/// The bytes of a contiguous array, from its first element to its last.
-fn as_they_lie<'a>(array: &ArrayRef<'a>) -> &'a [u8] {
-    let layout = array.layout();
-    // A checked layout's offset is not negative, and its elements lie
-    // inside the bytes (`ArrayRef::new`); an empty one may point past them.
-    let start = usize::try_from(layout.offset()).unwrap_or(0);
-    array
-        .bytes()
-        .get(start..start + layout.nbytes())
-        .unwrap_or(&[])
+    /// Writes the bytes this part writes into `out`, which must be
+    /// [`nbytes`](Part::nbytes) long: converted, or copied as they lie.
+    /// `out` is the caller's, so that a binding can hand it out as its
+    /// language's array without another copy.
+    ///
+    /// # Panics
+    /// If `arrays` are fewer than those [`plan_save`] was given.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{ByteOrder, DType, Layout, files::{self, ArrayRef, Part}};
+    /// let bytes = [0u8, 1, 0, 2];
+    /// let layout = Layout::contiguous(DType::U16, &[2])?.with_byte_order(ByteOrder::Big);
+    /// let arrays = [("x", ArrayRef::new(&bytes, layout)?)];
+    /// let plan = files::plan_save("x.safetensors", &arrays, &[], 64)?;
+    /// let mut out = vec![0u8; plan.parts[0].nbytes(&arrays)];
+    /// plan.parts[0].convert_into(&arrays, &mut out)?;
+    /// assert_eq!(out, [1, 0, 2, 0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn convert_into(&self, arrays: &[(&str, ArrayRef<'_>)], out: &mut [u8]) -> Result<(), Error> {
+        if let Some(bytes) = self.as_it_lies(arrays) {
+            if out.len() != bytes.len() {
+                return Err(Error::value(format!(
+                    "a part of {} bytes cannot be written into {}",
+                    bytes.len(),
+                    out.len()
+                )));
+            }
+            out.copy_from_slice(bytes);
+            return Ok(());
+        }
+        let (i, to) = match *self {
+            Part::AsItLies(i) => (i, arrays[i].1.layout().descr()),
+            Part::Converted(i, to) => (i, to),
+        };
+        let array = &arrays[i].1;
+        copy_into(array.bytes(), &array.layout().unaligned(), out, to).map_err(|err| match err {
+            crate::Error::Layout(e) => Error::Layout {
+                message: e.to_string(),
+                source: e,
+            },
+            other => Error::value(other.to_string()),
+        })
+    }
 }
 
 /// The file [`save`] would write at `path` (its extension says the
@@ -144,7 +220,7 @@ fn as_they_lie<'a>(array: &ArrayRef<'a>) -> &'a [u8] {
 /// let layout = Layout::new(DType::U8, 0, &[3], &[2])?;
 /// let arrays = [("a", ArrayRef::new(&bytes, layout)?)];
 /// let plan = files::plan_save("a.npy", &arrays, &[], 64)?;
-/// assert_eq!((plan.head.len(), &plan.parts[..]), (128, &[Part::Bytes(vec![1, 3, 5])][..]));
+/// assert_eq!((plan.head.len(), &plan.parts[..]), (128, &[Part::Converted(0, layout.descr())][..]));
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn plan_save(
@@ -199,21 +275,6 @@ fn tuple_text(shape: &[usize]) -> String {
     format!("({}{comma})", dims.join(", "))
 }
 
-/// The bytes of `array` in C order as `to` (a copy only where they are
-/// not already so).
-fn c_order(array: &ArrayRef<'_>, to: Descr) -> Result<Vec<u8>, Error> {
-    let layout = array.layout();
-    let mut out = vec![0u8; layout.size() * to.dtype.size()];
-    copy_into(array.bytes(), &layout.unaligned(), &mut out, to).map_err(|err| match err {
-        crate::Error::Layout(e) => Error::Layout {
-            message: e.to_string(),
-            source: e,
-        },
-        other => Error::value(other.to_string()),
-    })?;
-    Ok(out)
-}
-
 /// The header of `array`'s `.npy` file and its data, at a multiple of
 /// `align` (and of 64, as the format asks).
 fn npy_parts(
@@ -262,9 +323,9 @@ fn npy_parts(
     // Fortran order: the array's bytes as they lie. An .npy keeps the
     // array's byte order, so only a C order that is not packed is copied.
     let data = if fortran || layout.is_c_contiguous() {
-        Part::Array(0)
+        Part::AsItLies(0)
     } else {
-        Part::Bytes(c_order(array, descr)?)
+        Part::Converted(0, descr)
     };
     let dict = format!(
         "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {}}}",
@@ -332,9 +393,9 @@ fn safetensors_parts(
         // Little-endian and in C order as they lie, or converted.
         let little = layout.byte_order() == ByteOrder::Little || dtype.size() == 1;
         let data = if little && layout.is_c_contiguous() {
-            Part::Array(i)
+            Part::AsItLies(i)
         } else {
-            Part::Bytes(c_order(array, Descr::new(dtype, ByteOrder::Little))?)
+            Part::Converted(i, Descr::new(dtype, ByteOrder::Little))
         };
         tensors.push((*name, dtype, layout, data));
     }

@@ -113,7 +113,7 @@ def save(
             pairs.append((_text(key, "a metadata key"), _text(value, f"metadata {_short(str(key))!r}")))
     # The rest is the core's to check (bytelens::files::plan_save), and to
     # lay out: the header, then each array as it lies (an index into
-    # `named`) or converted (bytes).
+    # `named`: no copy) or converted (a new uint8 array).
     head, parts = save_plan(path, named, pairs, align)
 
     def write(f: BinaryIO) -> None:
