@@ -49,8 +49,8 @@ pub use error::Error;
 pub use load::{ArrayRef, Entry, LoadOptions, Loaded, Quantized, load, load_with};
 pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report};
 pub use save::{ALIGN, MAX_ALIGN, Part, SavePlan, plan_save, save};
-pub use text::quoted64;
 pub use sharded::{MAX_INDEX, read_index};
+pub use text::quoted64;
 
 /// Describes the file at `path`: its format (by its first bytes), each
 /// array's name, dtype, shape, byte range and alignment, and what

@@ -180,7 +180,11 @@ impl Part {
     /// assert_eq!(out, [1, 0, 2, 0]);
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
-    pub fn convert_into(&self, arrays: &[(&str, ArrayRef<'_>)], out: &mut [u8]) -> Result<(), Error> {
+    pub fn convert_into(
+        &self,
+        arrays: &[(&str, ArrayRef<'_>)],
+        out: &mut [u8],
+    ) -> Result<(), Error> {
         if let Some(bytes) = self.as_it_lies(arrays) {
             if out.len() != bytes.len() {
                 return Err(Error::value(format!(
@@ -401,7 +405,10 @@ fn safetensors_parts(
     }
     // Sizes that keep `align` first, then the widest dtypes first.
     tensors.sort_by_key(|(_, dtype, layout, _)| {
-        (layout.nbytes() % align != 0, std::cmp::Reverse(dtype.size()))
+        (
+            layout.nbytes() % align != 0,
+            std::cmp::Reverse(dtype.size()),
+        )
     });
     let mut json = String::from("{");
     let mut first = true;
@@ -565,6 +572,7 @@ fn write_atomically(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{DType, Layout};
 
     #[test]
     fn json_strings_are_python_json_dumps() {
@@ -577,6 +585,132 @@ mod tests {
     fn names_are_cut_between_characters() {
         assert_eq!(name_start("ééé", 5), "éé");
         assert_eq!(name_start("abc", 180), "abc");
+    }
+
+    fn f32s(values: &[f32], order: ByteOrder) -> Vec<u8> {
+        values
+            .iter()
+            .flat_map(|v| match order {
+                ByteOrder::Big => v.to_be_bytes(),
+                _ => v.to_le_bytes(),
+            })
+            .collect()
+    }
+
+    fn array(bytes: &[u8], layout: Layout) -> ArrayRef<'_> {
+        ArrayRef::new(bytes, layout).unwrap()
+    }
+
+    #[test]
+    fn contiguous_arrays_are_written_as_they_lie_in_the_files_order() {
+        let small = [1u8, 2, 3];
+        let wide = f32s(&[1.0; 16], ByteOrder::Little);
+        let arrays = [
+            (
+                "small",
+                array(&small, Layout::contiguous(DType::U8, &[3]).unwrap()),
+            ),
+            (
+                "wide",
+                array(&wide, Layout::contiguous(DType::F32, &[16]).unwrap()),
+            ),
+        ];
+        let plan = plan_save("m.safetensors", &arrays, &[], 64).unwrap();
+        // 64 bytes of float32 keep the alignment: first.
+        assert_eq!(plan.parts, [Part::AsItLies(1), Part::AsItLies(0)]);
+        assert_eq!(plan.parts[0].as_it_lies(&arrays), Some(&wide[..]));
+        assert_eq!(plan.parts[1].as_it_lies(&arrays), Some(&small[..]));
+        assert_eq!(plan.head.len() % 64, 0);
+    }
+
+    #[test]
+    fn big_endian_tensors_are_swapped_and_strided_ones_gathered() {
+        let big = f32s(&[1.0, 2.0], ByteOrder::Big);
+        let every_other = f32s(&[1.0, 9.0, 2.0, 9.0], ByteOrder::Little);
+        let arrays = [
+            (
+                "big",
+                array(
+                    &big,
+                    Layout::contiguous(DType::F32, &[2])
+                        .unwrap()
+                        .with_byte_order(ByteOrder::Big),
+                ),
+            ),
+            (
+                "strided",
+                array(
+                    &every_other,
+                    Layout::new(DType::F32, 0, &[2], &[8]).unwrap(),
+                ),
+            ),
+        ];
+        let plan = plan_save("m.safetensors", &arrays, &[], 8).unwrap();
+        let little = Descr::new(DType::F32, ByteOrder::Little);
+        assert_eq!(
+            plan.parts,
+            [Part::Converted(0, little), Part::Converted(1, little)]
+        );
+        for part in &plan.parts {
+            assert_eq!(part.as_it_lies(&arrays), None);
+            let mut out = vec![0u8; part.nbytes(&arrays)];
+            part.convert_into(&arrays, &mut out).unwrap();
+            assert_eq!(out, f32s(&[1.0, 2.0], ByteOrder::Little));
+        }
+        let mut short = [0u8; 4];
+        assert!(plan.parts[0].convert_into(&arrays, &mut short).is_err());
+    }
+
+    #[test]
+    fn an_npy_keeps_fortran_order_and_the_byte_order_as_they_lie() {
+        let bytes = f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], ByteOrder::Big);
+        let fortran = Layout::contiguous(DType::F32, &[3, 2])
+            .unwrap()
+            .with_byte_order(ByteOrder::Big)
+            .transpose();
+        let arrays = [("a", array(&bytes, fortran))];
+        let plan = plan_save("a.npy", &arrays, &[], 64).unwrap();
+        assert_eq!(plan.parts, [Part::AsItLies(0)]);
+        let head = String::from_utf8_lossy(&plan.head);
+        assert!(
+            head.contains("{'descr': '>f4', 'fortran_order': True, 'shape': (2, 3)}"),
+            "{head}"
+        );
+        // numpy's name of a byte-swapped dtype is its type string.
+        let err = plan_save("a.npy", &arrays, &[], 2).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "align=2 is below the itemsize of >f4 (4 bytes): it could not keep it aligned"
+        );
+    }
+
+    #[test]
+    fn save_writes_the_plan() {
+        let dir = std::env::temp_dir().join(format!("bytelens-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bytes = f32s(&[1.0, 2.0, 3.0, 4.0], ByteOrder::Big);
+        let layout = Layout::contiguous(DType::F32, &[2, 2])
+            .unwrap()
+            .with_byte_order(ByteOrder::Big);
+        let arrays = [
+            ("t", array(&bytes, layout.transpose())),
+            ("b", array(&bytes, layout)),
+        ];
+        let path = dir.join("m.safetensors");
+        save(&path, &arrays, &[("k", "v")], 16).unwrap();
+        let plan = plan_save(&path.display().to_string(), &arrays, &[("k", "v")], 16).unwrap();
+        let mut expected = plan.head.clone();
+        for part in &plan.parts {
+            let mut out = vec![0u8; part.nbytes(&arrays)];
+            part.convert_into(&arrays, &mut out).unwrap();
+            expected.extend(out);
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), expected);
+        // The transpose gathered and both swapped, in the arrays' order (equal
+        // sizes and dtypes keep it).
+        let data = f32s(&[1.0, 3.0, 2.0, 4.0, 1.0, 2.0, 3.0, 4.0], ByteOrder::Little);
+        assert_eq!(expected[plan.head.len()..], data[..]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

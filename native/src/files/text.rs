@@ -97,7 +97,8 @@ pub(crate) fn quoted(text: &str, keep: usize) -> String {
 ///
 /// # Examples
 /// ```
-/// assert_eq!(bytelens::files::quoted64("w\u{e9}\n"), "'w\\xe9\\n'");
+/// // Python: repr(_short("wé\n")), the escapes' backslashes doubled.
+/// assert_eq!(bytelens::files::quoted64("w\u{e9}\n"), r"'w\\xe9\\n'");
 /// ```
 pub fn quoted64(text: &str) -> String {
     quoted(text, 64)
