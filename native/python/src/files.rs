@@ -26,9 +26,9 @@
 use std::fmt;
 use std::sync::Mutex;
 
+use numpy::{PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
-use numpy::{PyArrayDescrMethods, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
 use super::dtype::to_descr;
@@ -610,7 +610,12 @@ pub(crate) fn save_plan<'py>(
     }
     let refs = sources
         .iter()
-        .map(|(name, source)| Ok((*name, ArrayRef::new(source.bytes(), *source.layout()).py_err(py)?)))
+        .map(|(name, source)| {
+            Ok((
+                *name,
+                ArrayRef::new(source.bytes(), *source.layout()).py_err(py)?,
+            ))
+        })
         .collect::<PyResult<Vec<_>>>()?;
     let metadata: Vec<(&str, &str)> = metadata
         .iter()
