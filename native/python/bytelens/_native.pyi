@@ -336,7 +336,7 @@ def save_plan(
     metadata: Sequence[tuple[str, str]],
     align: int,
 ) -> tuple[bytes, list[int | npt.NDArray[Any]]]:
-    """`bytelens::files::plan_save` for `bl.save`: the header, then each array's index (its bytes as they lie) or its converted bytes."""
+    """`bytelens::files::plan_save` for `bl.save`: the header, then each array's index (its bytes as they lie) or its conversion."""
 
 def save_file(
     path: str | os.PathLike[str],

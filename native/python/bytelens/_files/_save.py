@@ -113,15 +113,15 @@ def save(
             pairs.append((_text(key, "a metadata key"), _text(value, f"metadata {_short(str(key))!r}")))
     # The rest is the core's to check (bytelens::files::plan_save), and to
     # lay out: the header, then each array as it lies (an index into
-    # `named`: no copy) or converted (a new uint8 array).
+    # `named`: no copy) or converted (a new array, in C order).
     head, parts = save_plan(path, named, pairs, align)
 
     def write(f: BinaryIO) -> None:
         f.write(head)
         for part in parts:
-            data = part if not isinstance(part, int) else named[part][1].ravel(order="K").view(np.uint8)
-            if data.nbytes:
-                f.write(data.data)
+            array = named[part][1] if isinstance(part, int) else part
+            if array.nbytes:
+                f.write(array.ravel(order="K").view(np.uint8).data)
 
     _write_atomically(path, write)
 
