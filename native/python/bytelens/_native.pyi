@@ -36,6 +36,7 @@ __all__ = [
     "load_file",
     "describe_file",
     "_Inflating",
+    "save_plan",
     "save_file",
     "inspect_file",
     "dequantize",
@@ -349,6 +350,13 @@ class _Inflating:
     """A compressed `.npz` member not read yet."""
     def read(self) -> npt.NDArray[Any]:
         """The member inflated (size and CRC-32 checked) and viewed as its array; once."""
+def save_plan(
+    path: str,
+    arrays: Sequence[tuple[str, npt.NDArray[Any]]],
+    metadata: Sequence[tuple[str, str]],
+    align: int,
+) -> tuple[bytes, list[int | npt.NDArray[Any]]]:
+    """`bytelens::files::plan_save` for `bl.save`: the header, then each array's index (its bytes as they lie) or its conversion."""
 
 def save_file(
     path: str | os.PathLike[str],

@@ -14,6 +14,7 @@
 //! |---|---|
 //! | [`load`], [`load_with`] | maps a file; each array a [`View`](crate::View) by name ([`Loaded::view`]), or a GGUF tensor's [`Quantized`] blocks |
 //! | [`save`] | writes `.npy` or safetensors, every array aligned, atomically |
+//! | [`plan_save`] | what [`save`] writes, checked: the header, then each array's bytes ([`SavePlan`]) |
 //! | [`inspect`] | a [`Report`] of the arrays, from the headers alone |
 //!
 //! # Examples
@@ -49,8 +50,9 @@ pub use load::{
     ArrayRef, Deflated, Entry, LoadOptions, Loaded, Part, Parts, Quantized, load, load_with,
 };
 pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report};
-pub use save::{ALIGN, MAX_ALIGN, save};
+pub use save::{ALIGN, MAX_ALIGN, SavePart, SavePlan, plan_save, save};
 pub use sharded::{MAX_INDEX, read_index};
+pub use text::quoted64;
 
 /// Describes the file at `path`: its format (by its first bytes), each
 /// array's name, dtype, shape, byte range and alignment, and what

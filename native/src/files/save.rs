@@ -56,15 +56,192 @@ pub fn save(
 ) -> Result<(), Error> {
     let path = path.as_ref();
     let shown = path.display().to_string();
+    let plan = plan_save(&shown, arrays, metadata, align)?;
+    // Converted before the new file is made: a conversion that fails is
+    // the plan's kind of error, and no file is begun.
+    let mut converted = Vec::new();
+    for part in &plan.parts {
+        if part.as_it_lies(arrays).is_none() {
+            let mut out = vec![0u8; part.nbytes(arrays)];
+            part.convert_into(arrays, &mut out)?;
+            converted.push(out);
+        }
+    }
+    let mut converted = converted.iter();
+    write_atomically(path, &shown, |f| {
+        f.write_all(&plan.head)?;
+        for part in &plan.parts {
+            match part.as_it_lies(arrays) {
+                Some(bytes) => f.write_all(bytes)?,
+                None => f.write_all(converted.next().map_or(&[][..], Vec::as_slice))?,
+            }
+        }
+        Ok(())
+    })
+}
+
+/// What [`save`] writes, in order: the header, then each array's bytes.
+///
+/// Made by [`plan_save`], which has checked everything [`save`] checks:
+/// writing `head` and then every part's bytes gives the file [`save`]
+/// writes (a binding writes it itself, atomically, as its language does).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SavePlan {
+    /// The file's first bytes: the whole header, padded so that the data
+    /// starts at a multiple of the alignment.
+    pub head: Vec<u8>,
+    /// The data after `head`, in the order written, with no gaps: one part
+    /// an array.
+    pub parts: Vec<SavePart>,
+}
+
+/// One array's data in a [`SavePlan`]: the index of the array in the
+/// `arrays` the plan was made of, and whether its bytes are written as
+/// they lie or converted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SavePart {
+    /// The bytes of `arrays[i]` exactly as they lie (their span, from the
+    /// layout's offset): the array is contiguous in the order the file
+    /// wants and in its byte order, so nothing is copied.
+    AsItLies(usize),
+    /// `arrays[i]` converted into C order as `to` (gathered, or swapped to
+    /// little-endian for safetensors): see [`SavePart::convert_into`].
+    Converted(usize, Descr),
+}
+
+impl SavePart {
+    /// Which of the plan's arrays this part writes.
+    pub fn array(&self) -> usize {
+        match *self {
+            SavePart::AsItLies(i) | SavePart::Converted(i, _) => i,
+        }
+    }
+
+    /// How many bytes this part writes, `arrays` being those the plan was
+    /// made of.
+    ///
+    /// # Panics
+    /// If `arrays` are fewer than those [`plan_save`] was given.
+    pub fn nbytes(&self, arrays: &[(&str, ArrayRef<'_>)]) -> usize {
+        arrays[self.array()].1.layout().nbytes()
+    }
+
+    /// The bytes this part writes where they are written as they lie;
+    /// None where they are converted ([`SavePart::convert_into`]).
+    ///
+    /// # Panics
+    /// If `arrays` are fewer than those [`plan_save`] was given.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{View, files::{self, ArrayRef, SavePart}};
+    /// let x = [1u16, 2];
+    /// let arrays = [("x", ArrayRef::from(View::<u16>::from_bytes(bytemuck::cast_slice(&x))?))];
+    /// let plan = files::plan_save("x.safetensors", &arrays, &[], 64)?;
+    /// assert_eq!(plan.parts, [SavePart::AsItLies(0)]);
+    /// assert_eq!(plan.parts[0].as_it_lies(&arrays), Some(&[1u8, 0, 2, 0][..]));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn as_it_lies<'a>(&self, arrays: &[(&str, ArrayRef<'a>)]) -> Option<&'a [u8]> {
+        let SavePart::AsItLies(i) = *self else {
+            return None;
+        };
+        let array = &arrays[i].1;
+        let layout = array.layout();
+        // A checked layout's offset is not negative and its elements lie
+        // inside the bytes (`ArrayRef::new`); an empty one may point past.
+        let start = usize::try_from(layout.offset()).unwrap_or(0);
+        Some(
+            array
+                .bytes()
+                .get(start..start + layout.nbytes())
+                .unwrap_or(&[]),
+        )
+    }
+
+    /// Writes the bytes this part writes into `out`, which must be
+    /// [`nbytes`](SavePart::nbytes) long: converted, or copied as they lie.
+    /// `out` is the caller's, so that a binding can hand it out as its
+    /// language's array without another copy.
+    ///
+    /// # Panics
+    /// If `arrays` are fewer than those [`plan_save`] was given.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{ByteOrder, DType, Layout, files::{self, ArrayRef, SavePart}};
+    /// let bytes = [0u8, 1, 0, 2];
+    /// let layout = Layout::contiguous(DType::U16, &[2])?.with_byte_order(ByteOrder::Big);
+    /// let arrays = [("x", ArrayRef::new(&bytes, layout)?)];
+    /// let plan = files::plan_save("x.safetensors", &arrays, &[], 64)?;
+    /// let mut out = vec![0u8; plan.parts[0].nbytes(&arrays)];
+    /// plan.parts[0].convert_into(&arrays, &mut out)?;
+    /// assert_eq!(out, [1, 0, 2, 0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn convert_into(
+        &self,
+        arrays: &[(&str, ArrayRef<'_>)],
+        out: &mut [u8],
+    ) -> Result<(), Error> {
+        if let Some(bytes) = self.as_it_lies(arrays) {
+            if out.len() != bytes.len() {
+                return Err(Error::value(format!(
+                    "a part of {} bytes cannot be written into {}",
+                    bytes.len(),
+                    out.len()
+                )));
+            }
+            out.copy_from_slice(bytes);
+            return Ok(());
+        }
+        let (i, to) = match *self {
+            SavePart::AsItLies(i) => (i, arrays[i].1.layout().descr()),
+            SavePart::Converted(i, to) => (i, to),
+        };
+        let array = &arrays[i].1;
+        copy_into(array.bytes(), &array.layout().unaligned(), out, to).map_err(|err| match err {
+            crate::Error::Layout(e) => Error::Layout {
+                message: e.to_string(),
+                source: e,
+            },
+            other => Error::value(other.to_string()),
+        })
+    }
+}
+
+/// The file [`save`] would write at `path` (its extension says the
+/// format; it is not opened): every check [`save`] makes, made, and the
+/// header and the data in the order to write them. See [`save`] for
+/// `arrays`, `metadata` and `align`.
+///
+/// # Examples
+/// ```
+/// use bytelens::{Layout, DType, files::{self, ArrayRef, SavePart}};
+/// let bytes = [1u8, 2, 3, 4, 5, 6];
+/// // Every other byte: gathered into a copy.
+/// let layout = Layout::new(DType::U8, 0, &[3], &[2])?;
+/// let arrays = [("a", ArrayRef::new(&bytes, layout)?)];
+/// let plan = files::plan_save("a.npy", &arrays, &[], 64)?;
+/// assert_eq!((plan.head.len(), &plan.parts[..]), (128, &[SavePart::Converted(0, layout.descr())][..]));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn plan_save(
+    path: &str,
+    arrays: &[(&str, ArrayRef<'_>)],
+    metadata: &[(&str, &str)],
+    align: usize,
+) -> Result<SavePlan, Error> {
     if !(1..=MAX_ALIGN).contains(&align) || !align.is_power_of_two() {
         return Err(Error::value(format!(
             "align={align}: a power of two from the widest dtype's itemsize up to {MAX_ALIGN}"
         )));
     }
-    let (head, parts) = if shown.ends_with(".npy") {
+    let (head, parts) = if path.ends_with(".npy") {
         if !metadata.is_empty() {
             return Err(Error::value(format!(
-                "{shown}: an .npy file has no metadata; safetensors files do"
+                "{path}: an .npy file has no metadata; safetensors files do"
             )));
         }
         let [(_, array)] = arrays else {
@@ -73,22 +250,16 @@ pub fn save(
                 arrays.len()
             )));
         };
-        npy_parts(&shown, array, align)?
-    } else if shown.ends_with(".safetensors") {
-        safetensors_parts(&shown, arrays, metadata, align)?
+        npy_parts(path, array, align)?
+    } else if path.ends_with(".safetensors") {
+        safetensors_parts(path, arrays, metadata, align)?
     } else {
         return Err(Error::value(format!(
             "save writes .npy or .safetensors files, not {}",
-            quoted64(&shown)
+            quoted64(path)
         )));
     };
-    write_atomically(path, &shown, |f| {
-        f.write_all(&head)?;
-        for part in &parts {
-            f.write_all(part)?;
-        }
-        Ok(())
-    })
+    Ok(SavePlan { head, parts })
 }
 
 /// Refuses an `align` below the itemsize of `what`.
@@ -108,28 +279,13 @@ fn tuple_text(shape: &[usize]) -> String {
     format!("({}{comma})", dims.join(", "))
 }
 
-/// The bytes of `array` in C order as `to` (a copy only where they are
-/// not already so).
-fn c_order(array: &ArrayRef<'_>, to: Descr) -> Result<Vec<u8>, Error> {
-    let layout = array.layout();
-    let mut out = vec![0u8; layout.size() * to.dtype.size()];
-    copy_into(array.bytes(), &layout.unaligned(), &mut out, to).map_err(|err| match err {
-        crate::Error::Layout(e) => Error::Layout {
-            message: e.to_string(),
-            source: e,
-        },
-        other => Error::value(other.to_string()),
-    })?;
-    Ok(out)
-}
-
 /// The header of `array`'s `.npy` file and its data, at a multiple of
 /// `align` (and of 64, as the format asks).
 fn npy_parts(
     path: &str,
     array: &ArrayRef<'_>,
     align: usize,
-) -> Result<(Vec<u8>, Vec<Vec<u8>>), Error> {
+) -> Result<(Vec<u8>, Vec<SavePart>), Error> {
     let layout = array.layout();
     let descr = layout.descr();
     let info = descr.dtype.info();
@@ -158,18 +314,22 @@ fn npy_parts(
             info.safetensors
         )));
     }
-    check_align(align, descr.dtype.size(), descr.dtype.name())?;
+    // numpy's name of the dtype: its type string where the byte order is
+    // not the machine's.
+    let what = if descr.dtype.size() > 1 && descr.order != ByteOrder::NATIVE {
+        descr.to_string()
+    } else {
+        descr.dtype.name().to_owned()
+    };
+    check_align(align, descr.dtype.size(), &what)?;
     let align = align.max(ALIGN);
     let fortran = layout.is_f_contiguous() && !layout.is_c_contiguous();
-    let data = if fortran {
-        // Fortran order is C order of the transpose.
-        let t = ArrayRef::new(array.bytes(), layout.transpose()).map_err(|e| Error::Layout {
-            message: e.to_string(),
-            source: e,
-        })?;
-        c_order(&t, descr)?
+    // Fortran order: the array's bytes as they lie. An .npy keeps the
+    // array's byte order, so only a C order that is not packed is copied.
+    let data = if fortran || layout.is_c_contiguous() {
+        SavePart::AsItLies(0)
     } else {
-        c_order(array, descr)?
+        SavePart::Converted(0, descr)
     };
     let dict = format!(
         "{{'descr': '{descr}', 'fortran_order': {}, 'shape': {}}}",
@@ -193,7 +353,7 @@ fn npy_parts(
         head.extend((header.len() as u32).to_le_bytes());
     }
     head.extend(header.as_bytes());
-    loadable(path, &head, (head.len() + data.len()) as u64)?;
+    loadable(path, &head, (head.len() + layout.nbytes()) as u64)?;
     Ok((head, vec![data]))
 }
 
@@ -212,10 +372,10 @@ fn safetensors_parts(
     arrays: &[(&str, ArrayRef<'_>)],
     metadata: &[(&str, &str)],
     align: usize,
-) -> Result<(Vec<u8>, Vec<Vec<u8>>), Error> {
+) -> Result<(Vec<u8>, Vec<SavePart>), Error> {
     let mut tensors = Vec::with_capacity(arrays.len());
     let mut names = std::collections::HashSet::new();
-    for (name, array) in arrays {
+    for (i, (name, array)) in arrays.iter().enumerate() {
         if *name == "__metadata__" {
             return Err(Error::value(
                 "no tensor can be named '__metadata__': safetensors keeps the file's metadata there",
@@ -233,12 +393,22 @@ fn safetensors_parts(
             dtype.size(),
             &format!("{} (tensor {})", dtype.name(), quoted64(name)),
         )?;
-        let data = c_order(array, Descr::new(dtype, ByteOrder::Little))?;
-        tensors.push((*name, dtype, array.layout(), data));
+        let layout = array.layout();
+        // Little-endian and in C order as they lie, or converted.
+        let little = layout.byte_order() == ByteOrder::Little || dtype.size() == 1;
+        let data = if little && layout.is_c_contiguous() {
+            SavePart::AsItLies(i)
+        } else {
+            SavePart::Converted(i, Descr::new(dtype, ByteOrder::Little))
+        };
+        tensors.push((*name, dtype, layout, data));
     }
     // Sizes that keep `align` first, then the widest dtypes first.
-    tensors.sort_by_key(|(_, dtype, _, data)| {
-        (data.len() % align != 0, std::cmp::Reverse(dtype.size()))
+    tensors.sort_by_key(|(_, dtype, layout, _)| {
+        (
+            layout.nbytes() % align != 0,
+            std::cmp::Reverse(dtype.size()),
+        )
     });
     let mut json = String::from("{");
     let mut first = true;
@@ -264,7 +434,7 @@ fn safetensors_parts(
         first = false;
     }
     let mut at = 0usize;
-    for (name, dtype, layout, data) in &tensors {
+    for (name, dtype, layout, _) in &tensors {
         if !first {
             json.push(',');
         }
@@ -276,9 +446,9 @@ fn safetensors_parts(
             ":{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{at},{}]}}",
             dtype.info().safetensors,
             dims.join(","),
-            at + data.len()
+            at + layout.nbytes()
         );
-        at += data.len();
+        at += layout.nbytes();
     }
     json.push('}');
     let mut encoded = json.into_bytes();
@@ -402,6 +572,7 @@ fn write_atomically(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{DType, Layout};
 
     #[test]
     fn json_strings_are_python_json_dumps() {
@@ -414,6 +585,132 @@ mod tests {
     fn names_are_cut_between_characters() {
         assert_eq!(name_start("ééé", 5), "éé");
         assert_eq!(name_start("abc", 180), "abc");
+    }
+
+    fn f32s(values: &[f32], order: ByteOrder) -> Vec<u8> {
+        values
+            .iter()
+            .flat_map(|v| match order {
+                ByteOrder::Big => v.to_be_bytes(),
+                _ => v.to_le_bytes(),
+            })
+            .collect()
+    }
+
+    fn array(bytes: &[u8], layout: Layout) -> ArrayRef<'_> {
+        ArrayRef::new(bytes, layout).unwrap()
+    }
+
+    #[test]
+    fn contiguous_arrays_are_written_as_they_lie_in_the_files_order() {
+        let small = [1u8, 2, 3];
+        let wide = f32s(&[1.0; 16], ByteOrder::Little);
+        let arrays = [
+            (
+                "small",
+                array(&small, Layout::contiguous(DType::U8, &[3]).unwrap()),
+            ),
+            (
+                "wide",
+                array(&wide, Layout::contiguous(DType::F32, &[16]).unwrap()),
+            ),
+        ];
+        let plan = plan_save("m.safetensors", &arrays, &[], 64).unwrap();
+        // 64 bytes of float32 keep the alignment: first.
+        assert_eq!(plan.parts, [SavePart::AsItLies(1), SavePart::AsItLies(0)]);
+        assert_eq!(plan.parts[0].as_it_lies(&arrays), Some(&wide[..]));
+        assert_eq!(plan.parts[1].as_it_lies(&arrays), Some(&small[..]));
+        assert_eq!(plan.head.len() % 64, 0);
+    }
+
+    #[test]
+    fn big_endian_tensors_are_swapped_and_strided_ones_gathered() {
+        let big = f32s(&[1.0, 2.0], ByteOrder::Big);
+        let every_other = f32s(&[1.0, 9.0, 2.0, 9.0], ByteOrder::Little);
+        let arrays = [
+            (
+                "big",
+                array(
+                    &big,
+                    Layout::contiguous(DType::F32, &[2])
+                        .unwrap()
+                        .with_byte_order(ByteOrder::Big),
+                ),
+            ),
+            (
+                "strided",
+                array(
+                    &every_other,
+                    Layout::new(DType::F32, 0, &[2], &[8]).unwrap(),
+                ),
+            ),
+        ];
+        let plan = plan_save("m.safetensors", &arrays, &[], 8).unwrap();
+        let little = Descr::new(DType::F32, ByteOrder::Little);
+        assert_eq!(
+            plan.parts,
+            [SavePart::Converted(0, little), SavePart::Converted(1, little)]
+        );
+        for part in &plan.parts {
+            assert_eq!(part.as_it_lies(&arrays), None);
+            let mut out = vec![0u8; part.nbytes(&arrays)];
+            part.convert_into(&arrays, &mut out).unwrap();
+            assert_eq!(out, f32s(&[1.0, 2.0], ByteOrder::Little));
+        }
+        let mut short = [0u8; 4];
+        assert!(plan.parts[0].convert_into(&arrays, &mut short).is_err());
+    }
+
+    #[test]
+    fn an_npy_keeps_fortran_order_and_the_byte_order_as_they_lie() {
+        let bytes = f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], ByteOrder::Big);
+        let fortran = Layout::contiguous(DType::F32, &[3, 2])
+            .unwrap()
+            .with_byte_order(ByteOrder::Big)
+            .transpose();
+        let arrays = [("a", array(&bytes, fortran))];
+        let plan = plan_save("a.npy", &arrays, &[], 64).unwrap();
+        assert_eq!(plan.parts, [SavePart::AsItLies(0)]);
+        let head = String::from_utf8_lossy(&plan.head);
+        assert!(
+            head.contains("{'descr': '>f4', 'fortran_order': True, 'shape': (2, 3)}"),
+            "{head}"
+        );
+        // numpy's name of a byte-swapped dtype is its type string.
+        let err = plan_save("a.npy", &arrays, &[], 2).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "align=2 is below the itemsize of >f4 (4 bytes): it could not keep it aligned"
+        );
+    }
+
+    #[test]
+    fn save_writes_the_plan() {
+        let dir = std::env::temp_dir().join(format!("bytelens-plan-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let bytes = f32s(&[1.0, 2.0, 3.0, 4.0], ByteOrder::Big);
+        let layout = Layout::contiguous(DType::F32, &[2, 2])
+            .unwrap()
+            .with_byte_order(ByteOrder::Big);
+        let arrays = [
+            ("t", array(&bytes, layout.transpose())),
+            ("b", array(&bytes, layout)),
+        ];
+        let path = dir.join("m.safetensors");
+        save(&path, &arrays, &[("k", "v")], 16).unwrap();
+        let plan = plan_save(&path.display().to_string(), &arrays, &[("k", "v")], 16).unwrap();
+        let mut expected = plan.head.clone();
+        for part in &plan.parts {
+            let mut out = vec![0u8; part.nbytes(&arrays)];
+            part.convert_into(&arrays, &mut out).unwrap();
+            expected.extend(out);
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), expected);
+        // The transpose gathered and both swapped, in the arrays' order (equal
+        // sizes and dtypes keep it).
+        let data = f32s(&[1.0, 3.0, 2.0, 4.0, 1.0, 2.0, 3.0, 4.0], ByteOrder::Little);
+        assert_eq!(expected[plan.head.len()..], data[..]);
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

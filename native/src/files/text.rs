@@ -91,8 +91,16 @@ pub(crate) fn quoted(text: &str, keep: usize) -> String {
     repr(&short(text, keep))
 }
 
-/// [`quoted`] to 64 characters.
-pub(crate) fn quoted64(text: &str) -> String {
+/// A name from a file or a caller as the file layer's messages quote it:
+/// Python's `repr` of the name cut to 64 characters, every control and
+/// non-ASCII character escaped (`{_short(name)!r}` in the Python package).
+///
+/// # Examples
+/// ```
+/// // Python: repr(_short("wé\n")), the escapes' backslashes doubled.
+/// assert_eq!(bytelens::files::quoted64("w\u{e9}\n"), r"'w\\xe9\\n'");
+/// ```
+pub fn quoted64(text: &str) -> String {
     quoted(text, 64)
 }
 

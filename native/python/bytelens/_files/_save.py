@@ -1,24 +1,21 @@
 """:func:`save`: ``.npy`` and safetensors files written so that every
-array maps zero-copy (:func:`_npy_parts`, :func:`_safetensors_parts`),
-each checked by the core as :func:`load` will read it, and written
-atomically (:func:`_write_atomically`)."""
+array maps zero-copy, laid out and checked by the core
+(``bytelens::files::plan_save``, as :func:`load` will read them), and
+written atomically (:func:`_write_atomically`)."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import secrets
 import stat
-import struct
 from collections.abc import Callable
-from typing import Any, BinaryIO, Mapping
+from typing import BinaryIO, Mapping
 
 import numpy as np
 
-from .._native import FormatError, read_header
-from ._headers import MAX_HEADER, _file_dtype
+from .._native import save_plan
 from ._opening import _fspath, _not_regular, _reason
 from ._quantized import Quantized
 from ._report import _printable, _short
@@ -95,29 +92,36 @@ def save(
         raise TypeError(f"align is an int, a power of two up to {MAX_ALIGN}, not {type(align).__name__}")
     if align < 1 or align > MAX_ALIGN or align & (align - 1):
         raise ValueError(f"align={align}: a power of two from the widest dtype's itemsize up to {MAX_ALIGN}")
+    named: list[tuple[str, np.ndarray]] = []
+    pairs: list[tuple[str, str]] = []
     if path.endswith(".npy"):
         if metadata:
             raise ValueError(f"{path}: an .npy file has no metadata; safetensors files do")
-        if isinstance(arrays, Mapping):
-            if len(arrays) != 1:
-                raise ValueError(f"an .npy file holds one array, not {len(arrays)}")
-            [arrays] = arrays.values()
-        _not_quantized(path, "array", arrays)
-        head, parts = _npy_parts(path, np.asanyarray(arrays), align)
+        values = list(arrays.values()) if isinstance(arrays, Mapping) else [arrays]
+        if len(values) == 1:
+            _not_quantized(path, "array", values[0])
+        named = [("array", np.asarray(value)) for value in values]
     elif path.endswith(".safetensors"):
         if not isinstance(arrays, Mapping):
             raise TypeError("a safetensors file holds named arrays: pass a dict of name -> array")
         if metadata is not None and not isinstance(metadata, Mapping):
             raise TypeError(f"metadata is a dict of str -> str, not {type(metadata).__name__}")
-        head, parts = _safetensors_parts(path, arrays, metadata or {}, align)
-    else:
-        raise ValueError(f"save writes .npy or .safetensors files, not {_short(path)!r}")
+        for name, array in arrays.items():
+            _not_quantized(path, f"tensor {_short(_text(name, 'a tensor name'))!r}", array)
+            named.append((name, np.asarray(array)))
+        for key, value in (metadata or {}).items():
+            pairs.append((_text(key, "a metadata key"), _text(value, f"metadata {_short(str(key))!r}")))
+    # The rest is the core's to check (bytelens::files::plan_save), and to
+    # lay out: the header, then each array as it lies (an index into
+    # `named`: no copy) or converted (a new array, in C order).
+    head, parts = save_plan(path, named, pairs, align)
 
     def write(f: BinaryIO) -> None:
         f.write(head)
         for part in parts:
-            if part.nbytes:
-                f.write(part)
+            array = named[part][1] if isinstance(part, int) else part
+            if array.nbytes:
+                f.write(array.ravel(order="K").view(np.uint8).data)
 
     _write_atomically(path, write)
 
@@ -134,81 +138,6 @@ def _not_quantized(path: str, what: str, array: object) -> None:
         )
 
 
-def _check_align(align: int, itemsize: int, what: str) -> None:
-    """Refuses an ``align`` below the itemsize of ``what``."""
-    if align < itemsize:
-        raise ValueError(
-            f"align={align} is below the itemsize of {what} ({itemsize} bytes): it could not keep it aligned"
-        )
-
-
-def _npy_parts(path: str, array: np.ndarray, align: int) -> tuple[bytes, list[memoryview]]:
-    """The header of ``array``'s ``.npy`` file and its data, at a multiple
-    of ``align`` (and of 64, as the format asks)."""
-    if array.dtype.hasobject or array.dtype.names is not None:
-        raise TypeError(f"save writes arrays of numbers, not {array.dtype}")
-    known = _known_dtype(array.dtype)
-    if known is not None and not known["npy"]:
-        # np.save writes ml_dtypes' types as raw bytes ('|V1', '<V2'), which
-        # every loader reads back as bytes, not as what they were.
-        raise TypeError(
-            f"{path}: an .npy header cannot name {known['name']} (np.save writes it as raw bytes "
-            f"{array.dtype.str!r}, and loaders read bytes back): save it to a .safetensors file, "
-            f"as {known['safetensors']}"
-        )
-    if array.dtype.kind == "V":
-        raise TypeError(f"save writes arrays of numbers, not raw bytes ({array.dtype})")
-    _check_align(align, array.dtype.itemsize, str(array.dtype))
-    align = max(align, ALIGN)
-    fortran = array.flags.f_contiguous and not array.flags.c_contiguous
-    # np.asarray(order=...), not np.ascontiguousarray, which makes a 0-d array 1-d.
-    data = np.asarray(array, order="F" if fortran else "C")
-    dict_text = repr({"descr": array.dtype.str, "fortran_order": fortran, "shape": array.shape})
-    # Version 1.0 has a 2-byte header length; 2.0 a 4-byte one.
-    version, lead = (1, 10) if len(dict_text) + align + 10 < 65536 else (2, 12)
-    total = -(-(lead + len(dict_text) + 1) // align) * align
-    header = dict_text.ljust(total - lead - 1) + "\n"
-    head = (
-        b"\x93NUMPY"
-        + bytes([version, 0])
-        + struct.pack("<H" if version == 1 else "<I", len(header))
-        + header.encode("latin1")
-    )
-    # What load will make of it, asked of the core that will read it.
-    [parsed] = _loadable(path, head, len(head) + data.nbytes)["arrays"]
-    if parsed["descr"] is None:
-        raise TypeError(
-            f"{path}: bl.load could not map an .npy of dtype {array.dtype} ({array.dtype.str!r}): bytelens has "
-            "no such dtype, and bl.save writes only what bl.load maps (np.save writes it)"
-        )
-    return head, [_raw_bytes(data.T if fortran else data)]
-
-
-def _known_dtype(dtype: np.dtype[Any]) -> dict[str, Any] | None:
-    """The core's table row (``_file_dtype``) of a numpy dtype bytelens
-    has; None for one it lacks (complex, strings, datetimes)."""
-    try:
-        return _file_dtype(dtype)
-    except (TypeError, ValueError):  # LayoutError (BadDType) is a ValueError
-        return None
-
-
-def _loadable(path: str, head: bytes, length: int) -> dict[str, Any]:
-    """The header ``head`` of a file of ``length`` bytes, as :func:`load`
-    will read it; a ``ValueError`` if it would refuse it."""
-    try:
-        header = read_header(head, length)
-    except FormatError as err:
-        raise ValueError(f"{path}: bl.load would refuse the header bl.save was to write: {err}") from None
-    assert "need" not in header, "the whole header was given"
-    return header
-
-
-def _raw_bytes(array: np.ndarray) -> memoryview:
-    """The bytes of a C-contiguous array, whatever its dtype."""
-    return array.reshape(-1).view(np.uint8).data
-
-
 def _text(text: object, what: str) -> str:
     """``text``, a str that UTF-8 can encode, or a TypeError or ValueError
     naming ``what`` it is."""
@@ -222,58 +151,6 @@ def _text(text: object, what: str) -> str:
             "so it cannot be written as UTF-8"
         ) from None
     return text
-
-
-def _safetensors_parts(
-    path: str, arrays: Mapping[str, np.ndarray], metadata: Mapping[str, str], align: int
-) -> tuple[bytes, list[memoryview]]:
-    """The header of a safetensors file of ``arrays`` and its data, in order."""
-    tensors = []
-    names: set[str] = set()
-    for name, array in arrays.items():
-        name = _text(name, "a tensor name")
-        if name == "__metadata__":
-            raise ValueError("no tensor can be named '__metadata__': safetensors keeps the file's metadata there")
-        if name in names:  # a Mapping that is not a dict can repeat a key
-            raise ValueError(f"two tensors are named {_short(name)!r}")
-        names.add(name)
-        _not_quantized(path, f"tensor {_short(name)!r}", array)
-        array = np.asanyarray(array)
-        known = _known_dtype(array.dtype)
-        if known is None:
-            raise TypeError(
-                f"safetensors has no dtype for {array.dtype} (tensor {_short(name)!r}) that bytelens has: "
-                "bl.save writes the dtypes bytelens views, each under its safetensors code"
-            )
-        code = known["safetensors"]
-        if array.dtype.byteorder == ">":
-            array = array.astype(array.dtype.newbyteorder("<"))
-        _check_align(align, array.dtype.itemsize, f"{array.dtype} (tensor {_short(name)!r})")
-        # np.asarray(order="C") keeps a 0-d tensor 0-d (np.ascontiguousarray makes it 1-d).
-        tensors.append((name, code, np.asarray(array, order="C")))
-    # Sizes that keep `align` first, then the widest dtypes first.
-    tensors.sort(key=lambda t: (t[2].nbytes % align != 0, -t[2].dtype.itemsize))
-    header: dict[str, Any] = {}
-    if metadata:
-        header["__metadata__"] = {
-            _text(key, "a metadata key"): _text(value, f"metadata {_short(str(key))!r}")
-            for key, value in metadata.items()
-        }
-    at = 0
-    for name, code, array in tensors:
-        header[name] = {"dtype": code, "shape": list(array.shape), "data_offsets": [at, at + array.nbytes]}
-        at += array.nbytes
-    encoded = json.dumps(header, separators=(",", ":")).encode()
-    # Spaces after the JSON, so that the data starts at a multiple of `align`.
-    encoded += b" " * (-(8 + len(encoded)) % align)
-    if len(encoded) > MAX_HEADER:
-        raise ValueError(
-            f"{path}: the header would be {len(encoded)} bytes, more than the {MAX_HEADER} bl.load reads "
-            "(most of it metadata?)"
-        )
-    head = struct.pack("<Q", len(encoded)) + encoded
-    _loadable(path, head, len(head) + at)
-    return head, [_raw_bytes(array) for _, _, array in tensors]
 
 
 # Why Windows refuses to rename over a file (Win32 error codes): access
