@@ -635,3 +635,195 @@ pub(crate) fn read_index<'py>(
     out.set_item("arrays", arrays)?;
     Ok(out)
 }
+
+/// A report of the Rust file layer (`bytelens::files::Report`) as a dict
+/// of `bytelens.FileReport`'s fields (`path`, `format`, `size`,
+/// `metadata`, `version`) with `arrays`, a list of dicts of
+/// `bytelens.ArrayInfo`'s fields: what the package builds its report from
+/// (`FileReport(..., [ArrayInfo(**a) for a in arrays], ...)`).
+/// Metadata values are a Python `str`, `int`, `float`, `bool`, a `list` of
+/// `str`, or a read-only numpy array of a GGUF array of numbers.
+pub(crate) fn report_dict<'py>(
+    py: Python<'py>,
+    report: &bytelens::files::Report,
+) -> PyResult<Bound<'py, PyDict>> {
+    use bytelens::files::MetaValue;
+    let out = PyDict::new(py);
+    out.set_item("path", &report.path)?;
+    out.set_item("format", report.format)?;
+    out.set_item("size", report.size)?;
+    let metadata = PyDict::new(py);
+    for (key, value) in &report.metadata {
+        let value = match value {
+            MetaValue::Str(text) => text.into_pyobject(py)?.into_any(),
+            MetaValue::UInt(n) => n.into_pyobject(py)?.into_any(),
+            MetaValue::Int(n) => n.into_pyobject(py)?.into_any(),
+            MetaValue::Float(x) => x.into_pyobject(py)?.into_any(),
+            MetaValue::Bool(b) => PyBool::new(py, *b).to_owned().into_any(),
+            MetaValue::Strings(items) => PyList::new(py, items)?.into_any(),
+            MetaValue::Array { kind, bytes, .. } => {
+                let dtype = match kind {
+                    ValueType::Bool => "?".to_owned(),
+                    other => format!("<{}{}", &other.name()[..1], other.size().unwrap_or(1)),
+                };
+                let data = pyo3::types::PyBytes::new(py, bytes);
+                py.import("numpy")?
+                    .getattr("frombuffer")?
+                    .call1((data, dtype))?
+            }
+        };
+        metadata.set_item(key, value)?;
+    }
+    out.set_item("metadata", metadata)?;
+    out.set_item("version", report.version)?;
+    let arrays = PyList::empty(py);
+    for a in &report.arrays {
+        let item = PyDict::new(py);
+        item.set_item("name", &a.name)?;
+        item.set_item("dtype", &a.dtype)?;
+        item.set_item("descr", a.descr.map(|d| d.to_string()))?;
+        item.set_item("shape", PyTuple::new(py, &a.shape)?)?;
+        let strides = match &a.strides {
+            Some(s) => Some(PyTuple::new(py, s)?),
+            None => None,
+        };
+        item.set_item("strides", strides)?;
+        item.set_item("offset", a.offset)?;
+        item.set_item("nbytes", a.nbytes)?;
+        item.set_item("copy", a.copy.as_deref())?;
+        item.set_item("member", a.member.as_deref())?;
+        item.set_item("span", a.span)?;
+        item.set_item("unavailable", a.unavailable.as_deref())?;
+        item.set_item("shard", a.shard.as_deref())?;
+        item.set_item("ggml", a.ggml.map(|t| t.name()))?;
+        arrays.append(item)?;
+    }
+    out.set_item("arrays", arrays)?;
+    Ok(out)
+}
+
+/// `bytelens::files::describe_raw`: the report of a raw file at `path` of
+/// `size` bytes (opened by the caller; it is not read), described as
+/// `plan`'s fields (a `Plan` or its text) and then one view of `dtype`
+/// (with `offset`, `shape` and `strides` as `Buffer.view` takes them; no
+/// view without a dtype), as [`report_dict`] gives it. Every error names
+/// the file (and the field), in the order the package checks them: the
+/// plan's text, its fields, the view. A `LayoutError` keeps its subclass
+/// and `kind`; the `ValueError` or `TypeError` of a view argument (an
+/// unknown dtype) keeps its class.
+#[pyfunction]
+#[pyo3(signature = (path, size, dtype = None, offset = None, shape = None, strides = None, plan = None))]
+#[allow(clippy::too_many_arguments)] // `Buffer.view`'s arguments and a plan
+pub(crate) fn inspect_raw<'py>(
+    py: Python<'py>,
+    path: &Bound<'py, pyo3::types::PyString>,
+    size: u64,
+    dtype: Option<&Bound<'py, PyAny>>,
+    offset: Option<&Bound<'py, PyAny>>,
+    shape: Option<&Bound<'py, PyAny>>,
+    strides: Option<&Bound<'py, PyAny>>,
+    plan: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use bytelens::files::{describe_raw, read_plan};
+    use bytelens::{OwnedPlan, ViewArgs};
+    // A path Rust's text cannot hold (a lone surrogate) is shown replaced.
+    let shown = path.to_string_lossy();
+    let from_text: OwnedPlan;
+    let plan = match plan {
+        None => None,
+        Some(p) => match p.cast::<super::layout::PyPlan>() {
+            Ok(p) => Some(&p.get().plan),
+            Err(_) => {
+                let Ok(text) = p.extract::<String>() else {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "plan must be a Plan or its text, not {}",
+                        p.get_type().name()?
+                    )));
+                };
+                from_text = read_plan(&shown, &text).py_err(py)?;
+                Some(&from_text)
+            }
+        },
+    };
+    let Some(dtype) = dtype else {
+        let report = describe_raw(&shown, size, None, plan).py_err(py)?;
+        return report_dict(py, &report);
+    };
+    // The view's arguments, read as `Buffer.view` reads them.
+    let read = || -> PyResult<_> {
+        let Int(offset) = match offset {
+            Some(o) => o.extract()?,
+            None => Int(0),
+        };
+        let descr = to_descr(dtype)?;
+        let shape = shape.map(super::layout::dims::<usize>).transpose()?;
+        let strides = strides.map(super::layout::dims::<isize>).transpose()?;
+        Ok((descr, offset, shape, strides))
+    };
+    let (descr, offset, shape, strides) = match read() {
+        Ok(args) => args,
+        Err(err) => {
+            // The plan's fields are checked first, and their error is the one raised.
+            describe_raw(&shown, size, None, plan).py_err(py)?;
+            return Err(naming(py, err, &format!("{shown}: ")));
+        }
+    };
+    let view = ViewArgs {
+        offset,
+        shape: shape.as_deref(),
+        strides: strides.as_deref(),
+        ..ViewArgs::new(descr)
+    };
+    let report = describe_raw(&shown, size, Some(view), plan).py_err(py)?;
+    report_dict(py, &report)
+}
+
+/// `err` with `prefix` before its message: a `LayoutError` of its own
+/// class with its `kind`, a plain `ValueError` or `TypeError` as it is;
+/// any other exception (a subclass whose constructor takes other
+/// arguments) unchanged.
+fn naming(py: Python<'_>, err: PyErr, prefix: &str) -> PyErr {
+    use pyo3::exceptions::PyTypeError;
+    let class = err.get_type(py);
+    let message = format!("{prefix}{}", err.value(py));
+    if err.is_instance_of::<super::error::LayoutError>(py) {
+        let named = PyErr::from_type(class, message);
+        if let Ok(kind) = err.value(py).getattr("kind") {
+            let _ = named.value(py).setattr("kind", kind);
+        }
+        named
+    } else if class.is(py.get_type::<PyValueError>()) || class.is(py.get_type::<PyTypeError>()) {
+        PyErr::from_type(class, message)
+    } else {
+        err
+    }
+}
+
+/// `bytelens::files::elements`: the elements of a view (its byte `offset`,
+/// `shape` and byte `strides`) whose first byte lies in `lo..hi`, in the
+/// view's order: `(index, byte)` pairs, at most `limit`, and whether some
+/// were left out (the limit, or the search's budget, reached).
+#[pyfunction]
+pub(crate) fn elements<'py>(
+    py: Python<'py>,
+    offset: i64,
+    shape: Vec<u64>,
+    strides: Vec<i64>,
+    lo: i64,
+    hi: i64,
+    limit: usize,
+) -> PyResult<(Vec<(Bound<'py, PyTuple>, i64)>, bool)> {
+    if shape.len() != strides.len() {
+        return Err(PyValueError::new_err(format!(
+            "a shape of {} axes and strides of {}",
+            shape.len(),
+            strides.len()
+        )));
+    }
+    let (found, more) = bytelens::files::elements(offset, &shape, &strides, lo..hi, limit);
+    let items = found
+        .into_iter()
+        .map(|(index, byte)| Ok((PyTuple::new(py, index)?, byte)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((items, more))
+}

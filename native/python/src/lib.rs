@@ -64,6 +64,8 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::read_index, m)?)?;
     m.add_function(wrap_pyfunction!(files::save_file, m)?)?;
     m.add_function(wrap_pyfunction!(files::inspect_file, m)?)?;
+    m.add_function(wrap_pyfunction!(files::inspect_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(files::elements, m)?)?;
     m.add_class::<shared::PySharedBuffer>()?;
     m.add_class::<shared::PyLock>()?;
     #[cfg(feature = "gpu")]
