@@ -799,6 +799,9 @@ fn naming(py: Python<'_>, err: PyErr, prefix: &str) -> PyErr {
     }
 }
 
+/// [`elements`]' pairs: each element's index and first byte.
+type Found<'py> = Vec<(Bound<'py, PyTuple>, i64)>;
+
 /// `bytelens::files::elements`: the elements of a view (its byte `offset`,
 /// `shape` and byte `strides`) whose first byte lies in `lo..hi`, in the
 /// view's order: `(index, byte)` pairs, at most `limit`, and whether some
@@ -812,7 +815,7 @@ pub(crate) fn elements<'py>(
     lo: i64,
     hi: i64,
     limit: usize,
-) -> PyResult<(Vec<(Bound<'py, PyTuple>, i64)>, bool)> {
+) -> PyResult<(Found<'py>, bool)> {
     if shape.len() != strides.len() {
         return Err(PyValueError::new_err(format!(
             "a shape of {} axes and strides of {}",

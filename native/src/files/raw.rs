@@ -495,7 +495,7 @@ mod tests {
             Some(&plan("H\na <u2 2\nb <f4 1\n")),
         )
         .unwrap();
-        let rows: Vec<(&str, &str, u64, u64, Option<(u64, u64)>)> = report
+        let rows: Vec<_> = report
             .arrays
             .iter()
             .map(|a| {
