@@ -17,6 +17,10 @@
 //!   `bytelens::files::inspect` themselves, the Rust file layer the package
 //!   is checked against (the same bytes as `bl.save`, the same report and
 //!   errors as `bl.inspect`).
+//! - `inspect_raw` and `elements`: `bytelens::files::describe_raw` (a raw
+//!   file as a view and/or a plan's fields, for `bl.inspect(dtype=...,
+//!   plan=...)`) and `bytelens::files::elements` (the inspect command's
+//!   `--dump`), the report as [`report_dict`] gives it.
 //!
 //! A `bytelens::files::Error` becomes its Python exception here
 //! ([`IntoPyErr`]), the class its `python_exception()` names.
