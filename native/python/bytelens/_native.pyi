@@ -39,6 +39,8 @@ __all__ = [
     "save_plan",
     "save_file",
     "inspect_file",
+    "inspect_raw",
+    "elements",
     "dequantize",
     "ggml_type",
 ]
@@ -368,6 +370,22 @@ def save_file(
 
 def inspect_file(path: str | os.PathLike[str]) -> str:
     """`bytelens::files::inspect` itself: its report as `bytelens inspect` prints it."""
+
+def inspect_raw(
+    path: str,
+    size: int,
+    dtype: npt.DTypeLike | None = None,
+    offset: int | None = None,
+    shape: _Dims | None = None,
+    strides: _Dims | None = None,
+    plan: Plan | str | None = None,
+) -> dict[str, Any]:
+    """`bytelens::files::describe_raw`: a raw file of `size` bytes as a plan's fields and/or one view."""
+
+def elements(
+    offset: int, shape: Sequence[int], strides: Sequence[int], lo: int, hi: int, limit: int
+) -> tuple[list[tuple[tuple[int, ...], int]], bool]:
+    """`bytelens::files::elements`: a view's elements that start in `lo..hi`, in its order."""
 
 # With the `gpu` feature (see __all__ above).
 class GpuError(RuntimeError):

@@ -17,6 +17,10 @@
 //!   `bytelens::files::inspect` themselves, the Rust file layer the package
 //!   is checked against (the same bytes as `bl.save`, the same report and
 //!   errors as `bl.inspect`).
+//! - `inspect_raw` and `elements`: `bytelens::files::describe_raw` (a raw
+//!   file as a view and/or a plan's fields, for `bl.inspect(dtype=...,
+//!   plan=...)`) and `bytelens::files::elements` (the inspect command's
+//!   `--dump`), the report as [`report_dict`] gives it.
 //!
 //! A `bytelens::files::Error` becomes its Python exception here
 //! ([`IntoPyErr`]), the class its `python_exception()` names.
@@ -33,7 +37,9 @@ use super::dtype::to_descr;
 use super::error::{FormatError, IntoPyErr, PyErrResult};
 use super::layout::{Int, PyLayout, resolve_view};
 use super::source::Source;
-use bytelens::files::{Access, FileArray, FileHeader, GgufValue, ValueType, read_header as read};
+use bytelens::files::{
+    Access, FileArray, FileHeader, GgufValue, MetaValue, Report, ValueType, read_header as read,
+};
 use bytelens::{Escaped, Scalar};
 
 /// The header of an `.npy`, safetensors or GGUF file of `length` bytes,
@@ -712,4 +718,274 @@ fn refuse_foreign(
 pub(crate) fn inspect_file(py: Python<'_>, path: std::path::PathBuf) -> PyResult<String> {
     let report = py.detach(|| bytelens::files::inspect(&path));
     Ok(report.py_err(py)?.to_string())
+}
+
+/// `bytelens::files::describe_raw`: the report of a raw file at `path` of
+/// `size` bytes (opened by the caller; it is not read), described as
+/// `plan`'s fields (a `Plan` or its text) and then one view of `dtype`
+/// (with `offset`, `shape` and `strides` as `Buffer.view` takes them; no
+/// view without a dtype), as [`report_dict`] gives it. Every error names
+/// the file (and the field), in the order the package checks them: the
+/// plan's text, its fields, the view. A `LayoutError` keeps its subclass
+/// and `kind`; the `ValueError` or `TypeError` of a view argument (an
+/// unknown dtype) keeps its class.
+#[pyfunction]
+#[pyo3(signature = (path, size, dtype = None, offset = None, shape = None, strides = None, plan = None))]
+#[allow(clippy::too_many_arguments)] // `Buffer.view`'s arguments and a plan
+pub(crate) fn inspect_raw<'py>(
+    py: Python<'py>,
+    path: &Bound<'py, pyo3::types::PyString>,
+    size: u64,
+    dtype: Option<&Bound<'py, PyAny>>,
+    offset: Option<&Bound<'py, PyAny>>,
+    shape: Option<&Bound<'py, PyAny>>,
+    strides: Option<&Bound<'py, PyAny>>,
+    plan: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    use bytelens::files::{describe_raw, read_plan};
+    use bytelens::{OwnedPlan, ViewArgs};
+    // A path Rust's text cannot hold (a lone surrogate) is shown replaced.
+    let shown = path.to_string_lossy();
+    let from_text: OwnedPlan;
+    let plan = match plan {
+        None => None,
+        Some(p) => match p.cast::<super::layout::PyPlan>() {
+            Ok(p) => Some(&p.get().plan),
+            Err(_) => {
+                let Ok(text) = p.extract::<String>() else {
+                    return Err(pyo3::exceptions::PyTypeError::new_err(format!(
+                        "plan must be a Plan or its text, not {}",
+                        p.get_type().name()?
+                    )));
+                };
+                from_text = read_plan(&shown, &text).py_err(py)?;
+                Some(&from_text)
+            }
+        },
+    };
+    let Some(dtype) = dtype else {
+        let report = describe_raw(&shown, size, None, plan).py_err(py)?;
+        return report_dict(py, report, None);
+    };
+    // The view's arguments, read as `Buffer.view` reads them.
+    let read = || -> PyResult<_> {
+        let Int(offset) = match offset {
+            Some(o) => o.extract()?,
+            None => Int(0),
+        };
+        let descr = to_descr(dtype)?;
+        let shape = shape.map(super::layout::dims::<usize>).transpose()?;
+        let strides = strides.map(super::layout::dims::<isize>).transpose()?;
+        Ok((descr, offset, shape, strides))
+    };
+    let (descr, offset, shape, strides) = match read() {
+        Ok(args) => args,
+        Err(err) => {
+            // The plan's fields are checked first, and their error is the one raised.
+            describe_raw(&shown, size, None, plan).py_err(py)?;
+            return Err(naming(py, err, &format!("{shown}: ")));
+        }
+    };
+    let view = ViewArgs {
+        offset,
+        shape: shape.as_deref(),
+        strides: strides.as_deref(),
+        ..ViewArgs::new(descr)
+    };
+    let report = describe_raw(&shown, size, Some(view), plan).py_err(py)?;
+    report_dict(py, report, None)
+}
+
+/// `err` with `prefix` before its message: a `LayoutError` of its own
+/// class with its `kind`, a plain `ValueError` or `TypeError` as it is;
+/// any other exception (a subclass whose constructor takes other
+/// arguments) unchanged.
+fn naming(py: Python<'_>, err: PyErr, prefix: &str) -> PyErr {
+    use pyo3::exceptions::PyTypeError;
+    let class = err.get_type(py);
+    let message = format!("{prefix}{}", err.value(py));
+    if err.is_instance_of::<super::error::LayoutError>(py) {
+        let named = PyErr::from_type(class, message);
+        if let Ok(kind) = err.value(py).getattr("kind") {
+            let _ = named.value(py).setattr("kind", kind);
+        }
+        named
+    } else if class.is(py.get_type::<PyValueError>()) || class.is(py.get_type::<PyTypeError>()) {
+        PyErr::from_type(class, message)
+    } else {
+        err
+    }
+}
+
+/// [`elements`]' pairs: each element's index and first byte.
+type Found<'py> = Vec<(Bound<'py, PyTuple>, i64)>;
+
+/// `bytelens::files::elements`: the elements of a view (its byte `offset`,
+/// `shape` and byte `strides`) whose first byte lies in `lo..hi`, in the
+/// view's order: `(index, byte)` pairs, at most `limit`, and whether some
+/// were left out (the limit, or the search's budget, reached).
+#[pyfunction]
+pub(crate) fn elements<'py>(
+    py: Python<'py>,
+    offset: i64,
+    shape: Vec<u64>,
+    strides: Vec<i64>,
+    lo: i64,
+    hi: i64,
+    limit: usize,
+) -> PyResult<(Found<'py>, bool)> {
+    if shape.len() != strides.len() {
+        return Err(PyValueError::new_err(format!(
+            "a shape of {} axes and strides of {}",
+            shape.len(),
+            strides.len()
+        )));
+    }
+    let (found, more) = bytelens::files::elements(offset, &shape, &strides, lo..hi, limit);
+    let items = found
+        .into_iter()
+        .map(|(index, byte)| Ok((PyTuple::new(py, index)?, byte)))
+        .collect::<PyResult<Vec<_>>>()?;
+    Ok((items, more))
+}
+
+/// `report` as a dict of `bytelens.FileReport`'s fields, each array made
+/// by `array_info` (called with `ArrayInfo`'s fields by name), or a dict of
+/// them without it. The report's arrays are dropped as they are made: a
+/// header of millions of tensors is not held twice. Every Python object is
+/// made by a call that reports failure ([`new`]): running out of memory is
+/// a `MemoryError`, never a panic.
+pub(crate) fn report_dict<'py>(
+    py: Python<'py>,
+    mut report: Report,
+    array_info: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = new::dict(py)?;
+    out.set_item(new::str(py, "path")?, new::str(py, &report.path)?)?;
+    out.set_item(new::str(py, "format")?, new::str(py, report.format)?)?;
+    out.set_item(new::str(py, "size")?, new::u64(py, report.size)?)?;
+    let frombuffer = if report
+        .metadata
+        .iter()
+        .any(|(_, v)| matches!(v, MetaValue::Array { .. }))
+    {
+        Some(py.import("numpy")?.getattr("frombuffer")?)
+    } else {
+        None
+    };
+    let metadata = new::dict(py)?;
+    for (key, value) in std::mem::take(&mut report.metadata) {
+        metadata.set_item(
+            new::str(py, &key)?,
+            meta_value(py, value, frombuffer.as_ref())?,
+        )?;
+    }
+    out.set_item(new::str(py, "metadata")?, metadata)?;
+    let version = match report.version {
+        Some((major, minor)) => {
+            new::pair(py, new::u64(py, major.into())?, new::u64(py, minor.into())?)?
+        }
+        None => py.None().into_bound(py),
+    };
+    out.set_item(new::str(py, "version")?, version)?;
+    let mut keys = Vec::with_capacity(REPORT_KEYS.len());
+    for key in REPORT_KEYS {
+        keys.push(new::str(py, key)?);
+    }
+    let text = |text: Option<&str>| match text {
+        Some(text) => new::str(py, text),
+        None => Ok(py.None().into_bound(py)),
+    };
+    let arrays = new::list(py)?;
+    // Taken from the end, the list reversed after: the report's memory is
+    // given back as its arrays become Python objects.
+    let mut taken = std::mem::take(&mut report.arrays);
+    while let Some(a) = taken.pop() {
+        if taken.len() < taken.capacity() / 2 {
+            taken.shrink_to_fit();
+        }
+        let strides = match &a.strides {
+            Some(s) => new::tuple_of(py, s.iter(), |&n| new::i64(py, n))?,
+            None => py.None().into_bound(py),
+        };
+        let values = [
+            new::str(py, &a.name)?,
+            new::str(py, &a.dtype)?,
+            text(a.descr.map(|d| d.to_string()).as_deref())?,
+            new::tuple_of(py, a.shape.iter(), |&n| new::u64(py, n))?,
+            strides,
+            new::u64(py, a.offset)?,
+            new::u64(py, a.nbytes)?,
+            text(a.copy.as_deref())?,
+            text(a.member.as_deref())?,
+            match a.span {
+                Some((start, end)) => new::pair(py, new::u64(py, start)?, new::u64(py, end)?)?,
+                None => py.None().into_bound(py),
+            },
+            text(a.unavailable.as_deref())?,
+            text(a.shard.as_deref())?,
+            text(a.ggml.map(|t| t.name()))?,
+        ];
+        let item = new::dict(py)?;
+        for (key, value) in keys.iter().zip(values) {
+            item.set_item(key, value)?;
+        }
+        match array_info {
+            Some(make) => arrays.append(make.call((), Some(&item))?)?,
+            None => arrays.append(item)?,
+        }
+    }
+    arrays.reverse()?;
+    out.set_item(new::str(py, "arrays")?, arrays)?;
+    Ok(out)
+}
+
+/// The fields of `bytelens.ArrayInfo` a report gives, in [`report_dict`]'s order.
+const REPORT_KEYS: [&str; 13] = [
+    "name",
+    "dtype",
+    "descr",
+    "shape",
+    "strides",
+    "offset",
+    "nbytes",
+    "copy",
+    "member",
+    "span",
+    "unavailable",
+    "shard",
+    "ggml",
+];
+
+/// A metadata value as `bl.load` and `bl.inspect` give it: an `int`,
+/// `float`, `bool` or `str`, a `list` of `str`, or a read-only numpy
+/// array (little-endian) of GGUF's numbers or bools.
+fn meta_value<'py>(
+    py: Python<'py>,
+    value: MetaValue,
+    frombuffer: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(match value {
+        MetaValue::Str(text) => new::str(py, &text)?,
+        MetaValue::UInt(n) => new::u64(py, n)?,
+        MetaValue::Int(n) => new::i64(py, n)?,
+        MetaValue::Float(x) => new::f64(py, x)?,
+        MetaValue::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
+        MetaValue::Strings(items) => {
+            let list = new::list(py)?;
+            for item in items {
+                list.append(new::str(py, &item)?)?;
+            }
+            list.into_any()
+        }
+        MetaValue::Array { kind, bytes, .. } => {
+            let dtype = match kind {
+                ValueType::Bool => "?".to_owned(),
+                other => format!("<{}{}", &other.name()[..1], other.size().unwrap_or(1)),
+            };
+            let frombuffer = frombuffer.ok_or_else(|| PyValueError::new_err("numpy"))?;
+            let args = new::pair(py, new::bytes(py, &bytes)?, new::str(py, &dtype)?)?;
+            frombuffer.call1(args.cast_into::<PyTuple>()?)?
+        }
+    })
 }

@@ -16,13 +16,13 @@ use std::sync::Mutex;
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyList, PyTuple};
+use pyo3::types::{PyDict, PyList};
 
 use super::buffer::PyBuf;
 use super::error::PyErrResult;
-use super::files::new;
+use super::files::{new, report_dict};
 use super::memory::{Memory, Storage};
-use bytelens::files::{Deflated, LoadOptions, MetaValue, Part, Report, ValueType};
+use bytelens::files::{Deflated, LoadOptions, Part};
 use bytelens::{DType, Layout, MapMode};
 
 /// `bytelens::files::load_with(path, mode, strict, verify, max_index)`:
@@ -183,140 +183,4 @@ pub(crate) fn read_index(
         .detach(|| bytelens::files::read_index(&path, max_index))
         .py_err(py)?;
     report_dict(py, report, None)
-}
-
-/// `report` as a dict of `bytelens.FileReport`'s fields, each array made
-/// by `array_info` (called with `ArrayInfo`'s fields by name), or a dict of
-/// them without it. The report's arrays are dropped as they are made: a
-/// header of millions of tensors is not held twice. Every Python object is
-/// made by a call that reports failure ([`new`]): running out of memory is
-/// a `MemoryError`, never a panic.
-fn report_dict<'py>(
-    py: Python<'py>,
-    mut report: Report,
-    array_info: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let out = new::dict(py)?;
-    out.set_item(new::str(py, "path")?, new::str(py, &report.path)?)?;
-    out.set_item(new::str(py, "format")?, new::str(py, report.format)?)?;
-    out.set_item(new::str(py, "size")?, new::u64(py, report.size)?)?;
-    let frombuffer = if report
-        .metadata
-        .iter()
-        .any(|(_, v)| matches!(v, MetaValue::Array { .. }))
-    {
-        Some(py.import("numpy")?.getattr("frombuffer")?)
-    } else {
-        None
-    };
-    let metadata = new::dict(py)?;
-    for (key, value) in std::mem::take(&mut report.metadata) {
-        metadata.set_item(
-            new::str(py, &key)?,
-            meta_value(py, value, frombuffer.as_ref())?,
-        )?;
-    }
-    out.set_item(new::str(py, "metadata")?, metadata)?;
-    let version = match report.version {
-        Some((major, minor)) => {
-            new::pair(py, new::u64(py, major.into())?, new::u64(py, minor.into())?)?
-        }
-        None => py.None().into_bound(py),
-    };
-    out.set_item(new::str(py, "version")?, version)?;
-    let mut keys = Vec::with_capacity(KEYS.len());
-    for key in KEYS {
-        keys.push(new::str(py, key)?);
-    }
-    let text = |text: Option<&str>| match text {
-        Some(text) => new::str(py, text),
-        None => Ok(py.None().into_bound(py)),
-    };
-    let arrays = new::list(py)?;
-    // Taken from the end, the list reversed after: the report's memory is
-    // given back as its arrays become Python objects.
-    let mut taken = std::mem::take(&mut report.arrays);
-    while let Some(a) = taken.pop() {
-        if taken.len() < taken.capacity() / 2 {
-            taken.shrink_to_fit();
-        }
-        let strides = match &a.strides {
-            Some(s) => new::tuple_of(py, s.iter(), |&n| new::i64(py, n))?,
-            None => py.None().into_bound(py),
-        };
-        let values = [
-            new::str(py, &a.name)?,
-            new::str(py, &a.dtype)?,
-            text(a.descr.map(|d| d.to_string()).as_deref())?,
-            new::tuple_of(py, a.shape.iter(), |&n| new::u64(py, n))?,
-            strides,
-            new::u64(py, a.offset)?,
-            new::u64(py, a.nbytes)?,
-            text(a.copy.as_deref())?,
-            text(a.member.as_deref())?,
-            text(a.unavailable.as_deref())?,
-            text(a.shard.as_deref())?,
-            text(a.ggml.map(|t| t.name()))?,
-        ];
-        let item = new::dict(py)?;
-        for (key, value) in keys.iter().zip(values) {
-            item.set_item(key, value)?;
-        }
-        match array_info {
-            Some(make) => arrays.append(make.call((), Some(&item))?)?,
-            None => arrays.append(item)?,
-        }
-    }
-    arrays.reverse()?;
-    out.set_item(new::str(py, "arrays")?, arrays)?;
-    Ok(out)
-}
-
-/// The fields of `bytelens.ArrayInfo` a report gives, in [`report_dict`]'s order.
-const KEYS: [&str; 12] = [
-    "name",
-    "dtype",
-    "descr",
-    "shape",
-    "strides",
-    "offset",
-    "nbytes",
-    "copy",
-    "member",
-    "unavailable",
-    "shard",
-    "ggml",
-];
-
-/// A metadata value as `bl.load` and `bl.inspect` give it: an `int`,
-/// `float`, `bool` or `str`, a `list` of `str`, or a read-only numpy
-/// array (little-endian) of GGUF's numbers or bools.
-fn meta_value<'py>(
-    py: Python<'py>,
-    value: MetaValue,
-    frombuffer: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Bound<'py, PyAny>> {
-    Ok(match value {
-        MetaValue::Str(text) => new::str(py, &text)?,
-        MetaValue::UInt(n) => new::u64(py, n)?,
-        MetaValue::Int(n) => new::i64(py, n)?,
-        MetaValue::Float(x) => new::f64(py, x)?,
-        MetaValue::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
-        MetaValue::Strings(items) => {
-            let list = new::list(py)?;
-            for item in items {
-                list.append(new::str(py, &item)?)?;
-            }
-            list.into_any()
-        }
-        MetaValue::Array { kind, bytes, .. } => {
-            let dtype = match kind {
-                ValueType::Bool => "?".to_owned(),
-                other => format!("<{}{}", &other.name()[..1], other.size().unwrap_or(1)),
-            };
-            let frombuffer = frombuffer.ok_or_else(|| PyValueError::new_err("numpy"))?;
-            let args = new::pair(py, new::bytes(py, &bytes)?, new::str(py, &dtype)?)?;
-            frombuffer.call1(args.cast_into::<PyTuple>()?)?
-        }
-    })
 }

@@ -21,9 +21,9 @@
 //! dlpack  memory                             DLPack capsules, both directions
 //! source  memory dtype error                 any array as bytes + a checked Layout
 //! layout  dtype error                        bytelens.Layout, bytelens.Plan
-//! files   source dtype layout error          headers; bytelens::files save, inspect
+//! files   source dtype layout error          headers, reports; save, inspect, raw files
 //! buffer  memory dlpack layout dtype error   bytelens.Buffer
-//! files_load buffer memory error            bytelens::files load, inspect, read_index
+//! files_load files buffer memory error      bytelens::files load, inspect, read_index
 //! copy    buffer source memory dtype error   bytelens.ascontiguous
 //! dequant source copy dlpack dtype error     Quantized.dequantize
 //! quantized dequant                          bytelens.Quantized
@@ -74,6 +74,8 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::save_plan, m)?)?;
     m.add_function(wrap_pyfunction!(files::save_file, m)?)?;
     m.add_function(wrap_pyfunction!(files::inspect_file, m)?)?;
+    m.add_function(wrap_pyfunction!(files::inspect_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(files::elements, m)?)?;
     m.add_class::<shared::PySharedBuffer>()?;
     m.add_class::<shared::PyLock>()?;
     #[cfg(feature = "gpu")]

@@ -16,6 +16,7 @@
 //! | [`save`] | writes `.npy` or safetensors, every array aligned, atomically |
 //! | [`plan_save`] | what [`save`] writes, checked: the header, then each array's bytes ([`SavePlan`]) |
 //! | [`inspect`] | a [`Report`] of the arrays, from the headers alone |
+//! | [`inspect_raw`] | a [`Report`] of a raw file seen as a view and/or a plan's fields |
 //!
 //! # Examples
 //! ```
@@ -37,6 +38,7 @@ mod error;
 mod load;
 mod npz;
 mod open;
+mod raw;
 mod report;
 mod save;
 mod sharded;
@@ -44,11 +46,14 @@ mod text;
 
 use std::path::Path;
 
+use crate::{OwnedPlan, ViewArgs};
+
 pub use bytelens_core::files::*;
 pub use error::Error;
 pub use load::{
     ArrayRef, Deflated, Entry, LoadOptions, Loaded, Part, Parts, Quantized, load, load_with,
 };
+pub use raw::{BUDGET, describe_raw, elements, read_plan};
 pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report};
 pub use save::{ALIGN, MAX_ALIGN, SavePart, SavePlan, plan_save, save};
 pub use sharded::{MAX_INDEX, read_index};
@@ -97,4 +102,36 @@ pub fn inspect_with(path: impl AsRef<Path>, max_index: u64) -> Result<Report, Er
     let shown = path.display().to_string();
     let (mut f, info) = open::open(path, "")?;
     Ok(open::describe(&shown, &mut f, info.len())?.0)
+}
+
+/// Describes the raw file at `path` (a file of no format) as `plan`'s
+/// fields and/or one `view` (what `Buffer.view` takes), each placed by
+/// the core and checked against the file's size, without reading it: the
+/// [`Report`] of [`describe_raw`] (format `"raw"`), or why the file cannot
+/// be opened (it must be a regular file) or an array does not fit, naming
+/// the file and the field.
+///
+/// # Examples
+/// ```
+/// use bytelens::{ByteOrder, DType, Descr, ViewArgs, files};
+/// let path = std::env::temp_dir().join(format!("bytelens-raw-doc-{}.bin", std::process::id()));
+/// std::fs::write(&path, [0u8; 16])?;
+/// let plan = files::read_plan("", "Header\nmagic <u4 1\nbody <u2 6\n")?;
+/// let view = ViewArgs { offset: 4, ..ViewArgs::new(Descr::new(DType::F32, ByteOrder::Little)) };
+/// let report = files::inspect_raw(&path, Some(view), Some(&plan))?;
+/// let names: Vec<_> = report.arrays.iter().map(|a| (a.name.as_str(), a.start(), a.end())).collect();
+/// assert_eq!(names, [("magic", 0, 4), ("body", 4, 16), ("view", 4, 16)]);
+/// let err = files::inspect_raw(&path, Some(ViewArgs { offset: 20, ..view }), None).unwrap_err();
+/// assert!(err.to_string().ends_with(".bin: offset 20 is outside the buffer of 16 bytes (offsets go from 0 to 16)"), "{err}");
+/// # std::fs::remove_file(&path)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn inspect_raw(
+    path: impl AsRef<Path>,
+    view: Option<ViewArgs<'_>>,
+    plan: Option<&OwnedPlan>,
+) -> Result<Report, Error> {
+    let path = path.as_ref();
+    let (_f, info) = open::open(path, "")?;
+    describe_raw(&path.display().to_string(), info.len(), view, plan)
 }

@@ -46,6 +46,13 @@ pub struct ArrayInfo {
     pub shard: Option<String>,
     /// A GGUF tensor's quantised block type.
     pub ggml: Option<GgmlType>,
+    /// The bytes its elements lie in, `(start, end)`, as the core's
+    /// [`Layout::byte_span`](crate::Layout::byte_span) gives them; `None`
+    /// for `(offset, offset + nbytes)`, which is what a file's arrays (C
+    /// or Fortran order) cover. A raw view with a negative stride starts
+    /// below its offset, and one with a zero stride covers fewer than
+    /// `nbytes` bytes.
+    pub span: Option<(u64, u64)>,
 }
 
 impl ArrayInfo {
@@ -86,6 +93,7 @@ impl ArrayInfo {
                 unavailable,
                 shard: None,
                 ggml,
+                span: None,
             });
         }
         out
@@ -97,6 +105,16 @@ impl ArrayInfo {
             Some(t) if t.info().bytes > 0 => self.nbytes / u64::from(t.info().bytes),
             _ => 0,
         }
+    }
+
+    /// The first byte any element covers.
+    pub fn start(&self) -> u64 {
+        self.span.map_or(self.offset, |(start, _)| start)
+    }
+
+    /// The byte after the last one any element covers.
+    pub fn end(&self) -> u64 {
+        self.span.map_or(self.offset + self.nbytes, |(_, end)| end)
     }
 
     /// The largest power of two the offset is a multiple of (2^63 at 0).
@@ -225,8 +243,8 @@ fn element_text(kind: ValueType, b: &[u8]) -> String {
 pub struct Report {
     /// The path given (a sharded checkpoint's index).
     pub path: String,
-    /// `"npy"`, `"npz"`, `"safetensors"`, `"gguf"` or
-    /// `"safetensors index"`.
+    /// `"npy"`, `"npz"`, `"safetensors"`, `"gguf"`,
+    /// `"safetensors index"` or `"raw"`.
     pub format: &'static str,
     /// The file's size in bytes (an index's and all its shards').
     pub size: u64,
@@ -280,7 +298,7 @@ impl fmt::Display for Report {
             } else {
                 a.alignment().min(1 << 20).to_string()
             };
-            let mut span = format!("{}..{}", a.offset, a.offset + a.nbytes);
+            let mut span = format!("{}..{}", a.start(), a.end());
             if a.copy.as_deref() == Some(COMPRESSED) {
                 span = format!("{span} of {}", short(a.member.as_deref().unwrap_or(""), 40));
                 align = "-".to_owned();

@@ -104,6 +104,20 @@ pub fn quoted64(text: &str) -> String {
     quoted(text, 64)
 }
 
+/// `text` in single quotes for a message, on one line and short: control
+/// and non-ASCII characters (and quotes) escaped, cut after `keep`
+/// characters (Python's `_quote`).
+pub(crate) fn quote(text: &str, keep: usize) -> String {
+    let mut escaped = String::new();
+    unicode_escape(text, &mut escaped);
+    let mut out = escaped.replace('\'', "\\'");
+    if out.len() > keep {
+        out.truncate(keep); // ASCII: every byte a character
+        out.push_str("...");
+    }
+    format!("'{out}'")
+}
+
 /// Whether `c` is in a Unicode category Python's `_printable` escapes (Cc,
 /// Cf, Cs, Co, Cn, Zl, Zp). Without the Unicode database, Cn (unassigned
 /// code points) is approximated by the noncharacters and the planes with

@@ -144,6 +144,16 @@ class FileReport:
         return "\n".join(lines)
 
 
+def _from_rust(report: dict[str, Any], path: str | None = None) -> FileReport:
+    """The :class:`FileReport` of a report of the Rust file layer, as the
+    extension hands it over (``report_dict`` in native/python/src/files.rs:
+    the report's fields, each array a dict of :class:`ArrayInfo`'s), with
+    ``path`` (the caller's own text of it) in place of the report's."""
+    arrays = [ArrayInfo(**a) for a in report["arrays"]]
+    shown = report["path"] if path is None else path
+    return FileReport(shown, report["format"], report["size"], arrays, report["metadata"], report["version"])
+
+
 def _value_text(value: Any) -> str:
     """A metadata value on one short line: a long array as its length,
     type and first few items."""
