@@ -69,11 +69,18 @@ pub enum QuoteStyle {
     /// characters [`PyPrintable`](Self::PyPrintable) escapes as `\uhhhh`
     /// or `\Uhhhhhhhh`, the rest as it is.
     PyRepr,
+    /// A whole message for JS (the wasm package's errors): the C0 and C1
+    /// controls and DEL escaped as JS writes them (`\n`, `\r`, `\t`, `\0`,
+    /// others as `\u{1b}`), the rest as it is; past `keep` UTF-16 code
+    /// units (JS's `length`), the first two thirds of that and the last
+    /// third, never between the halves of a surrogate pair, with ` … `
+    /// between them.
+    JsMessage,
 }
 
 impl QuoteStyle {
     /// Every style, in the order they are declared.
-    pub const ALL: [QuoteStyle; 8] = [
+    pub const ALL: [QuoteStyle; 9] = [
         QuoteStyle::Name,
         QuoteStyle::Header,
         QuoteStyle::Argument,
@@ -82,6 +89,7 @@ impl QuoteStyle {
         QuoteStyle::PyQuote,
         QuoteStyle::PyPrintable,
         QuoteStyle::PyRepr,
+        QuoteStyle::JsMessage,
     ];
 
     /// The style's name for the bindings: `"name"`, `"header"`,
@@ -105,6 +113,7 @@ impl QuoteStyle {
             QuoteStyle::PyQuote => "py_quote",
             QuoteStyle::PyPrintable => "py_printable",
             QuoteStyle::PyRepr => "py_repr",
+            QuoteStyle::JsMessage => "js_message",
         }
     }
 
@@ -247,6 +256,39 @@ impl fmt::Display for Quoted<'_> {
                 )?;
                 f.write_char(quote)?;
             }
+            QuoteStyle::JsMessage => {
+                let all = |out: &mut dyn FnMut(char) -> fmt::Result| {
+                    write_cut(
+                        points.clone(),
+                        Escape::Js,
+                        Cut::Chars,
+                        usize::MAX,
+                        &mut |c| out(c),
+                    )
+                };
+                let mut total = 0;
+                all(&mut |c| {
+                    total += c.len_utf16();
+                    Ok(())
+                })?;
+                if total <= keep {
+                    all(&mut |c| f.write_char(c))?;
+                    return Ok(());
+                }
+                // Code units `..head` and `tail..`, each character whole.
+                let (head, tail) = (keep - keep / 3, total - keep / 3);
+                let mut at = 0;
+                all(&mut |c| {
+                    at += c.len_utf16();
+                    if at <= head { f.write_char(c) } else { Ok(()) }
+                })?;
+                f.write_str(" … ")?;
+                at = 0;
+                all(&mut |c| {
+                    at += c.len_utf16();
+                    if at > tail { f.write_char(c) } else { Ok(()) }
+                })?;
+            }
         }
         Ok(())
     }
@@ -315,6 +357,8 @@ enum Escape {
     PyPrintable,
     /// As Python's `repr` writes it inside that quote.
     PyRepr(char),
+    /// As the wasm package's messages escape it.
+    Js,
 }
 
 impl Escape {
@@ -329,6 +373,7 @@ impl Escape {
             (Escape::PyPrintable, Some(c)) if !py_unprintable(n) => piece.write_char(c),
             (Escape::PyPrintable, _) => python(&mut piece, n),
             (Escape::PyRepr(quote), c) => py_repr(&mut piece, n, c, quote),
+            (Escape::Js, c) => js(&mut piece, n, c),
         };
         piece
     }
@@ -340,6 +385,19 @@ pub(crate) fn rust(out: &mut impl Write, n: u32, c: Option<char>) -> fmt::Result
         Some('\0') => out.write_str("\\0"),
         Some(c) if c.is_control() || c == '"' || c == '\\' => write!(out, "{}", c.escape_default()),
         Some(c) if !invisible(c) => out.write_char(c),
+        _ => write!(out, "\\u{{{n:x}}}"),
+    }
+}
+
+/// `n` as the wasm package's messages write it (a surrogate, which a
+/// Rust `str` cannot hold, as `\u{dc80}`).
+fn js(out: &mut impl Write, n: u32, c: Option<char>) -> fmt::Result {
+    match c {
+        Some('\n') => out.write_str("\\n"),
+        Some('\r') => out.write_str("\\r"),
+        Some('\t') => out.write_str("\\t"),
+        Some('\0') => out.write_str("\\0"),
+        Some(c) if !c.is_control() => out.write_char(c),
         _ => write!(out, "\\u{{{n:x}}}"),
     }
 }
