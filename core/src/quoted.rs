@@ -61,8 +61,8 @@ pub enum QuoteStyle {
     /// Cn, Zl, Zp) with Python escaping, the rest as it is, never cut
     /// (`keep` is not read): the Python package's `_printable(text)`. The
     /// core has no Unicode database: Cn is the noncharacters and the planes
-    /// with nothing assigned (4 to 13, and 14 past its tags), Cf the list
-    /// of Unicode 15.
+    /// with nothing assigned (4 to 13, and 14 but for its tags and
+    /// variation selectors), Cf the list of Unicode 15.
     PyPrintable,
     /// Python's `repr` of the whole text (`keep` is not read): quoted as
     /// [`PyShortRepr`](Self::PyShortRepr) quotes, controls as `\xhh`, the
@@ -438,7 +438,8 @@ fn py_unprintable(n: u32) -> bool {
             c.is_control()
                 || invisible(c)
                 || (0x40000..=0xdffff).contains(&n)
-                || (0xe0080..=0xeffff).contains(&n)
+                || (0xe0080..=0xe00ff).contains(&n)
+                || (0xe01f0..=0xeffff).contains(&n)
         }
     }
 }

@@ -106,6 +106,15 @@ def test_py_printable_is_printable(text):
     assert got == _printable(text)
 
 
+def test_py_printable_knows_every_assigned_character():
+    # Every code point this Python's Unicode database assigns, and the
+    # unassigned ones the core knows, in one string.
+    every = "".join(chr(n) for n in range(0x110000) if known(chr(n)))
+    got = _native.quoted(every, 0, "py_printable")
+    assert got == printable_reference(every)
+    assert got == _printable(every)
+
+
 @given(st.lists(st.one_of(st.sampled_from(CHOSEN), st.characters(codec="ascii")), max_size=40).map("".join))
 def test_py_repr_is_repr_where_both_agree(text):
     # The core's repr keeps U+00A0 (category Zs), which Python escapes, and

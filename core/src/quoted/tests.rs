@@ -122,7 +122,8 @@ fn ascii_repr(text: &str) -> String {
     out
 }
 
-/// The native files' `is_unprintable`, as it was.
+/// The native files' `is_unprintable`, as it was but for plane 14's
+/// variation selectors.
 fn unprintable_reference(c: char) -> bool {
     let n = c as u32;
     let control = n < 0x20 || (0x7f..0xa0).contains(&n);
@@ -154,7 +155,10 @@ fn unprintable_reference(c: char) -> bool {
     let unassigned = (n & 0xFFFE) == 0xFFFE
         || (0xFDD0..=0xFDEF).contains(&n)
         || (0x40000..=0xDFFFF).contains(&n)
-        || (0xE0080..=0xEFFFF).contains(&n);
+        // Not the variation selectors U+E0100 to U+E01EF (category Mn),
+        // which the native files' helper escaped, unlike Python.
+        || (0xE0080..=0xE00FF).contains(&n)
+        || (0xE01F0..=0xEFFFF).contains(&n);
     control || format || private || separator || unassigned
 }
 
