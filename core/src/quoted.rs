@@ -69,18 +69,11 @@ pub enum QuoteStyle {
     /// characters [`PyPrintable`](Self::PyPrintable) escapes as `\uhhhh`
     /// or `\Uhhhhhhhh`, the rest as it is.
     PyRepr,
-    /// A whole message for JS (the wasm package's errors): the C0 and C1
-    /// controls and DEL escaped as JS writes them (`\n`, `\r`, `\t`, `\0`,
-    /// others as `\u{1b}`), the rest as it is; past `keep` UTF-16 code
-    /// units (JS's `length`), the first two thirds of that and the last
-    /// third, never between the halves of a surrogate pair, with ` … `
-    /// between them.
-    JsMessage,
 }
 
 impl QuoteStyle {
     /// Every style, in the order they are declared.
-    pub const ALL: [QuoteStyle; 9] = [
+    pub const ALL: [QuoteStyle; 8] = [
         QuoteStyle::Name,
         QuoteStyle::Header,
         QuoteStyle::Argument,
@@ -89,7 +82,6 @@ impl QuoteStyle {
         QuoteStyle::PyQuote,
         QuoteStyle::PyPrintable,
         QuoteStyle::PyRepr,
-        QuoteStyle::JsMessage,
     ];
 
     /// The style's name for the bindings: `"name"`, `"header"`,
@@ -113,7 +105,6 @@ impl QuoteStyle {
             QuoteStyle::PyQuote => "py_quote",
             QuoteStyle::PyPrintable => "py_printable",
             QuoteStyle::PyRepr => "py_repr",
-            QuoteStyle::JsMessage => "js_message",
         }
     }
 
@@ -140,24 +131,55 @@ impl QuoteStyle {
 /// // A Python str with a surrogate, as `surrogatepass` encodes it.
 /// assert_eq!(Quoted::from_bytes(b"a\xed\xb2\x80", 64, QuoteStyle::PyPrintable).to_string(), "a\\udc80");
 /// ```
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy)]
 pub struct Quoted<'a> {
     text: &'a [u8],
     keep: usize,
     style: QuoteStyle,
+    write: Writer,
 }
 
 impl<'a> Quoted<'a> {
     /// `text`, of which a message keeps about `keep` characters (what is
     /// counted depends on `style`).
+    #[inline(always)]
     pub fn new(text: &'a str, keep: usize, style: QuoteStyle) -> Quoted<'a> {
         Quoted::from_bytes(text.as_bytes(), keep, style)
     }
 
     /// Like [`new`](Self::new), for text that may hold surrogates or bytes
     /// that are not UTF-8 (see the [module's docs](self)).
+    // Inlined, so that a caller's constant style links that style's writer
+    // alone (the wasm package has a size budget).
+    #[inline(always)]
     pub fn from_bytes(text: &'a [u8], keep: usize, style: QuoteStyle) -> Quoted<'a> {
-        Quoted { text, keep, style }
+        let write: Writer = match style {
+            QuoteStyle::Name => name,
+            QuoteStyle::Header => header,
+            QuoteStyle::Argument => argument,
+            QuoteStyle::PyShort => py_short,
+            QuoteStyle::PyShortRepr => py_short_repr,
+            QuoteStyle::PyQuote => py_quote,
+            QuoteStyle::PyPrintable => py_printable,
+            QuoteStyle::PyRepr => py_repr_text,
+        };
+        Quoted {
+            text,
+            keep,
+            style,
+            write,
+        }
+    }
+
+    /// The style it is written in.
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens_core::{QuoteStyle, Quoted};
+    /// assert_eq!(Quoted::new("x", 1, QuoteStyle::PyRepr).style(), QuoteStyle::PyRepr);
+    /// ```
+    pub fn style(&self) -> QuoteStyle {
+        self.style
     }
 
     fn points(&self) -> Points<'a> {
@@ -167,131 +189,121 @@ impl<'a> Quoted<'a> {
 
 impl fmt::Display for Quoted<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (keep, points) = (self.keep, self.points());
-        match self.style {
-            QuoteStyle::Name => {
-                f.write_char('"')?;
-                let cut = write_cut(points, Escape::Rust, Cut::WholeEscapes, keep, &mut |c| {
-                    f.write_char(c)
-                })?;
-                f.write_char('"')?;
-                if cut {
-                    write!(f, "... ({} bytes)", self.text.len())?;
-                }
-            }
-            QuoteStyle::Header => {
-                f.write_char('"')?;
-                let cut = write_cut(points, Escape::Rust, Cut::Bytes, keep, &mut |c| {
-                    f.write_char(c)
-                })?;
-                f.write_str(if cut { "\"…" } else { "\"" })?;
-            }
-            QuoteStyle::Argument => {
-                f.write_char('"')?;
-                let cut = write_cut(points, Escape::Rust, Cut::TextChars, keep, &mut |c| {
-                    f.write_char(c)
-                })?;
-                f.write_char('"')?;
-                if cut {
-                    write!(f, "... ({} characters)", self.points().count())?;
-                }
-            }
-            QuoteStyle::PyShort => {
-                if write_cut(points, Escape::Python, Cut::Chars, keep, &mut |c| {
-                    f.write_char(c)
-                })? {
-                    f.write_str("...")?;
-                }
-            }
-            QuoteStyle::PyQuote => {
-                f.write_char('\'')?;
-                if write_cut(points, Escape::PyQuote, Cut::Chars, keep, &mut |c| {
-                    f.write_char(c)
-                })? {
-                    f.write_str("...")?;
-                }
-                f.write_char('\'')?;
-            }
-            QuoteStyle::PyShortRepr => {
-                // The quote `repr` picks depends on what the kept text holds.
-                let (mut single, mut double) = (false, false);
-                write_cut(points.clone(), Escape::Python, Cut::Chars, keep, &mut |c| {
-                    single |= c == '\'';
-                    double |= c == '"';
-                    Ok(())
-                })?;
-                let quote = if single && !double { '"' } else { '\'' };
-                f.write_char(quote)?;
-                let cut = write_cut(points, Escape::Python, Cut::Chars, keep, &mut |c| {
-                    if c == '\\' || c == quote {
-                        f.write_char('\\')?;
-                    }
-                    f.write_char(c)
-                })?;
-                if cut {
-                    f.write_str("...")?;
-                }
-                f.write_char(quote)?;
-            }
-            QuoteStyle::PyPrintable => {
-                write_cut(
-                    points,
-                    Escape::PyPrintable,
-                    Cut::Chars,
-                    usize::MAX,
-                    &mut |c| f.write_char(c),
-                )?;
-            }
-            QuoteStyle::PyRepr => {
-                let single = points.clone().any(|n| n == u32::from('\''));
-                let double = points.clone().any(|n| n == u32::from('"'));
-                let quote = if single && !double { '"' } else { '\'' };
-                f.write_char(quote)?;
-                write_cut(
-                    points,
-                    Escape::PyRepr(quote),
-                    Cut::Chars,
-                    usize::MAX,
-                    &mut |c| f.write_char(c),
-                )?;
-                f.write_char(quote)?;
-            }
-            QuoteStyle::JsMessage => {
-                let all = |out: &mut dyn FnMut(char) -> fmt::Result| {
-                    write_cut(
-                        points.clone(),
-                        Escape::Js,
-                        Cut::Chars,
-                        usize::MAX,
-                        &mut |c| out(c),
-                    )
-                };
-                let mut total = 0;
-                all(&mut |c| {
-                    total += c.len_utf16();
-                    Ok(())
-                })?;
-                if total <= keep {
-                    all(&mut |c| f.write_char(c))?;
-                    return Ok(());
-                }
-                // Code units `..head` and `tail..`, each character whole.
-                let (head, tail) = (keep - keep / 3, total - keep / 3);
-                let mut at = 0;
-                all(&mut |c| {
-                    at += c.len_utf16();
-                    if at <= head { f.write_char(c) } else { Ok(()) }
-                })?;
-                f.write_str(" … ")?;
-                at = 0;
-                all(&mut |c| {
-                    at += c.len_utf16();
-                    if at > tail { f.write_char(c) } else { Ok(()) }
-                })?;
-            }
-        }
-        Ok(())
+        (self.write)(self, f)
     }
+}
+
+impl fmt::Debug for Quoted<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Quoted")
+            .field("text", &self.text)
+            .field("keep", &self.keep)
+            .field("style", &self.style)
+            .finish()
+    }
+}
+
+/// How one style writes a [`Quoted`].
+type Writer = fn(&Quoted<'_>, &mut fmt::Formatter<'_>) -> fmt::Result;
+
+fn name(q: &Quoted<'_>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.write_char('"')?;
+    let cut = write_cut(
+        q.points(),
+        rust_piece,
+        Cut::WholeEscapes,
+        q.keep,
+        &mut |c| f.write_char(c),
+    )?;
+    f.write_char('"')?;
+    if cut {
+        write!(f, "... ({} bytes)", q.text.len())?;
+    }
+    Ok(())
+}
+
+fn header(q: &Quoted<'_>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.write_char('"')?;
+    let cut = write_cut(q.points(), rust_piece, Cut::Bytes, q.keep, &mut |c| {
+        f.write_char(c)
+    })?;
+    f.write_str(if cut { "\"…" } else { "\"" })
+}
+
+fn argument(q: &Quoted<'_>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.write_char('"')?;
+    let cut = write_cut(q.points(), rust_piece, Cut::TextChars, q.keep, &mut |c| {
+        f.write_char(c)
+    })?;
+    f.write_char('"')?;
+    if cut {
+        write!(f, "... ({} characters)", q.points().count())?;
+    }
+    Ok(())
+}
+
+fn py_short(q: &Quoted<'_>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    if write_cut(q.points(), python_piece, Cut::Chars, q.keep, &mut |c| {
+        f.write_char(c)
+    })? {
+        f.write_str("...")?;
+    }
+    Ok(())
+}
+
+fn py_quote(q: &Quoted<'_>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    f.write_char('\'')?;
+    if write_cut(q.points(), py_quote_piece, Cut::Chars, q.keep, &mut |c| {
+        f.write_char(c)
+    })? {
+        f.write_str("...")?;
+    }
+    f.write_char('\'')
+}
+
+fn py_short_repr(q: &Quoted<'_>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    // The quote `repr` picks depends on what the kept text holds.
+    let (mut single, mut double) = (false, false);
+    write_cut(q.points(), python_piece, Cut::Chars, q.keep, &mut |c| {
+        single |= c == '\'';
+        double |= c == '"';
+        Ok(())
+    })?;
+    let quote = if single && !double { '"' } else { '\'' };
+    f.write_char(quote)?;
+    let cut = write_cut(q.points(), python_piece, Cut::Chars, q.keep, &mut |c| {
+        if c == '\\' || c == quote {
+            f.write_char('\\')?;
+        }
+        f.write_char(c)
+    })?;
+    if cut {
+        f.write_str("...")?;
+    }
+    f.write_char(quote)
+}
+
+fn py_printable(q: &Quoted<'_>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let all = usize::MAX;
+    write_cut(q.points(), py_printable_piece, Cut::Chars, all, &mut |c| {
+        f.write_char(c)
+    })?;
+    Ok(())
+}
+
+fn py_repr_text(q: &Quoted<'_>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let single = q.points().any(|n| n == u32::from('\''));
+    let double = q.points().any(|n| n == u32::from('"'));
+    let (quote, piece): (char, Escape) = if single && !double {
+        ('"', |n| py_repr_piece(n, '"'))
+    } else {
+        ('\'', |n| py_repr_piece(n, '\''))
+    };
+    f.write_char(quote)?;
+    write_cut(q.points(), piece, Cut::Chars, usize::MAX, &mut |c| {
+        f.write_char(c)
+    })?;
+    f.write_char(quote)
 }
 
 /// What a style's `keep` counts.
@@ -314,11 +326,12 @@ fn write_cut(
     escape: Escape,
     cut: Cut,
     keep: usize,
-    out: &mut impl FnMut(char) -> fmt::Result,
+    // `dyn`: one copy of this loop, not one for each caller.
+    out: &mut dyn FnMut(char) -> fmt::Result,
 ) -> Result<bool, fmt::Error> {
     let mut used = 0usize;
     for (i, n) in points.enumerate() {
-        let piece = escape.apply(n);
+        let piece = escape(n);
         match cut {
             Cut::TextChars if i >= keep => return Ok(true),
             Cut::WholeEscapes => {
@@ -344,39 +357,45 @@ fn write_cut(
     Ok(false)
 }
 
-/// How one code point is written.
-#[derive(Clone, Copy)]
-enum Escape {
-    /// As [`Escaped`](crate::Escaped) writes it.
-    Rust,
-    /// As Python's `unicode_escape` codec writes it.
-    Python,
-    /// [`Python`](Self::Python), and `'` as `\'`.
-    PyQuote,
-    /// [`Python`](Self::Python) where [`py_unprintable`], else as it is.
-    PyPrintable,
-    /// As Python's `repr` writes it inside that quote.
-    PyRepr(char),
-    /// As the wasm package's messages escape it.
-    Js,
+/// How one code point is written (a piece holds every escape, 10 bytes
+/// at most, and every character).
+type Escape = fn(u32) -> Piece;
+
+fn piece(write: impl FnOnce(&mut Piece) -> fmt::Result) -> Piece {
+    let mut piece = Piece::default();
+    let _ = write(&mut piece);
+    piece
 }
 
-impl Escape {
-    fn apply(self, n: u32) -> Piece {
-        let mut piece = Piece::default();
-        // A piece holds every escape (10 bytes at most) and every character.
-        let _ = match (self, char::from_u32(n)) {
-            (Escape::Rust, c) => rust(&mut piece, n, c),
-            (Escape::Python, _) => python(&mut piece, n),
-            (Escape::PyQuote, Some('\'')) => piece.write_str("\\'"),
-            (Escape::PyQuote, _) => python(&mut piece, n),
-            (Escape::PyPrintable, Some(c)) if !py_unprintable(n) => piece.write_char(c),
-            (Escape::PyPrintable, _) => python(&mut piece, n),
-            (Escape::PyRepr(quote), c) => py_repr(&mut piece, n, c, quote),
-            (Escape::Js, c) => js(&mut piece, n, c),
-        };
-        piece
+/// As [`Escaped`](crate::Escaped) writes it.
+fn rust_piece(n: u32) -> Piece {
+    piece(|p| rust(p, n, char::from_u32(n)))
+}
+
+/// As Python's `unicode_escape` codec writes it.
+fn python_piece(n: u32) -> Piece {
+    piece(|p| python(p, n))
+}
+
+/// [`python_piece`], and `'` as `\'`.
+fn py_quote_piece(n: u32) -> Piece {
+    match n {
+        0x27 => piece(|p| p.write_str("\\'")),
+        _ => python_piece(n),
     }
+}
+
+/// [`python_piece`] where [`py_unprintable`], else as it is.
+fn py_printable_piece(n: u32) -> Piece {
+    match char::from_u32(n) {
+        Some(c) if !py_unprintable(n) => piece(|p| p.write_char(c)),
+        _ => python_piece(n),
+    }
+}
+
+/// As Python's `repr` writes it inside that quote.
+fn py_repr_piece(n: u32, quote: char) -> Piece {
+    piece(|p| py_repr(p, n, char::from_u32(n), quote))
 }
 
 /// `n` (the character `c`, unless a surrogate) as [`Escaped`](crate::Escaped) writes it.
@@ -385,19 +404,6 @@ pub(crate) fn rust(out: &mut impl Write, n: u32, c: Option<char>) -> fmt::Result
         Some('\0') => out.write_str("\\0"),
         Some(c) if c.is_control() || c == '"' || c == '\\' => write!(out, "{}", c.escape_default()),
         Some(c) if !invisible(c) => out.write_char(c),
-        _ => write!(out, "\\u{{{n:x}}}"),
-    }
-}
-
-/// `n` as the wasm package's messages write it (a surrogate, which a
-/// Rust `str` cannot hold, as `\u{dc80}`).
-fn js(out: &mut impl Write, n: u32, c: Option<char>) -> fmt::Result {
-    match c {
-        Some('\n') => out.write_str("\\n"),
-        Some('\r') => out.write_str("\\r"),
-        Some('\t') => out.write_str("\\t"),
-        Some('\0') => out.write_str("\\0"),
-        Some(c) if !c.is_control() => out.write_char(c),
         _ => write!(out, "\\u{{{n:x}}}"),
     }
 }

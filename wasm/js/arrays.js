@@ -176,17 +176,31 @@ export function describe(value) {
   return text.length <= EXCERPT ? text : `${text.slice(0, EXCERPT - 20)}… (an object)`;
 }
 
+/** The most characters of a thrown message. */
+const MAX_MESSAGE = 300;
+
 /**
- * The error src/error.rs throws: of the class the core's table gives its
- * kind (RangeError, TypeError or Error), with `kind`. The message comes
- * made safe to show, by the core's one quoting helper (its style
- * JsMessage): control characters escaped, so that no text the message
- * quotes can break its line or hide in it, and at most 300 characters
- * (its start and its end), so that none can make it long.
+ * The error src/error.rs throws, its message made safe to show: of the
+ * class the core's table gives its kind (RangeError, TypeError or Error),
+ * with `kind`. Control
+ * characters are escaped (\n, \r, \t, \0, others as \u{1b}), so that no
+ * text the message quotes can break its line or hide in it; past
+ * MAX_MESSAGE characters it keeps its start and its end, so that none can
+ * make it long.
  */
 export function makeError(message, errorClass, kind) {
+  const escapes = { "\n": "\\n", "\r": "\\r", "\t": "\\t", "\0": "\\0" };
+  let text = message.replace(
+    /[\0-\x1f\x7f-\x9f]/g,
+    (c) => escapes[c] ?? `\\u{${c.charCodeAt(0).toString(16)}}`,
+  );
+  if (text.length > MAX_MESSAGE) {
+    // Never between the halves of a surrogate pair.
+    const at = (i) => (/[\ud800-\udbff]/.test(text[i - 1]) ? i - 1 : i);
+    text = `${text.slice(0, at(MAX_MESSAGE - 100))} … ${text.slice(at(text.length - 100))}`;
+  }
   const classes = { RangeError, TypeError, Error };
-  const error = new classes[errorClass](message);
+  const error = new classes[errorClass](text);
   error.kind = kind;
   return error;
 }

@@ -19,13 +19,12 @@
 //! - Whatever JS threw while an argument was read (a getter, a proxy) is
 //!   rethrown as it is.
 //!
-//! Every message passes through the core's one quoting helper
-//! ([`QuoteStyle::JsMessage`]): control characters escaped, and at most
-//! [`MAX_MESSAGE`] UTF-16 code units (JS's `length`), whatever text it
-//! quotes; `makeError` in `js/arrays.js` makes the error of it.
+//! Every message passes through one helper, `makeError` in `js/arrays.js`:
+//! control characters escaped, and at most 300 characters, whatever text
+//! it quotes.
 #![forbid(unsafe_code)]
 
-use bytelens_core::{DType, Error, ErrorKind, QuoteStyle, Quoted};
+use bytelens_core::{DType, Error, ErrorKind};
 use wasm_bindgen::prelude::*;
 
 use crate::js::{self, make_error};
@@ -38,10 +37,6 @@ use crate::js::{self, make_error};
 /// by element overshoots already at 1.2e8 (Node 20); 2^26 float64s are
 /// already 512 MiB gathered in wasm memory and 512 MiB more in JS.
 pub(crate) const MAX_ELEMENTS: usize = 1 << 26;
-
-/// The most UTF-16 code units of a thrown message: a longer one keeps its
-/// first 200 and its last 100 ([`QuoteStyle::JsMessage`]).
-const MAX_MESSAGE: usize = 300;
 
 /// A JS value as a person would write it, for error messages: at most
 /// about 60 characters of it, with the type and length of a longer string,
@@ -261,10 +256,7 @@ impl From<BindingError> for JsValue {
         // No kind only for what JS threw, which `message` hands back.
         let kind = err.kind().unwrap_or(ErrorKind::BadValue);
         match message(err) {
-            Ok(message) => {
-                let message = Quoted::new(&message, MAX_MESSAGE, QuoteStyle::JsMessage);
-                make_error(&message.to_string(), kind.js_class(), kind.name())
-            }
+            Ok(message) => make_error(&message, kind.js_class(), kind.name()),
             Err(thrown) => thrown,
         }
     }

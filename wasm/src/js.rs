@@ -53,8 +53,11 @@ extern "C" {
     #[wasm_bindgen(catch)]
     pub(crate) fn describe(value: &JsValue) -> Result<String, JsValue>;
     /// The error to throw: of `class` (`"RangeError"`, `"TypeError"` or
-    /// `"Error"`), with `message` (escaped and cut already, by the core's
-    /// `QuoteStyle::JsMessage`) and `kind`.
+    /// `"Error"`), with `kind`, whose message has every control character
+    /// escaped (`\n`, `\r`, `\t`, `\0`, others as `\u{1b}`), so that no
+    /// text it quotes can break its line or hide in it, and at most 300
+    /// characters (a longer one keeps its start and its end), so that none
+    /// can make it long. In JS, where it adds nothing to the .wasm.
     #[wasm_bindgen(js_name = makeError)]
     pub(crate) fn make_error(message: &str, class: &str, kind: &str) -> JsValue;
     /// The dtype table from `dtypes`' JSON: an array of rows.

@@ -201,67 +201,6 @@ fn repr_reference(text: &str) -> String {
     out
 }
 
-/// The wasm package's `makeError` (js/arrays.js), as it was: over UTF-16
-/// code units, as JS strings are.
-fn js_reference(text: &str, keep: usize) -> String {
-    let mut escaped = String::new();
-    for c in text.chars() {
-        match c {
-            '\n' => escaped.push_str("\\n"),
-            '\r' => escaped.push_str("\\r"),
-            '\t' => escaped.push_str("\\t"),
-            '\0' => escaped.push_str("\\0"),
-            '\0'..='\x1f' | '\x7f'..='\u{9f}' => {
-                escaped.push_str(&format!("\\u{{{:x}}}", c as u32))
-            }
-            _ => escaped.push(c),
-        }
-    }
-    let units: std::vec::Vec<u16> = escaped.encode_utf16().collect();
-    if units.len() <= keep {
-        return escaped;
-    }
-    let at = |i: usize| {
-        if (0xd800..0xdc00).contains(&units[i - 1]) {
-            i - 1
-        } else {
-            i
-        }
-    };
-    let head = &units[..at(keep - keep / 3)];
-    let tail = &units[at(units.len() - keep / 3)..];
-    format!(
-        "{} … {}",
-        String::from_utf16(head).unwrap(),
-        String::from_utf16(tail).unwrap()
-    )
-}
-
-#[test]
-fn js_messages_escape_controls_and_keep_both_ends() {
-    assert_eq!(
-        q(
-            "a\nb\r\t\0\u{1b}\u{9f}\"é\u{202e}",
-            300,
-            QuoteStyle::JsMessage
-        ),
-        "a\\nb\\r\\t\\0\\u{1b}\\u{9f}\"é\u{202e}"
-    );
-    let long = format!("{}{}", "x".repeat(199), "\u{1f600}".repeat(60));
-    let got = q(&long, 300, QuoteStyle::JsMessage);
-    // 199 + 120 units: the pair across unit 200 is left out whole, the
-    // last 100 units are 50 pairs.
-    assert_eq!(
-        got,
-        format!("{} … {}", "x".repeat(199), "\u{1f600}".repeat(50))
-    );
-    assert_eq!(got, js_reference(&long, 300));
-    assert_eq!(
-        q(&"y".repeat(300), 300, QuoteStyle::JsMessage),
-        "y".repeat(300)
-    );
-}
-
 #[test]
 fn rust_styles_quote_escape_and_cut() {
     let ansi = "x\u{1b}[2J\t\"ü\"\\";
@@ -432,7 +371,6 @@ proptest! {
         );
         prop_assert_eq!(q(&text, keep, QuoteStyle::PyPrintable), printable_reference(&text));
         prop_assert_eq!(q(&text, keep, QuoteStyle::PyRepr), repr_reference(&text));
-        prop_assert_eq!(q(&text, keep + 3, QuoteStyle::JsMessage), js_reference(&text, keep + 3));
         prop_assert_eq!(format!("\"{}\"", Escaped(&text)), q(&text, usize::MAX, QuoteStyle::Header));
     }
 }
