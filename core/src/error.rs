@@ -703,7 +703,7 @@ const INVISIBLE: [(u32, u32); 24] = [
 /// Whether `c` is escaped although it is not a control character: a
 /// format character, a separator, a private-use character or a
 /// noncharacter (U+FDD0 to U+FDEF, and the last two of every plane).
-fn invisible(c: char) -> bool {
+pub(crate) fn invisible(c: char) -> bool {
     let n = c as u32;
     if (0xfdd0..=0xfdef).contains(&n) || n & 0xfffe == 0xfffe {
         return true;
@@ -714,16 +714,9 @@ fn invisible(c: char) -> bool {
 
 impl fmt::Display for Escaped<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // The one escaping table, the quoting helper's (`crate::quoted`).
         for c in self.0.chars() {
-            if c == '\0' {
-                f.write_str("\\0")?;
-            } else if c.is_control() || c == '"' || c == '\\' {
-                write!(f, "{}", c.escape_default())?;
-            } else if invisible(c) {
-                write!(f, "\\u{{{:x}}}", c as u32)?;
-            } else {
-                write!(f, "{c}")?;
-            }
+            crate::quoted::rust(f, u32::from(c), Some(c))?;
         }
         Ok(())
     }

@@ -45,6 +45,7 @@ mod kind;
 mod layout;
 mod overlap;
 mod plan;
+mod quoted;
 mod scalar;
 mod stats;
 mod view;
@@ -59,6 +60,7 @@ pub use overlap::Overlap;
 pub use plan::{Field, MAX_ALTERNATIVES, MAX_FIELD_DIMS, MAX_FIELDS, Plan, Wgsl};
 #[cfg(feature = "alloc")]
 pub use plan::{FieldSpec, OwnedPlan, PlacedField, PlanSpec};
+pub use quoted::{QuoteStyle, Quoted};
 pub use scalar::Scalar;
 pub use stats::{Counts, Histogram, MAX_BINS, Reduce, Stats};
 #[cfg(feature = "alloc")]

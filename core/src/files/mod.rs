@@ -44,7 +44,7 @@ use alloc::string::{String, ToString};
 use alloc::vec::Vec;
 use core::fmt;
 
-use crate::{DType, Descr, Error, ErrorKind, Escaped, Layout, MAX_NDIM};
+use crate::{DType, Descr, Error, ErrorKind, Escaped, Layout, MAX_NDIM, QuoteStyle, Quoted};
 
 /// The largest header either reader accepts: 100 MB, the limit the
 /// safetensors library itself applies.
@@ -446,17 +446,10 @@ pub enum FileError {
     },
 }
 
-/// Names in messages: quoted, escaped, and cut to 64 bytes of the escaped text.
-fn quoted(name: &str) -> String {
-    let escaped = Escaped(name).to_string();
-    if escaped.len() <= 64 {
-        return alloc::format!("\"{escaped}\"");
-    }
-    let mut cut = 64;
-    while !escaped.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    alloc::format!("\"{}\"…", &escaped[..cut])
+/// Names in messages: quoted, escaped, and cut to 64 bytes of the escaped
+/// text ([`QuoteStyle::Header`]).
+fn quoted(name: &str) -> Quoted<'_> {
+    Quoted::new(name, 64, QuoteStyle::Header)
 }
 
 impl fmt::Display for FileError {

@@ -28,6 +28,7 @@ __all__ = [
     "ascontiguous",
     "dtypes",
     "error_kinds",
+    "quoted",
     "read_header",
     "file_dtype",
     "view_layout",
@@ -307,6 +308,12 @@ def dtypes() -> list[_DTypeInfo]:
 
 def error_kinds() -> list[tuple[str, str, type[BaseException]]]:
     """The core's table of error kinds: (kind, class name, class) for each."""
+
+def quoted(text: str, keep: int, style: str) -> str:
+    """``text`` as the core's one quoting helper writes it in ``style``
+    (``"name"``, ``"header"``, ``"argument"``, ``"py_short"``,
+    ``"py_short_repr"``, ``"py_quote"``, ``"py_printable"``, ``"py_repr"``),
+    keeping about ``keep`` characters."""
 
 def read_header(head: bytes, length: int, base: int = 0) -> dict[str, Any]: ...
 

@@ -14,9 +14,9 @@ use pyo3::exceptions::{
 };
 use pyo3::exceptions::{PyKeyError, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyType;
+use pyo3::types::{PyBytes, PyString, PyType};
 
-use bytelens::{Error, ErrorKind, LayoutError as CoreError};
+use bytelens::{Error, ErrorKind, LayoutError as CoreError, QuoteStyle, Quoted};
 
 create_exception!(
     bytelens,
@@ -70,21 +70,12 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     Ok(())
 }
 
-/// `text` as a message quotes it: in double quotes, control characters,
-/// quotes and backslashes escaped, and cut after 64 characters (saying how
-/// long it was), so that no argument can make a message long or break its line.
+/// `text` as a message quotes it ([`QuoteStyle::Argument`]): in double
+/// quotes, control characters, quotes and backslashes escaped, and cut
+/// after 64 characters (saying how long it was), so that no argument can
+/// make a message long or break its line.
 pub(crate) fn excerpt(text: &str) -> String {
-    const KEEP: usize = 64;
-    let mut out = String::with_capacity(KEEP + 24);
-    out.push('"');
-    let end = text.char_indices().nth(KEEP).map_or(text.len(), |(i, _)| i);
-    out.push_str(&bytelens::Escaped(&text[..end]).to_string());
-    out.push('"');
-    let chars = text.chars().count();
-    if chars > KEEP {
-        out.push_str(&format!("... ({chars} characters)"));
-    }
-    out
+    Quoted::new(text, 64, QuoteStyle::Argument).to_string()
 }
 
 /// The exception class the core's one table names for `kind`
@@ -140,6 +131,32 @@ pub(crate) fn error_kinds(py: Python<'_>) -> Vec<(&'static str, &'static str, Bo
         .iter()
         .map(|&kind| (kind.name(), kind.python_class(), class_of(py, kind)))
         .collect()
+}
+
+/// `quoted(text, keep, style)`: `text` as the core's one quoting helper
+/// ([`Quoted`]) writes it in `style`, a [`QuoteStyle::name`] (`"name"`,
+/// `"header"`, `"argument"`, `"py_short"`, `"py_short_repr"`,
+/// `"py_quote"`, `"py_printable"`, `"py_repr"`), keeping about `keep`
+/// characters. A `str` with surrogates (a file name `os.fsdecode` read)
+/// is quoted code point by code point, as Python escapes it.
+#[pyfunction]
+pub(crate) fn quoted(text: &Bound<'_, PyString>, keep: usize, style: &str) -> PyResult<String> {
+    let Some(style) = QuoteStyle::from_name(style) else {
+        let names: Vec<&str> = QuoteStyle::ALL.iter().map(|s| s.name()).collect();
+        return Err(PyValueError::new_err(format!(
+            "no quoting style {}; the styles are {}",
+            excerpt(style),
+            names.join(", ")
+        )));
+    };
+    if let Ok(text) = text.to_str() {
+        return Ok(Quoted::new(text, keep, style).to_string());
+    }
+    // Surrogates: UTF-8 with them written as three bytes each, which
+    // `Quoted::from_bytes` reads back as the same code points.
+    let bytes = text.call_method1("encode", ("utf-8", "surrogatepass"))?;
+    let bytes = bytes.cast::<PyBytes>()?;
+    Ok(Quoted::from_bytes(bytes.as_bytes(), keep, style).to_string())
 }
 
 /// An error of this crate (or of the core) as the Python exception it raises.

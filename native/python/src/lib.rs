@@ -62,6 +62,7 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dequant::dequantize, m)?)?;
     m.add_function(wrap_pyfunction!(dtype::dtypes, m)?)?;
     m.add_function(wrap_pyfunction!(error::error_kinds, m)?)?;
+    m.add_function(wrap_pyfunction!(error::quoted, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_header, m)?)?;
     m.add_function(wrap_pyfunction!(files::file_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(files::ggml_type, m)?)?;

@@ -5,41 +5,13 @@
 
 use std::fmt::Write;
 
-/// `text` as Python's `unicode_escape` codec writes it: `\\`, `\t`, `\n`,
-/// `\r`, and every other character outside printable ASCII as `\xhh`,
-/// `\uhhhh` or `\Uhhhhhhhh`.
-fn unicode_escape(text: &str, out: &mut String) {
-    for c in text.chars() {
-        let n = c as u32;
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            ' '..='~' => out.push(c),
-            _ if n < 0x100 => {
-                let _ = write!(out, "\\x{n:02x}");
-            }
-            _ if n < 0x10000 => {
-                let _ = write!(out, "\\u{n:04x}");
-            }
-            _ => {
-                let _ = write!(out, "\\U{n:08x}");
-            }
-        }
-    }
-}
+use crate::{QuoteStyle, Quoted};
 
 /// `text` on one line of at most `keep` characters (then `...`), every
-/// control and non-ASCII character escaped: Python's `_short`.
+/// control and non-ASCII character escaped: Python's `_short`
+/// ([`QuoteStyle::PyShort`]).
 pub(crate) fn short(text: &str, keep: usize) -> String {
-    let mut out = String::new();
-    unicode_escape(text, &mut out);
-    if out.len() > keep {
-        out.truncate(keep); // ASCII: every byte a character
-        out.push_str("...");
-    }
-    out
+    Quoted::new(text, keep, QuoteStyle::PyShort).to_string()
 }
 
 /// [`short`] to 64 characters, the Python default.
@@ -47,48 +19,15 @@ pub(crate) fn short64(text: &str) -> String {
     short(text, 64)
 }
 
-/// Python's `repr` of a `str`: single quotes, unless the text holds one
-/// and no double quote; backslashes, the quote and controls escaped.
+/// Python's `repr` of a `str` ([`QuoteStyle::PyRepr`]).
 pub(crate) fn repr(text: &str) -> String {
-    let quote = if text.contains('\'') && !text.contains('"') {
-        '"'
-    } else {
-        '\''
-    };
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push(quote);
-    for c in text.chars() {
-        let n = c as u32;
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            _ if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            _ if n < 0x20 || (0x7f..0xa0).contains(&n) => {
-                let _ = write!(out, "\\x{n:02x}");
-            }
-            _ if is_unprintable(c) => {
-                let _ = if n < 0x10000 {
-                    write!(out, "\\u{n:04x}")
-                } else {
-                    write!(out, "\\U{n:08x}")
-                };
-            }
-            _ => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
+    Quoted::new(text, 0, QuoteStyle::PyRepr).to_string()
 }
 
 /// `repr(short(text, keep))`: how the Python layer quotes a name in a
-/// message (`{_short(name)!r}`).
+/// message (`{_short(name)!r}`, [`QuoteStyle::PyShortRepr`]).
 pub(crate) fn quoted(text: &str, keep: usize) -> String {
-    repr(&short(text, keep))
+    Quoted::new(text, keep, QuoteStyle::PyShortRepr).to_string()
 }
 
 /// A name from a file or a caller as the file layer's messages quote it:
@@ -106,71 +45,16 @@ pub fn quoted64(text: &str) -> String {
 
 /// `text` in single quotes for a message, on one line and short: control
 /// and non-ASCII characters (and quotes) escaped, cut after `keep`
-/// characters (Python's `_quote`).
+/// characters (Python's `_quote`, [`QuoteStyle::PyQuote`]).
 pub(crate) fn quote(text: &str, keep: usize) -> String {
-    let mut escaped = String::new();
-    unicode_escape(text, &mut escaped);
-    let mut out = escaped.replace('\'', "\\'");
-    if out.len() > keep {
-        out.truncate(keep); // ASCII: every byte a character
-        out.push_str("...");
-    }
-    format!("'{out}'")
+    Quoted::new(text, keep, QuoteStyle::PyQuote).to_string()
 }
 
-/// Whether `c` is in a Unicode category Python's `_printable` escapes (Cc,
-/// Cf, Cs, Co, Cn, Zl, Zp). Without the Unicode database, Cn (unassigned
-/// code points) is approximated by the noncharacters and the planes with
-/// nothing assigned; Cf by its list as of Unicode 15.
-fn is_unprintable(c: char) -> bool {
-    let n = c as u32;
-    let control = n < 0x20 || (0x7f..0xa0).contains(&n);
-    let format = matches!(
-        n,
-        0xAD | 0x600..=0x605
-            | 0x61C
-            | 0x6DD
-            | 0x70F
-            | 0x890..=0x891
-            | 0x8E2
-            | 0x180E
-            | 0x200B..=0x200F
-            | 0x202A..=0x202E
-            | 0x2060..=0x2064
-            | 0x2066..=0x206F
-            | 0xFEFF
-            | 0xFFF9..=0xFFFB
-            | 0x110BD
-            | 0x110CD
-            | 0x13430..=0x1343F
-            | 0x1BCA0..=0x1BCA3
-            | 0x1D173..=0x1D17A
-            | 0xE0001
-            | 0xE0020..=0xE007F
-    );
-    let private = matches!(n, 0xE000..=0xF8FF | 0xF0000..=0xFFFFD | 0x100000..=0x10FFFD);
-    let separator = n == 0x2028 || n == 0x2029;
-    let unassigned = (n & 0xFFFE) == 0xFFFE
-        || (0xFDD0..=0xFDEF).contains(&n)
-        || (0x40000..=0xDFFFF).contains(&n)
-        || (0xE0080..=0xEFFFF).contains(&n);
-    control || format || private || separator || unassigned
-}
-
-/// `text` with the characters [`is_unprintable`] finds escaped (as
-/// `unicode_escape` writes them) and the rest kept: Python's `_printable`,
-/// for paths and reasons.
+/// `text` with the characters Python counts unprintable escaped and the
+/// rest kept: Python's `_printable`, for paths and reasons
+/// ([`QuoteStyle::PyPrintable`]).
 pub(crate) fn printable(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if is_unprintable(c) {
-            let mut one = [0u8; 4];
-            unicode_escape(c.encode_utf8(&mut one), &mut out);
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    Quoted::new(text, 0, QuoteStyle::PyPrintable).to_string()
 }
 
 /// `n` with commas between thousands, as Python's `f"{n:,}"`.

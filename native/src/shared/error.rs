@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::{AT_PLAN, DATA_OFFSET, LockKind, sys};
-use crate::{ErrorKind, LayoutError};
+use crate::{ErrorKind, LayoutError, QuoteStyle, Quoted};
 
 /// What can go wrong with shared memory and mapped files.
 #[derive(Debug)]
@@ -98,21 +98,21 @@ impl std::fmt::Display for SharedError {
             SharedError::BadName { name } => write!(
                 f,
                 "{} is not a usable shared-memory name {}",
-                Quoted(name),
+                quoted(name),
                 sys::NAME_RULE
             ),
-            SharedError::Missing { name } => write!(f, "no shared memory named {}", Quoted(name)),
+            SharedError::Missing { name } => write!(f, "no shared memory named {}", quoted(name)),
             SharedError::Exists { name } => {
-                write!(f, "shared memory named {} already exists", Quoted(name))?;
+                write!(f, "shared memory named {} already exists", quoted(name))?;
                 f.write_str(sys::EXISTS_NOTE)
             }
             SharedError::WrongFormat { name, why } => {
-                write!(f, "shared memory {} is not a bytelens buffer: {why}", Quoted(name))
+                write!(f, "shared memory {} is not a bytelens buffer: {why}", quoted(name))
             }
             SharedError::TooSmall { name, size, needed } => write!(
                 f,
                 "shared memory {} holds {size} bytes, but its header needs {needed}",
-                Quoted(name)
+                quoted(name)
             ),
             SharedError::TooLarge { nbytes } => {
                 write!(f, "{nbytes} bytes is more than a shared segment can hold")
@@ -135,7 +135,7 @@ impl std::fmt::Display for SharedError {
                 "the name {} now belongs to another shared-memory segment (this one's name \
                  was unlinked and taken again), so it was not unlinked; to remove that segment, \
                  attach to it and unlink that, or unlink by name",
-                Quoted(name)
+                quoted(name)
             ),
             SharedError::BadPlan(err) => write!(f, "the stored plan is not valid: {err}"),
             SharedError::Timeout { waited } => {
@@ -199,36 +199,12 @@ impl std::error::Error for SharedError {
     }
 }
 
-/// A name as a message quotes it: in double quotes, escaped as the core's
-/// [`Escaped`](crate::Escaped) does (control characters, quotes and
-/// backslashes), and cut after [`Quoted::KEEP`] characters of that, saying
-/// how many bytes the whole name has, so that no name (a 10,000-byte one
-/// refused as too long, or 254 control characters) makes a message long.
-struct Quoted<'a>(&'a str);
-
-impl Quoted<'_> {
-    /// Characters of the escaped name a message keeps.
-    const KEEP: usize = 64;
-}
-
-impl std::fmt::Display for Quoted<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let mut kept = 0;
-        let mut cut = false;
-        f.write_str("\"")?;
-        for (i, c) in self.0.char_indices() {
-            let escaped = crate::Escaped(&self.0[i..i + c.len_utf8()]).to_string();
-            kept += escaped.chars().count();
-            if kept > Quoted::KEEP {
-                cut = true;
-                break;
-            }
-            f.write_str(&escaped)?;
-        }
-        f.write_str("\"")?;
-        if cut {
-            write!(f, "... ({} bytes)", self.0.len())?;
-        }
-        Ok(())
-    }
+/// A name as a message quotes it ([`QuoteStyle::Name`]): in double
+/// quotes, escaped as the core's [`Escaped`](crate::Escaped) does (control
+/// characters, quotes and backslashes), and cut after 64 characters of
+/// that, saying how many bytes the whole name has, so that no name (a
+/// 10,000-byte one refused as too long, or 254 control characters) makes a
+/// message long.
+fn quoted(name: &str) -> Quoted<'_> {
+    Quoted::new(name, 64, QuoteStyle::Name)
 }
