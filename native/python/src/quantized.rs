@@ -13,6 +13,7 @@ use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 
 use super::dequant;
 use bytelens::files::GgmlType;
+use bytelens::{QuoteStyle, Quoted};
 
 /// A quantised GGUF tensor (``Q4_K``, ``Q8_0``, ...), as :func:`load`
 /// hands it out: nothing is dequantised until asked for.
@@ -61,7 +62,7 @@ impl PyQuantized {
             .filter(|t| t.is_quantized())
             .ok_or_else(|| {
                 let text = qtype.repr().map(|r| r.to_string()).unwrap_or_default();
-                PyValueError::new_err(format!("{} is not a quantised ggml type", short(&text, 40)))
+                PyValueError::new_err(format!("{} is not a quantised ggml type", Quoted::new(&text, 40, QuoteStyle::PyShort)))
             })?;
         let name = ggml.name().to_lowercase();
         let array = raw.cast::<PyUntypedArray>().ok();
@@ -304,7 +305,7 @@ fn checked_shape(
         let text = shape.repr().map(|r| r.to_string()).unwrap_or_default();
         PyTypeError::new_err(format!(
             "a {qtype} tensor's shape is a tuple of ints, not {}",
-            short(&text, 60)
+            Quoted::new(&text, 60, QuoteStyle::PyShort)
         ))
     };
     let index = py.import("operator")?.getattr("index")?;
@@ -374,28 +375,4 @@ fn checked_shape(
         )));
     }
     Ok(dims)
-}
-
-/// `text` on one line of at most `keep` characters (then `...`), each
-/// control and non-ASCII character escaped as Python's `unicode_escape`
-/// writes it (the package's `_short`).
-fn short(text: &str, keep: usize) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '\t' => out.push_str("\\t"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\\' => out.push_str("\\\\"),
-            ' '..='~' => out.push(c),
-            c if (c as u32) < 0x100 => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c if (c as u32) < 0x10000 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push_str(&format!("\\U{:08x}", c as u32)),
-        }
-    }
-    if out.len() > keep {
-        out.truncate(keep); // ASCII: every byte a character
-        out.push_str("...");
-    }
-    out
 }

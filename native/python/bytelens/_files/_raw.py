@@ -26,9 +26,8 @@ def _inspect_raw(
 def _quote(text: str, keep: int = 40) -> str:
     """``text`` in single quotes for a message, on one line and short:
     control and non-ASCII characters (and quotes) escaped, cut after
-    ``keep`` characters."""
-    text = text.encode("unicode_escape", "backslashreplace").decode("ascii").replace("'", "\\'")
-    return "'" + (text if len(text) <= keep else text[:keep] + "...") + "'"
+    ``keep`` characters (the core's ``Quoted``, style ``py_quote``)."""
+    return _native.quoted(text, keep, "py_quote")
 
 
 def elements(

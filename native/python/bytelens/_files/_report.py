@@ -5,10 +5,10 @@ appears in reports and messages (:func:`_short`, :func:`_printable`,
 
 from __future__ import annotations
 
-import unicodedata
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import _native
 from .._native import LayoutError
 from .._native import ggml_type as _ggml_type
 from ._headers import _file_dtype
@@ -174,27 +174,16 @@ def _short(text: str, keep: int = 64) -> str:
     """``text`` on one line of at most ``keep`` characters (then ``...``):
     every control and non-ASCII character escaped (``\\x1b``, ``\\n``),
     so that text from a file cannot move a terminal's cursor, set its
-    title or forge a line."""
-    text = text.encode("unicode_escape", "backslashreplace").decode("ascii")
-    return text if len(text) <= keep else text[:keep] + "..."
+    title or forge a line (the core's ``Quoted``, style ``py_short``)."""
+    return _native.quoted(text, keep, "py_short")
 
 
 def _printable(text: str) -> str:
     """``text`` (a path: the user's own, or a file name a folder holds)
-    with its control characters escaped and the rest kept as it is, so
-    that a name of ESC sequences or newlines cannot drive the terminal."""
-    return "".join(
-        char.encode("unicode_escape", "backslashreplace").decode("ascii")
-        if unicodedata.category(char) in _UNPRINTABLE
-        else char
-        for char in text
-    )
-
-
-#: The Unicode categories :func:`_printable` escapes: controls (C0, DEL,
-#: C1), format characters (bidirectional overrides), surrogates, line and
-#: paragraph separators, unassigned code points.
-_UNPRINTABLE = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
+    with its control, format, separator and private characters escaped and
+    the rest kept, so that a name of ESC sequences or newlines cannot drive
+    the terminal (the core's ``Quoted``, style ``py_printable``)."""
+    return _native.quoted(text, 0, "py_printable")
 
 
 def _naming(err: LayoutError, first: str, then: str = "") -> LayoutError:
