@@ -31,7 +31,6 @@ __all__ = [
     "quoted",
     "read_header",
     "file_dtype",
-    "view_layout",
     "read_elements",
     "read_index",
     "load_file",
@@ -327,15 +326,6 @@ class _FileDType(TypedDict):
 
 def file_dtype(dtype: npt.DTypeLike) -> _FileDType:
     """What the file formats need of `dtype`, from the core's dtype table."""
-
-def view_layout(
-    nbytes: int,
-    dtype: npt.DTypeLike,
-    offset: int = 0,
-    shape: _Dims | None = None,
-    strides: _Dims | None = None,
-) -> Layout:
-    """The layout `Buffer(nbytes).view(dtype, offset, shape, strides)` would have."""
 
 def read_elements(dtype: npt.DTypeLike, data: bytes, offsets: Sequence[int]) -> list[bool | int | float | None]:
     """The elements of `dtype` that start at each of `offsets` in `data`."""

@@ -7,8 +7,6 @@
 //!   all and why);
 //! - `file_dtype`: what the file formats need of a dtype (its safetensors
 //!   code, whether an `.npy` header can name it, whether it is a float);
-//! - `view_layout`: the layout `Buffer.view` gives over a buffer of some
-//!   length, shapeless views included, without the buffer;
 //! - `read_elements`: elements read from bytes by the core's `Scalar`, for
 //!   the inspect command's hexdump;
 //! - `save_plan`: what `bl.save` writes (`bytelens::files::plan_save`):
@@ -35,7 +33,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyTuple};
 
 use super::dtype::to_descr;
 use super::error::{FormatError, IntoPyErr, PyErrResult};
-use super::layout::{Int, PyLayout, resolve_view};
+use super::layout::Int;
 use super::source::Source;
 use bytelens::files::{
     Access, FileArray, FileHeader, GgufValue, MetaValue, Report, ValueType, read_header as read,
@@ -449,30 +447,6 @@ pub(crate) fn file_dtype<'py>(dtype: &Bound<'py, PyAny>) -> PyResult<Bound<'py, 
     out.set_item("npy", info.npy)?;
     out.set_item("float", info.float.is_some())?;
     Ok(out)
-}
-
-/// The layout `Buffer(nbytes).view(dtype, offset, shape, strides)` would
-/// have, by the same rule (the core's `ViewArgs::resolve`): without a
-/// shape, one axis of every element from `offset` to the end, which must
-/// be a whole number of elements. Errors are those `Buffer.view` raises;
-/// whether the layout lies inside the `nbytes` is `Layout.check`'s to say.
-#[pyfunction]
-#[pyo3(
-    signature = (nbytes, dtype, offset = Int(0), shape = None, strides = None),
-    text_signature = "(nbytes, dtype, offset=0, shape=None, strides=None)"
-)]
-pub(crate) fn view_layout(
-    py: Python<'_>,
-    nbytes: usize,
-    dtype: &Bound<'_, PyAny>,
-    offset: Int,
-    shape: Option<&Bound<'_, PyAny>>,
-    strides: Option<&Bound<'_, PyAny>>,
-) -> PyResult<PyLayout> {
-    resolve_view(dtype, offset, shape, strides, nbytes, |resolved| {
-        let inner = (*resolved).py_err(py)?;
-        Ok(PyLayout { inner })
-    })
 }
 
 /// The elements of `dtype` that start at each of `offsets` in `data`, read

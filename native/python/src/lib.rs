@@ -66,7 +66,6 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::read_header, m)?)?;
     m.add_function(wrap_pyfunction!(files::file_dtype, m)?)?;
     m.add_function(wrap_pyfunction!(files::ggml_type, m)?)?;
-    m.add_function(wrap_pyfunction!(files::view_layout, m)?)?;
     m.add_function(wrap_pyfunction!(files::read_elements, m)?)?;
     m.add_function(wrap_pyfunction!(files_load::read_index, m)?)?;
     m.add_function(wrap_pyfunction!(files_load::load_file, m)?)?;

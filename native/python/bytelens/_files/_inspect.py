@@ -20,18 +20,14 @@ def inspect(
     strides: Any = None,
     plan: Plan | str | None = None,
 ) -> FileReport:
-    """Describes ``path``: its format (``.npy``, ``.npz`` or safetensors,
-    found by its first bytes) and each array's name, dtype, shape, byte
-    range and alignment, and what :func:`load` would copy and why. Reads
-    only the headers (a few KiB of a file of any size), and only from a
-    regular file: a FIFO, device or folder is refused before it is read.
-    An ``.npz`` member read whole (one of up to 64 KiB, stored or
-    decompressed) has its CRC-32 checked, and every member's name in the
-    zip's directory must match its local header.
-
-    A raw file is described through ``dtype`` (with ``offset``, ``shape``
-    and ``strides``, as ``Buffer.view`` takes them) or a ``plan`` (a
-    ``Plan`` or its text); either is checked against the file's size.
+    """Describes ``path``: its format (``.npy``, ``.npz``, safetensors, GGUF
+    or a sharded checkpoint, found by its first bytes) and each array's
+    name, dtype, shape, byte range and alignment, and what :func:`load`
+    would copy and why, from the headers alone (a few KiB of a file of any
+    size; an ``.npz`` member read whole has its CRC-32 checked). Only a
+    regular file is read. A raw file is described through ``dtype`` (with
+    ``offset``, ``shape`` and ``strides``, as ``Buffer.view`` takes them) or
+    a ``plan`` (a ``Plan`` or its text), checked against the file's size.
 
     >>> import bytelens as bl, numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "w.safetensors")

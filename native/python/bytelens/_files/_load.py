@@ -10,10 +10,9 @@ import threading
 from collections.abc import Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from .._native import FormatError, _Inflating, load_file
+from .._native import FormatError, Quantized, _Inflating, load_file
 from . import _sharded
 from ._opening import _fspath
-from ._quantized import Quantized
 from ._report import COMPRESSED, _READ_ONLY_UNDER_R_PLUS, ArrayInfo, _short
 
 if TYPE_CHECKING:
@@ -30,97 +29,28 @@ def load(
     dequantize: str | None = None,
 ) -> FileArrays:
     """The arrays of an ``.npy``, ``.npz``, safetensors or GGUF file, or of a
-    sharded safetensors checkpoint, name to numpy array (or torch or JAX
-    tensor: ``framework``), as views over the mapped file: read-only for
-    ``mode="r"``, writable through to the file for ``"r+"`` (not for an
-    ``.npz``, whose members' CRC-32s writes would break), copy-on-write for
-    ``"c"``. They equal what ``np.load`` and
-    ``safetensors.numpy.load_file`` return (an ``.npy`` file's one array is
-    called ``"array"``). Only a regular file is read: a FIFO, device or
-    folder is refused before anything can wait on it.
+    sharded safetensors checkpoint (its index, or the folder holding one),
+    name to numpy array, or torch or JAX tensor (``framework``: ``"numpy"``,
+    ``"torch"``, ``"jax"``, or safetensors' ``"np"``, ``"pt"``), as views over
+    the mapped file: read-only for ``mode="r"``, writable through to the
+    file for ``"r+"`` (not an ``.npz``), copy-on-write for ``"c"`` (and for
+    ``"r"`` with torch, which has no read-only tensors). They equal what
+    ``np.load`` and ``safetensors.numpy.load_file`` return (an ``.npy``
+    file's one array is ``"array"``).
 
-    A sharded checkpoint is loaded from its index (a path ending in
-    ``.json``: Hugging Face's ``model.safetensors.index.json``, whose
-    ``"weight_map"`` gives each tensor's shard) or from a folder holding
-    exactly one ``*.safetensors.index.json``: every tensor of every shard,
-    in the index's order, each shard mapped once. The index is checked as
-    strictly as a header: a shard named by a path (a separator, ``..``, a
-    drive or an absolute path) rather than a file beside the index, a
-    missing shard, a tensor the index names that its shard lacks, a tensor
-    a shard holds that the index does not put in it, a tensor in two
-    shards, a repeated key, JSON that is not an index or not UTF-8: each a
-    :class:`FormatError` naming the index and the tensor or shard.
-
-    ``framework`` is ``"numpy"`` (``"np"``), ``"torch"`` (``"pt"``) or
-    ``"jax"``: each array is handed out as that framework's tensor over the
-    same memory (``bytelens._frameworks.to_framework`` says which dtypes
-    arrive zero-copy; JAX may copy where XLA needs it). torch has no
-    read-only tensors, and a write through one into a read-only mapping
-    would kill the process: with ``framework="torch"``, ``mode="r"`` maps
-    the file copy-on-write (as ``"c"``), so that writes to a tensor change
-    only this process's pages and never reach the file; ``"r+"`` writes
-    through to it. An array ``load`` has to copy (misaligned, or not in
-    this machine's byte order) would reach torch as a writable copy whose
-    writes never reach the file, so under ``"r+"`` it is not handed to
-    torch: asking for it raises :class:`FormatError` saying why (numpy
-    gets a read-only copy there, for the same reason; JAX's arrays are
-    immutable, so they load), and :attr:`FileArrays.unavailable` lists it.
-
-    What it returns is a :class:`FileArrays`, a mapping that acts as a
-    dict, in the file's order. A compressed ``.npz`` member is not
-    decompressed by ``load`` but on first access (as ``np.load`` does),
-    once, straight into aligned memory of its size; its CRC-32 and size
-    are checked as it is. Stored members are views of the mapped file,
-    and their CRC-32s are not checked unless ``verify=True`` (which reads
-    every byte of them once, and decompresses every compressed member now):
-    a damaged member then raises :class:`FormatError` from ``load``. Without
-    ``verify``, only the members read whole anyway are checked (stored
-    ones up to 64 KiB). Other formats have no checksums to verify.
-
-    An array whose offset is not a multiple of its dtype's alignment is
-    copied into aligned memory, as is a compressed ``.npz`` member;
-    :func:`inspect` lists both. Under ``"r+"`` such a copy is read-only:
-    its writes could not reach the file, so a write raises instead of
-    being lost, while the file's other arrays stay writable views. With
-    ``strict=True`` a misaligned array raises :class:`AlignmentError`
-    instead.
-
-    An array of a dtype bytelens does not have (safetensors' ``C64``,
-    ``F8_E4M3FNUZ``, ``F4``; an ``.npy`` of complex numbers or strings, or
-    the raw ``|V1`` bytes ``np.save`` writes for ml_dtypes' types) does not
-    stop the others: its name stays in the mapping (so that nothing is
-    dropped silently, by ``bl.save(other, bl.load(path))`` say), and
-    asking for it raises :class:`FormatError` naming the file, the array
-    and its dtype; :attr:`FileArrays.unavailable` lists them with the
-    reason, as :func:`inspect` does. ``strict=True`` refuses such a file
-    whole, with a ``FormatError`` naming the array. Any header that is not
-    valid is a ``FormatError`` too; every error names the file.
-
-    A GGUF file's (llama.cpp's models) unquantised tensors are views like
-    any other (bfloat16 through ml_dtypes), in numpy's order of axes; a
-    quantised one (``Q4_K``, ``Q8_0``, ...) is a :class:`~bytelens.Quantized`:
-    its blocks as a structured array over the mapped file, dequantised when
-    asked (bit for bit ``gguf.quants.dequantize``). With ``dequantize=``
-    ``"float32"``, ``"float16"`` or ``"bfloat16"`` each is handed out as a
-    plain array of that dtype instead (or the framework's tensor),
-    dequantised on its first access, once. That array is new memory, not
-    the file's: writable under ``"c"`` only, as an aligned copy is, so that
-    under ``"r+"`` a write raises instead of being lost; torch, which would
-    get a writable copy there, is refused it (a :class:`FormatError` when
-    asked for, listed in :attr:`FileArrays.unavailable`), while
-    :attr:`~bytelens.Quantized.blocks` of the same tensor loaded without
-    ``dequantize=`` write through to the file. :attr:`FileArrays.metadata` holds
-    the header's key/values, decoded in milliseconds for a 128k-token
-    vocabulary; a tensor of a ggml type bytelens lacks (``IQ2_XXS``) is
-    unavailable as a dtype bytelens lacks is.
-
-    The views read the mapped file itself: if another program truncates
-    it while they live, touching the lost bytes kills the process with
-    ``SIGBUS`` (as with any memory map, numpy's included; Windows refuses
-    to truncate a mapped file). :func:`save` never does this to a loaded
-    file: it writes a new file and renames it over the old one, whose
-    views keep reading the old bytes (Windows refuses that rename while
-    they live, and ``save`` says so).
+    Every header is read and checked by the Rust file layer before any view
+    exists; anything wrong is a :class:`FormatError` naming the file (and
+    the array, shard or index entry). An array at an offset its dtype
+    cannot be viewed at is copied into aligned memory, read-only under
+    ``"r+"`` (``strict=True``: :class:`AlignmentError`); a compressed
+    ``.npz`` member is inflated on first access, once (``verify=True``:
+    every member's CRC-32 checked now). An array of a dtype bytelens lacks
+    keeps its name, raises :class:`FormatError` when asked for and is
+    listed in :attr:`FileArrays.unavailable` (``strict=True``: the file is
+    refused); under ``"r+"`` so is any copy torch would get. A quantised
+    GGUF tensor is a :class:`~bytelens.Quantized`, or with ``dequantize=``
+    (``"float32"``, ``"float16"``, ``"bfloat16"``) an array dequantised on
+    first access. The guide's chapters "Files" and "GGUF" say more.
 
     >>> import bytelens as bl, numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "a.npy")
@@ -187,12 +117,10 @@ def _converter(framework: object) -> _Converter | None:
 
 class FileArrays(MutableMapping[str, Any]):
     """What :func:`load` returns: a file's arrays by name, in the file's
-    order (numpy arrays, or the tensors of the ``framework`` asked for). It
-    acts as a dict of arrays, but for two things: a compressed ``.npz``
-    member is decompressed on its first access, exactly once (not by
-    ``load``, and not by ``in``, ``len`` or iterating the names); and an
-    array of a dtype bytelens lacks keeps its name but raises
-    :class:`FormatError` when asked for (:attr:`unavailable` lists them).
+    order. A dict of arrays, except that a compressed ``.npz`` member is
+    inflated on its first access (not by ``in``, ``len`` or iterating), and
+    an array bytelens cannot hand out raises :class:`FormatError`
+    (:attr:`unavailable` lists them).
 
     >>> import bytelens as bl, numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "z.npz")
