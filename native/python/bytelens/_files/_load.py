@@ -5,12 +5,13 @@ framework's tensor (:class:`_Converter`), or held back with the reason
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from typing import TYPE_CHECKING, Any
 
-from .._native import FormatError, Quantized, _Inflating, load_file
+from .._native import FormatError, Quantized, load_file
 from . import _sharded
 from ._opening import _fspath
 from ._report import COMPRESSED, _READ_ONLY_UNDER_R_PLUS, ArrayInfo, _short
@@ -50,7 +51,11 @@ def load(
     refused); under ``"r+"`` so is any copy torch would get. A quantised
     GGUF tensor is a :class:`~bytelens.Quantized`, or with ``dequantize=``
     (``"float32"``, ``"float16"``, ``"bfloat16"``) an array dequantised on
-    first access. The guide's chapters "Files" and "GGUF" say more.
+    first access. The views read the mapped file itself: if another
+    program truncates it while they live, touching the lost bytes kills the
+    process with ``SIGBUS``, as with any memory map (:func:`save` renames a
+    new file over the old one instead). The guide's chapters "Files" and
+    "GGUF" say more.
 
     >>> import bytelens as bl, numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "a.npy")
@@ -86,9 +91,10 @@ def load(
                 copied = f"it is dequantised from its {quantized.qtype} blocks into a new array"
                 out._items[a.name] = _Refused(where(a), copied, convert.framework)
             else:
-                out._items[a.name] = _Dequantized(quantized, dequantize, mode, convert)
+                read = functools.partial(_dequantized, quantized, dequantize, mode == "c")
+                out._items[a.name] = _Later(read, f"{quantized.qtype}, not dequantised yet", convert)
         elif a.copy == COMPRESSED:
-            out._items[a.name] = _Compressed(entry, convert)
+            out._items[a.name] = _Later(entry.read, "compressed, not read yet", convert)
         elif convert is not None and mode == "r+" and (why := convert.loses_writes(entry)) is not None:
             if a.copy is not None:  # read-only because it is a copy
                 why = f"it is a copy ({a.copy.removesuffix(_READ_ONLY_UNDER_R_PLUS)})"
@@ -96,7 +102,7 @@ def load(
         else:
             out._items[a.name] = entry if convert is None else convert(entry)
     if verify:  # the Rust layer inflated (and checked) every compressed member
-        for name in [name for name, value in out._items.items() if isinstance(value, _Compressed)]:
+        for name in [name for name, value in out._items.items() if isinstance(value, _Later)]:
             out[name]
     return out
 
@@ -153,10 +159,10 @@ class FileArrays(MutableMapping[str, Any]):
         value = self._items[name]
         if isinstance(value, _Unavailable):
             raise value.error()
-        if isinstance(value, (_Compressed, _Dequantized)):
+        if isinstance(value, _Later):
             with self._lock:  # one decompression, however many threads ask
                 value = self._items[name]
-                if isinstance(value, (_Compressed, _Dequantized)):
+                if isinstance(value, _Later):
                     value = self._items[name] = value.read()
         return value
 
@@ -177,10 +183,8 @@ class FileArrays(MutableMapping[str, Any]):
 
     def __repr__(self) -> str:
         def note(value: Any) -> str:
-            if isinstance(value, _Compressed):
-                return " (compressed, not read yet)"
-            if isinstance(value, _Dequantized):
-                return f" ({value.quantized.qtype}, not dequantised yet)"
+            if isinstance(value, _Later):
+                return f" ({value.note})"
             if isinstance(value, _Unavailable):
                 return f" (unavailable: {value.reason})"
             return ""
@@ -193,32 +197,25 @@ class FileArrays(MutableMapping[str, Any]):
         return (dict, (dict(self.items()),))
 
 
-class _Compressed:
-    """A compressed ``.npz`` member :func:`load` hands out on its first
-    access: inflated by the Rust file layer (size and CRC-32 checked) into
-    aligned memory of its size, its only copy."""
+class _Later:
+    """An array :func:`load` hands out on its first access, once: a
+    compressed ``.npz`` member inflated by the Rust file layer (size and
+    CRC-32 checked) into aligned memory of its size, or a quantised tensor
+    dequantised into a new array, writable under ``mode="c"`` only (as an
+    aligned copy is: under ``"r+"`` its writes could never reach the file)."""
 
-    def __init__(self, member: _Inflating, convert: _Converter | None) -> None:
-        self.member, self.convert = member, convert
+    def __init__(self, read: Callable[[], Any], note: str, convert: _Converter | None) -> None:
+        self._read, self.note, self.convert = read, note, convert
 
     def read(self) -> Any:
-        array = self.member.read()
+        array = self._read()
         return array if self.convert is None else self.convert(array)
 
 
-class _Dequantized:
-    """A quantised tensor :func:`load` hands out dequantised, on its
-    first access (``dequantize=``): a new array, so writable only under
-    ``mode="c"`` (as an aligned copy is), since under ``"r+"`` its writes
-    could never reach the file's blocks."""
-
-    def __init__(self, quantized: Quantized, dtype: str, mode: str, convert: _Converter | None) -> None:
-        self.quantized, self.dtype, self.mode, self.convert = quantized, dtype, mode, convert
-
-    def read(self) -> Any:
-        array = self.quantized.dequantize(self.dtype)
-        array.flags.writeable = self.mode == "c"
-        return array if self.convert is None else self.convert(array)
+def _dequantized(quantized: Quantized, dtype: str, writable: bool) -> Any:
+    array = quantized.dequantize(dtype)
+    array.flags.writeable = writable
+    return array
 
 
 class _Unavailable:
