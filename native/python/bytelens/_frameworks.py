@@ -255,3 +255,16 @@ class _Converter:
         if self.framework != "torch":
             return None
         return torch_copies(array)
+
+
+def converter(framework: object) -> _Converter | None:
+    """None for numpy's arrays as they are, else the :class:`_Converter` to
+    the framework ``framework`` names (safetensors' ``"pt"`` and ``"np"``
+    too): ``bytelens.load``'s ``framework=``. torch and JAX are imported
+    only when a tensor is made."""
+    if framework == "numpy":
+        return None
+    if not isinstance(framework, str):
+        raise TypeError(f'framework is a str ("numpy", "torch", "jax"), not {type(framework).__name__}')
+    name = framework_name(framework)
+    return None if name == "numpy" else _Converter(name)

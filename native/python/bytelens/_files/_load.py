@@ -9,15 +9,13 @@ import functools
 import os
 import threading
 from collections.abc import Callable, Iterator, MutableMapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from .._frameworks import _Converter, converter
 from .._native import FormatError, Quantized, load_file
 from . import _sharded
 from ._opening import _fspath
 from ._report import COMPRESSED, _READ_ONLY_UNDER_R_PLUS, ArrayInfo, _short
-
-if TYPE_CHECKING:
-    from .._frameworks import _Converter
 
 
 def load(
@@ -68,7 +66,7 @@ def load(
         raise ValueError(f'mode must be "r", "r+" or "c", not {_short(str(mode))!r}')
     if dequantize not in (None, "float32", "float16", "bfloat16"):
         raise ValueError(f'dequantize must be "float32", "float16", "bfloat16" or None, not {_short(str(dequantize))!r}')
-    convert = _converter(framework)
+    convert = converter(framework)
     if convert is not None and convert.framework == "torch" and mode == "r":
         mode = "c"  # torch writes to any tensor: never into a read-only mapping
     # Read, checked and mapped by the Rust file layer (bytelens::files::load_with).
@@ -105,20 +103,6 @@ def load(
         for name in [name for name, value in out._items.items() if isinstance(value, _Later)]:
             out[name]
     return out
-
-
-def _converter(framework: object) -> _Converter | None:
-    """None for numpy's arrays as they are; else the converter to the
-    framework ``framework`` names (safetensors' ``"pt"`` and ``"np"`` too).
-    ``_frameworks`` (and torch or JAX) is imported only when asked for."""
-    if framework == "numpy":
-        return None
-    if not isinstance(framework, str):
-        raise TypeError(f'framework is a str ("numpy", "torch", "jax"), not {type(framework).__name__}')
-    from .. import _frameworks
-
-    name = _frameworks.framework_name(framework)
-    return None if name == "numpy" else _frameworks._Converter(name)
 
 
 class FileArrays(MutableMapping[str, Any]):
