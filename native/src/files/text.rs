@@ -197,4 +197,20 @@ mod tests {
         assert_eq!(py_float(&format!("{:e}", 0.1f32)), "0.1");
         assert_eq!(py_float(&format!("{:e}", 123456789.0f32)), "123456790.0");
     }
+
+    #[test]
+    fn float32s_read_as_numpy_1_prints_them() {
+        // The float32 nearest 1e-4 lies below it: numpy writes it `1e-04`.
+        let cases: [(f32, &str); 6] = [
+            (1e-4, "1e-04"),
+            (1.0001e-4, "0.00010001"),
+            (0.1, "0.1"),
+            (123456789.0, "123456790.0"),
+            (0.0, "0.0"),
+            (f32::NEG_INFINITY, "-inf"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(np_float32(x), want, "{x}");
+        }
+    }
 }
