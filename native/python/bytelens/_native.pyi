@@ -39,6 +39,7 @@ __all__ = [
     "save_plan",
     "save_file",
     "inspect_file",
+    "report_text",
     "inspect_raw",
     "elements",
     "dequantize",
@@ -367,6 +368,12 @@ def save_file(
 
 def inspect_file(path: str | os.PathLike[str]) -> str:
     """`bytelens::files::inspect` itself: its report as `bytelens inspect` prints it."""
+
+def report_text(report: Any) -> str:
+    """`str(report)` of a `FileReport`: its fields read into the Rust layer's
+    report, whose text `bytelens inspect` prints. A field of the wrong type is
+    a TypeError, a ggml type or dtype bytelens lacks a ValueError, each naming
+    the field."""
 
 def inspect_raw(
     path: str,

@@ -19,6 +19,8 @@
 //!   file as a view and/or a plan's fields, for `bl.inspect(dtype=...,
 //!   plan=...)`) and `bytelens::files::elements` (the inspect command's
 //!   `--dump`), the report as [`report_dict`] gives it.
+//! - `report_text`: `str(FileReport)`, a `FileReport` (one built by hand
+//!   too) read back into a `bytelens::files::Report`, whose `Display` it is.
 //!
 //! A `bytelens::files::Error` becomes its Python exception here
 //! ([`IntoPyErr`]), the class its `python_exception()` names.
@@ -29,7 +31,7 @@ use std::sync::Mutex;
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyIndexError, PyMemoryError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
 use super::dtype::to_descr;
 use super::error::{FormatError, IntoPyErr, PyErrResult};
@@ -962,4 +964,243 @@ fn meta_value<'py>(
             frombuffer.call1(args.cast_into::<PyTuple>()?)?
         }
     })
+}
+
+/// `str(report)` of a `bytelens.FileReport` (what `bytelens inspect FILE`
+/// prints): its fields, and each `ArrayInfo`'s, read into a
+/// `bytelens::files::Report`, whose `Display` is the text. The path is
+/// shown as the caller's `str` holds it, surrogates included (a file name
+/// `os.fsdecode` read), and the format as it is. A `FileReport` is a
+/// public dataclass one may build by hand: a field of the wrong type
+/// raises `TypeError`, and a ggml type or dtype bytelens does not know
+/// `ValueError`, each naming the field (`arrays[2].shape`). A metadata
+/// value of no kind a report holds ([`meta_from_py`]) is shown as its
+/// `str()`; a lone surrogate in any other text as U+FFFD (`\ufffd`),
+/// which the Python report showed as itself (`\udcff`).
+#[pyfunction]
+pub(crate) fn report_text(py: Python<'_>, report: &Bound<'_, PyAny>) -> PyResult<String> {
+    let get = |name: &str| report.getattr(name).map_err(|err| wrong(py, name, err));
+    let path = get("path")?;
+    let path = path
+        .cast::<PyString>()
+        .map_err(|err| wrong(py, "path", err.into()))?;
+    let format: String = get("format")?
+        .extract()
+        .map_err(|err| wrong(py, "format", err))?;
+    let size = get("size")?
+        .extract()
+        .map_err(|err| wrong(py, "size", err))?;
+    let version = get("version")?
+        .extract()
+        .map_err(|err| wrong(py, "version", err))?;
+    let mut metadata = Vec::new();
+    let items = get("metadata")?
+        .call_method0("items")
+        .map_err(|err| wrong(py, "metadata", err))?;
+    for item in items.try_iter().map_err(|err| wrong(py, "metadata", err))? {
+        let (key, value): (Bound<'_, PyAny>, Bound<'_, PyAny>) =
+            item?.extract().map_err(|err| wrong(py, "metadata", err))?;
+        let key = key
+            .cast_into::<PyString>()
+            .map_err(|err| wrong(py, "metadata key", err.into()))?;
+        metadata.push((lossy(&key)?, meta_from_py(py, &value)?));
+    }
+    let mut arrays = Vec::new();
+    let all = get("arrays")?;
+    for (i, array) in all
+        .try_iter()
+        .map_err(|err| wrong(py, "arrays", err))?
+        .enumerate()
+    {
+        arrays.push(array_from_py(py, &array?, &format!("arrays[{i}]"))?);
+    }
+    let shown = super::error::quoted(path, 0, "py_printable")?;
+    let report = Report {
+        path: lossy(path)?,
+        // The layer's name for it where it is one; the text shows `format` either way.
+        format: FORMATS.into_iter().find(|&f| f == format).unwrap_or(""),
+        size,
+        arrays,
+        metadata,
+        version,
+    };
+    Ok(report.text_with(&shown, &format))
+}
+
+/// `text` as Rust's text, each lone surrogate (which a `str` may hold and
+/// a `String` cannot) U+FFFD.
+fn lossy(text: &Bound<'_, PyString>) -> PyResult<String> {
+    if let Ok(text) = text.to_str() {
+        return Ok(text.to_owned());
+    }
+    let units = text.call_method1("encode", ("utf-16-le", "surrogatepass"))?;
+    let units = units.cast::<PyBytes>()?.as_bytes();
+    let units = units
+        .chunks_exact(2)
+        .map(|u| u16::from_le_bytes([u[0], u[1]]));
+    Ok(char::decode_utf16(units)
+        .map(|c| c.unwrap_or(char::REPLACEMENT_CHARACTER))
+        .collect())
+}
+
+/// The formats a `bytelens::files::Report` names.
+const FORMATS: [&str; 6] = [
+    "npy",
+    "npz",
+    "safetensors",
+    "gguf",
+    "safetensors index",
+    "raw",
+];
+
+/// `err`, raised reading the field `name` of a report, as a `TypeError`
+/// that names the field.
+fn wrong(py: Python<'_>, name: &str, err: PyErr) -> PyErr {
+    pyo3::exceptions::PyTypeError::new_err(format!("{name}: {}", err.value(py)))
+}
+
+/// An `ArrayInfo` (`array`, the report's field `name`) as the Rust layer's.
+fn array_from_py(
+    py: Python<'_>,
+    array: &Bound<'_, PyAny>,
+    name: &str,
+) -> PyResult<bytelens::files::ArrayInfo> {
+    let get = |field: &str| {
+        array
+            .getattr(field)
+            .map_err(|err| wrong(py, &format!("{name}.{field}"), err))
+    };
+    macro_rules! read {
+        ($field:literal) => {
+            get($field)?
+                .extract()
+                .map_err(|err| wrong(py, &format!("{name}.{}", $field), err))?
+        };
+    }
+    // A text field: a `str` (or None where it may be), surrogates and all.
+    let text = |field: &str| -> PyResult<Option<String>> {
+        let value = get(field)?;
+        if value.is_none() {
+            return Ok(None);
+        }
+        match value.cast::<PyString>() {
+            Ok(s) => Ok(Some(lossy(s)?)),
+            Err(err) => Err(wrong(py, &format!("{name}.{field}"), err.into())),
+        }
+    };
+    let required = |field: &str| -> PyResult<String> {
+        text(field)?.ok_or_else(|| {
+            pyo3::exceptions::PyTypeError::new_err(format!("{name}.{field}: None, not a str"))
+        })
+    };
+    let descr = text("descr")?;
+    let descr = match descr {
+        None => None,
+        Some(text) => Some(
+            text.parse::<bytelens::Descr>()
+                .map_err(|err| PyValueError::new_err(format!("{name}.descr: {}", err)))?,
+        ),
+    };
+    let ggml = text("ggml")?;
+    let ggml = match ggml {
+        None => None,
+        Some(text) => Some(bytelens::files::GgmlType::from_name(&text).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "{name}.ggml: no ggml type {}",
+                bytelens::Quoted::new(&text, 40, bytelens::QuoteStyle::PyShortRepr)
+            ))
+        })?),
+    };
+    let (offset, nbytes): (u64, u64) = (read!("offset"), read!("nbytes"));
+    if offset.checked_add(nbytes).is_none() {
+        return Err(PyValueError::new_err(format!(
+            "{name}.nbytes: {nbytes} bytes at offset {offset} end past 2**64"
+        )));
+    }
+    Ok(bytelens::files::ArrayInfo {
+        name: required("name")?,
+        dtype: required("dtype")?,
+        descr,
+        shape: read!("shape"),
+        strides: read!("strides"),
+        offset,
+        nbytes,
+        copy: text("copy")?,
+        member: text("member")?,
+        unavailable: text("unavailable")?,
+        shard: text("shard")?,
+        ggml,
+        span: read!("span"),
+    })
+}
+
+/// A metadata value as a report holds it, the reverse of [`meta_value`]:
+/// a `str`; a `bool`; an `int` (negative ones signed; one past 64 bits is
+/// its `str()`); a `float`; a `list` of `str`; a numpy array of one axis
+/// of a type GGUF has (any byte order and strides: its elements, read
+/// little-endian). Anything else, subclasses of `int` and `float` (numpy's
+/// scalars, enums) included, is its `str()`, as the Python report showed
+/// it.
+fn meta_from_py(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<MetaValue> {
+    if let Ok(s) = value.cast::<PyString>() {
+        return Ok(MetaValue::Str(lossy(s)?));
+    }
+    if value.is_exact_instance_of::<PyBool>() {
+        return Ok(MetaValue::Bool(value.extract()?));
+    }
+    if value.is_exact_instance_of::<PyInt>() {
+        if let Ok(n) = value.extract::<u64>() {
+            return Ok(MetaValue::UInt(n));
+        }
+        if let Ok(n) = value.extract::<i64>() {
+            return Ok(MetaValue::Int(n));
+        }
+    }
+    if value.is_exact_instance_of::<PyFloat>() {
+        return Ok(MetaValue::Float(value.extract()?));
+    }
+    if let Ok(list) = value.cast::<PyList>() {
+        let mut items = Vec::with_capacity(list.len());
+        for item in list.iter() {
+            match item.cast::<PyString>() {
+                Ok(s) => items.push(lossy(s)?),
+                Err(_) => break,
+            }
+        }
+        if items.len() == list.len() {
+            return Ok(MetaValue::Strings(items));
+        }
+    }
+    if let Ok(array) = value.cast::<PyUntypedArray>() {
+        let dtype = array.dtype();
+        let kind = match (dtype.kind(), dtype.itemsize()) {
+            (b'b', 1) => Some(ValueType::Bool),
+            (b'u', 1) => Some(ValueType::U8),
+            (b'i', 1) => Some(ValueType::I8),
+            (b'u', 2) => Some(ValueType::U16),
+            (b'i', 2) => Some(ValueType::I16),
+            (b'u', 4) => Some(ValueType::U32),
+            (b'i', 4) => Some(ValueType::I32),
+            (b'f', 4) => Some(ValueType::F32),
+            (b'u', 8) => Some(ValueType::U64),
+            (b'i', 8) => Some(ValueType::I64),
+            (b'f', 8) => Some(ValueType::F64),
+            _ => None,
+        };
+        if let (Some(kind), 1) = (kind, array.ndim()) {
+            let little = match kind {
+                ValueType::Bool => "?".to_owned(),
+                other => format!("<{}{}", &other.name()[..1], other.size().unwrap_or(1)),
+            };
+            let numpy = py.import("numpy")?;
+            let contiguous = numpy.call_method1("ascontiguousarray", (array, little))?;
+            let bytes = contiguous.call_method0("tobytes")?;
+            return Ok(MetaValue::Array {
+                kind,
+                count: array.len() as u64,
+                bytes: bytes.cast::<PyBytes>()?.as_bytes().to_vec(),
+            });
+        }
+    }
+    Ok(MetaValue::Str(lossy(&value.str()?)?))
 }

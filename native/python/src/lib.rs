@@ -74,6 +74,7 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files::save_plan, m)?)?;
     m.add_function(wrap_pyfunction!(files::save_file, m)?)?;
     m.add_function(wrap_pyfunction!(files::inspect_file, m)?)?;
+    m.add_function(wrap_pyfunction!(files::report_text, m)?)?;
     m.add_function(wrap_pyfunction!(files::inspect_raw, m)?)?;
     m.add_function(wrap_pyfunction!(files::elements, m)?)?;
     m.add_class::<shared::PySharedBuffer>()?;

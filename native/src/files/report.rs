@@ -4,7 +4,7 @@
 
 use std::fmt;
 
-use super::text::{printable, py_float, short, thousands};
+use super::text::{np_float32, printable, py_float, short, thousands};
 use super::{Access, FileHeader, GgmlType, GgufValue, ValueType};
 use crate::Descr;
 
@@ -228,7 +228,7 @@ fn element_text(kind: ValueType, b: &[u8]) -> String {
     match kind {
         ValueType::Bool => (if bits != 0 { "True" } else { "False" }).to_owned(),
         _ => match (&kind.name()[..1], b.len()) {
-            ("f", 4) => py_float(&format!("{:e}", f32::from_bits(bits as u32))),
+            ("f", 4) => np_float32(f32::from_bits(bits as u32)),
             ("f", _) => py_float(&format!("{:e}", f64::from_bits(bits))),
             ("i", n) => signed(n as u32 * 8),
             _ => bits.to_string(),
@@ -262,10 +262,21 @@ impl Report {
     pub fn get(&self, name: &str) -> Option<&ArrayInfo> {
         self.arrays.iter().find(|a| a.name == name)
     }
-}
 
-impl fmt::Display for Report {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    /// The text of `Display`, with `path` (written as it is: quote it
+    /// first) and `format` in place of the report's own: for the Python
+    /// package's `FileReport`, whose path may hold surrogates (a file name
+    /// `os.fsdecode` read, which a `String` cannot) and whose format, in
+    /// one built by hand, may be any text.
+    pub fn text_with(&self, path: &str, format: &str) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = self.write(&mut out, path, format);
+        out
+    }
+
+    /// `Display`'s text, headed by `path` and `format` as they are.
+    fn write(&self, f: &mut dyn fmt::Write, path: &str, format: &str) -> fmt::Result {
         let version = match self.version {
             Some((major, minor)) => format!(" {major}.{minor}"),
             None => String::new(),
@@ -274,9 +285,7 @@ impl fmt::Display for Report {
         let plural = if n == 1 { "" } else { "s" };
         write!(
             f,
-            "{}: {}{version}, {} bytes, {n} array{plural}",
-            printable(&self.path),
-            self.format,
+            "{path}: {format}{version}, {} bytes, {n} array{plural}",
             thousands(self.size)
         )?;
         for (key, value) in &self.metadata {
@@ -341,5 +350,11 @@ impl fmt::Display for Report {
             write!(f, "\n{}", line.trim_end())?;
         }
         Ok(())
+    }
+}
+
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, &printable(&self.path), self.format)
     }
 }

@@ -76,6 +76,28 @@ pub(crate) fn thousands(n: u64) -> String {
 /// `10.0`), else scientific with a signed exponent of two digits or more
 /// (`1e-05`, `1.5e+16`); `inf`, `-inf`, `nan`.
 pub(crate) fn py_float(sci: &str) -> String {
+    let exp = sci
+        .split_once('e')
+        .map_or(0, |(_, e)| e.parse().unwrap_or(0));
+    float_text(sci, (-4..16).contains(&exp))
+}
+
+/// A float32 as numpy's scalar `str` writes it, from `sci` as
+/// [`py_float`] takes it: numpy chooses positional by the value, from
+/// 1e-4 (as a float64) up, where Python's `repr` goes by the shortest
+/// digits; the float32 nearest 1e-4 lies below it, and is `1e-04`.
+/// (numpy 1's rule; numpy 2.3 and later write float32s from 1e6 up in
+/// scientific too, `1e+06`.)
+pub(crate) fn np_float32(x: f32) -> String {
+    let wide = f64::from(x).abs();
+    float_text(
+        &format!("{x:e}"),
+        wide == 0.0 || (1e-4..1e16).contains(&wide),
+    )
+}
+
+/// `sci` (as [`py_float`] takes it) written positional or scientific.
+fn float_text(sci: &str, positional: bool) -> String {
     match sci {
         "inf" | "-inf" | "NaN" => return sci.replace("NaN", "nan"),
         _ => {}
@@ -91,7 +113,7 @@ pub(crate) fn py_float(sci: &str) -> String {
     if digits.bytes().all(|b| b == b'0') {
         return format!("{sign}0.0");
     }
-    if (-4..16).contains(&exp) {
+    if positional {
         let point = exp + 1; // digits before the point
         let text = if point <= 0 {
             format!("0.{}{digits}", "0".repeat((-point) as usize))
@@ -174,5 +196,21 @@ mod tests {
         }
         assert_eq!(py_float(&format!("{:e}", 0.1f32)), "0.1");
         assert_eq!(py_float(&format!("{:e}", 123456789.0f32)), "123456790.0");
+    }
+
+    #[test]
+    fn float32s_read_as_numpy_1_prints_them() {
+        // The float32 nearest 1e-4 lies below it: numpy writes it `1e-04`.
+        let cases: [(f32, &str); 6] = [
+            (1e-4, "1e-04"),
+            (1.0001e-4, "0.00010001"),
+            (0.1, "0.1"),
+            (123456789.0, "123456790.0"),
+            (0.0, "0.0"),
+            (f32::NEG_INFINITY, "-inf"),
+        ];
+        for (x, want) in cases {
+            assert_eq!(np_float32(x), want, "{x}");
+        }
     }
 }

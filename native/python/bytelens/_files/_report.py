@@ -1,5 +1,6 @@
 """What :func:`inspect` reports (:class:`ArrayInfo`, :class:`FileReport`),
-made by the Rust file layer (``_native.describe_file``), and how text from a file
+made by the Rust file layer (``_native.describe_file``) and written by it
+(``_native.report_text``), and how text from a file
 appears in reports and messages (:func:`_short`, :func:`_printable`,
 :func:`_naming`)."""
 
@@ -107,41 +108,9 @@ class FileReport:
         raise KeyError(name)
 
     def __str__(self) -> str:
-        version = f" {self.version[0]}.{self.version[1]}" if self.version else ""
-        count = f"{len(self.arrays)} array" + ("" if len(self.arrays) == 1 else "s")
-        lines = [f"{_printable(self.path)}: {self.format}{version}, {self.size:,} bytes, {count}"]
-        for key, value in self.metadata.items():
-            lines.append(f"  metadata {_short(key, 40)}: {_value_text(value)}")
-        if not self.arrays:
-            return "\n".join(lines)
-        sharded = any(a.shard is not None for a in self.arrays)
-        rows = [("name", "dtype", "shape") + (("shard",) if sharded else ()) + ("bytes", "align", "load")]
-        for a in self.arrays:
-            align = "any" if a.offset == 0 else str(min(a.alignment, 1 << 20))
-            span = f"{a.start}..{a.end}"
-            if a.copy == COMPRESSED:  # the range is in the decompressed member
-                span, align = f"{span} of {_short(a.member or '', 40)}", "-"
-            if a.unavailable is not None:
-                how = f"none: {_printable(a.unavailable)}"
-            elif a.ggml is not None:
-                how = f"{a.blocks:,} blocks, dequantised on access"
-            else:
-                how = "view" if a.copy is None else f"copy: {_printable(a.copy)}"
-            rows.append(
-                (
-                    _short(a.name, 40),
-                    _short(a.dtype, 24),
-                    "(" + ", ".join(map(str, a.shape)) + ("," if len(a.shape) == 1 else "") + ")",
-                )
-                + ((_short(a.shard or "", 40),) if sharded else ())
-                + (span, align, how)
-            )
-        last = len(rows[0]) - 1
-        widths = [max(len(row[i]) for row in rows) for i in range(last)]
-        for row in rows:
-            cells = [cell.ljust(width) for cell, width in zip(row, widths)]
-            lines.append("  " + "  ".join(cells + [row[last]]).rstrip())
-        return "\n".join(lines)
+        """The report as ``bytelens inspect FILE`` prints it: the Rust
+        report's text (``_native.report_text``)."""
+        return _native.report_text(self)
 
 
 def _from_rust(report: dict[str, Any], path: str | None = None) -> FileReport:
@@ -152,22 +121,6 @@ def _from_rust(report: dict[str, Any], path: str | None = None) -> FileReport:
     arrays = [ArrayInfo(**a) for a in report["arrays"]]
     shown = report["path"] if path is None else path
     return FileReport(shown, report["format"], report["size"], arrays, report["metadata"], report["version"])
-
-
-def _value_text(value: Any) -> str:
-    """A metadata value on one short line: a long array as its length,
-    type and first few items."""
-    if isinstance(value, str):
-        return _short(value)
-    if isinstance(value, list):  # GGUF strings
-        head = ", ".join(f"'{_short(v, 16)}'" for v in value[:3])
-        more = ", ..." if len(value) > 3 else ""
-        return f"{len(value):,} strings [{head}{more}]"
-    if hasattr(value, "dtype") and hasattr(value, "tolist"):  # a numpy array
-        head = ", ".join(str(v) for v in value[:4])  # numpy's shortest text of each
-        more = ", ..." if len(value) > 4 else ""
-        return f"{len(value):,} {value.dtype.name} [{head}{more}]"
-    return _short(str(value))
 
 
 def _short(text: str, keep: int = 64) -> str:
