@@ -62,7 +62,10 @@ impl PyQuantized {
             .filter(|t| t.is_quantized())
             .ok_or_else(|| {
                 let text = qtype.repr().map(|r| r.to_string()).unwrap_or_default();
-                PyValueError::new_err(format!("{} is not a quantised ggml type", Quoted::new(&text, 40, QuoteStyle::PyShort)))
+                PyValueError::new_err(format!(
+                    "{} is not a quantised ggml type",
+                    Quoted::new(&text, 40, QuoteStyle::PyShort)
+                ))
             })?;
         let name = ggml.name().to_lowercase();
         let array = raw.cast::<PyUntypedArray>().ok();

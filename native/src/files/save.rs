@@ -649,7 +649,10 @@ mod tests {
         let little = Descr::new(DType::F32, ByteOrder::Little);
         assert_eq!(
             plan.parts,
-            [SavePart::Converted(0, little), SavePart::Converted(1, little)]
+            [
+                SavePart::Converted(0, little),
+                SavePart::Converted(1, little)
+            ]
         );
         for part in &plan.parts {
             assert_eq!(part.as_it_lies(&arrays), None);
