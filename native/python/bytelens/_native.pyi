@@ -2,7 +2,7 @@
 
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Any, ClassVar, Literal, final
 
@@ -352,11 +352,11 @@ class _Inflating:
         """The member inflated (size and CRC-32 checked) and viewed as its array; once."""
 def save_plan(
     path: str,
-    arrays: Sequence[tuple[str, npt.NDArray[Any]]],
-    metadata: Sequence[tuple[str, str]],
+    arrays: npt.ArrayLike | Mapping[str, npt.ArrayLike],
+    metadata: Mapping[str, str] | None,
     align: int,
-) -> tuple[bytes, list[int | npt.NDArray[Any]]]:
-    """`bytelens::files::plan_save` for `bl.save`: the header, then each array's index (its bytes as they lie) or its conversion."""
+) -> tuple[bytes, list[npt.NDArray[Any]]]:
+    """`bl.save`'s arguments checked, then `bytelens::files::plan_save`: the header, then each array to write (as given, or converted)."""
 
 def save_file(
     path: str | os.PathLike[str],

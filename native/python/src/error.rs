@@ -149,6 +149,15 @@ pub(crate) fn quoted(text: &Bound<'_, PyString>, keep: usize, style: &str) -> Py
             names.join(", ")
         )));
     };
+    quote(text, keep, style)
+}
+
+/// `text` quoted in `style` (see [`quoted`]), surrogates and all.
+pub(crate) fn quote(
+    text: &Bound<'_, PyString>,
+    keep: usize,
+    style: QuoteStyle,
+) -> PyResult<String> {
     if let Ok(text) = text.to_str() {
         return Ok(Quoted::new(text, keep, style).to_string());
     }

@@ -9,8 +9,9 @@
 //!   code, whether an `.npy` header can name it, whether it is a float);
 //! - `read_elements`: elements read from bytes by the core's `Scalar`, for
 //!   the inspect command's hexdump;
-//! - `save_plan`: what `bl.save` writes (`bytelens::files::plan_save`):
-//!   the header's bytes and each array's, as they lie or converted;
+//! - `save_plan`: `bl.save`'s arguments checked and what it writes
+//!   (`bytelens::files::plan_save`): the header's bytes and each array's,
+//!   as they lie or converted;
 //! - `save_file` and `inspect_file`: `bytelens::files::save` and
 //!   `bytelens::files::inspect` themselves, the Rust file layer the package
 //!   is checked against (the same bytes as `bl.save`, the same report and
@@ -29,18 +30,19 @@ use std::fmt;
 use std::sync::Mutex;
 
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyIndexError, PyMemoryError, PyValueError};
+use pyo3::exceptions::{PyIndexError, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyMapping, PyString, PyTuple};
 
 use super::dtype::to_descr;
-use super::error::{FormatError, IntoPyErr, PyErrResult};
+use super::error::{FormatError, IntoPyErr, PyErrResult, quote};
 use super::layout::Int;
+use super::quantized::PyQuantized;
 use super::source::Source;
 use bytelens::files::{
     Access, FileArray, FileHeader, GgufValue, MetaValue, Report, ValueType, read_header as read,
 };
-use bytelens::{Escaped, Scalar};
+use bytelens::{Escaped, QuoteStyle, Quoted, Scalar};
 
 /// The header of an `.npy`, safetensors or GGUF file of `length` bytes,
 /// from `head`, its first bytes: a dict with `format`, `version`,
@@ -497,7 +499,7 @@ impl IntoPyErr for bytelens::files::Error {
         use bytelens::files::Error;
         use pyo3::exceptions::{
             PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyKeyError, PyOSError,
-            PyPermissionError, PyTypeError,
+            PyPermissionError,
         };
         let message = self.to_string();
         match self {
@@ -557,33 +559,95 @@ pub(crate) fn save_file(
     bytelens::files::save(&path, &refs, &metadata, align).py_err(py)
 }
 
-/// `bytelens::files::plan_save(path, arrays, metadata, align)` for
-/// `bl.save`, which writes the file: `(head, parts)`, the header's bytes
-/// and the data in the order written, each part either the index of an
-/// array of `arrays` whose bytes are written as they lie (contiguous in
-/// the file's order and byte order: no copy) or a numpy `uint8` array of
-/// the bytes converted (gathered, or swapped to little-endian).
+/// `bl.save(path, arrays, metadata, align=align)` up to the writing: its
+/// arguments checked, in `bl.save`'s order and words, then laid out by
+/// `bytelens::files::plan_save`. Returns `(head, parts)`: the header's
+/// bytes and the arrays in the order written, each a numpy array whose
+/// bytes (in its memory order) are the file's: the user's array where its
+/// bytes are written as they lie (contiguous in the file's order and byte
+/// order: no copy), or a new C-ordered one converted (gathered, or swapped
+/// to little-endian).
 ///
-/// `arrays` are numpy arrays (`bl.save` makes them); a dtype bytelens
-/// lacks (datetimes, strings, complex, records, raw bytes), which only
-/// numpy can name, is refused here as `bl.save` words it.
+/// `path` is the path as a str (`os.fsdecode`d); `arrays` what `bl.save`
+/// was given: one array-like or a mapping of one for `.npy`, a mapping of
+/// names to array-likes for safetensors, each made an array by
+/// `numpy.asarray`. A dtype bytelens lacks (datetimes, strings, complex,
+/// records, raw bytes), which only numpy can name, is refused here as
+/// `bl.save` words it, and so is a `bytelens.Quantized` (neither format
+/// has its type, and `numpy.asarray` would dequantise it to float32
+/// without a word).
 #[pyfunction]
 pub(crate) fn save_plan<'py>(
     py: Python<'py>,
-    path: &str,
-    arrays: Vec<(String, Bound<'py, PyAny>)>,
-    metadata: Vec<(String, String)>,
-    align: usize,
+    path: &Bound<'py, PyString>,
+    arrays: &Bound<'py, PyAny>,
+    metadata: &Bound<'py, PyAny>,
+    align: &Bound<'py, PyAny>,
 ) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
     use bytelens::ByteOrder;
     use bytelens::files::{ArrayRef, SavePart, plan_save};
-    let npy = path.ends_with(".npy");
+    let align = save_align(align)?;
+    // Only the suffix matters here: a surrogate (a byte os.fsdecode could
+    // not decode) is never part of it.
+    let suffix = path.to_string_lossy();
+    let npy = suffix.ends_with(".npy");
+    let asarray = py.import("numpy")?.getattr("asarray")?;
+    let mut named: Vec<(String, Bound<'py, PyAny>)> = Vec::new();
+    let mut pairs: Vec<(String, String)> = Vec::new();
+    if npy {
+        if metadata.is_truthy()? {
+            let message = path.add(": an .npy file has no metadata; safetensors files do")?;
+            return Err(PyValueError::new_err(message.unbind()));
+        }
+        let values: Vec<Bound<'py, PyAny>> = match arrays.cast::<PyMapping>() {
+            Ok(mapping) => mapping.values()?.iter().collect(),
+            Err(_) => vec![arrays.clone()],
+        };
+        if let [value] = values.as_slice() {
+            refuse_quantized(path, "array", value)?;
+        }
+        for value in values {
+            named.push(("array".to_owned(), asarray.call1((value,))?));
+        }
+    } else if suffix.ends_with(".safetensors") {
+        let Ok(arrays) = arrays.cast::<PyMapping>() else {
+            return Err(PyTypeError::new_err(
+                "a safetensors file holds named arrays: pass a dict of name -> array",
+            ));
+        };
+        if !metadata.is_none() && metadata.cast::<PyMapping>().is_err() {
+            return Err(PyTypeError::new_err(format!(
+                "metadata is a dict of str -> str, not {}",
+                type_name(metadata)?
+            )));
+        }
+        for item in arrays.call_method0("items")?.try_iter()? {
+            let (name, array): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item?.extract()?;
+            let name = save_text(&name, "a tensor name")?;
+            let what = format!("tensor {}", Quoted::new(&name, 64, QuoteStyle::PyShortRepr));
+            refuse_quantized(path, &what, &array)?;
+            named.push((name, asarray.call1((array,))?));
+        }
+        if metadata.is_truthy()? {
+            for item in metadata.call_method0("items")?.try_iter()? {
+                let (key, value): (Bound<'py, PyAny>, Bound<'py, PyAny>) = item?.extract()?;
+                let key_text = save_text(&key, "a metadata key")?;
+                let what = format!(
+                    "metadata {}",
+                    quote(&key.str()?, 64, QuoteStyle::PyShortRepr)?
+                );
+                pairs.push((key_text, save_text(&value, &what)?));
+            }
+        }
+    }
+    // Raises UnicodeEncodeError for a surrogate, as `bl.save` always has.
+    let path = path.to_str()?;
     if !npy && !path.ends_with(".safetensors") {
         // Neither format: the plan's own error, before any array's.
         plan_save(path, &[], &[], align).py_err(py)?;
     }
-    let mut sources = Vec::with_capacity(arrays.len());
-    for (name, array) in &arrays {
+    let mut sources = Vec::with_capacity(named.len());
+    for (name, array) in &named {
         if let Ok(array) = array.cast::<PyUntypedArray>() {
             refuse_foreign(path, npy, name, array, align)?;
         }
@@ -598,24 +662,22 @@ pub(crate) fn save_plan<'py>(
             ))
         })
         .collect::<PyResult<Vec<_>>>()?;
-    let metadata: Vec<(&str, &str)> = metadata
+    let metadata: Vec<(&str, &str)> = pairs
         .iter()
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let plan = plan_save(path, &refs, &metadata, align).py_err(py)?;
     let parts = PyList::empty(py);
-    let asarray = py.import("numpy")?.getattr("asarray")?;
     for part in plan.parts {
-        let i = part.array();
+        let (_, array) = &named[part.array()];
         if part.as_it_lies(&refs).is_some() {
-            parts.append(i)?;
+            parts.append(array)?;
             continue;
         }
         // Converted by numpy, into C order and the byte order the plan
         // asks for: its byte swap and gather ran 25% and 10% faster than
         // the core's `copy_into` (64 MiB of float32, 2 cores), and bl.save
         // must not get slower. What is converted is the plan's to say.
-        let (_, array) = &arrays[i];
         let mut dtype = array.getattr("dtype")?;
         if let SavePart::Converted(_, to) = part {
             if to.order == ByteOrder::Little {
@@ -630,6 +692,77 @@ pub(crate) fn save_plan<'py>(
     Ok((PyBytes::new(py, &plan.head), parts))
 }
 
+/// `bl.save`'s `align`: an int (not a bool), a power of two from 1 to
+/// [`MAX_ALIGN`](bytelens::files::MAX_ALIGN) (the core checks it against
+/// the widest itemsize).
+fn save_align(align: &Bound<'_, PyAny>) -> PyResult<usize> {
+    use bytelens::files::MAX_ALIGN;
+    if align.is_instance_of::<PyBool>() || !align.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "align is an int, a power of two up to {MAX_ALIGN}, not {}",
+            type_name(align)?
+        )));
+    }
+    match align.extract::<usize>() {
+        Ok(n) if n <= MAX_ALIGN && n.is_power_of_two() => Ok(n),
+        _ => Err(PyValueError::new_err(format!(
+            "align={}: a power of two from the widest dtype's itemsize up to {MAX_ALIGN}",
+            align.str()?
+        ))),
+    }
+}
+
+/// `text` (a tensor name, a metadata key or value: `what`) as a `String`:
+/// a `TypeError` for anything but a `str` (nothing is converted, so `1`
+/// and `"1"` cannot both become `"1"`), a `ValueError` for a `str` that
+/// UTF-8 cannot encode (a lone surrogate), with Python's own reason.
+fn save_text(text: &Bound<'_, PyAny>, what: &str) -> PyResult<String> {
+    let Ok(string) = text.cast::<PyString>() else {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be a str, not {} ({})",
+            type_name(text)?,
+            quote(&text.repr()?, 64, QuoteStyle::PyShort)?
+        )));
+    };
+    match string.to_str() {
+        Ok(utf8) => Ok(utf8.to_owned()),
+        Err(err) => {
+            let err = err.value(text.py());
+            Err(PyValueError::new_err(format!(
+                "{what} {} is not valid Unicode ({} at index {}), so it cannot be written as UTF-8",
+                quote(string, 64, QuoteStyle::PyShortRepr)?,
+                err.getattr("reason")?,
+                err.getattr("start")?
+            )))
+        }
+    }
+}
+
+/// The `TypeError` `bl.save` raises for a `bytelens.Quantized` (a GGUF
+/// tensor's blocks), `what` naming where it was given; nothing otherwise.
+fn refuse_quantized(
+    path: &Bound<'_, PyString>,
+    what: &str,
+    array: &Bound<'_, PyAny>,
+) -> PyResult<()> {
+    let Ok(quantized) = array.cast::<PyQuantized>() else {
+        return Ok(());
+    };
+    let message = path.add(format!(
+        ": {what} is a quantised {} tensor of shape {}, which neither .npy nor safetensors can \
+         hold: pass its values, q.dequantize(dtype) (float32, float16 or bfloat16), or load the \
+         file with dequantize=\"float32\"",
+        quantized.getattr("qtype")?,
+        quantized.getattr("shape")?
+    ))?;
+    Err(PyTypeError::new_err(message.unbind()))
+}
+
+/// `type(value).__name__`.
+fn type_name(value: &Bound<'_, PyAny>) -> PyResult<String> {
+    Ok(value.get_type().getattr("__name__")?.str()?.to_string())
+}
+
 /// The error `bl.save` raises for an array whose numpy dtype bytelens
 /// has no dtype for (nothing for one it has, except one that an `.npy`
 /// header cannot name, said with numpy's type string for it).
@@ -640,7 +773,6 @@ fn refuse_foreign(
     array: &Bound<'_, PyUntypedArray>,
     align: usize,
 ) -> PyResult<()> {
-    use pyo3::exceptions::PyTypeError;
     let dtype = array.dtype();
     let shown = dtype.str()?;
     let type_string = dtype.getattr("str")?.repr()?;

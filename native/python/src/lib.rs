@@ -21,12 +21,12 @@
 //! dlpack  memory                             DLPack capsules, both directions
 //! source  memory dtype error                 any array as bytes + a checked Layout
 //! layout  dtype error                        bytelens.Layout, bytelens.Plan
-//! files   source dtype layout error          headers, reports; save, inspect, raw files
 //! buffer  memory dlpack layout dtype error   bytelens.Buffer
-//! files_load files buffer memory error      bytelens::files load, inspect, read_index
 //! copy    buffer source memory dtype error   bytelens.ascontiguous
 //! dequant source copy dlpack dtype error     Quantized.dequantize
 //! quantized dequant                          bytelens.Quantized
+//! files   source dtype layout quantized error  headers, reports; save, inspect, raw files
+//! files_load files buffer memory error      bytelens::files load, inspect, read_index
 //! shared  buffer memory layout error         bytelens.SharedBuffer (unix)
 //! gpu     buffer source memory dtype error   bytelens.gpu (feature gpu)
 //! ```

@@ -17,8 +17,7 @@ import numpy as np
 
 from .._native import save_plan
 from ._opening import _fspath, _not_regular, _reason
-from ._quantized import Quantized
-from ._report import _printable, _short
+from ._report import _printable
 
 #: Where ``save`` starts the data (and every tensor it can) unless given ``align``.
 ALIGN = 64
@@ -88,69 +87,19 @@ def save(
     ([1.0, 1.0, 1.0, 1.0], [2.0, 2.0, 2.0, 2.0])
     """
     path = _fspath(path)
-    if isinstance(align, bool) or not isinstance(align, int):
-        raise TypeError(f"align is an int, a power of two up to {MAX_ALIGN}, not {type(align).__name__}")
-    if align < 1 or align > MAX_ALIGN or align & (align - 1):
-        raise ValueError(f"align={align}: a power of two from the widest dtype's itemsize up to {MAX_ALIGN}")
-    named: list[tuple[str, np.ndarray]] = []
-    pairs: list[tuple[str, str]] = []
-    if path.endswith(".npy"):
-        if metadata:
-            raise ValueError(f"{path}: an .npy file has no metadata; safetensors files do")
-        values = list(arrays.values()) if isinstance(arrays, Mapping) else [arrays]
-        if len(values) == 1:
-            _not_quantized(path, "array", values[0])
-        named = [("array", np.asarray(value)) for value in values]
-    elif path.endswith(".safetensors"):
-        if not isinstance(arrays, Mapping):
-            raise TypeError("a safetensors file holds named arrays: pass a dict of name -> array")
-        if metadata is not None and not isinstance(metadata, Mapping):
-            raise TypeError(f"metadata is a dict of str -> str, not {type(metadata).__name__}")
-        for name, array in arrays.items():
-            _not_quantized(path, f"tensor {_short(_text(name, 'a tensor name'))!r}", array)
-            named.append((name, np.asarray(array)))
-        for key, value in (metadata or {}).items():
-            pairs.append((_text(key, "a metadata key"), _text(value, f"metadata {_short(str(key))!r}")))
-    # The rest is the core's to check (bytelens::files::plan_save), and to
-    # lay out: the header, then each array as it lies (an index into
-    # `named`: no copy) or converted (a new array, in C order).
-    head, parts = save_plan(path, named, pairs, align)
+    # The arguments are the extension's to check, in the order and words
+    # above, and to lay out (bytelens::files::plan_save): the header, then
+    # each array whose bytes (in memory order) are the file's, as given
+    # (no copy) or converted.
+    head, parts = save_plan(path, arrays, metadata, align)
 
     def write(f: BinaryIO) -> None:
         f.write(head)
-        for part in parts:
-            array = named[part][1] if isinstance(part, int) else part
+        for array in parts:
             if array.nbytes:
                 f.write(array.ravel(order="K").view(np.uint8).data)
 
     _write_atomically(path, write)
-
-
-def _not_quantized(path: str, what: str, array: object) -> None:
-    """Refuses a :class:`Quantized` (a GGUF tensor's blocks): neither
-    format has its type, and ``np.asarray`` would dequantise it to float32
-    without a word."""
-    if isinstance(array, Quantized):
-        raise TypeError(
-            f"{path}: {what} is a quantised {array.qtype} tensor of shape {array.shape}, which neither .npy "
-            "nor safetensors can hold: pass its values, q.dequantize(dtype) (float32, float16 or bfloat16), "
-            'or load the file with dequantize="float32"'
-        )
-
-
-def _text(text: object, what: str) -> str:
-    """``text``, a str that UTF-8 can encode, or a TypeError or ValueError
-    naming ``what`` it is."""
-    if not isinstance(text, str):
-        raise TypeError(f"{what} must be a str, not {type(text).__name__} ({_short(repr(text))})")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise ValueError(
-            f"{what} {_short(text)!r} is not valid Unicode ({err.reason} at index {err.start}), "
-            "so it cannot be written as UTF-8"
-        ) from None
-    return text
 
 
 # Why Windows refuses to rename over a file (Win32 error codes): access
