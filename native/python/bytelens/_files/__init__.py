@@ -20,7 +20,7 @@ from ._inspect import inspect
 from ._load import FileArrays, load
 from ._opening import _open, _reason
 from .._native import Quantized
-from ._report import COMPRESSED, ArrayInfo, FileReport, _itemsize, _naming, _printable, _short
+from ._report import COMPRESSED, ArrayInfo, FileReport, _itemsize, _printable, _short
 from ._save import ALIGN, MAX_ALIGN, _name_start, save
 from ._sharded import MAX_INDEX
 

@@ -1,8 +1,7 @@
 """What :func:`inspect` reports (:class:`ArrayInfo`, :class:`FileReport`),
 made by the Rust file layer (``_native.describe_file``) and written by it
-(``_native.report_text``), and how text from a file
-appears in reports and messages (:func:`_short`, :func:`_printable`,
-:func:`_naming`)."""
+(``_native.report_text``), and how text from a file appears in reports
+and messages (:func:`_short`, :func:`_printable`)."""
 
 from __future__ import annotations
 
@@ -10,7 +9,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import _native
-from .._native import LayoutError
 from .._native import ggml_type as _ggml_type
 from ._headers import _file_dtype
 
@@ -137,14 +135,6 @@ def _printable(text: str) -> str:
     the rest kept, so that a name of ESC sequences or newlines cannot drive
     the terminal (the core's ``Quoted``, style ``py_printable``)."""
     return _native.quoted(text, 0, "py_printable")
-
-
-def _naming(err: LayoutError, first: str, then: str = "") -> LayoutError:
-    """``err`` (of its own class, with its ``kind``) between ``first`` and ``then``."""
-    named = type(err)(f"{first}{err}{then}")
-    if hasattr(err, "kind"):
-        named.kind = err.kind
-    return named
 
 
 def _itemsize(descr: str | None) -> int:

@@ -32,51 +32,29 @@ def save(
     *,
     align: int = ALIGN,
 ) -> None:
-    """Writes ``arrays`` so that :func:`load` maps every one zero-copy.
-
-    ``.npy``: one array (or a mapping with one), its data at a multiple of
-    ``align`` bytes (and of 64, as the format asks). ``.safetensors``: a
-    mapping of names to arrays (and optional string ``metadata``),
-    little-endian, the header padded with spaces (as the format allows) so
-    that the data starts at a multiple of ``align``. safetensors forbids
-    gaps between tensors, so tensors whose sizes are multiples of ``align``
-    come first (each at a multiple of ``align``), then the rest from the
-    widest dtype down, which keeps every tensor aligned for its dtype. Both
-    files read back with numpy's and the safetensors package's own loaders.
-
-    ``align`` (64 by default; cuBLAS and others want 256) is a power of two
-    from the widest dtype's itemsize up to 4096 (a page): anything else is
-    a ``ValueError``, before a byte is written.
+    """Writes ``arrays`` so that :func:`load` maps every one zero-copy:
+    ``.npy`` (one array, or a mapping of one) or ``.safetensors`` (a mapping
+    of names to arrays, optional str ``metadata``, little-endian), each
+    readable by numpy's and the safetensors package's own loaders. The data
+    starts at a multiple of ``align`` (64; cuBLAS and others want 256; a
+    power of two from the widest itemsize up to 4096), and every tensor is
+    aligned: those whose sizes are multiples of ``align`` first, then the
+    rest from the widest dtype down (safetensors forbids gaps).
 
     Whatever :func:`load` would refuse is refused before a byte is
-    written: tensor names and metadata keys and values that are not
-    ``str`` (a ``TypeError``: nothing is converted silently, so ``1`` and
-    ``"1"`` cannot both become ``"1"``), a tensor named ``__metadata__``,
-    text that is not valid Unicode (a lone surrogate), a header past
-    :data:`MAX_HEADER` bytes, an ``.npy`` of a dtype bytelens cannot map
-    (datetime, strings, complex: ``np.save`` writes those), an ``.npy`` of
-    ml_dtypes' bfloat16 or float8 (which ``np.save`` writes as raw bytes
-    and no loader reads back as what they were: safetensors has codes for
-    them, from the core's dtype table), metadata for an ``.npy``, a
-    quantised GGUF tensor (:class:`~bytelens.Quantized`: a ``TypeError``,
-    since neither format has its type and dequantising it silently would
-    write float32 where the file held a few bits a value; pass
-    ``q.dequantize(dtype)``, or load with ``dequantize=``).
+    written, by the Rust file layer's checks: names, keys and values that
+    are not ``str`` (a ``TypeError``), lone surrogates, ``__metadata__`` as
+    a tensor name, a header past :data:`MAX_HEADER` bytes, an ``.npy`` of a
+    dtype bytelens cannot map or of ml_dtypes' types (use safetensors), a
+    :class:`~bytelens.Quantized` tensor (pass ``q.dequantize(dtype)``).
 
-    The save is atomic: the file is written beside ``path`` under a
-    temporary name, flushed to disk, then renamed over ``path`` (a
-    symlink's target is replaced, not the link). ``path`` is at every
-    moment the old file whole or the new one whole; a save that fails
-    leaves the old file as it was and no temporary file behind. Arrays
-    loaded from the old file, here or in another process, stay valid and
-    keep the old bytes, so ``bl.save(path, bl.load(path))`` is safe.
-    (Windows renames over no file that is mapped: there ``save`` raises a
-    ``PermissionError`` while such arrays live, and leaves the old file
-    as it was; nor over a read-only file.) A new file gets the
-    permissions ``open(path, "wb")`` would give it; a replaced one keeps
-    its permission bits (on Windows, its read-only bit is all there is),
-    but, renamed over, no longer shares its bytes with hard links to the
-    old file.
+    The save is atomic: a new file beside ``path`` (a symlink's target),
+    flushed to disk and renamed over it, keeping the old one's permission
+    bits. ``path`` is always the old file whole or the new one whole, and
+    arrays loaded from the old file keep its bytes, so
+    ``bl.save(path, bl.load(path))`` is safe. Windows renames over no
+    mapped or read-only file: ``save`` raises ``PermissionError`` saying
+    so, the old file kept.
 
     >>> import bytelens as bl, numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "m.safetensors")
