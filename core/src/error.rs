@@ -651,6 +651,40 @@ impl fmt::Display for ShortStr {
     }
 }
 
+impl Default for ShortStr {
+    /// The empty string, to be written into ([`fmt::Write`]).
+    fn default() -> ShortStr {
+        ShortStr::new("")
+    }
+}
+
+/// Appends text whole: text that does not fit in the 24 bytes is refused
+/// (`fmt::Error`), and what was written before stays, so that a short
+/// number or escape is formatted without allocating.
+///
+/// # Examples
+/// ```
+/// use bytelens_core::ShortStr;
+/// use core::fmt::Write;
+/// let mut text = ShortStr::default();
+/// write!(text, "\\u{:04x}", 0x1b).unwrap();
+/// assert_eq!(text.as_str(), "\\u001b");
+/// assert!(text.write_str(&"x".repeat(19)).is_err());
+/// assert_eq!(text.as_str(), "\\u001b");
+/// ```
+impl fmt::Write for ShortStr {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        let start = usize::from(self.len);
+        let end = start + s.len();
+        self.bytes
+            .get_mut(start..end)
+            .ok_or(fmt::Error)?
+            .copy_from_slice(s.as_bytes());
+        self.len = end as u8;
+        Ok(())
+    }
+}
+
 /// Text as a message quotes it: control characters escaped (`\r`, `\n`,
 /// `\0`, `\u{1b}`), and `"` and `\` too, so that a name can neither break
 /// the line nor end its quotes early; and the invisible characters that

@@ -18,7 +18,7 @@
 
 use core::fmt::{self, Write};
 
-use crate::error::invisible;
+use crate::error::{ShortStr, invisible};
 
 /// How [`Quoted`] escapes, cuts and quotes its text: one style for each
 /// way a layer quoted text before there was one helper, each writing
@@ -359,26 +359,26 @@ fn write_cut(
 
 /// How one code point is written (a piece holds every escape, 10 bytes
 /// at most, and every character).
-type Escape = fn(u32) -> Piece;
+type Escape = fn(u32) -> ShortStr;
 
-fn piece(write: impl FnOnce(&mut Piece) -> fmt::Result) -> Piece {
-    let mut piece = Piece::default();
+fn piece(write: impl FnOnce(&mut ShortStr) -> fmt::Result) -> ShortStr {
+    let mut piece = ShortStr::default();
     let _ = write(&mut piece);
     piece
 }
 
 /// As [`Escaped`](crate::Escaped) writes it.
-fn rust_piece(n: u32) -> Piece {
+fn rust_piece(n: u32) -> ShortStr {
     piece(|p| rust(p, n, char::from_u32(n)))
 }
 
 /// As Python's `unicode_escape` codec writes it.
-fn python_piece(n: u32) -> Piece {
+fn python_piece(n: u32) -> ShortStr {
     piece(|p| python(p, n))
 }
 
 /// [`python_piece`], and `'` as `\'`.
-fn py_quote_piece(n: u32) -> Piece {
+fn py_quote_piece(n: u32) -> ShortStr {
     match n {
         0x27 => piece(|p| p.write_str("\\'")),
         _ => python_piece(n),
@@ -386,7 +386,7 @@ fn py_quote_piece(n: u32) -> Piece {
 }
 
 /// [`python_piece`] where [`py_unprintable`], else as it is.
-fn py_printable_piece(n: u32) -> Piece {
+fn py_printable_piece(n: u32) -> ShortStr {
     match char::from_u32(n) {
         Some(c) if !py_unprintable(n) => piece(|p| p.write_char(c)),
         _ => python_piece(n),
@@ -394,7 +394,7 @@ fn py_printable_piece(n: u32) -> Piece {
 }
 
 /// As Python's `repr` writes it inside that quote.
-fn py_repr_piece(n: u32, quote: char) -> Piece {
+fn py_repr_piece(n: u32, quote: char) -> ShortStr {
     piece(|p| py_repr(p, n, char::from_u32(n), quote))
 }
 
@@ -447,32 +447,6 @@ fn py_unprintable(n: u32) -> bool {
                 || (0xe0080..=0xe00ff).contains(&n)
                 || (0xe01f0..=0xeffff).contains(&n)
         }
-    }
-}
-
-/// One code point as written: an escape or a character, 12 bytes at most.
-#[derive(Default)]
-struct Piece {
-    bytes: [u8; 12],
-    len: usize,
-}
-
-impl Piece {
-    fn as_str(&self) -> &str {
-        // Only whole `str`s are written (`write_str`), so the bytes are UTF-8.
-        core::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
-    }
-}
-
-impl Write for Piece {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.len + s.len();
-        self.bytes
-            .get_mut(self.len..end)
-            .ok_or(fmt::Error)?
-            .copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
     }
 }
 

@@ -173,32 +173,6 @@ impl HeaderArrays {
     }
 }
 
-/// Up to 16 bytes of text written on the stack (`fmt::Write` fails past).
-#[derive(Default)]
-struct StackText {
-    bytes: [u8; 16],
-    len: usize,
-}
-
-impl StackText {
-    fn as_str(&self) -> &str {
-        // Only whole `&str`s are written (`write_str`).
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
-    }
-}
-
-impl fmt::Write for StackText {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.len + s.len();
-        self.bytes
-            .get_mut(self.len..end)
-            .ok_or(fmt::Error)?
-            .copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
-}
-
 fn short_name(text: &str) -> Option<ShortName> {
     let mut key = [0u8; 16];
     key.get_mut(..text.len())?.copy_from_slice(text.as_bytes());
@@ -237,7 +211,7 @@ impl HeaderArrays {
             Some(d) => {
                 // A type string is a few bytes: written on the stack, so
                 // that no allocation here can fail out of Python's sight.
-                let mut text = StackText::default();
+                let mut text = bytelens::ShortStr::default();
                 match fmt::write(&mut text, format_args!("{d}")) {
                     Ok(()) => self.shared(py, text.as_str())?,
                     Err(_) => new::str(py, &d.to_string())?,
