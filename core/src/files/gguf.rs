@@ -393,8 +393,9 @@ impl<'b> Reader<'b> {
 /// Reads a GGUF header (version 2 or 3) from `bytes`, the file's first
 /// bytes, given the file's length `len`. Where `bytes` ends inside the
 /// header, the `Truncated` error asks ([`FileError::more_needed`]) for at
-/// least twice as many bytes, so that a header of any size is read in a
-/// few passes.
+/// least four times as many bytes, so that a header of any size is read in
+/// a few passes (a 3 MB vocabulary in four from 64 KiB: about 1.5 times its
+/// bytes parsed in all, where doubling parsed twice them in seven).
 ///
 /// A big-endian GGUF file (every field byte-swapped, the version reading
 /// as `0x03000000`) is refused with a message that says so: bytelens'
@@ -402,10 +403,10 @@ impl<'b> Reader<'b> {
 pub fn read_gguf(bytes: &[u8], len: u64) -> Result<FileHeader, FileError> {
     read(bytes, len).map_err(|err| match err {
         FileError::Truncated { what, need, len } if need > bytes.len() as u64 && need <= len => {
-            let twice = (bytes.len() as u64).saturating_mul(2).min(len);
+            let more = (bytes.len() as u64).saturating_mul(4).min(len);
             FileError::Truncated {
                 what,
-                need: need.max(twice),
+                need: need.max(more),
                 len,
             }
         }

@@ -1055,8 +1055,8 @@ fn meta_value<'py>(
         MetaValue::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
         MetaValue::Strings(items) => {
             let list = new::list(py)?;
-            for item in items {
-                list.append(new::str(py, &item)?)?;
+            for item in items.iter() {
+                list.append(new::str(py, item)?)?;
             }
             list.into_any()
         }
@@ -1266,10 +1266,10 @@ fn meta_from_py(py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<MetaValue>
         return Ok(MetaValue::Float(value.extract()?));
     }
     if let Ok(list) = value.cast::<PyList>() {
-        let mut items = Vec::with_capacity(list.len());
+        let mut items = bytelens::files::Strings::default();
         for item in list.iter() {
             match item.cast::<PyString>() {
-                Ok(s) => items.push(lossy(s)?),
+                Ok(s) => items.push(&lossy(s)?),
                 Err(_) => break,
             }
         }

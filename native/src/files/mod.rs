@@ -54,7 +54,7 @@ pub use load::{
     ArrayRef, Deflated, Entry, LoadOptions, Loaded, Part, Parts, Quantized, load, load_with,
 };
 pub use raw::{BUDGET, describe_raw, elements, read_plan};
-pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report};
+pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report, Strings};
 pub use save::{ALIGN, MAX_ALIGN, SavePart, SavePlan, plan_save, save};
 pub use sharded::{MAX_INDEX, read_index};
 pub use text::quoted64;

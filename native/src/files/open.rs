@@ -94,9 +94,13 @@ pub(crate) fn header(
     what: &str,
 ) -> Result<FileHeader, Error> {
     let mut want = HEAD.min(length);
+    f.seek(SeekFrom::Start(0))?;
+    let mut head = Vec::new();
     loop {
-        f.seek(SeekFrom::Start(0))?;
-        let head = read_up_to(f, want)?;
+        // Each pass reads only what the last did not: the bytes already
+        // read stay (a file that shrinks ends the read early, below).
+        let have = head.len() as u64;
+        f.take(want.saturating_sub(have)).read_to_end(&mut head)?;
         let (header, need) = match read_header(&head, length) {
             Ok(header) => (Some(header), None),
             Err(err) => match err.more_needed(head.len()) {

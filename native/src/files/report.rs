@@ -123,6 +123,62 @@ impl ArrayInfo {
     }
 }
 
+/// Strings kept end to end in one `String`, with where each ends: a
+/// GGUF vocabulary of 128k tokens is two allocations, not 128k.
+///
+/// # Examples
+/// ```
+/// use bytelens::files::Strings;
+/// let tokens: Strings = ["<s>", "", "h\u{e9}"].into_iter().collect();
+/// assert_eq!((tokens.len(), tokens.get(2)), (3, Some("h\u{e9}")));
+/// assert_eq!(tokens.iter().collect::<Vec<_>>(), ["<s>", "", "h\u{e9}"]);
+/// ```
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Strings {
+    text: String,
+    ends: Vec<usize>,
+}
+
+impl Strings {
+    /// How many strings.
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
+    }
+
+    /// The `i`th string.
+    pub fn get(&self, i: usize) -> Option<&str> {
+        let end = *self.ends.get(i)?;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] };
+        self.text.get(start..end)
+    }
+
+    /// Each string, in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &str> + '_ {
+        (0..self.len()).map(|i| self.get(i).unwrap_or(""))
+    }
+
+    /// Adds `s` at the end.
+    pub fn push(&mut self, s: &str) {
+        self.text.push_str(s);
+        self.ends.push(self.text.len());
+    }
+}
+
+impl<'a> FromIterator<&'a str> for Strings {
+    fn from_iter<I: IntoIterator<Item = &'a str>>(items: I) -> Strings {
+        let mut out = Strings::default();
+        for s in items {
+            out.push(s);
+        }
+        out
+    }
+}
+
 /// A value of a file's metadata: safetensors' `__metadata__` holds
 /// strings; GGUF's key/values any of these.
 #[derive(Clone, Debug, PartialEq)]
@@ -137,8 +193,9 @@ pub enum MetaValue {
     Float(f64),
     /// A bool.
     Bool(bool),
-    /// An array of strings.
-    Strings(Vec<String>),
+    /// An array of strings (GGUF's token lists: 100,000s of short ones,
+    /// held in one allocation).
+    Strings(Strings),
     /// An array of numbers or bools: `count` values of `kind`,
     /// little-endian, in `bytes`.
     Array {
@@ -163,7 +220,7 @@ impl MetaValue {
             GgufValue::Array {
                 kind: ValueType::String,
                 ..
-            } => MetaValue::Strings(value.strings().map(str::to_owned).collect()),
+            } => MetaValue::Strings(value.strings().collect()),
             GgufValue::Array { kind, count, bytes } => MetaValue::Array {
                 kind,
                 count,
