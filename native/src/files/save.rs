@@ -721,6 +721,10 @@ mod tests {
     fn names_are_cut_between_characters() {
         assert_eq!(name_start("ééé", 5), "éé");
         assert_eq!(name_start("abc", 180), "abc");
+        // Was Python's test of `_name_start`: the longest start that fits.
+        let emoji = format!("a{}", "\u{1f600}".repeat(60));
+        assert_eq!(name_start(&emoji, 180).len(), 177);
+        assert_eq!(name_start(&"€".repeat(100), 180).len(), 180);
     }
 
     fn f32s(values: &[f32], order: ByteOrder) -> Vec<u8> {
