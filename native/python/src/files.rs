@@ -519,10 +519,10 @@ impl IntoPyErr for bytelens::files::Error {
             Error::Io(err) => match err.get_ref().and_then(|e| e.downcast_ref::<OsDetail>()) {
                 Some(detail) => os_error(py, detail, err.kind()),
                 None => match err.kind() {
-                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
-                std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(message),
-                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
-                std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(message),
+                    std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+                    std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(message),
+                    std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+                    std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(message),
                     _ => PyOSError::new_err(message),
                 },
             },
@@ -745,7 +745,10 @@ pub(crate) fn save_arrays<'py>(
         let kwargs = PyDict::new(py);
         kwargs.set_item("dtype", dtype)?;
         kwargs.set_item("order", "C")?;
-        converted.push(Source::read(&asarray.call((array,), Some(&kwargs))?, "save")?);
+        converted.push(Source::read(
+            &asarray.call((array,), Some(&kwargs))?,
+            "save",
+        )?);
     }
     // Each converted array is C-contiguous: its span is its bytes.
     let mut converted = converted.iter();

@@ -915,7 +915,8 @@ mod tests {
         let dir = folder("no-temp");
         let err = write_atomically(dir.join("nowhere").join("a.npy"), &[b"x"]).unwrap_err();
         assert!(
-            err.to_string().contains(", the new file bl.save renames over it: "),
+            err.to_string()
+                .contains(", the new file bl.save renames over it: "),
             "{err}"
         );
         assert_eq!(err.python_exception(), "FileNotFoundError");
@@ -1015,7 +1016,12 @@ mod tests {
         let link = dir.join("link.npy");
         std::os::unix::fs::symlink("made.npy", &link).unwrap();
         write_atomically(&link, &[b"through"]).unwrap();
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
         assert_eq!(std::fs::read(dir.join("made.npy")).unwrap(), b"through");
         std::fs::remove_dir_all(&dir).unwrap();
     }
