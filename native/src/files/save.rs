@@ -975,9 +975,10 @@ mod tests {
         let dir = folder("read-only");
         let path = dir.join("a.npy");
         write_atomically(&path, &[b"old"]).unwrap();
-        let mut bits = std::fs::metadata(&path).unwrap().permissions();
+        let writable = std::fs::metadata(&path).unwrap().permissions();
+        let mut bits = writable.clone();
         bits.set_readonly(true);
-        std::fs::set_permissions(&path, bits.clone()).unwrap();
+        std::fs::set_permissions(&path, bits).unwrap();
         let result = write_atomically(&path, &[b"new"]);
         // Refused before the new file existed: nothing beside it.
         assert_eq!(names(&dir), ["a.npy"]);
@@ -996,8 +997,8 @@ mod tests {
             assert_eq!(std::fs::read(&path).unwrap(), b"new");
             assert!(std::fs::metadata(&path).unwrap().permissions().readonly());
         }
-        bits.set_readonly(false);
-        std::fs::set_permissions(&path, bits).unwrap();
+        // Writable again (as it was), so that Windows can remove it.
+        std::fs::set_permissions(&path, writable).unwrap();
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
