@@ -71,18 +71,32 @@ def test_save_over_the_loaded_file_keeps_its_views(tmp_path, name, n):
     assert sorted(os.listdir(tmp_path)) == [name]
 
 
-def test_a_save_that_fails_leaves_the_old_file_as_it_was(tmp_path, monkeypatch):
+@pytest.mark.skipif(os.name != "posix", reason="RLIMIT_FSIZE is POSIX's")
+def test_a_save_that_fails_leaves_the_old_file_as_it_was(tmp_path):
+    # The writer is Rust's (bytelens::files::write_atomically): its failure
+    # reaches Python as Python's writer raised it, errno and filename set,
+    # the old file whole and the new one gone (save.rs's
+    # a_write_that_fails_leaves_the_old_file_and_no_new_one fails a write
+    # half-way through).
     path = tmp_path / "m.safetensors"
     bl.save(path, {"w": np.arange(10, dtype="<f4")})
     before = path.read_bytes()
-
-    def broken_fsync(fd):
-        raise OSError(5, "the disk went away")
-
-    monkeypatch.setattr(os, "fsync", broken_fsync)
-    with pytest.raises(OSError, match="the disk went away"):
-        bl.save(path, {"w": np.zeros(1000, "<f4")})
-    monkeypatch.undo()
+    code = """
+        import errno, resource, signal, sys, numpy as np, bytelens as bl
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 12, 1 << 12))
+        try:
+            bl.save(sys.argv[1], {"w": np.zeros(1000, "<f4")})
+        except OSError as err:
+            print(type(err).__name__, err.errno == errno.EFBIG, err.filename == sys.argv[1])
+            print(err)
+    """
+    rc, out = run_child(code, path)
+    assert rc == 0 and out.splitlines()[0] == "OSError True True", out
+    reason = os.strerror(errno.EFBIG)
+    reason = reason[:1].lower() + reason[1:]
+    message = f"{path}: writing the new file failed ({reason}); the old file is kept"
+    assert out.splitlines()[1] == f"[Errno {errno.EFBIG}] {message}: {str(path)!r}", out
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["m.safetensors"]
     # Refused before writing: a dtype found wanting after a good tensor.
@@ -537,42 +551,41 @@ def windows_error(winerror, message="Access is denied"):
     return err
 
 
-@pytest.mark.parametrize("winerror", [5, 32, 1224])
-def test_save_over_a_file_windows_will_not_replace_says_why(tmp_path, monkeypatch, winerror):
+def test_save_over_a_file_windows_will_not_replace_says_why(tmp_path):
+    # Windows itself: the file mapped by bl.load's arrays (the message and
+    # each of the three codes are save.rs's
+    # the_in_use_message_says_why_and_what_to_do, under Wine too).
     path = tmp_path / "m.safetensors"
     bl.save(path, {"w": np.arange(10, dtype="<f4")})
     before = path.read_bytes()
     loaded = bl.load(path)
-
-    def refused(src, dst):
-        raise windows_error(winerror)
-
-    monkeypatch.setattr(os, "replace", refused)
-    monkeypatch.setattr(os, "name", "nt")
+    if os.name != "nt":  # POSIX renames over it, the views keeping the old bytes
+        bl.save(path, {"w": loaded["w"] * 2})
+        assert loaded["w"].tolist() == list(range(10)) and bl.load(path)["w"].tolist() == list(range(0, 20, 2))
+        assert os.listdir(tmp_path) == ["m.safetensors"]
+        return
     with pytest.raises(PermissionError, match="Windows cannot replace the file while it is mapped or open") as caught:
         bl.save(path, loaded)
-    monkeypatch.undo()
     assert str(caught.value).startswith(f"{path}: ") and "arrays bl.load returned" in str(caught.value)
-    assert (caught.value.errno, caught.value.winerror) == (errno.EACCES, winerror)
+    assert caught.value.errno == errno.EACCES and caught.value.winerror in (5, 32, 1224)
     assert path.read_bytes() == before
     assert os.listdir(tmp_path) == ["m.safetensors"]  # the new file removed
-    # On POSIX the same failure is raised as it came, the new file removed too.
-    monkeypatch.setattr(os, "replace", refused)
-    with pytest.raises(OSError, match=r"^\[Errno (13|22)\] Access is denied$"):
-        bl.save(path, loaded)
-    monkeypatch.undo()
-    assert os.listdir(tmp_path) == ["m.safetensors"]
 
 
-def test_save_over_a_read_only_file_on_windows_is_refused_before_writing(tmp_path, monkeypatch):
+def test_save_over_a_read_only_file_on_windows_is_refused_before_writing(tmp_path):
+    # A real read-only file (os.chmod sets Windows' read-only attribute);
+    # save.rs's a_read_only_file_is_refused_on_windows_and_replaced_elsewhere
+    # checks the same under Wine.
     path = tmp_path / "a.npy"
     bl.save(path, np.arange(3))
     os.chmod(path, 0o444)
-    monkeypatch.setattr(os, "name", "nt")
-    with pytest.raises(PermissionError, match="the file is read-only, and Windows replaces no read-only file"):
-        bl.save(path, np.arange(4))
-    monkeypatch.undo()
-    assert os.listdir(tmp_path) == ["a.npy"] and np.load(path).tolist() == [0, 1, 2]
+    if os.name == "nt":
+        with pytest.raises(PermissionError, match="the file is read-only, and Windows replaces no read-only file") as caught:
+            bl.save(path, np.arange(4))
+        assert caught.value.errno == errno.EACCES
+        assert os.listdir(tmp_path) == ["a.npy"] and np.load(path).tolist() == [0, 1, 2]
+        os.chmod(path, stat.S_IWRITE)
+        return
     bl.save(path, np.arange(4))  # POSIX renames over it, keeping its bits
     assert np.load(path).tolist() == [0, 1, 2, 3] and stat.S_IMODE(path.stat().st_mode) == 0o444
 
@@ -600,16 +613,28 @@ def test_a_folder_windows_will_not_open_is_still_a_folder(tmp_path, monkeypatch)
 
 @pytest.mark.parametrize(
     "name",
-    ["a" * 300, "é" * 200, "a" + "é" * 200, "ab" + "€" * 100, "a" + "\U0001f600" * 60, "\udce9" * 200, "short.npy"],
+    ["a" * 300, "é" * 200, "a" + "é" * 200, "ab" + "€" * 100, "a" + "\U0001f600" * 60, "\udce9" * 200, "short"],
 )
-def test_the_new_files_name_keeps_whole_characters(name):
-    start = bl._files._name_start(name, 180)
+def test_the_new_files_name_keeps_whole_characters(tmp_path, name):
+    # The new file's name, as the message of a save that cannot make it
+    # shows it: the longest start of the name of at most 180 bytes, cut
+    # between characters (save.rs's names_are_cut_between_characters).
+    path = os.path.join(tmp_path, "nowhere", name + ".npy")
+    if any("\udc80" <= c <= "\udcff" for c in name):
+        with pytest.raises(UnicodeEncodeError):  # refused before anything is made
+            bl.save(path, np.arange(2))
+        return
+    with pytest.raises(FileNotFoundError) as caught:
+        bl.save(path, np.arange(2))
+    made = str(caught.value).split(": cannot create ", 1)[1].split(", the new file bl.save renames over it")[0]
+    start, token = os.path.basename(made)[1:].rsplit(".", 2)[:2]
+    assert len(token) == 12 and int(token, 16) >= 0
+    full = name + ".npy"
     encoded = os.fsencode(start)
-    assert name.startswith(start) and len(encoded) <= 180
+    assert full.startswith(start) and len(encoded) <= 180
     # The longest such start: one more character would not fit.
-    assert start == name or len(os.fsencode(name[: len(start) + 1])) > 180
-    if not any("\udc80" <= c <= "\udcff" for c in name):
-        encoded.decode("utf-8")  # valid UTF-8: APFS and NTFS (as UTF-16) take it
+    assert start == full or len(os.fsencode(full[: len(start) + 1])) > 180
+    encoded.decode("utf-8")  # valid UTF-8: APFS and NTFS (as UTF-16) take it
 
 
 def test_save_to_a_long_name_cut_inside_a_character(tmp_path):

@@ -1,7 +1,7 @@
 """``bl.save``'s arguments, bad and good: which exception each bad call
 raises, with which message (and which wins where two things are wrong),
 and the bytes each good call writes. ``bl.save`` checks its arguments in
-the extension (``_native.save_plan``), so these pin what it says to the
+the extension (``_native.save_arrays``), so these pin what it says to the
 letter. Run as a script, this prints every case's outcome as JSON, to
 compare two builds case by case."""
 

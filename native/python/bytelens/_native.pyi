@@ -36,7 +36,7 @@ __all__ = [
     "load_file",
     "describe_file",
     "_Inflating",
-    "save_plan",
+    "save_arrays",
     "save_file",
     "inspect_file",
     "report_text",
@@ -350,13 +350,14 @@ class _Inflating:
     """A compressed `.npz` member not read yet."""
     def read(self) -> npt.NDArray[Any]:
         """The member inflated (size and CRC-32 checked) and viewed as its array; once."""
-def save_plan(
+def save_arrays(
     path: str,
     arrays: npt.ArrayLike | Mapping[str, npt.ArrayLike],
     metadata: Mapping[str, str] | None,
     align: int,
-) -> tuple[bytes, list[npt.NDArray[Any]]]:
-    """`bl.save`'s arguments checked, then `bytelens::files::plan_save`: the header, then each array to write (as given, or converted)."""
+) -> None:
+    """`bl.save` itself: its arguments checked, `bytelens::files::plan_save`, then
+    `bytelens::files::write_atomically` (the GIL released while it writes)."""
 
 def save_file(
     path: str | os.PathLike[str],

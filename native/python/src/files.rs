@@ -9,9 +9,9 @@
 //!   code, whether an `.npy` header can name it, whether it is a float);
 //! - `read_elements`: elements read from bytes by the core's `Scalar`, for
 //!   the inspect command's hexdump;
-//! - `save_plan`: `bl.save`'s arguments checked and what it writes
-//!   (`bytelens::files::plan_save`): the header's bytes and each array's,
-//!   as they lie or converted;
+//! - `save_arrays`: `bl.save` itself: its arguments checked, laid out
+//!   (`bytelens::files::plan_save`) and written by the Rust file layer's
+//!   one writer (`bytelens::files::write_atomically`);
 //! - `save_file` and `inspect_file`: `bytelens::files::save` and
 //!   `bytelens::files::inspect` themselves, the Rust file layer the package
 //!   is checked against (the same bytes as `bl.save`, the same report and
@@ -40,7 +40,8 @@ use super::layout::Int;
 use super::quantized::PyQuantized;
 use super::source::Source;
 use bytelens::files::{
-    Access, FileArray, FileHeader, GgufValue, MetaValue, Report, ValueType, read_header as read,
+    Access, FileArray, FileHeader, GgufValue, MetaValue, OsDetail, Report, ValueType,
+    read_header as read,
 };
 use bytelens::{Escaped, QuoteStyle, Quoted, Scalar};
 
@@ -489,16 +490,73 @@ impl IntoPyErr for bytelens::files::Error {
             Error::Format { .. } => FormatError::new_err(message),
             Error::Value { .. } => PyValueError::new_err(message),
             Error::Type { .. } => PyTypeError::new_err(message),
-            Error::Io(err) => match err.kind() {
-                std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
-                std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(message),
-                std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
-                std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(message),
-                _ => PyOSError::new_err(message),
+            Error::Io(err) => match err.get_ref().and_then(|e| e.downcast_ref::<OsDetail>()) {
+                Some(detail) => os_error(py, detail, err.kind()),
+                None => match err.kind() {
+                    std::io::ErrorKind::NotFound => PyFileNotFoundError::new_err(message),
+                    std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(message),
+                    std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
+                    std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(message),
+                    _ => PyOSError::new_err(message),
+                },
             },
             _ => PyValueError::new_err(message),
         }
     }
+}
+
+/// The `OSError` Python's `bl.save` raised for what `detail` says: the
+/// class and `errno` Python gives the system's code (`PermissionError`
+/// and `EACCES` where Windows would not replace the file, its code as
+/// `winerror`), `[Errno N] message: 'filename'` where a file name is set,
+/// else the message alone with `errno` set.
+fn os_error(py: Python<'_>, detail: &OsDetail, kind: std::io::ErrorKind) -> PyErr {
+    use pyo3::exceptions::{PyOSError, PyPermissionError};
+    /// `EACCES`, the same number on every system Python runs on.
+    const EACCES: i32 = 13;
+    let made = || -> PyResult<PyErr> {
+        let os_error = py.get_type::<PyOSError>();
+        let (class, errno) = match detail.code {
+            _ if detail.windows_refused => (py.get_type::<PyPermissionError>(), Some(EACCES)),
+            // Python's own mapping of the code to a class and an errno.
+            Some(code) => {
+                let probe = if cfg!(windows) {
+                    os_error.call1((0, "", py.None(), code))?
+                } else {
+                    os_error.call1((code, ""))?
+                };
+                (probe.get_type(), probe.getattr("errno")?.extract()?)
+            }
+            None => {
+                let err = bytelens::files::Error::Io(std::io::Error::from(kind));
+                (err.into_py_err(py).get_type(py), None)
+            }
+        };
+        let value = match (&detail.filename, errno) {
+            (Some(filename), Some(errno)) => class.call1((
+                errno,
+                &detail.message,
+                filename.as_os_str(),
+                py.None(),
+                detail.filename2.as_deref().map(std::path::Path::as_os_str),
+            ))?,
+            _ => {
+                let value = class.call1((&detail.message,))?;
+                value.setattr("errno", errno)?;
+                if let Some(filename) = &detail.filename {
+                    value.setattr("filename", filename.as_os_str())?;
+                }
+                value
+            }
+        };
+        if detail.windows_refused {
+            if let Some(code) = detail.code {
+                value.setattr("winerror", code)?;
+            }
+        }
+        Ok(PyErr::from_value(value))
+    };
+    made().unwrap_or_else(|err| err)
 }
 
 /// `bytelens::files::save(path, arrays, metadata, align)` itself: each
@@ -533,14 +591,15 @@ pub(crate) fn save_file(
     bytelens::files::save(&path, &refs, &metadata, align).py_err(py)
 }
 
-/// `bl.save(path, arrays, metadata, align=align)` up to the writing: its
-/// arguments checked, in `bl.save`'s order and words, then laid out by
-/// `bytelens::files::plan_save`. Returns `(head, parts)`: the header's
-/// bytes and the arrays in the order written, each a numpy array whose
-/// bytes (in its memory order) are the file's: the user's array where its
-/// bytes are written as they lie (contiguous in the file's order and byte
-/// order: no copy), or a new C-ordered one converted (gathered, or swapped
-/// to little-endian).
+/// `bl.save(path, arrays, metadata, align=align)`: its arguments checked,
+/// in `bl.save`'s order and words, laid out by
+/// `bytelens::files::plan_save`, and written atomically by
+/// `bytelens::files::write_atomically` (the GIL released while it
+/// writes): the header's bytes, then each array's, the user's array where
+/// its bytes are written as they lie (contiguous in the file's order and
+/// byte order: no copy), or a new C-ordered one numpy converted (gathered,
+/// or swapped to little-endian). A failed write raises what `bl.save`
+/// always raised ([`IntoPyErr`] for `bytelens::files::Error`).
 ///
 /// `path` is the path as a str (`os.fsdecode`d); `arrays` what `bl.save`
 /// was given: one array-like or a mapping of one for `.npy`, a mapping of
@@ -551,13 +610,13 @@ pub(crate) fn save_file(
 /// has its type, and `numpy.asarray` would dequantise it to float32
 /// without a word).
 #[pyfunction]
-pub(crate) fn save_plan<'py>(
+pub(crate) fn save_arrays<'py>(
     py: Python<'py>,
     path: &Bound<'py, PyString>,
     arrays: &Bound<'py, PyAny>,
     metadata: &Bound<'py, PyAny>,
     align: &Bound<'py, PyAny>,
-) -> PyResult<(Bound<'py, PyBytes>, Bound<'py, PyList>)> {
+) -> PyResult<()> {
     use bytelens::ByteOrder;
     use bytelens::files::{ArrayRef, SavePart, plan_save};
     let align = save_align(align)?;
@@ -641,17 +700,16 @@ pub(crate) fn save_plan<'py>(
         .map(|(k, v)| (k.as_str(), v.as_str()))
         .collect();
     let plan = plan_save(path, &refs, &metadata, align).py_err(py)?;
-    let parts = PyList::empty(py);
-    for part in plan.parts {
-        let (_, array) = &named[part.array()];
+    let mut converted = Vec::new();
+    for part in &plan.parts {
         if part.as_it_lies(&refs).is_some() {
-            parts.append(array)?;
             continue;
         }
         // Converted by numpy, into C order and the byte order the plan
         // asks for: its byte swap and gather ran 25% and 10% faster than
         // the core's `copy_into` (64 MiB of float32, 2 cores), and bl.save
         // must not get slower. What is converted is the plan's to say.
+        let (_, array) = &named[part.array()];
         let mut dtype = array.getattr("dtype")?;
         if let SavePart::Converted(_, to) = part {
             if to.order == ByteOrder::Little {
@@ -661,9 +719,23 @@ pub(crate) fn save_plan<'py>(
         let kwargs = PyDict::new(py);
         kwargs.set_item("dtype", dtype)?;
         kwargs.set_item("order", "C")?;
-        parts.append(asarray.call((array,), Some(&kwargs))?)?;
+        converted.push(Source::read(
+            &asarray.call((array,), Some(&kwargs))?,
+            "save",
+        )?);
     }
-    Ok((PyBytes::new(py, &plan.head), parts))
+    // Each converted array is C-contiguous: its span is its bytes.
+    let mut converted = converted.iter();
+    let mut bytes: Vec<&[u8]> = vec![&plan.head];
+    for part in &plan.parts {
+        bytes.push(match part.as_it_lies(&refs) {
+            Some(lying) => lying,
+            None => converted.next().map_or(&[][..], Source::bytes),
+        });
+    }
+    let target = std::path::Path::new(path);
+    py.detach(|| bytelens::files::write_atomically(target, &bytes))
+        .py_err(py)
 }
 
 /// `bl.save`'s `align`: an int (not a bool), a power of two from 1 to

@@ -71,7 +71,7 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files_load::load_file, m)?)?;
     m.add_function(wrap_pyfunction!(files_load::describe_file, m)?)?;
     m.add_class::<files_load::Inflating>()?;
-    m.add_function(wrap_pyfunction!(files::save_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(files::save_arrays, m)?)?;
     m.add_function(wrap_pyfunction!(files::save_file, m)?)?;
     m.add_function(wrap_pyfunction!(files::inspect_file, m)?)?;
     m.add_function(wrap_pyfunction!(files::report_text, m)?)?;

@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::io;
+use std::path::PathBuf;
 
 use super::FileError;
 use crate::{ErrorKind, LayoutError, SharedError};
@@ -159,6 +160,69 @@ impl From<SharedError> for Error {
         }
     }
 }
+
+/// What Python's `OSError` carries besides its message, for an
+/// [`Error::Io`] that [`save`](super::save) words itself: the inner error
+/// of that `io::Error` (`err.get_ref()`, downcast), so that a binding can
+/// raise the exception Python's `bl.save` raised, `errno`, `filename` and
+/// `winerror` included. Its `Display` is the message.
+///
+/// # Examples
+/// ```
+/// use bytelens::files::{self, Error, OsDetail};
+/// let dir = std::env::temp_dir().join(format!("bytelens-detail-doc-{}", std::process::id()));
+/// let err = files::write_atomically(dir.join("no/such/folder/a.npy"), &[b"x"]).unwrap_err();
+/// let Error::Io(io) = &err else { panic!("{err}") };
+/// let detail = io.get_ref().and_then(|e| e.downcast_ref::<OsDetail>()).unwrap();
+/// assert!(detail.code.is_some() && detail.message.contains("cannot create"));
+/// assert_eq!(err.python_exception(), "FileNotFoundError");
+/// ```
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct OsDetail {
+    /// The message: the whole of the exception's text where `filename` is
+    /// None, else its `strerror` (Python shows `[Errno N] message:
+    /// 'filename'`).
+    pub message: String,
+    /// The system's own code (`raw_os_error`: an errno, or a Win32 error
+    /// code on Windows), where the system refused; Python's `errno` is
+    /// the errno it stands for.
+    pub code: Option<i32>,
+    /// Python's `filename` (the path the message is about), if set.
+    pub filename: Option<PathBuf>,
+    /// Python's `filename2` (a rename's target), if set.
+    pub filename2: Option<PathBuf>,
+    /// Windows would not replace the file (read-only, mapped or open):
+    /// Python raises `PermissionError` with `errno` `EACCES` whatever the
+    /// code, and the code as `winerror` where there is one.
+    pub windows_refused: bool,
+}
+
+impl OsDetail {
+    /// `message` about `err`, with its code.
+    pub(crate) fn new(err: &io::Error, message: impl Into<String>) -> OsDetail {
+        OsDetail {
+            message: message.into(),
+            code: err.raw_os_error(),
+            filename: None,
+            filename2: None,
+            windows_refused: false,
+        }
+    }
+
+    /// The error of `kind` this detail is the inner error of.
+    pub(crate) fn into_error(self, kind: io::ErrorKind) -> Error {
+        Error::Io(io::Error::new(kind, self))
+    }
+}
+
+impl fmt::Display for OsDetail {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for OsDetail {}
 
 /// The system's reason, as Python's `_reason` gives it: the text without
 /// the `(os error N)` std adds, its first letter lowercase.

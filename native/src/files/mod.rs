@@ -14,6 +14,7 @@
 //! |---|---|
 //! | [`load`], [`load_with`] | maps a file; each array a [`View`](crate::View) by name ([`Loaded::view`]), or a GGUF tensor's [`Quantized`] blocks |
 //! | [`save`] | writes `.npy` or safetensors, every array aligned, atomically |
+//! | [`write_atomically`] | writes bytes to a new file and renames it over the path (`save`'s writer, and `bl.save`'s) |
 //! | [`plan_save`] | what [`save`] writes, checked: the header, then each array's bytes ([`SavePlan`]) |
 //! | [`inspect`] | a [`Report`] of the arrays, from the headers alone |
 //! | [`inspect_raw`] | a [`Report`] of a raw file seen as a view and/or a plan's fields |
@@ -49,13 +50,13 @@ use std::path::Path;
 use crate::{OwnedPlan, ViewArgs};
 
 pub use bytelens_core::files::*;
-pub use error::Error;
+pub use error::{Error, OsDetail};
 pub use load::{
     ArrayRef, Deflated, Entry, LoadOptions, Loaded, Part, Parts, Quantized, load, load_with,
 };
 pub use raw::{BUDGET, describe_raw, elements, read_plan};
 pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report, Strings};
-pub use save::{ALIGN, MAX_ALIGN, SavePart, SavePlan, plan_save, save};
+pub use save::{ALIGN, MAX_ALIGN, SavePart, SavePlan, plan_save, save, write_atomically};
 pub use sharded::{MAX_INDEX, read_index};
 pub use text::quoted64;
 

@@ -8,7 +8,7 @@ use std::fs::OpenOptions;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use super::error::{Error, reason};
+use super::error::{Error, OsDetail, reason};
 use super::load::ArrayRef;
 use super::open::not_regular;
 use super::text::{json_string, printable, quoted64};
@@ -68,16 +68,14 @@ pub fn save(
         }
     }
     let mut converted = converted.iter();
-    write_atomically(path, &shown, |f| {
-        f.write_all(&plan.head)?;
-        for part in &plan.parts {
-            match part.as_it_lies(arrays) {
-                Some(bytes) => f.write_all(bytes)?,
-                None => f.write_all(converted.next().map_or(&[][..], Vec::as_slice))?,
-            }
-        }
-        Ok(())
-    })
+    let mut bytes: Vec<&[u8]> = vec![&plan.head];
+    for part in &plan.parts {
+        bytes.push(match part.as_it_lies(arrays) {
+            Some(lying) => lying,
+            None => converted.next().map_or(&[][..], Vec::as_slice),
+        });
+    }
+    write_atomically(path, &bytes)
 }
 
 /// What [`save`] writes, in order: the header, then each array's bytes.
@@ -493,15 +491,141 @@ fn token() -> String {
     format!("{:012x}", h.finish() & 0xFFFF_FFFF_FFFF)
 }
 
-/// Calls `write` on a new file beside `path`, syncs it and renames it over
-/// `path` (a symlink's target): readers see the old file whole or the new
-/// one whole. On any error the new file is removed and the old one kept.
-fn write_atomically(
+/// Writes `parts`, one after another, to `path` atomically: a new file
+/// beside `path` (a symlink's target) under a temporary name, written,
+/// synced to disk and renamed over `path`. Readers see the old file whole
+/// or the new one whole, and whatever maps the old file keeps its bytes.
+/// On any error the new file is removed and the old one kept. This is
+/// [`save`]'s writer and the Python package's: `bl.save` hands the
+/// header and the arrays' bytes here.
+///
+/// A replaced file keeps its permission bits; a new one gets `0o666` less
+/// the umask. On Unix the folder is synced too, so that the rename
+/// reaches the disk. Windows renames over no read-only file (refused
+/// before the new file exists, which would copy the bit and then resist
+/// removal) and over no file that is mapped or open without delete
+/// sharing: a `PermissionDenied` error that says so.
+///
+/// Each failure is an [`Error::Io`] whose inner error is an [`OsDetail`]
+/// (Python's `errno`, `filename`, `winerror`), worded as `bl.save` words
+/// it.
+///
+/// # Examples
+/// ```
+/// let dir = std::env::temp_dir().join(format!("bytelens-atomic-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// bytelens::files::write_atomically(dir.join("a.bin"), &[b"head", b"data"])?;
+/// assert_eq!(std::fs::read(dir.join("a.bin"))?, b"headdata");
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn write_atomically(path: impl AsRef<Path>, parts: &[&[u8]]) -> Result<(), Error> {
+    write_with(path.as_ref(), |f| {
+        parts.iter().try_for_each(|part| f.write_all(part))
+    })
+}
+
+/// Why Windows refuses to rename over a file (Win32 error codes): access
+/// denied, a sharing violation, or a mapped view of it still open.
+const IN_USE_WINERRORS: [i32; 3] = [5, 32, 1224];
+
+/// `path` with every symlink resolved, as Python's `os.path.realpath`: a
+/// missing file's folder resolved, and a dangling symlink followed to
+/// where it points (the file `save` creates).
+fn real_path(path: &Path) -> PathBuf {
+    if let Ok(real) = std::fs::canonicalize(path) {
+        return real;
+    }
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        let Ok(to) = std::fs::read_link(&path) else {
+            break;
+        };
+        path = match path.parent() {
+            Some(folder) => folder.join(to),
+            None => to,
+        };
+    }
+    let folder = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    match (std::fs::canonicalize(folder), path.file_name()) {
+        (Ok(folder), Some(name)) => folder.join(name),
+        _ => path,
+    }
+}
+
+/// The system's error `err` about `path`, as Python raises it: `[Errno
+/// N] reason: 'path'` (and `-> 'to'` for a rename).
+fn os_error(err: io::Error, path: &Path, to: Option<&Path>) -> Error {
+    let mut detail = OsDetail::new(&err, reason_as_is(&err));
+    detail.filename = Some(path.to_path_buf());
+    detail.filename2 = to.map(Path::to_path_buf);
+    detail.into_error(err.kind())
+}
+
+/// The system's text for `err` as Python's `strerror`, without the ` (os
+/// error N)` std adds.
+fn reason_as_is(err: &io::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" (os error ") {
+        Some(at) => text[..at].to_owned(),
+        None => text,
+    }
+}
+
+/// Why Windows would not replace `shown`, which is read-only.
+#[cfg(any(windows, test))]
+fn read_only(shown: &str) -> Error {
+    let mut detail = OsDetail::new(
+        &io::Error::from(io::ErrorKind::PermissionDenied),
+        format!(
+            "{shown}: the file is read-only, and Windows replaces no read-only file: clear its \
+             read-only attribute first (os.chmod(path, stat.S_IWRITE))"
+        ),
+    );
+    detail.windows_refused = true;
+    detail.into_error(io::ErrorKind::PermissionDenied)
+}
+
+/// Why Windows would not rename over `shown` (`err`), and what to do.
+fn in_use(shown: &str, err: &io::Error) -> Error {
+    let mut detail = OsDetail::new(
+        err,
+        format!(
+            "{shown}: Windows cannot replace the file while it is mapped or open ({}): arrays \
+             bl.load returned for it, here or in another process, map it until they are gone (del \
+             them, or copy what you need first), or save to another path",
+            reason(err).trim_end_matches('.')
+        ),
+    );
+    detail.windows_refused = true;
+    detail.into_error(io::ErrorKind::PermissionDenied)
+}
+
+/// A write, flush or sync of the new file that failed (`EFBIG`, `ENOSPC`,
+/// `EIO`): named, with the path as Python's `filename`.
+fn write_failed(path: &Path, shown: &str, err: &io::Error) -> Error {
+    let mut detail = OsDetail::new(
+        err,
+        format!(
+            "{}: writing the new file failed ({}); the old file is kept",
+            printable(shown),
+            reason(err)
+        ),
+    );
+    detail.filename = Some(path.to_path_buf());
+    detail.into_error(err.kind())
+}
+
+/// [`write_atomically`], the new file written by `write`.
+fn write_with(
     path: &Path,
-    shown: &str,
     write: impl FnOnce(&mut std::fs::File) -> io::Result<()>,
 ) -> Result<(), Error> {
-    let target: PathBuf = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let shown = path.display().to_string();
+    let target = real_path(path);
     let folder = match target.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -513,11 +637,17 @@ fn write_atomically(
     let old = match std::fs::metadata(&target) {
         Ok(info) => Some(info),
         Err(err) if err.kind() == io::ErrorKind::NotFound => None,
-        Err(err) => return Err(Error::Io(err)),
+        Err(err) => return Err(os_error(err, &target, None)),
     };
     if let Some(info) = &old {
         if !info.is_file() {
-            return Err(not_regular(shown, info.file_type()));
+            return Err(not_regular(&shown, info.file_type()));
+        }
+        // POSIX renames over a read-only file in a writable folder;
+        // Windows does not.
+        #[cfg(windows)]
+        if info.permissions().readonly() {
+            return Err(read_only(&shown));
         }
     }
     let temp = folder.join(format!(".{}.{}.tmp", name_start(&name, 180), token()));
@@ -526,42 +656,48 @@ fn write_atomically(
         .create_new(true)
         .open(&temp)
         .map_err(|err| {
-            Error::io(
-                err.kind(),
+            OsDetail::new(
+                &err,
                 format!(
                     "{shown}: cannot create {}, the new file bl.save renames over it: {}",
                     temp.display(),
                     reason(&err).to_lowercase()
                 ),
             )
+            .into_error(err.kind())
         })?;
     let result = (|| {
+        #[cfg(unix)]
         if let Some(info) = &old {
             // The file replaced keeps its permission bits.
-            std::fs::set_permissions(&temp, info.permissions())?;
+            use std::os::unix::fs::PermissionsExt;
+            let bits = std::fs::Permissions::from_mode(info.permissions().mode() & 0o777);
+            std::fs::set_permissions(&temp, bits).map_err(|err| os_error(err, &temp, None))?;
         }
         write(&mut f)
             .and_then(|()| f.flush())
             .and_then(|()| f.sync_all())
-            .map_err(|err| {
-                Error::io(
-                    err.kind(),
-                    format!(
-                        "{}: writing the new file failed ({}); the old file is kept",
-                        printable(shown),
-                        reason(&err)
-                    ),
-                )
-            })?;
+            .map_err(|err| write_failed(path, &shown, &err))?;
         drop(f);
-        std::fs::rename(&temp, &target)?;
-        Ok::<(), Error>(())
+        std::fs::rename(&temp, &target).map_err(|err| {
+            let refused = err
+                .raw_os_error()
+                .is_some_and(|code| IN_USE_WINERRORS.contains(&code));
+            if cfg!(windows) && old.is_some() && refused {
+                in_use(&shown, &err)
+            } else {
+                os_error(err, &temp, Some(&target))
+            }
+        })
     })();
     if let Err(err) = result {
         let _ = std::fs::remove_file(&temp);
         return Err(err);
     }
-    // The rename itself, to disk: through the folder, where it can be synced.
+    // The rename itself, to disk: POSIX syncs it through the folder.
+    // Windows opens no folder as a file, so there the rename reaches the
+    // disk when the system next writes the volume's metadata (the new
+    // file's bytes were synced above either way).
     #[cfg(unix)]
     if let Ok(dir) = std::fs::File::open(&folder) {
         let _ = dir.sync_all();
@@ -585,6 +721,10 @@ mod tests {
     fn names_are_cut_between_characters() {
         assert_eq!(name_start("ééé", 5), "éé");
         assert_eq!(name_start("abc", 180), "abc");
+        // Was Python's test of `_name_start`: the longest start that fits.
+        let emoji = format!("a{}", "\u{1f600}".repeat(60));
+        assert_eq!(name_start(&emoji, 180).len(), 177);
+        assert_eq!(name_start(&"€".repeat(100), 180).len(), 180);
     }
 
     fn f32s(values: &[f32], order: ByteOrder) -> Vec<u8> {
@@ -713,6 +853,171 @@ mod tests {
         // sizes and dtypes keep it).
         let data = f32s(&[1.0, 3.0, 2.0, 4.0, 1.0, 2.0, 3.0, 4.0], ByteOrder::Little);
         assert_eq!(expected[plan.head.len()..], data[..]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A fresh folder for one test.
+    fn folder(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("bytelens-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    fn detail(err: &Error) -> &OsDetail {
+        let Error::Io(io) = err else {
+            panic!("not an OS error: {err}")
+        };
+        io.get_ref()
+            .and_then(|e| e.downcast_ref::<OsDetail>())
+            .unwrap_or_else(|| panic!("no detail: {err}"))
+    }
+
+    #[test]
+    fn a_write_that_fails_leaves_the_old_file_and_no_new_one() {
+        // Was test_a_save_that_fails_leaves_the_old_file_as_it_was (Python,
+        // os.fsync patched): the writer's own failure, named, errno kept.
+        let dir = folder("write-fails");
+        let path = dir.join("m.safetensors");
+        write_atomically(&path, &[b"old"]).unwrap();
+        let err = write_with(&path, |f| {
+            f.write_all(b"half of the new")?;
+            Err(io::Error::from_raw_os_error(5))
+        })
+        .unwrap_err();
+        let shown = path.display().to_string();
+        let why = reason(&io::Error::from_raw_os_error(5));
+        assert_eq!(
+            err.to_string(),
+            format!("{shown}: writing the new file failed ({why}); the old file is kept")
+        );
+        let detail = detail(&err);
+        assert_eq!(
+            (detail.code, detail.filename.as_deref()),
+            (Some(5), Some(&*path))
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        assert_eq!(names(&dir), ["m.safetensors"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_temp_file_that_cannot_be_made_keeps_its_code() {
+        let dir = folder("no-temp");
+        let err = write_atomically(dir.join("nowhere").join("a.npy"), &[b"x"]).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains(", the new file bl.save renames over it: "),
+            "{err}"
+        );
+        assert_eq!(err.python_exception(), "FileNotFoundError");
+        let detail = detail(&err);
+        assert!(detail.code.is_some() && detail.filename.is_none());
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_in_use_message_says_why_and_what_to_do() {
+        // Was test_save_over_a_file_windows_will_not_replace_says_why (Python,
+        // os.replace and os.name patched): the message, the code kept as
+        // Python's winerror. Windows itself runs it under `xtask cross`.
+        for code in IN_USE_WINERRORS {
+            let err = in_use("/d/m.safetensors", &io::Error::from_raw_os_error(code));
+            let why = reason(&io::Error::from_raw_os_error(code));
+            assert_eq!(
+                err.to_string(),
+                format!(
+                    "/d/m.safetensors: Windows cannot replace the file while it is mapped or open \
+                     ({}): arrays bl.load returned for it, here or in another process, map it \
+                     until they are gone (del them, or copy what you need first), or save to \
+                     another path",
+                    why.trim_end_matches('.')
+                )
+            );
+            assert_eq!(err.python_exception(), "PermissionError");
+            let detail = detail(&err);
+            assert!(detail.windows_refused && detail.code == Some(code));
+        }
+    }
+
+    #[test]
+    fn a_read_only_file_is_refused_in_windows_words() {
+        let err = read_only("/d/a.npy");
+        assert_eq!(
+            err.to_string(),
+            "/d/a.npy: the file is read-only, and Windows replaces no read-only file: clear its \
+             read-only attribute first (os.chmod(path, stat.S_IWRITE))"
+        );
+        assert_eq!(err.python_exception(), "PermissionError");
+        let detail = detail(&err);
+        assert!(detail.windows_refused && detail.code.is_none());
+    }
+
+    #[test]
+    fn a_read_only_file_is_refused_on_windows_and_replaced_elsewhere() {
+        // Was test_save_over_a_read_only_file_on_windows_is_refused_before_writing
+        // (Python, os.name patched): a real read-only file.
+        let dir = folder("read-only");
+        let path = dir.join("a.npy");
+        write_atomically(&path, &[b"old"]).unwrap();
+        let writable = std::fs::metadata(&path).unwrap().permissions();
+        let mut bits = writable.clone();
+        bits.set_readonly(true);
+        std::fs::set_permissions(&path, bits).unwrap();
+        let result = write_atomically(&path, &[b"new"]);
+        // Refused before the new file existed: nothing beside it.
+        assert_eq!(names(&dir), ["a.npy"]);
+        if cfg!(windows) {
+            let err = result.unwrap_err();
+            assert!(
+                err.to_string()
+                    .ends_with("the file is read-only, and Windows replaces no read-only file: clear its read-only attribute first (os.chmod(path, stat.S_IWRITE))"),
+                "{err}"
+            );
+            assert!(detail(&err).windows_refused);
+            assert_eq!(std::fs::read(&path).unwrap(), b"old");
+        } else {
+            // POSIX renames over it, keeping its bits.
+            result.unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), b"new");
+            assert!(std::fs::metadata(&path).unwrap().permissions().readonly());
+        }
+        // Writable again (as it was), so that Windows can remove it.
+        std::fs::set_permissions(&path, writable).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_replaced_file_keeps_its_bits_and_a_symlink_its_place() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = folder("bits");
+        let path = dir.join("a.npy");
+        write_atomically(&path, &[b"old"]).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o604)).unwrap();
+        write_atomically(&path, &[b"new"]).unwrap();
+        let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o604);
+        // A dangling symlink: the file it names is made, the link kept.
+        let link = dir.join("link.npy");
+        std::os::unix::fs::symlink("made.npy", &link).unwrap();
+        write_atomically(&link, &[b"through"]).unwrap();
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+        assert_eq!(std::fs::read(dir.join("made.npy")).unwrap(), b"through");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

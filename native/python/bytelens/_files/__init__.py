@@ -3,7 +3,7 @@ mapped file (:func:`load`), written with aligned tensors (:func:`save`),
 and described without reading their data (:func:`inspect`). The Rust file
 layer (``bytelens::files``) reads, checks, maps and plans every file; this
 package turns what it gives into numpy arrays and framework tensors, and
-keeps Python's argument checks and the atomic write.
+keeps Python's argument checks.
 
 The modules, each importing only those listed before it: ``_headers``
 (the header limit, the core's dtype rules typed), ``_report``
@@ -21,7 +21,7 @@ from ._load import FileArrays, load
 from ._opening import _open, _reason
 from .._native import Quantized
 from ._report import COMPRESSED, ArrayInfo, FileReport, _itemsize, _printable, _short
-from ._save import ALIGN, MAX_ALIGN, _name_start, save
+from ._save import ALIGN, MAX_ALIGN, save
 from ._sharded import MAX_INDEX
 
 # `doctest.testmod(bytelens._files)` (tests/python/test_files.py) finds only
