@@ -20,7 +20,8 @@ use pyo3::types::{PyDict, PyList};
 
 use super::buffer::PyBuf;
 use super::error::PyErrResult;
-use super::files::{new, report_dict};
+use super::files::new;
+use super::files_report::report_dict;
 use super::memory::{Memory, Storage};
 use bytelens::files::{Deflated, LoadOptions, Part};
 use bytelens::{DType, Layout, MapMode};

@@ -25,8 +25,10 @@
 //! copy    buffer source memory dtype error   bytelens.ascontiguous
 //! dequant source copy dlpack dtype error     Quantized.dequantize
 //! quantized dequant                          bytelens.Quantized
-//! files   source dtype layout quantized error  headers, reports; save, inspect, raw files
-//! files_load files buffer memory error      bytelens::files load, inspect, read_index
+//! files   dtype error                        headers, file dtypes, elements; files::Error
+//! files_report files dtype layout error     report dicts and text, inspect, raw files
+//! files_save dtype source quantized error   bl.save: arguments, plan, the one writer
+//! files_load files files_report buffer memory error  bl.load, bl.inspect, read_index
 //! shared  buffer memory layout error         bytelens.SharedBuffer (unix)
 //! gpu     buffer source memory dtype error   bytelens.gpu (feature gpu)
 //! ```
@@ -39,6 +41,8 @@ mod dtype;
 mod error;
 mod files;
 mod files_load;
+mod files_report;
+mod files_save;
 #[cfg(feature = "gpu")]
 mod gpu;
 mod layout;
@@ -71,12 +75,12 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files_load::load_file, m)?)?;
     m.add_function(wrap_pyfunction!(files_load::describe_file, m)?)?;
     m.add_class::<files_load::Inflating>()?;
-    m.add_function(wrap_pyfunction!(files::save_arrays, m)?)?;
-    m.add_function(wrap_pyfunction!(files::save_file, m)?)?;
-    m.add_function(wrap_pyfunction!(files::inspect_file, m)?)?;
-    m.add_function(wrap_pyfunction!(files::report_text, m)?)?;
-    m.add_function(wrap_pyfunction!(files::inspect_raw, m)?)?;
-    m.add_function(wrap_pyfunction!(files::elements, m)?)?;
+    m.add_function(wrap_pyfunction!(files_save::save_arrays, m)?)?;
+    m.add_function(wrap_pyfunction!(files_save::save_file, m)?)?;
+    m.add_function(wrap_pyfunction!(files_report::inspect_file, m)?)?;
+    m.add_function(wrap_pyfunction!(files_report::report_text, m)?)?;
+    m.add_function(wrap_pyfunction!(files_report::inspect_raw, m)?)?;
+    m.add_function(wrap_pyfunction!(files_report::elements, m)?)?;
     m.add_class::<shared::PySharedBuffer>()?;
     m.add_class::<shared::PyLock>()?;
     #[cfg(feature = "gpu")]
