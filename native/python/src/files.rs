@@ -290,6 +290,26 @@ pub(crate) mod new {
         Ok(unsafe { owned(py, ffi::PyList_New(0))?.cast_into_unchecked() })
     }
 
+    /// A list of `items` as Python strings (GGUF's token lists).
+    pub(crate) fn str_list<'py, 'a>(
+        py: Python<'py>,
+        items: impl Iterator<Item = &'a str>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let out = list(py)?;
+        for item in items {
+            out.append(str(py, item)?)?;
+        }
+        Ok(out.into_any())
+    }
+
+    /// numpy's dtype string of a GGUF array of `kind` (little-endian).
+    pub(crate) fn gguf_dtype(kind: bytelens::files::ValueType) -> String {
+        match kind {
+            bytelens::files::ValueType::Bool => "?".to_owned(),
+            other => format!("<{}{}", &other.name()[..1], other.size().unwrap_or(1)),
+        }
+    }
+
     /// A tuple of the objects `f` makes of `items`.
     pub(crate) fn tuple_of<'py, T>(
         py: Python<'py>,
@@ -346,18 +366,9 @@ fn gguf_metadata<'py>(
             GgufValue::Array {
                 kind: ValueType::String,
                 ..
-            } => {
-                let strings = new::list(py)?;
-                for s in value.strings() {
-                    strings.append(new::str(py, s)?)?;
-                }
-                strings.into_any()
-            }
+            } => new::str_list(py, value.strings())?,
             GgufValue::Array { kind, bytes, .. } => {
-                let dtype = match kind {
-                    ValueType::Bool => "?".to_owned(),
-                    other => format!("<{}{}", &other.name()[..1], other.size().unwrap_or(1)),
-                };
+                let dtype = new::gguf_dtype(kind);
                 let args = new::pair(py, new::bytes(py, bytes)?, new::str(py, &dtype)?)?;
                 frombuffer.call1(args.cast_into::<PyTuple>()?)?
             }

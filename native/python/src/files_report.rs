@@ -277,18 +277,9 @@ fn meta_value<'py>(
         MetaValue::Int(n) => new::i64(py, n)?,
         MetaValue::Float(x) => new::f64(py, x)?,
         MetaValue::Bool(b) => PyBool::new(py, b).to_owned().into_any(),
-        MetaValue::Strings(items) => {
-            let list = new::list(py)?;
-            for item in items.iter() {
-                list.append(new::str(py, item)?)?;
-            }
-            list.into_any()
-        }
+        MetaValue::Strings(items) => new::str_list(py, items.iter())?,
         MetaValue::Array { kind, bytes, .. } => {
-            let dtype = match kind {
-                ValueType::Bool => "?".to_owned(),
-                other => format!("<{}{}", &other.name()[..1], other.size().unwrap_or(1)),
-            };
+            let dtype = new::gguf_dtype(kind);
             let frombuffer = frombuffer.ok_or_else(|| PyValueError::new_err("numpy"))?;
             let args = new::pair(py, new::bytes(py, &bytes)?, new::str(py, &dtype)?)?;
             frombuffer.call1(args.cast_into::<PyTuple>()?)?
