@@ -299,6 +299,10 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a 5 MiB header: hours under Miri; the passes are counted natively"
+    )]
     fn a_large_header_is_read_in_few_passes() {
         // A GGUF header of 300,000 strings (several MB): read in a few
         // passes, each as long as the core asks for, not one per 64 KiB.
