@@ -148,7 +148,7 @@ impl<'a> Quoted<'a> {
     }
 
     /// Like [`new`](Self::new), for text that may hold surrogates or bytes
-    /// that are not UTF-8 (see the [module's docs](self)).
+    /// that are not UTF-8 (as `surrogateescape` decodes them: each such byte a lone surrogate).
     // Inlined, so that a caller's constant style links that style's writer
     // alone (the wasm package has a size budget).
     #[inline(always)]
