@@ -193,6 +193,16 @@ error_kinds! {
     Timeout => "Timeout", "TimeoutError", "Error";
     /// A lock taken twice by one thread, or released by one not holding it.
     LockState => "LockState", "RuntimeError", "Error";
+    // Rings between processes.
+    /// A ring that is closed: nothing more can be published, and nothing
+    /// published is left to take.
+    RingClosed => "RingClosed", "RingClosedError", "Error";
+    /// A ring's table in a state bytelens never leaves it in, or a slot
+    /// taken back from this process.
+    RingState => "RingState", "RuntimeError", "Error";
+    /// A wait stopped by its interrupt check (in Python, the signal's own
+    /// exception is raised instead: `KeyboardInterrupt` for Ctrl-C).
+    Interrupted => "Interrupted", "InterruptedError", "Error";
     // The GPU.
     /// No GPU adapter.
     NoAdapter => "NoAdapter", "GpuError", "Error";

@@ -119,6 +119,7 @@ pub mod files;
 #[cfg(feature = "gpu")]
 pub mod gpu;
 mod mapped;
+mod ring;
 mod shared;
 
 use std::fmt;
@@ -166,6 +167,7 @@ pub use copy::{
     dequantize_into_threads, gather_into, is_copy, is_parallel,
 };
 pub use mapped::{MapMode, MappedFile};
+pub use ring::{Batch, Filling, Interrupt, MAX_SLOTS, Ring, RingError, RingStats};
 pub use shared::{DATA_OFFSET, LockGuard, LockKind, MAX_NAME, SharedBuffer, SharedError};
 // Everything else of the core (the local `Error` below shadows the core's).
 pub use bytelens_core::*;

@@ -4,12 +4,13 @@
 use bytelens::{Buffer, DType, Error, ErrorKind, Layout, SharedError};
 
 /// The Python package's own exception classes (the rest are built-ins).
-const BYTELENS_CLASSES: [&str; 6] = [
+const BYTELENS_CLASSES: [&str; 7] = [
     "AlignmentError",
     "BoundsError",
     "LayoutError",
     "CastError",
     "FormatError",
+    "RingClosedError",
     "GpuError",
 ];
 
@@ -85,6 +86,12 @@ fn each_layer_reports_its_kind() {
     let plan = SharedError::BadPlan(bytelens::LayoutError::EmptyPlan);
     assert_eq!(plan.kind(), ErrorKind::EmptyPlan);
     assert!(std::error::Error::source(&plan).is_some());
+
+    let closed = bytelens::RingError::Closed { name: "r".into() };
+    assert_eq!(closed.kind().python_class(), "RingClosedError");
+    let ring = bytelens::RingError::Shared(missing);
+    assert_eq!(ring.kind(), ErrorKind::NotFound);
+    assert!(std::error::Error::source(&ring).is_some());
 
     let header = bytelens::files::read_header(b"not a file", 10).unwrap_err();
     assert_eq!(header.kind(), ErrorKind::Format);

@@ -34,6 +34,22 @@ def test_the_package_s_classes_form_the_guide_s_tree():
     assert issubclass(bl.LayoutError, ValueError)
     assert issubclass(bl.FormatError, ValueError)
     assert issubclass(bl.CastError, TypeError)
+    assert issubclass(bl.RingClosedError, RuntimeError)
+
+
+def test_ring_errors_raise_their_kinds_classes():
+    import os
+
+    ring = bl.Ring.create(f"bl-kinds-{os.getpid()}", 8, slots=1)
+    try:
+        check("Timeout", lambda: ring.consume(timeout=0))
+        ring.close()
+        check("RingClosed", lambda: ring.produce())
+        check("BadSegment", lambda: bl.Ring.create("bl-kinds-zero", 8, slots=0))
+        check("AlreadyExists", lambda: bl.Ring.create(ring.name, 8))
+    finally:
+        ring.unlink()
+    check("NotFound", lambda: bl.Ring.attach(ring.name))
 
 
 def check(kind, call):

@@ -434,7 +434,7 @@ impl PyBuf {
     }
 
     /// One numpy view per field of `plan`: `{name: array}`.
-    fn arrays<'py>(
+    pub(crate) fn arrays<'py>(
         slf: &Bound<'py, PyBuf>,
         plan: &Bound<'py, PyPlan>,
     ) -> PyResult<Bound<'py, PyDict>> {

@@ -9,8 +9,8 @@
 
 use pyo3::create_exception;
 use pyo3::exceptions::{
-    PyFileExistsError, PyFileNotFoundError, PyIsADirectoryError, PyOSError, PyPermissionError,
-    PyRuntimeError, PyTimeoutError,
+    PyFileExistsError, PyFileNotFoundError, PyInterruptedError, PyIsADirectoryError, PyOSError,
+    PyPermissionError, PyRuntimeError, PyTimeoutError,
 };
 use pyo3::exceptions::{PyKeyError, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -48,6 +48,12 @@ create_exception!(
     PyValueError,
     "A file whose header is not a valid .npy, .npz or safetensors header, with what is wrong."
 );
+create_exception!(
+    bytelens,
+    RingClosedError,
+    PyRuntimeError,
+    "A ring that is closed: producers can no longer publish, and consumers have taken everything published."
+);
 #[cfg(feature = "gpu")]
 create_exception!(
     bytelens,
@@ -65,6 +71,7 @@ pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BoundsError", py.get_type::<BoundsError>())?;
     m.add("CastError", py.get_type::<CastError>())?;
     m.add("FormatError", py.get_type::<FormatError>())?;
+    m.add("RingClosedError", py.get_type::<RingClosedError>())?;
     #[cfg(feature = "gpu")]
     m.add("GpuError", py.get_type::<GpuError>())?;
     Ok(())
@@ -89,6 +96,7 @@ fn class_of(py: Python<'_>, kind: ErrorKind) -> Bound<'_, PyType> {
         "LayoutError" => py.get_type::<LayoutError>(),
         "CastError" => py.get_type::<CastError>(),
         "FormatError" => py.get_type::<FormatError>(),
+        "RingClosedError" => py.get_type::<RingClosedError>(),
         #[cfg(feature = "gpu")]
         "GpuError" => py.get_type::<GpuError>(),
         "MemoryError" => py.get_type::<PyMemoryError>(),
@@ -101,6 +109,7 @@ fn class_of(py: Python<'_>, kind: ErrorKind) -> Bound<'_, PyType> {
         "PermissionError" => py.get_type::<PyPermissionError>(),
         "TimeoutError" => py.get_type::<PyTimeoutError>(),
         "OSError" => py.get_type::<PyOSError>(),
+        "InterruptedError" => py.get_type::<PyInterruptedError>(),
         // RuntimeError, GpuError without the `gpu` feature, and any class
         // a later row names before this match learns it (the Python test
         // of kinds fails then: the class is not the table's).
@@ -213,6 +222,17 @@ impl IntoPyErr for bytelens::SharedError {
     fn into_py_err(self, py: Python<'_>) -> PyErr {
         match self {
             bytelens::SharedError::BadPlan(err) => err.into_py_err(py),
+            other => error_of_kind(py, other.kind(), other.to_string()),
+        }
+    }
+}
+
+/// A ring's errors by kind: `RingClosedError`, `TimeoutError`,
+/// `RuntimeError`, or the shared-memory error's class.
+impl IntoPyErr for bytelens::RingError {
+    fn into_py_err(self, py: Python<'_>) -> PyErr {
+        match self {
+            bytelens::RingError::Shared(err) => err.into_py_err(py),
             other => error_of_kind(py, other.kind(), other.to_string()),
         }
     }

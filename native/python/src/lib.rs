@@ -29,7 +29,8 @@
 //! files_report files dtype layout error     report dicts and text, inspect, raw files
 //! files_save dtype source quantized error   bl.save: arguments, plan, the one writer
 //! files_load files files_report buffer memory error  bl.load, bl.inspect, read_index
-//! shared  buffer memory layout error         bytelens.SharedBuffer (unix)
+//! shared  buffer memory layout error         bytelens.SharedBuffer, timeout arguments
+//! ring    shared buffer memory layout error  bytelens.Ring, its slots and batches
 //! gpu     buffer source memory dtype error   bytelens.gpu (feature gpu)
 //! ```
 
@@ -48,6 +49,7 @@ mod gpu;
 mod layout;
 mod memory;
 mod quantized;
+mod ring;
 mod shared;
 mod source;
 
@@ -83,6 +85,9 @@ fn bytelens_native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(files_report::elements, m)?)?;
     m.add_class::<shared::PySharedBuffer>()?;
     m.add_class::<shared::PyLock>()?;
+    m.add_class::<ring::PyRing>()?;
+    m.add_class::<ring::PySlot>()?;
+    m.add_class::<ring::PyBatch>()?;
     #[cfg(feature = "gpu")]
     gpu::register(m)?;
     Ok(())

@@ -57,6 +57,10 @@ pub(crate) enum Storage {
     ),
     /// A memory-mapped file (unmapped on drop).
     Mapped(#[expect(dead_code, reason = "held only to be unmapped on drop")] bytelens::MappedFile),
+    /// A producer's slot in a ring (the ring's mapping, kept mapped).
+    Ring(#[expect(dead_code, reason = "held only to keep the mapping")] bytelens::Ring),
+    /// A consumer's batch in a ring (its slot released on drop).
+    RingBatch(#[expect(dead_code, reason = "held only to be released on drop")] bytelens::Batch),
 }
 
 /// Memory another library owns, handed back when this is dropped by calling

@@ -180,22 +180,9 @@ impl PySharedBuffer {
     /// timeout is a ValueError.
     #[pyo3(signature = (timeout = None))]
     fn lock(&self, py: Python<'_>, timeout: Option<f64>) -> PyResult<Py<PyLock>> {
-        match timeout {
+        match timeout_arg(timeout)? {
             None => Ok(self.default_lock.clone_ref(py)),
-            Some(t) if t > FOREVER => Ok(self.default_lock.clone_ref(py)),
-            Some(t) if t >= 0.0 => Py::new(
-                py,
-                PyLock::new(Arc::clone(&self.shared), Some(Duration::from_secs_f64(t))),
-            ),
-            // Debug, so that 1e300 stays short; NaN as Python writes it.
-            Some(t) => Err(PyValueError::new_err(format!(
-                "timeout must be seconds >= 0, or None or math.inf to wait forever, not {}",
-                if t.is_nan() {
-                    "nan".to_owned()
-                } else {
-                    format!("{t:?}")
-                }
-            ))),
+            Some(t) => Py::new(py, PyLock::new(Arc::clone(&self.shared), Some(t))),
         }
     }
 
@@ -245,6 +232,25 @@ pub struct PyLock {
 /// `threading.TIMEOUT_MAX` on Linux). Longer timeouts, `math.inf` among
 /// them, are waited out as `None` is, instead of overflowing the deadline.
 const FOREVER: f64 = 9_223_372_036.0;
+
+/// A `timeout=` argument in seconds: `None` (and `math.inf`, and anything
+/// past [`FOREVER`]) waits for ever; a negative or NaN one is a ValueError.
+pub(crate) fn timeout_arg(timeout: Option<f64>) -> PyResult<Option<Duration>> {
+    match timeout {
+        None => Ok(None),
+        Some(t) if t > FOREVER => Ok(None),
+        Some(t) if t >= 0.0 => Ok(Some(Duration::from_secs_f64(t))),
+        // Debug, so that 1e300 stays short; NaN as Python writes it.
+        Some(t) => Err(PyValueError::new_err(format!(
+            "timeout must be seconds >= 0, or None or math.inf to wait forever, not {}",
+            if t.is_nan() {
+                "nan".to_owned()
+            } else {
+                format!("{t:?}")
+            }
+        ))),
+    }
+}
 
 /// How long one wait for the lock lasts before Python's signal handlers
 /// (Ctrl-C) get a chance to run.

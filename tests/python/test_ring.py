@@ -1,0 +1,361 @@
+"""bytelens.Ring: batches between processes through slots in shared memory.
+
+Producers and consumers in threads and processes, slots kept by the arrays
+made from a batch, closing, timeouts and Ctrl-C in every wait, hostile
+segments, and processes killed with SIGKILL at random points while filling
+or holding a batch (every batch carries a checksum the consumer checks).
+"""
+
+import os
+import pickle
+import random
+import select
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import bytelens as bl
+
+pytestmark = pytest.mark.skipif(
+    sys.platform == "win32", reason="the ring's process tests fork and signal (Linux and macOS)"
+)
+
+N = 1 << 14
+
+
+def unique(what):
+    return f"bl-ring-{what}-{os.getpid()}-{random.randrange(1 << 30)}"
+
+
+def batch_plan(n=N):
+    return bl.Plan("batch").struct(id=("<u8", (1,)), data=("<u4", (n,)), sum=("<u8", (1,)))
+
+
+def fill(slot, ident, steps=1):
+    """Writes batch `ident` into the slot in `steps` parts, then its sum."""
+    data = slot["data"]
+    values = (np.arange(data.size, dtype=np.uint64) * 2654435761 + ident) % (1 << 32)
+    slot["id"][0] = ident
+    for part in np.array_split(np.arange(data.size), steps):
+        data[part] = values[part]
+    slot["sum"][0] = int(values.sum()) ^ ident
+
+
+def check(batch):
+    """The batch's id, after checking its sum: a torn batch fails here."""
+    ident = int(batch["id"][0])
+    total = int(batch["data"].astype(np.uint64).sum())
+    assert total ^ ident == int(batch["sum"][0]), f"batch {batch.seq} (id {ident}) is torn"
+    return ident
+
+
+@pytest.fixture
+def ring():
+    made = []
+
+    def make(what, plan=None, slots=4):
+        r = bl.Ring.create(unique(what), plan if plan is not None else batch_plan(), slots)
+        made.append(r)
+        return r
+
+    yield make
+    for r in made:
+        try:
+            r.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def test_batches_pass_in_order_with_their_fields(ring):
+    r = ring("order")
+    assert (r.slots, r.slot_nbytes) == (4, 8 + 4 * N + 8)
+    assert r.nbytes % 4096 == 0 and r.nbytes >= 4 * r.slot_nbytes
+    for i in range(3):
+        with r.produce() as slot:
+            assert slot.nbytes == r.slot_nbytes and slot.address % 4096 == 0
+            fill(slot, 100 + i)
+    for i in range(3):
+        with r.consume() as batch:
+            assert (batch.seq, batch.redelivered) == (i, False)
+            assert check(batch) == 100 + i
+            assert sorted(batch.keys()) == ["data", "id", "sum"]
+            assert batch["data"].dtype == np.dtype("<u4") and batch["data"].flags.writeable
+    stats = r.stats()
+    assert (stats["published"], stats["consumed"], stats["abandoned"]) == (3, 3, 0)
+    with pytest.raises(KeyError, match=r"no field 'y' in the ring's plan \(it has: id, data, sum\)"):
+        with r.produce() as slot:
+            slot["y"]
+    assert r.stats()["abandoned"] == 1
+
+
+def test_a_kept_array_or_tensor_keeps_the_slot(ring):
+    r = ring("kept", slots=1)
+    with r.produce() as slot:
+        fill(slot, 7)
+    with r.consume() as batch:
+        kept = np.from_dlpack(batch["data"])
+        view = memoryview(batch.buffer)
+    del view
+    with pytest.raises(TimeoutError, match=rf'ring "{r.name}": waited 0.100 s for a free slot'):
+        r.produce(timeout=0.1)
+    assert kept[1] == (2654435761 + 7) % (1 << 32)
+    del kept
+    with r.produce(timeout=0) as slot:
+        fill(slot, 8)
+    batch = r.consume(timeout=0)
+    batch.release()
+    with pytest.raises(RuntimeError, match="batch 1 was released"):
+        batch["data"]
+    with r.produce(timeout=0):
+        pass
+
+
+def test_closing_ends_producers_and_drains_consumers(ring):
+    r = ring("close", slots=2)
+    for i in range(2):
+        with r.produce() as slot:
+            fill(slot, i)
+    errors = []
+
+    def blocked_producer():
+        try:
+            r.produce(timeout=30)
+        except bl.RingClosedError as err:
+            errors.append(err)
+
+    t = threading.Thread(target=blocked_producer)
+    t.start()
+    time.sleep(0.1)
+    start = time.monotonic()
+    r.close()
+    t.join()
+    assert time.monotonic() - start < 5
+    assert errors and errors[0].kind == "RingClosed" and r.name in str(errors[0])
+    assert r.closed
+    assert [check(b) for b in r] == [0, 1]  # drained, then the loop ends
+    with pytest.raises(bl.RingClosedError, match="is closed"):
+        r.consume(timeout=0)
+    with pytest.raises(bl.RingClosedError):
+        r.produce()
+
+
+def test_timeouts_and_arguments_are_checked(ring):
+    r = ring("args", plan=64, slots=1)
+    assert r.plan is None
+    with pytest.raises(TimeoutError, match="published batch"):
+        r.consume(timeout=0.05)
+    with pytest.raises(ValueError, match="timeout must be seconds >= 0"):
+        r.consume(timeout=-1)
+    with pytest.raises(TypeError, match="plan must be a bytelens.Plan or a byte size"):
+        bl.Ring.create(unique("bad"), "x")
+    with pytest.raises(ValueError, match="0 slots: a ring has 1 to 65536"):
+        bl.Ring.create(unique("bad"), 8, slots=0)
+    with pytest.raises(FileExistsError):
+        bl.Ring.create(r.name, 8)
+    with r.produce() as slot:
+        slot.buffer.view("<u1")[:] = 5
+        with pytest.raises(KeyError, match="made with a byte size: use .buffer"):
+            slot["x"]
+    with r.consume() as batch:
+        assert bytes(batch.buffer.view("<u1")) == b"\x05" * 64
+
+
+def test_a_ring_pickles_as_its_name(ring):
+    r = ring("pickle")
+    other = pickle.loads(pickle.dumps(r))
+    assert (other.name, other.slots, other.slot_nbytes) == (r.name, r.slots, r.slot_nbytes)
+    assert other.plan.nbytes == r.slot_nbytes
+
+
+def test_hostile_segments_are_refused(ring):
+    plain = bl.SharedBuffer.create(unique("plain"), 1 << 16)
+    try:
+        with pytest.raises(ValueError, match="no ring's table"):
+            bl.Ring.attach(plain.name)
+    finally:
+        plain.unlink()
+    r = ring("hostile", slots=2)
+    words = bl.SharedBuffer.attach(r.name).buffer.view("<u8")
+    words[2] = 3  # the slot count
+    with pytest.raises(ValueError, match="says 3 slots"):
+        bl.Ring.attach(r.name)
+    words[2] = 2
+    words[32] = 0xFF  # slot 0's state
+    with pytest.raises(RuntimeError, match="slot 0's state word is 0x00000000000000ff"):
+        bl.Ring.attach(r.name)
+    words[32] = 0
+    del words
+    bl.Ring.attach(r.name)
+    with pytest.raises(ValueError, match=r'"a\\u\{1\}b/" is not a usable shared-memory name'):
+        bl.Ring.attach("a\x01b/")
+
+
+def test_producer_processes_and_a_consumer_thread(ring):
+    import multiprocessing
+
+    r = ring("procs", slots=3)
+    ctx = multiprocessing.get_context("spawn")
+    workers = [ctx.Process(target=_produce, args=(r, k, 25)) for k in range(2)]
+    for w in workers:
+        w.start()
+    seen = []
+    for _ in range(50):
+        with r.consume(timeout=60) as batch:
+            seen.append(check(batch))
+    for w in workers:
+        w.join(60)
+        assert w.exitcode == 0
+    assert sorted(seen) == sorted(k << 32 | i for k in range(2) for i in range(25))
+    # Each producer's batches arrive in its own order.
+    for k in range(2):
+        mine = [s for s in seen if s >> 32 == k]
+        assert mine == sorted(mine)
+
+
+def _produce(r, k, n):
+    for i in range(n):
+        with r.produce(timeout=60) as slot:
+            fill(slot, k << 32 | i, steps=4)
+
+
+def _wait_readable(fd, timeout):
+    ready, _, _ = select.select([fd], [], [], timeout)
+    return bool(ready)
+
+
+def _child(body):
+    """Forks a child that runs `body()` and never returns; its pid."""
+    pid = os.fork()
+    if pid == 0:
+        try:
+            body()
+        finally:
+            os._exit(0)
+    return pid
+
+
+def _kill(pid):
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_processes_killed_while_filling_or_holding_lose_nothing(ring):
+    """100 producers killed at random points while filling, then 100
+    consumers killed while holding a batch: every batch a verifying
+    consumer gets is whole, every published batch reaches it, and the ring
+    goes on."""
+    import multiprocessing
+
+    r = ring("kill", plan=batch_plan(1 << 12), slots=4)
+    rng = random.Random(1234)
+    ctx = multiprocessing.get_context("spawn")
+    results, theirs = ctx.Pipe(duplex=False)
+    verifier = ctx.Process(target=_verify, args=(r, theirs))
+    verifier.start()
+    theirs.close()
+    try:
+        # Producers killed at random points while filling (a fill takes
+        # about 5 ms, and the child says when its first began).
+        for k in range(100):
+            read, write = os.pipe()
+            pid = _child(lambda: _produce_forever(r, k, write))
+            os.close(write)
+            assert _wait_readable(read, 30)
+            time.sleep(rng.uniform(0, 0.006))
+            _kill(pid)
+            os.close(read)
+        # Consumers killed while holding a batch.
+        for k in range(100):
+            read, write = os.pipe()
+
+            def hold():
+                os.close(read)
+                batch = r.consume(timeout=30)
+                os.write(write, b"1")
+                time.sleep(60)
+                del batch
+
+            pid = _child(hold)
+            os.close(write)
+            n = 0
+            while not _wait_readable(read, 0.001):
+                with r.produce(timeout=30) as slot:
+                    fill(slot, 1 << 40 | k << 16 | n)
+                n += 1
+            _kill(pid)
+            os.close(read)
+        # The ring goes on.
+        with r.produce(timeout=30) as slot:
+            fill(slot, 1 << 50)
+        time.sleep(0.2)
+        r.close()
+        seqs, ids = results.recv()
+        verifier.join(60)
+    finally:
+        if verifier.is_alive():
+            verifier.kill()
+    stats = r.stats()
+    print(stats, len(ids), "batches verified")
+    assert verifier.exitcode == 0
+    assert seqs == list(range(stats["published"])), "a published batch never arrived"
+    assert 1 << 50 in ids
+    assert stats["redelivered"] == 100
+    # Most producers died filling (the rest between batches).
+    assert stats["abandoned"] == stats["recovered"] - stats["redelivered"] >= 60
+
+
+def _produce_forever(r, k, started):
+    n = 0
+    while True:
+        with r.produce(timeout=30) as slot:
+            if n == 0:
+                os.write(started, b"1")
+            slot["id"][0] = k << 16 | n
+            for step in range(50):
+                slot["data"][step::50] = step
+                time.sleep(0.0001)
+            fill(slot, k << 16 | n, steps=8)
+        n += 1
+
+
+def _verify(r, results):
+    seqs, ids = set(), []
+    for batch in r:
+        ids.append(check(batch))
+        seqs.add(batch.seq)
+        del batch
+    results.send((sorted(seqs), ids))
+
+
+def test_ctrl_c_interrupts_a_wait(ring):
+    r = ring("sigint", slots=1)
+    script = textwrap.dedent(
+        f"""
+        import bytelens as bl, sys
+        r = bl.Ring.attach({r.name!r})
+        print("waiting", flush=True)
+        try:
+            r.consume()
+        except KeyboardInterrupt:
+            print("interrupted", flush=True)
+            sys.exit(3)
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env
+    )
+    assert child.stdout.readline() == "waiting\n"
+    time.sleep(0.2)
+    start = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    out, _ = child.communicate(timeout=20)
+    assert (child.returncode, out) == (3, "interrupted\n")
+    assert time.monotonic() - start < 2
