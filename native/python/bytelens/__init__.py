@@ -14,6 +14,7 @@ bounds or misaligned::
 
 from ._copy import ascontiguous
 from ._files import FileArrays, FileReport, Quantized, inspect, load, save
+from ._loader import Loader, LoaderWorkerError
 from ._view import View
 from ._native import (
     AlignmentError,
@@ -44,6 +45,8 @@ __all__ = [
     "FormatError",
     "Layout",
     "LayoutError",
+    "Loader",
+    "LoaderWorkerError",
     "Plan",
     "Quantized",
     "Ring",

@@ -97,24 +97,27 @@ fn wait_for<T: Send>(
 impl PyRing {
     /// Creates the ring `name` with `slots` slots laid out by `plan` (a
     /// Plan; attaching processes read it back), or of `plan` bytes each
-    /// when it is an int.
+    /// when it is an int. `nbytes` makes each slot larger than its plan
+    /// (room after the plan's arrays for what the caller keeps there).
     #[classmethod]
-    #[pyo3(signature = (name, plan, slots = 8))]
+    #[pyo3(signature = (name, plan, slots = 8, *, nbytes = None))]
     fn create(
         _cls: &Bound<'_, PyType>,
         py: Python<'_>,
         name: &str,
         plan: &Bound<'_, PyAny>,
         slots: usize,
+        nbytes: Option<usize>,
     ) -> PyResult<PyRing> {
         let ring = if let Ok(plan) = plan.cast::<PyPlan>() {
             let plan = plan.get().plan.spec().build().py_err(py)?;
+            let nbytes = nbytes.unwrap_or(plan.nbytes());
             // SAFETY: shrinking the segment under its mappings is the one
             // thing no process may do; the class docstring says so.
-            unsafe { Ring::create(name, Some(&plan), plan.nbytes(), slots) }
-        } else if let Ok(nbytes) = plan.extract::<usize>() {
+            unsafe { Ring::create(name, Some(&plan), nbytes, slots) }
+        } else if let Ok(size) = plan.extract::<usize>() {
             // SAFETY: as above.
-            unsafe { Ring::create(name, None, nbytes, slots) }
+            unsafe { Ring::create(name, None, nbytes.unwrap_or(size).max(size), slots) }
         } else {
             return Err(PyTypeError::new_err(format!(
                 "plan must be a bytelens.Plan or a byte size (an int >= 0), not {}",

@@ -1,0 +1,326 @@
+"""``bytelens.Loader``: batches made by worker processes, handed to the
+training loop in index order over the slots of a ring, without a copy.
+
+Two rings connect the main process and its workers: ``tasks`` (one slot a
+task: a position in the loader's order and the index to fill) and ``data``
+(the batches, each slot laid out by the user's plan, with the position
+written after the plan's arrays). The main process publishes a task only
+for positions less than ``slots - 1`` ahead of the one it hands out next,
+so every batch it waits for has a slot, whatever order the workers finish
+in, with one slot left for the batch the loop body holds. Both names are
+unlinked once every worker has attached: nothing is left in ``/dev/shm``
+however the processes end, and workers die with the main process (Linux's
+``PR_SET_PDEATHSIG``; elsewhere they notice within 0.2 s).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import multiprocessing
+import os
+import pickle
+import signal
+import sys
+import traceback
+import weakref
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from . import _frameworks
+from ._native import Plan, Ring, RingBatch, RingClosedError, RingSlot
+
+#: How long the main process and the workers wait at a time before they
+#: look for errors, dead workers or a dead parent.
+_SLICE = 0.2
+#: The task ring's plan: a position and an index.
+_TASK = Plan("task").struct(task=("<i8", (2,)))
+
+
+class LoaderWorkerError(RuntimeError):
+    """A loader worker died, or could not start; says which, and how."""
+
+
+class _RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker, as its text."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _position_at(plan: Plan) -> int:
+    """Where a data slot keeps its position: after the plan's bytes, aligned."""
+    return -(-plan.nbytes // 8) * 8
+
+
+class Loader:
+    """Batches filled by ``workers`` processes, yielded in index order.
+
+    ``fill(slot, index)`` runs in the workers (it must be importable, as
+    for ``multiprocessing``'s spawn): it writes the batch for ``index``
+    into ``slot["field"]``, the numpy arrays of ``plan``'s fields over the
+    slot's shared memory. Iterating the loader yields ``{field: array}``
+    dicts (torch tensors with ``framework="torch"``, JAX arrays with
+    ``"jax"``) over the slots, in the order of ``indices`` (an iterable of
+    ints, or ``n`` for ``range(n)``), zero-copy. The slot of a batch goes
+    back to the workers once nothing refers to its arrays or tensors any
+    more; the loop body may keep its current batch while the next is
+    filled, and keeping more than ``slots - workers - 1`` stalls the
+    workers until some are let go.
+
+    A worker's exception is raised here, with its traceback as the cause;
+    a worker that dies is a :class:`LoaderWorkerError` naming it. Leaving
+    the loop, ``close()``, ``del`` or the end of the main process stop the
+    workers, and leave nothing in ``/dev/shm``.
+    """
+
+    def __init__(
+        self,
+        fill: Callable[[RingSlot, int], Any],
+        plan: Plan,
+        indices: Iterable[int] | int,
+        workers: int = 2,
+        slots: int = 8,
+        framework: str = "numpy",
+    ) -> None:
+        if not isinstance(plan, Plan):
+            raise TypeError(f"plan must be a bytelens.Plan, not {type(plan).__name__}")
+        if not isinstance(workers, int) or workers < 1:
+            raise ValueError(f"workers must be an int >= 1, not {workers!r}")
+        if not isinstance(slots, int) or slots < 2:
+            raise ValueError(f"slots must be an int >= 2, not {slots!r}")
+        self.indices = list(range(indices)) if isinstance(indices, int) else [int(i) for i in indices]
+        self.fill = fill
+        self.plan = plan
+        self.workers = workers
+        self.slots = slots
+        self.framework = _frameworks.framework_name(framework)
+        self._closer: weakref.finalize | None = None
+
+    def __len__(self) -> int:
+        return len(self.indices)
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        run = _Run(self)
+        self._closer = weakref.finalize(self, run.close)
+        try:
+            yield from run.batches()
+        finally:
+            run.close()
+
+    def close(self) -> None:
+        """Stops the workers of a loop in progress (leaving it does too)."""
+        if self._closer is not None:
+            self._closer()
+
+
+class _Run:
+    """One pass of a loader: its rings, workers and order."""
+
+    def __init__(self, loader: Loader) -> None:
+        self.loader = loader
+        self.window = loader.slots - 1
+        tag = f"bl-loader-{os.getpid()}-{os.urandom(4).hex()}"
+        at = _position_at(loader.plan)
+        self.data = Ring.create(tag + "-data", loader.plan, loader.slots, nbytes=at + 8)
+        self.tasks = Ring.create(tag + "-tasks", _TASK, loader.slots)
+        self.at = at
+        self.procs: list[Any] = []
+        self.conns: list[Any] = []
+        self.closed = False
+        self.waiting = 0
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        for w in range(self.loader.workers):
+            mine, theirs = ctx.Pipe(duplex=False)
+            proc = ctx.Process(
+                target=_work,
+                args=(self.loader.fill, self.data.name, self.tasks.name, self.at, theirs),
+                name=f"bytelens-loader-{w}",
+                daemon=True,
+            )
+            proc.start()
+            theirs.close()
+            self.procs.append(proc)
+            self.conns.append(mine)
+        for w, conn in enumerate(self.conns):
+            # A worker attaches, or says why not, or dies.
+            if not _ready(conn, self.procs[w]):
+                self._raise_from(w)
+        # Every worker has the rings mapped: the names can go.
+        self.data.unlink()
+        self.tasks.unlink()
+
+    def batches(self) -> Iterator[dict[str, Any]]:
+        indices = self.loader.indices
+        for pos in range(min(self.window, len(indices))):
+            self._task(pos)
+        pending: dict[int, RingBatch] = {}
+        for pos in range(len(indices)):
+            self.waiting = pos
+            while pos not in pending:
+                batch = self._take()
+                pending[int(batch.buffer.view("<i8", offset=self.at, shape=(1,))[0])] = batch
+            batch = pending.pop(pos)
+            out = {
+                name: _frameworks.to_framework(array, self.loader.framework)
+                for name, array in batch.arrays().items()
+            }
+            batch.release()
+            del batch
+            if pos + self.window < len(indices):
+                self._task(pos + self.window)
+            yield out
+            del out
+
+    def _task(self, pos: int) -> None:
+        with self.tasks.produce() as slot:
+            slot["task"][:] = (pos, self.loader.indices[pos])
+
+    def _take(self) -> RingBatch:
+        while True:
+            try:
+                return self.data.consume(timeout=_SLICE)
+            except TimeoutError:
+                self._check()
+
+    def _check(self) -> None:
+        """Raises a worker's exception, or an error for a worker that died."""
+        for w, conn in enumerate(self.conns):
+            if conn.poll():
+                self._raise_from(w)
+            if self.procs[w].exitcode is not None:
+                self._raise_from(w)
+
+    def _raise_from(self, w: int) -> None:
+        proc, conn = self.procs[w], self.conns[w]
+        message = None
+        try:
+            if conn.poll(1.0):
+                message = conn.recv()
+        except (EOFError, OSError):
+            pass
+        if message and message[0] == "error":
+            _, index, payload, text = message
+            try:
+                err = pickle.loads(payload)
+            except Exception:  # not picklable: its text will do
+                err = RuntimeError(f"loader worker {w} failed on index {index}")
+            raise err from _RemoteTraceback(f"\n\nin loader worker {w} (pid {proc.pid}), filling index {index}:\n{text}")
+        proc.join(1.0)
+        code = proc.exitcode
+        how = (
+            f"was killed by {signal.Signals(-code).name}"
+            if code is not None and code < 0
+            else f"exited with code {code}"
+        )
+        indices = self.loader.indices
+        waiting = f"index {indices[self.waiting]}" if indices else "nothing"
+        raise LoaderWorkerError(
+            f"loader worker {w} (pid {proc.pid}) {how}, while the loader waited for "
+            f"{waiting} (position {self.waiting}); the batch it was filling is lost"
+        )
+
+    def close(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for ring in (self.tasks, self.data):
+            try:
+                ring.close()
+            except Exception:
+                pass
+        for proc in self.procs:
+            proc.join(2.0)
+            if proc.is_alive():
+                proc.kill()
+                proc.join(2.0)
+        for conn in self.conns:
+            conn.close()
+        for ring in (self.tasks, self.data):
+            try:
+                ring.unlink()
+            except FileNotFoundError:
+                pass
+
+
+def _ready(conn: Any, proc: Any) -> bool:
+    """Waits for a worker's first word: True for "ready"."""
+    while not conn.poll(_SLICE):
+        if proc.exitcode is not None:
+            return False
+    try:
+        return conn.recv() == ("ready",)
+    except EOFError:
+        return False
+
+
+def _die_with_parent() -> Callable[[], bool]:
+    """Asks Linux to kill this worker when its parent dies; and a check
+    that the parent still lives, for everywhere."""
+    if sys.platform == "linux":
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+    parent = os.getppid()
+    return lambda: os.getppid() == parent
+
+
+def _work(fill: Callable[[RingSlot, int], Any], data_name: str, tasks_name: str, at: int, conn: Any) -> None:
+    """A worker: takes tasks, fills their batches, until the tasks close."""
+    parent_alive = _die_with_parent()
+    try:
+        data = Ring.attach(data_name)
+        tasks = Ring.attach(tasks_name)
+    except BaseException as err:
+        conn.send(("error", None, _pickled(err), traceback.format_exc()))
+        return
+    conn.send(("ready",))
+    while parent_alive():
+        try:
+            task = tasks.consume(timeout=_SLICE)
+        except TimeoutError:
+            continue
+        except RingClosedError:
+            return
+        with task:
+            pos, index = (int(v) for v in task["task"])
+        try:
+            slot = _produce(data, parent_alive)
+            if slot is None:
+                return
+            with slot:
+                slot.buffer.view("<i8", offset=at, shape=(1,))[0] = pos
+                fill(slot, index)
+        except RingClosedError:
+            return
+        except BaseException as err:
+            conn.send(("error", index, _pickled(err), traceback.format_exc()))
+            return
+
+
+def _produce(data: Ring, parent_alive: Callable[[], bool]) -> RingSlot | None:
+    while parent_alive():
+        try:
+            return data.produce(timeout=_SLICE)
+        except TimeoutError:
+            continue
+    return None
+
+
+def _pickled(err: BaseException) -> bytes:
+    try:
+        return pickle.dumps(err)
+    except Exception:
+        return pickle.dumps(RuntimeError(f"{type(err).__name__}: {err}"))

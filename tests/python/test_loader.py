@@ -1,0 +1,161 @@
+"""bytelens.Loader: worker processes fill batches, the loop gets them in
+index order over shared-memory slots (zero-copy into numpy, torch and JAX),
+worker errors and deaths come back as exceptions, and every way out of the
+loop leaves no process and no segment behind."""
+
+import glob
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import numpy as np
+import pytest
+
+import bytelens as bl
+
+pytestmark = pytest.mark.skipif(
+    sys.platform == "win32", reason="the loader's tests look in /dev/shm and signal workers"
+)
+
+PLAN = bl.Plan("sample").struct(x=("<f4", (4, 8)), label=("<i8", (1,)))
+
+
+def fill(slot, index):
+    slot["x"][:] = np.arange(32, dtype=np.float32).reshape(4, 8) + index
+    slot["label"][0] = index
+
+
+def fill_failing(slot, index):
+    if index == 5:
+        raise ValueError(f"no sample {index}")
+    fill(slot, index)
+
+
+def fill_dying(slot, index):
+    if index == 3:
+        os.kill(os.getpid(), signal.SIGKILL)
+    fill(slot, index)
+
+
+def segments():
+    return glob.glob(f"/dev/shm/bl-loader-{os.getpid()}-*")
+
+
+def test_batches_arrive_in_index_order():
+    order = [7, 3, 11, 0, 5, 9, 2, 8, 1, 4, 6, 10, 12, 15, 13, 14]
+    loader = bl.Loader(fill, PLAN, order, workers=3, slots=4)
+    assert len(loader) == 16
+    seen = []
+    for batch in loader:
+        assert sorted(batch) == ["label", "x"]
+        assert batch["x"].shape == (4, 8) and batch["x"].dtype == np.float32
+        assert batch["x"][0, 1] == 1 + batch["label"][0]
+        seen.append(int(batch["label"][0]))
+    assert seen == order
+    assert segments() == []
+    assert [p for p in __import__("multiprocessing").active_children() if p.name.startswith("bytelens-loader")] == []
+
+
+def test_torch_tensors_are_the_slots_memory():
+    torch = pytest.importorskip("torch")
+    addresses = set()
+    total = 0.0
+    for batch in bl.Loader(fill, PLAN, 12, workers=2, slots=4, framework="torch"):
+        assert isinstance(batch["x"], torch.Tensor)
+        addresses.add(batch["x"].data_ptr())
+        total += float(batch["x"].sum())
+    # Twelve batches through at most four slots: the tensors were the slots.
+    assert len(addresses) <= 4
+    assert total == sum(float(np.arange(32).sum() + 32 * i) for i in range(12))
+
+
+def test_a_kept_batch_keeps_its_slot():
+    kept = []
+    for batch in bl.Loader(fill, PLAN, 6, workers=1, slots=4):
+        kept.append(batch["x"])
+        if len(kept) > 2:
+            kept.pop(0)  # two kept at a time: the workers go on
+    assert [k[0, 0] for k in kept] == [4, 5]
+
+
+def test_a_worker_s_exception_is_raised_with_its_traceback():
+    with pytest.raises(ValueError, match="no sample 5") as info:
+        for _ in bl.Loader(fill_failing, PLAN, 10, workers=2, slots=4):
+            pass
+    cause = str(info.value.__cause__)
+    assert "in loader worker" in cause and "filling index 5" in cause
+    assert "fill_failing" in cause and 'raise ValueError(f"no sample {index}")' in cause
+    assert segments() == []
+
+
+def test_a_killed_worker_is_an_error_naming_it():
+    with pytest.raises(bl.LoaderWorkerError, match=r"loader worker \d \(pid \d+\) was killed by SIGKILL"):
+        for _ in bl.Loader(fill_dying, PLAN, 10, workers=2, slots=4):
+            pass
+    assert segments() == []
+
+
+def test_leaving_the_loop_stops_the_workers():
+    loader = bl.Loader(fill, PLAN, 1000, workers=2, slots=4)
+    for i, _ in enumerate(loader):
+        if i == 3:
+            break
+    time.sleep(0.1)
+    import multiprocessing
+
+    assert [p for p in multiprocessing.active_children() if p.name.startswith("bytelens-loader")] == []
+    assert segments() == []
+
+
+def test_the_main_process_killed_leaves_nothing_behind(tmp_path):
+    script = textwrap.dedent(
+        """
+        import sys, os, time
+        sys.path.insert(0, %r)
+        import bytelens as bl
+        from test_loader import fill, PLAN
+        import multiprocessing
+        for i, batch in enumerate(bl.Loader(fill, PLAN, 10**6, workers=2, slots=4)):
+            if i == 2:
+                pids = [p.pid for p in multiprocessing.active_children()]
+                print(" ".join(map(str, pids)), flush=True)
+                time.sleep(60)
+        """
+        % os.path.dirname(__file__)
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    pids = [int(p) for p in child.stdout.readline().split()]
+    assert len(pids) == 2
+    child.kill()
+    child.wait()
+    deadline = time.monotonic() + 10
+    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(p) for p in pids), "a worker outlived the main process"
+    assert glob.glob(f"/dev/shm/bl-loader-{child.pid}-*") == []
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # A zombie (its parent dead, not yet reaped by init) counts as gone.
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def test_arguments_are_checked():
+    with pytest.raises(TypeError, match="plan must be a bytelens.Plan"):
+        bl.Loader(fill, 64, 4)
+    with pytest.raises(ValueError, match="workers must be an int >= 1"):
+        bl.Loader(fill, PLAN, 4, workers=0)
+    with pytest.raises(ValueError, match="slots must be an int >= 2"):
+        bl.Loader(fill, PLAN, 4, slots=1)
