@@ -12,6 +12,7 @@
 //! |---|---|
 //! | [`Buffer`] | owned, zeroed memory at 64-byte alignment (or [`Buffer::with_align`]), whose views are checked once and then read without bounds checks |
 //! | [`SharedBuffer`] | a named shared-memory segment other processes attach to, its [`Plan`] in the header and a lock that survives a killed holder ([`LockGuard::owner_died`]) |
+//! | [`Ring`] | a ring of slots in shared memory: batches between processes in place, in order, none lost when a process dies |
 //! | [`MappedFile`] | a file mapped read-only, read-write or copy-on-write ([`MapMode`]) |
 //! | [`copy_into`], [`gather_into`] | any view into a C-ordered slice, byte order and dtype converted on the way, at memory speed (SIMD register tiles for transposes) |
 //! | [`dequantize_into`] | GGUF's quantised blocks (Q4_0 … Q6_K, IQ4, MXFP4, TQ) to float32, float16 or bfloat16 |
@@ -146,6 +147,7 @@ mod guide {
         files => "docs/guide/files.md",
         gguf => "docs/guide/gguf.md",
         shared_memory => "docs/guide/shared-memory.md",
+        pipelines => "docs/guide/pipelines.md",
         copying => "docs/guide/copying.md",
         wasm => "docs/guide/wasm.md",
         scale_out => "docs/guide/scale-out.md",

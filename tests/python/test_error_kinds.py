@@ -35,6 +35,7 @@ def test_the_package_s_classes_form_the_guide_s_tree():
     assert issubclass(bl.FormatError, ValueError)
     assert issubclass(bl.CastError, TypeError)
     assert issubclass(bl.RingClosedError, RuntimeError)
+    assert issubclass(bl.LoaderWorkerError, RuntimeError)
 
 
 def test_ring_errors_raise_their_kinds_classes():

@@ -68,16 +68,18 @@ fn collect_estimates(dir: &Path, rows: &mut Vec<(String, String, f64)>) -> Resul
 /// The Python package's benchmarks against numpy: the views
 /// (native/benches/python_views.py), the copies
 /// (native/benches/python_copy.py), then round trips through Ray and Dask
-/// (native/benches/python_scale.py), and loading files
-/// (native/benches/python_files.py). `views ARG...`, `copy ARG...`,
-/// `scale ARG...`, `files ARG...` or `gpu ARG...` (model files to the GPU,
-/// native/benches/python_gpu.py, which `bench gpu` runs too) runs one of
-/// them with its own arguments.
+/// (native/benches/python_scale.py), loading files
+/// (native/benches/python_files.py), and rings between processes
+/// (native/benches/python_ring.py, against torch's DataLoader,
+/// multiprocessing.Pipe and iceoryx2, which it installs). `views ARG...`,
+/// `copy ARG...`, `scale ARG...`, `files ARG...`, `ring ARG...` or `gpu
+/// ARG...` (model files to the GPU, native/benches/python_gpu.py, which
+/// `bench gpu` runs too) runs one of them with its own arguments.
 pub fn bench_python(args: &[String], install: bool) -> Result {
-    const SCRIPTS: [&str; 5] = ["views", "copy", "scale", "files", "gpu"];
+    const SCRIPTS: [&str; 6] = ["views", "copy", "scale", "files", "ring", "gpu"];
     let scripts: Vec<(&str, &[String])> = match args.split_first() {
         // `gpu` (native/benches/python_gpu.py) runs with `bench gpu`.
-        None => SCRIPTS[..4].iter().map(|name| (*name, &[][..])).collect(),
+        None => SCRIPTS[..5].iter().map(|name| (*name, &[][..])).collect(),
         Some((name, rest)) if SCRIPTS.contains(&name.as_str()) => {
             vec![(name.as_str(), rest)]
         }
@@ -90,12 +92,31 @@ pub fn bench_python(args: &[String], install: bool) -> Result {
         }
     };
     installing(install, ensure_python_envs)?;
+    if scripts.iter().any(|(name, _)| *name == "ring") {
+        installing(install, ensure_iceoryx2)?;
+    }
     build_python_package()?;
     for (name, rest) in scripts {
         let script = format!("native/benches/python_{name}.py");
         let mut c = cmd(&venv_python(PY_ENVS[0].0), &[script.as_str()]);
         c.args(rest);
         run(c)?;
+    }
+    Ok(())
+}
+
+/// The ring benchmark's anchor iceoryx2 (its Python package, pinned), in
+/// the bench's environment: only the benchmark uses it.
+fn ensure_iceoryx2() -> Result {
+    const ICEORYX2: &str = "iceoryx2==0.10.0";
+    let python = venv_python(PY_ENVS[0].0);
+    let has = cmd(&python, &["-c", "import iceoryx2"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !has {
+        run(cmd(&python, &["-m", "pip", "install", "--quiet", ICEORYX2]))?;
     }
     Ok(())
 }

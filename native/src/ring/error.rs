@@ -18,6 +18,16 @@ pub enum RingError {
         /// What is wrong.
         why: String,
     },
+    /// The system had no memory for the ring's segment (on Linux, /dev/shm
+    /// is full: in containers it is often 64 MiB unless raised).
+    NoRoom {
+        /// The ring's name.
+        name: String,
+        /// The bytes asked for.
+        nbytes: usize,
+        /// What the system said.
+        err: std::io::Error,
+    },
     /// The ring is closed: no slot can be claimed or published, or (for a
     /// consumer) nothing published is left.
     Closed {
@@ -69,6 +79,13 @@ impl std::fmt::Display for RingError {
             RingError::BadRing { name, why } => {
                 write!(f, "ring {} cannot be used: {why}", quoted(name))
             }
+            RingError::NoRoom { name, nbytes, err } => write!(
+                f,
+                "ring {}: no room for its {nbytes} bytes of shared memory ({err}); on Linux \
+                 /dev/shm is full, or small (containers often give it 64 MiB: raise it, with \
+                 docker's --shm-size for one)",
+                quoted(name)
+            ),
             RingError::Closed { name } => write!(
                 f,
                 "ring {} is closed (producers can no longer publish; consumers get what was \
@@ -113,6 +130,7 @@ impl RingError {
         match self {
             RingError::Shared(err) => err.kind(),
             RingError::BadRing { .. } => ErrorKind::BadSegment,
+            RingError::NoRoom { .. } => ErrorKind::OutOfMemory,
             RingError::Closed { .. } => ErrorKind::RingClosed,
             RingError::Timeout { .. } => ErrorKind::Timeout,
             RingError::Interrupted { .. } => ErrorKind::Interrupted,
@@ -125,6 +143,7 @@ impl std::error::Error for RingError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             RingError::Shared(err) => Some(err),
+            RingError::NoRoom { err, .. } => Some(err),
             _ => None,
         }
     }

@@ -471,23 +471,24 @@ pub(crate) fn close(t: &Table<'_>) -> Stores {
     stores
 }
 
-/// Marks a producer (or a consumer) waiting on the word it sleeps on, and
-/// counts the wait if it is the `first` slice of one: the stores, and the
-/// word with the generation seen.
-pub(crate) fn start_wait(t: &Table<'_>, producer: bool, first: bool) -> (Stores, usize, u32) {
-    let word = if producer { W_FREED } else { W_PUBLISHED_GEN };
+/// Counts a wait of a producer (or a consumer).
+pub(crate) fn count_wait(t: &Table<'_>, producer: bool) -> Stores {
     let mut stores = Stores::default();
-    if first {
-        let stat = if producer {
-            S_PRODUCER_WAITS
-        } else {
-            S_CONSUMER_WAITS
-        };
-        t.count(&mut stores, stat);
-    }
-    let w = t.get(word);
-    stores.push(word, w.wrapping_add(1 << 32));
-    (stores, word, w as u32)
+    let stat = if producer {
+        S_PRODUCER_WAITS
+    } else {
+        S_CONSUMER_WAITS
+    };
+    t.count(&mut stores, stat);
+    stores
+}
+
+/// Marks one more process sleeping on `word` (`W_FREED` or
+/// `W_PUBLISHED_GEN`), so that changes bumping it wake it.
+pub(crate) fn start_wait(t: &Table<'_>, word: usize) -> Stores {
+    let mut stores = Stores::default();
+    stores.push(word, t.get(word).wrapping_add(1 << 32));
+    stores
 }
 
 /// Undoes [`start_wait`]'s mark, when the wait is over.

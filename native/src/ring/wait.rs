@@ -5,18 +5,18 @@
 //! `os_sync_wait_on_address` needs macOS 14.4, and Windows'
 //! `WaitOnAddress` works within one process only).
 //!
-//! A sleeper first spins a few microseconds, watching the word: a batch
-//! published by a process running on another core is seen without a
-//! system call on either side.
+//! A waiter first spins a few microseconds ([`spin`]), watching the word
+//! without saying it waits: a batch published by a process running on
+//! another core is then seen without a system call on either side.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-/// How long a sleeper spins before it sleeps.
-const SPIN: Duration = Duration::from_micros(20);
+/// How long a waiter watches the word before it sleeps.
+pub(crate) const SPIN: Duration = Duration::from_micros(20);
 
 /// The low half of `word`, which the waits compare (the high half counts
-/// the waiters, and changes without waking anyone).
+/// the sleepers, and changes without waking anyone).
 fn low(word: &AtomicU64) -> u32 {
     word.load(Ordering::Acquire) as u32
 }
@@ -28,19 +28,19 @@ fn low_ptr(word: &AtomicU64) -> *mut u32 {
     word.as_ptr().cast::<u32>()
 }
 
-/// Sleeps while the low half of `word` is `seen`, at most `slice`: returns
-/// early when it changes (or spuriously; the caller looks again either way).
-pub(crate) fn wait(word: &AtomicU64, seen: u32, slice: Duration) {
+/// Watches the low half of `word` for at most `time`: whether it changed
+/// from `seen`.
+pub(crate) fn spin(word: &AtomicU64, seen: u32, time: Duration) -> bool {
     let start = Instant::now();
     let mut spins = 0u32;
     while low(word) == seen {
-        if spins.is_multiple_of(64) && start.elapsed() >= SPIN.min(slice) {
-            sleep(word, seen, slice.saturating_sub(start.elapsed()));
-            return;
+        if spins.is_multiple_of(64) && start.elapsed() >= time {
+            return false;
         }
         spins = spins.wrapping_add(1);
         std::hint::spin_loop();
     }
+    true
 }
 
 /// Wakes every process sleeping on `word`.
@@ -61,8 +61,10 @@ pub(crate) fn wake(word: &AtomicU64) {
     let _ = word;
 }
 
+/// Sleeps while the low half of `word` is `seen`, at most `time`: returns
+/// early when it changes (or spuriously; the caller looks again either way).
 #[cfg(target_os = "linux")]
-fn sleep(word: &AtomicU64, seen: u32, time: Duration) {
+pub(crate) fn sleep(word: &AtomicU64, seen: u32, time: Duration) {
     if time.is_zero() {
         return;
     }
@@ -87,8 +89,9 @@ fn sleep(word: &AtomicU64, seen: u32, time: Duration) {
     }
 }
 
+/// As on Linux, polling.
 #[cfg(not(target_os = "linux"))]
-fn sleep(word: &AtomicU64, seen: u32, time: Duration) {
+pub(crate) fn sleep(word: &AtomicU64, seen: u32, time: Duration) {
     let end = Instant::now() + time;
     let mut nap = Duration::from_micros(50);
     while low(word) == seen {
@@ -111,20 +114,31 @@ mod tests {
     fn a_change_wakes_the_sleeper_and_a_timeout_ends_the_sleep() {
         let word = Arc::new(AtomicU64::new(5 | 1 << 32));
         let start = Instant::now();
-        wait(&word, 5, Duration::from_millis(30));
+        assert!(!spin(&word, 5, Duration::from_millis(5)));
+        sleep(&word, 5, Duration::from_millis(30));
         assert!(
-            start.elapsed() >= Duration::from_millis(25),
+            start.elapsed() >= Duration::from_millis(30),
             "{:?}",
             start.elapsed()
         );
         let other = Arc::clone(&word);
+        let changer = std::thread::spawn({
+            let other = Arc::clone(&word);
+            move || {
+                std::thread::sleep(Duration::from_millis(1));
+                other.store(7 | 1 << 32, Ordering::Release);
+            }
+        });
+        assert!(spin(&word, 5, Duration::from_secs(10)));
+        changer.join().unwrap();
+        word.store(5 | 1 << 32, Ordering::Release);
         let waker = std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(20));
             other.store(6 | 1 << 32, Ordering::Release);
             wake(&other);
         });
         let start = Instant::now();
-        wait(&word, 5, Duration::from_secs(10));
+        sleep(&word, 5, Duration::from_secs(10));
         assert!(
             start.elapsed() < Duration::from_secs(5),
             "{:?}",
