@@ -284,6 +284,10 @@ def memory_rows():
         ring.unlink()
 
 
+def goal(what, value, ok, target):
+    print(f"goal {what}: {value} ({'met' if ok else 'MISSED'}; goal {target})")
+
+
 def main():
     import torch
 
@@ -293,29 +297,30 @@ def main():
     loader_tp = dataloader_batches_per_s(torch)
     bound_tp = bound_batches_per_s(torch)
     print(
-        f"throughput: ring {ring_tp:.0f} batches/s of 16 MiB, DataLoader(num_workers=2) "
-        f"{loader_tp:.0f}/s, one process {bound_tp:.0f}/s: {ring_tp / loader_tp:.1f}x DataLoader "
-        f"(goal >= 2x), {ring_tp / bound_tp:.2f}x the bound (goal >= 0.7x)"
+        f"throughput, 16 MiB batches: ring {ring_tp:.0f}/s, DataLoader(num_workers=2) "
+        f"{loader_tp:.0f}/s, one process in one buffer {bound_tp:.0f}/s"
     )
     pipe = pipe_rtt_us()
     ring = ring_rtt_us()
     iox = iox_rtt_us()
-    iox_part = (
-        f", iceoryx2 {iox:.1f} us: {ring / iox:.2f}x iceoryx2 (goal <= 1.5x)"
-        if iox
-        else ", iceoryx2 not installed (`cargo xtask bench python ring` installs it)"
-    )
     print(
-        f"latency: 4 KiB round trip, median: ring {ring:.1f} us, Pipe {pipe:.1f} us: "
-        f"{ring / pipe:.2f}x Pipe (goal <= 0.2x){iox_part}"
+        f"latency, 4 KiB round trip, median: ring {ring:.1f} us, Pipe {pipe:.1f} us, "
+        + (f"iceoryx2 {iox:.1f} us" if iox else "iceoryx2 not installed (`cargo xtask bench python ring` installs it)")
     )
     made, rows = memory_rows()
     (a, ra), (b, rb) = sorted(rows.items())
     print(
-        f"memory: after {a} and {b} batches of 1 MiB: consumer RSS {ra[0]} -> {rb[0]} KiB, "
+        f"memory, after {a} and {b} batches of 1 MiB: consumer RSS {ra[0]} -> {rb[0]} KiB, "
         f"producer RSS {ra[1]} -> {rb[1]} KiB, /dev/shm {ra[2] >> 10} -> {rb[2] >> 10} KiB "
-        f"(the segment: {(made.nbytes + 4096) >> 10} KiB; goal: no growth)"
+        f"(the segment with its header: {(made.nbytes + 4096) >> 10} KiB)"
     )
+    goal("throughput against DataLoader", f"{ring_tp / loader_tp:.1f}x", ring_tp >= 2 * loader_tp, ">= 2x")
+    goal("throughput against the bound", f"{ring_tp / bound_tp:.2f}x", ring_tp >= 0.7 * bound_tp, ">= 0.7x")
+    goal("latency against Pipe", f"{ring / pipe:.2f}x", ring <= 0.2 * pipe, "<= 0.2x")
+    if iox:
+        goal("latency against iceoryx2", f"{ring / iox:.2f}x", ring <= 1.5 * iox, "<= 1.5x")
+    grew = max(rb[0] - ra[0], rb[1] - ra[1], (rb[2] - ra[2]) >> 10)
+    goal("memory growth from batch 1,000 to 10,000" if not QUICK else "memory growth", f"{grew} KiB", grew <= 256, "none (<= 256 KiB of noise)")
 
 
 if __name__ == "__main__":
