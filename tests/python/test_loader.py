@@ -72,6 +72,27 @@ def test_torch_tensors_are_the_slots_memory():
     assert total == sum(float(np.arange(32).sum() + 32 * i) for i in range(12))
 
 
+def test_jax_arrays():
+    jax = pytest.importorskip("jax")
+    labels = [int(b["label"][0]) for b in bl.Loader(fill, PLAN, 5, workers=1, slots=3, framework="jax")]
+    assert labels == list(range(5))
+    batch = next(iter(bl.Loader(fill, PLAN, [4], workers=1, slots=2, framework="jax")))
+    assert isinstance(batch["x"], jax.Array) and float(batch["x"][0, 0]) == 4.0
+
+
+def test_dropping_the_iterator_stops_the_workers():
+    import gc
+    import multiprocessing
+
+    it = iter(bl.Loader(fill, PLAN, 1000, workers=2, slots=4))
+    next(it)
+    assert len([p for p in multiprocessing.active_children() if p.name.startswith("bytelens-loader")]) == 2
+    del it
+    gc.collect()
+    assert [p for p in multiprocessing.active_children() if p.name.startswith("bytelens-loader")] == []
+    assert segments() == []
+
+
 def test_a_kept_batch_keeps_its_slot():
     kept = []
     for batch in bl.Loader(fill, PLAN, 6, workers=1, slots=4):
