@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import bytelens as bl
+from _support import frameworks_required
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="the ring's process tests fork and signal (Linux and macOS)"
@@ -145,6 +146,29 @@ def test_closing_ends_producers_and_drains_consumers(ring):
         r.produce()
 
 
+def test_torch_and_jax_tensors_are_the_slot_and_keep_it(ring):
+    if frameworks_required():
+        import jax
+        import torch
+    else:
+        torch = pytest.importorskip("torch")
+        jax = pytest.importorskip("jax")
+    r = ring("frameworks", slots=1)
+    with r.produce() as slot:
+        fill(slot, 3)
+    with r.consume() as batch:
+        t = torch.from_dlpack(batch["data"])
+        j = jax.dlpack.from_dlpack(batch["data"])
+        assert t.data_ptr() == batch.address + 8
+        total = int(t.to(torch.int64).sum())
+    del j
+    with pytest.raises(TimeoutError):
+        r.produce(timeout=0.05)  # the tensor still reads the slot
+    assert total == int(t.to(torch.int64).sum())
+    del t
+    r.produce(timeout=0).abandon()
+
+
 def test_timeouts_and_arguments_are_checked(ring):
     r = ring("args", plan=64, slots=1)
     assert r.plan is None
@@ -192,6 +216,13 @@ def test_hostile_segments_are_refused(ring):
     words[32] = 0
     del words
     bl.Ring.attach(r.name)
+    # A segment too small for a ring's table (its header cut short).
+    small = bl.SharedBuffer.create(unique("small"), 64)
+    try:
+        with pytest.raises(ValueError, match="64 bytes of data, too few for a ring's table"):
+            bl.Ring.attach(small.name)
+    finally:
+        small.unlink()
     with pytest.raises(ValueError, match=r'"a\\u\{1\}b/" is not a usable shared-memory name'):
         bl.Ring.attach("a\x01b/")
 
