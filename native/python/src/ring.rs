@@ -309,8 +309,12 @@ pub struct PySlot {
     filling: Mutex<Option<Filling>>,
     buffer: Py<PyBuf>,
     arrays: Py<PyDict>,
+    /// Which slot of the ring this is.
+    #[pyo3(get, name = "index")]
     slot: usize,
+    #[pyo3(get)]
     address: usize,
+    #[pyo3(get)]
     nbytes: usize,
 }
 
@@ -376,22 +380,6 @@ impl PySlot {
         self.buffer.clone_ref(py)
     }
 
-    #[getter]
-    fn address(&self) -> usize {
-        self.address
-    }
-
-    #[getter]
-    fn nbytes(&self) -> usize {
-        self.nbytes
-    }
-
-    /// Which slot of the ring this is.
-    #[getter]
-    fn index(&self) -> usize {
-        self.slot
-    }
-
     fn __repr__(&self) -> String {
         let open = self.filling.lock().map(|f| f.is_some()).unwrap_or(false);
         format!(
@@ -412,10 +400,16 @@ impl PySlot {
 #[pyclass(name = "RingBatch", module = "bytelens._native", frozen)]
 pub struct PyBatch {
     held: Mutex<Option<(Py<PyBuf>, Py<PyDict>)>>,
+    #[pyo3(get)]
     seq: u64,
+    #[pyo3(get)]
     redelivered: bool,
+    /// Which slot of the ring holds it.
+    #[pyo3(get, name = "index")]
     slot: usize,
+    #[pyo3(get)]
     address: usize,
+    #[pyo3(get)]
     nbytes: usize,
 }
 
@@ -476,32 +470,6 @@ impl PyBatch {
     #[getter]
     fn buffer<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBuf>> {
         Ok(self.held(py)?.0)
-    }
-
-    #[getter]
-    fn seq(&self) -> u64 {
-        self.seq
-    }
-
-    #[getter]
-    fn redelivered(&self) -> bool {
-        self.redelivered
-    }
-
-    #[getter]
-    fn address(&self) -> usize {
-        self.address
-    }
-
-    #[getter]
-    fn nbytes(&self) -> usize {
-        self.nbytes
-    }
-
-    /// Which slot of the ring holds it.
-    #[getter]
-    fn index(&self) -> usize {
-        self.slot
     }
 
     fn __repr__(&self) -> String {
