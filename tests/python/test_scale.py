@@ -270,6 +270,39 @@ def test_ray_tasks_and_actors_share_a_segment_by_name(ray_cluster):
         sh.unlink()
 
 
+def produce_batches(ring, first, count):
+    """A worker's part of a pipeline: `count` batches into the ring it was
+    passed (pickled as its name, attached on arrival)."""
+    for i in range(first, first + count):
+        with ring.produce(timeout=60) as slot:
+            slot["x"][:] = i
+            slot["n"][0] = i
+    return count
+
+
+def consume_batches(ring, count):
+    got = []
+    for _ in range(count):
+        with ring.consume(timeout=60) as batch:
+            assert (batch["x"] == batch["n"][0]).all()
+            got.append(int(batch["n"][0]))
+    return sorted(got)
+
+
+RING_PLAN = bl.Plan("Batch").struct(x=("<f4", (64, 64)), n=("<i8", 1))
+
+
+def test_ray_tasks_produce_into_a_ring(ray_cluster):
+    ring = bl.Ring.create(f"ray-ring-{os.getpid()}", RING_PLAN, slots=3)
+    try:
+        task = ray.remote(produce_batches)
+        done = [task.remote(ring, 10 * w, 10) for w in range(2)]
+        assert consume_batches(ring, 20) == list(range(20))
+        assert ray.get(done) == [10, 10]
+    finally:
+        ring.unlink()
+
+
 # --- Dask -----------------------------------------------------------------------
 
 def test_dask_workers_get_buffers_views_and_plans(dask_client):
@@ -362,3 +395,13 @@ def test_dask_workers_share_a_segment_by_name(dask_client):
         assert sh.arrays()["A"].tolist() == [1.0] * 4 + [2.0] * 4 + [3.0] * 4 + [4.0] * 4
     finally:
         sh.unlink()
+
+
+def test_dask_workers_produce_into_a_ring(dask_client):
+    ring = bl.Ring.create(f"dask-ring-{os.getpid()}", RING_PLAN, slots=3)
+    try:
+        futures = [dask_client.submit(produce_batches, ring, 10 * w, 10, pure=False) for w in range(2)]
+        assert consume_batches(ring, 20) == list(range(20))
+        assert dask_client.gather(futures) == [10, 10]
+    finally:
+        ring.unlink()
