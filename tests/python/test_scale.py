@@ -215,16 +215,21 @@ def test_ray_layout_plan_and_view(ray_cluster):
     t = buf.view("<f4", 0, (1024, 1024), (4, 4096))
     view = bl.View.of(t)
     assert ray.get(task.remote(view)) == digest(view)
-    ref = ray.put(view)
-    gets = [ray.get(ref) for _ in range(4)]
+    for _ in range(3):
+        ref = ray.put(view)
+        gets = [ray.get(ref) for _ in range(4)]
+        if any(shared and "plasma" in line for line, shared in (mapping_of(g.buffer.address) for g in gets)):
+            break
     back = gets[0]
     # Zero-copy: a get lands over the memory of Ray's object store, a shared
     # mapping of its plasma file. Not every get has, in full runs: once two
     # gets came back at different addresses (CPython 3.12), once a get came
     # back outside any shared mapping (3.13), where many other runs of the
-    # same build passed. So: at least one of four gets in the store (a
-    # bytelens that copied would have none), each with the view's bytes, and
-    # every get's place in the message when none is. (Whether that memory
+    # same build passed, and once (a fresh-clone run, 2026-12-04) all four
+    # gets of one put came back in private anonymous memory. So: at least
+    # one of four gets in the store, for one of three puts (a bytelens that
+    # copied would have none), each with the view's bytes, and every get's
+    # place in the message when none is. (Whether that memory
     # is read-only is Ray's to say, and once, in a fresh-clone run, it was
     # not; the Buffer is exactly as writable as what Ray hands over.)
     places = [mapping_of(got.buffer.address) for got in gets]
