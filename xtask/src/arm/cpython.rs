@@ -74,7 +74,7 @@ const PY_ARCH_NEUTRAL: [&str; 11] = [
 
 /// Why the rest is left out: the python suite runs all of them natively.
 const SLOW: &str = "under qemu it takes minutes (each child Python starts in seconds there)";
-const PY_LEFT_OUT: [(&str, &str); 15] = [
+const PY_LEFT_OUT: [(&str, &str); 16] = [
     ("test_gpu.py", "no Vulkan driver for arm64 here"),
     (
         "test_hostile_round5_gpu.py",
@@ -110,6 +110,11 @@ const PY_LEFT_OUT: [(&str, &str); 15] = [
     (
         "test_examples.py",
         "its examples use Ray, Dask, torch and the GPU",
+    ),
+    (
+        "test_loader.py",
+        "its workers are spawned Pythons, each starting in seconds under qemu (the ring under \
+         it is held by bytelens' own tests under qemu)",
     ),
     (
         "test_ring.py",
@@ -377,7 +382,27 @@ fn pytest_summary(log: &str) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{count, pytest_summary};
+    use super::{PY_ARCH_NEUTRAL, PY_LEFT_OUT, PY_RUN, count, fs, pytest_summary, root};
+
+    /// The arm suite refuses a test file in none of the lists; this says so
+    /// in the rust suite already, without qemu.
+    #[test]
+    fn every_python_test_file_is_run_or_left_out_under_qemu() {
+        let tests = root().join("tests/python");
+        for entry in fs::read_dir(&tests).unwrap().flatten() {
+            let file = entry.file_name().to_string_lossy().into_owned();
+            if !(file.starts_with("test_") && file.ends_with(".py")) {
+                continue;
+            }
+            let listed = PY_RUN.contains(&file.as_str())
+                || PY_ARCH_NEUTRAL.contains(&file.as_str())
+                || PY_LEFT_OUT.iter().any(|(f, _)| *f == file);
+            assert!(
+                listed,
+                "tests/python/{file}: add it to arm/cpython.rs's PY_RUN, PY_ARCH_NEUTRAL or PY_LEFT_OUT"
+            );
+        }
+    }
 
     #[test]
     fn pytest_summaries_pass_only_with_passes_and_no_failures() {
