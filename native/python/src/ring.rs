@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
 use super::buffer::PyBuf;
-use super::error::{IntoPyErr, PyErrResult};
+use super::error::PyErrResult;
 use super::layout::PyPlan;
 use super::memory::{Memory, Storage};
 use super::shared::timeout_arg;
@@ -65,14 +65,6 @@ fn wait_for<T: Send>(
 ) -> PyResult<T> {
     match f(Some(Duration::ZERO), &mut || false) {
         Err(RingError::Timeout { .. }) if timeout != Some(Duration::ZERO) => {}
-        Err(RingError::Timeout { name, what, .. }) => {
-            return Err(RingError::Timeout {
-                name,
-                what,
-                waited: Duration::ZERO,
-            }
-            .into_py_err(py));
-        }
         done => return done.py_err(py),
     }
     let mut raised: Option<PyErr> = None;
@@ -431,12 +423,8 @@ impl PyBatch {
 impl PyBatch {
     /// Lets go of the batch: its slot is free once every array made from
     /// it is gone too.
-    fn release(&self, py: Python<'_>) {
-        let held = self.held.lock().unwrap_or_else(|e| e.into_inner()).take();
-        // Dropping the last reference may release the slot: without the GIL
-        // held longer than needed, but the references need it.
-        drop(held);
-        let _ = py;
+    fn release(&self) {
+        drop(self.held.lock().unwrap_or_else(|e| e.into_inner()).take());
     }
 
     fn __enter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
@@ -444,8 +432,8 @@ impl PyBatch {
     }
 
     #[pyo3(signature = (*_args))]
-    fn __exit__(&self, py: Python<'_>, _args: &Bound<'_, PyTuple>) -> bool {
-        self.release(py);
+    fn __exit__(&self, _args: &Bound<'_, PyTuple>) -> bool {
+        self.release();
         false
     }
 
