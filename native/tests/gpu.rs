@@ -4,27 +4,11 @@
 //! Without an adapter these tests fail when `BYTELENS_REQUIRE_GPU` or `CI`
 //! is set (as `cargo xtask test` and CI do) and otherwise skip, saying why.
 
-use std::sync::OnceLock;
+mod support;
 
 use bytelens::gpu::{GpuBuffer, GpuContext, GpuError, GpuOptions, GpuTexture, wgpu};
 use bytelens::{Buffer, ByteOrder, DType, Descr, Error, Layout, Plan, copy_into, gather_into};
-
-/// The shared default context, or `None` (with a message) on a developer
-/// machine without Vulkan.
-fn gpu() -> Option<&'static GpuContext> {
-    static GPU: OnceLock<Result<GpuContext, GpuError>> = OnceLock::new();
-    match GPU.get_or_init(GpuContext::new) {
-        Ok(gpu) => Some(gpu),
-        Err(err) => {
-            let required = ["BYTELENS_REQUIRE_GPU", "CI"]
-                .iter()
-                .any(|var| std::env::var_os(var).is_some_and(|v| !v.is_empty()));
-            assert!(!required, "a GPU adapter is required here: {err}");
-            eprintln!("skipping: {err}");
-            None
-        }
-    }
-}
+use support::gpu;
 
 /// Bytes that differ at every position and in every element size.
 fn pattern(n: usize, seed: u8) -> Vec<u8> {

@@ -747,6 +747,7 @@ mod safetensors;
 mod tests;
 #[cfg(test)]
 mod tests_gguf;
+pub mod wgsl;
 
 pub use ggml::{BlockField, GgmlInfo, GgmlType, other_ggml_type};
 pub use gguf::{

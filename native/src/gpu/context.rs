@@ -34,6 +34,8 @@ pub(super) struct Inner {
     /// One upload ring per upload thread.
     pub(super) upload: Vec<Mutex<Ring>>,
     pub(super) readback: Mutex<Ring>,
+    /// Dequantising shaders compiled so far.
+    pub(super) pipelines: super::dequant::Pipelines,
     /// The first error wgpu raised outside any error scope (in the user's
     /// own wgpu calls on this device): kept instead of wgpu's default panic.
     uncaptured: Arc<Mutex<Option<String>>>,
@@ -193,6 +195,7 @@ impl GpuContext {
                     .map(|_| Mutex::new(Ring::default()))
                     .collect(),
                 readback: Mutex::new(Ring::default()),
+                pipelines: Default::default(),
                 uncaptured,
             }),
         })

@@ -74,6 +74,22 @@ pub enum GpuError {
     },
     /// Options that cannot work (a zero-sized ring, say).
     BadOptions(String),
+    /// Data larger than one of the device's limits allows where it must
+    /// fit in one buffer or one binding (a tensor dequantised on the GPU).
+    TooLarge {
+        /// What: `values of "blk.0.ffn_up.weight"`, say.
+        what: String,
+        /// Its bytes.
+        bytes: u64,
+        /// The limit, as WebGPU names it (`maxBufferSize`).
+        limit: &'static str,
+        /// The limit's value on this device.
+        max: u64,
+    },
+    /// A GPU buffer that cannot be dequantised: it holds no quantised
+    /// blocks, or blocks of a type without a shader, or to a dtype other
+    /// than float32, float16 and bfloat16.
+    Dequantize(String),
     /// An upload larger than a CPU adapter (lavapipe) can hold: its buffers
     /// are host memory, which the system would overcommit and then kill the
     /// process for touching, where a GPU refuses with an out-of-memory error.
@@ -147,6 +163,16 @@ impl fmt::Display for GpuError {
                 write!(f, "cannot load the file: array {name:?}: {reason}")
             }
             GpuError::BadOptions(message) => write!(f, "bad GPU options: {message}"),
+            GpuError::TooLarge {
+                what,
+                bytes,
+                limit,
+                max,
+            } => write!(
+                f,
+                "{what} take {bytes} bytes, more than this device's {limit} of {max} bytes"
+            ),
+            GpuError::Dequantize(message) => write!(f, "cannot dequantise on the GPU: {message}"),
             GpuError::OutOfMemory { bytes, available } => write!(
                 f,
                 "the upload needs {bytes} bytes, and this CPU adapter's buffers and textures are host memory, \
@@ -201,6 +227,8 @@ impl GpuError {
             | GpuError::Host(_)
             | GpuError::FileArray { .. }
             | GpuError::BadOptions(_)
+            | GpuError::TooLarge { .. }
+            | GpuError::Dequantize(_)
             | GpuError::OutOfMemory { .. } => ErrorKind::Gpu,
         }
     }

@@ -11,6 +11,17 @@ use bytelens_core::{DType, Descr, Layout};
 
 use super::upload::HostView;
 use super::{GpuBuffer, GpuContext, GpuError};
+
+/// Where [`GpuContext::load_with`] dequantises quantised tensors.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Dequantize {
+    /// On the CPU, in the pass that copies them into staging memory (the
+    /// SIMD kernels of [`dequantize_into`](crate::dequantize_into)).
+    #[default]
+    Cpu,
+    /// On the GPU, by the core's WGSL shaders, after their blocks go up.
+    Gpu,
+}
 use crate::Buffer;
 use crate::mapped::prefetch;
 
@@ -110,6 +121,46 @@ impl GpuContext {
         bytes: &[u8],
         to: Option<Descr>,
     ) -> Result<Vec<(String, GpuBuffer)>, GpuError> {
+        self.load_with(bytes, to, Dequantize::Cpu)
+    }
+
+    /// [`load`](Self::load), with a GGUF file's quantised tensors
+    /// dequantised where `dequantize` says: on the CPU as they are copied,
+    /// or on the GPU ([`Dequantize::Gpu`]): uploaded as their blocks (a
+    /// fraction of the values' bytes), then dequantised into `to` by the
+    /// core's WGSL shaders ([`dequantize`](Self::dequantize)), the blocks'
+    /// buffers dropped after. Without a `to`, blocks stay blocks either way.
+    ///
+    /// # Examples
+    /// ```no_run
+    /// use bytelens::{DType, Descr, MapMode, MappedFile, gpu::{Dequantize, GpuContext}};
+    /// let gpu = GpuContext::new()?;
+    /// // SAFETY: nothing shrinks the file while it is mapped.
+    /// let file = unsafe { MappedFile::open("model.gguf".as_ref(), MapMode::Read) }?;
+    /// let f16 = Some(Descr::native(DType::F16));
+    /// for (name, buffer) in gpu.load_with(file.as_bytes(), f16, Dequantize::Gpu)? {
+    ///     println!("{name}: {:?}", buffer.layout().shape());
+    /// }
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn load_with(
+        &self,
+        bytes: &[u8],
+        to: Option<Descr>,
+        dequantize: Dequantize,
+    ) -> Result<Vec<(String, GpuBuffer)>, GpuError> {
+        let on_gpu = match (dequantize, to) {
+            (Dequantize::Gpu, Some(to)) => {
+                if to.order != bytelens_core::ByteOrder::NATIVE && to.dtype.size() > 1 {
+                    return Err(GpuError::Dequantize(format!(
+                        "{to} is not in this machine's byte order; a shader writes native {}",
+                        to.dtype.name()
+                    )));
+                }
+                Some(to.dtype)
+            }
+            _ => None,
+        };
         let header = read_header(bytes, bytes.len() as u64)?;
         let name = |array: &bytelens_core::files::FileArray| match header.format {
             bytelens_core::files::Format::Npy => "array".to_owned(),
@@ -167,7 +218,41 @@ impl GpuContext {
                 }
             })
             .collect();
-        let buffers = self.upload_all(&views, to)?;
-        Ok(header.arrays.iter().map(name).zip(buffers).collect())
+        let Some(on_gpu) = on_gpu else {
+            let buffers = self.upload_all(&views, to)?;
+            return Ok(header.arrays.iter().map(name).zip(buffers).collect());
+        };
+        // Blocks go up as they are, the rest converted; then the blocks are
+        // dequantised on the GPU, in the file's order.
+        let (blocks, plain): (Vec<_>, Vec<_>) =
+            (0..views.len()).partition(|&i| values[i].is_some());
+        let pick = |which: &[usize]| which.iter().map(|&i| views[i]).collect::<Vec<_>>();
+        let mut uploaded: Vec<Option<GpuBuffer>> = (0..views.len()).map(|_| None).collect();
+        for (i, buffer) in plain.iter().zip(self.upload_all(&pick(&plain), to)?) {
+            uploaded[*i] = Some(buffer);
+        }
+        for (i, buffer) in blocks.iter().zip(self.upload_all(&pick(&blocks), None)?) {
+            let values = self.dequantize(&buffer, on_gpu).map_err(|err| match err {
+                GpuError::TooLarge {
+                    what: _,
+                    bytes,
+                    limit,
+                    max,
+                } => GpuError::TooLarge {
+                    what: format!("tensor {:?}'s values or blocks", name(&header.arrays[*i])),
+                    bytes,
+                    limit,
+                    max,
+                },
+                err => err,
+            })?;
+            uploaded[*i] = Some(values);
+        }
+        Ok(header
+            .arrays
+            .iter()
+            .map(name)
+            .zip(uploaded.into_iter().flatten())
+            .collect())
     }
 }

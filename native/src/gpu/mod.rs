@@ -56,6 +56,7 @@
 
 mod buffer;
 mod context;
+mod dequant;
 mod download;
 mod error;
 mod load;
@@ -67,6 +68,7 @@ mod upload;
 pub use buffer::GpuBuffer;
 pub use context::{GpuContext, UploadPath};
 pub use error::GpuError;
+pub use load::Dequantize;
 pub use options::GpuOptions;
 pub use texture::{GpuTexture, texture_format, texture_format_name};
 pub use upload::{HostView, Upload};

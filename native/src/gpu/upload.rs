@@ -253,7 +253,7 @@ impl GpuContext {
     }
 
     /// A zeroed GPU buffer (split into segments) for the C-contiguous `layout`.
-    fn alloc(&self, layout: &Layout) -> Result<GpuBuffer, GpuError> {
+    pub(super) fn alloc(&self, layout: &Layout) -> Result<GpuBuffer, GpuError> {
         let padded = padded_len(layout.nbytes());
         let inner = &self.inner;
         self.check_host_memory(padded)?;
