@@ -243,6 +243,67 @@ fn main() {
 
     let texture = texture_ratio(&gpu, reps);
     report(&table, nbytes, &out_dir, info, texture);
+    dequant_ratios(&gpu, nbytes, reps);
+}
+
+/// Quantised blocks dequantised on the GPU by the core's WGSL (blocks
+/// already on the GPU, values into a new buffer, waited for) against the
+/// CPU's kernel on one thread, `nbytes` of float32 values each. Prints a
+/// line per type with the ratio (the goal: at least 20× on a real GPU).
+fn dequant_ratios(gpu: &GpuContext, nbytes: usize, reps: usize) {
+    use bytelens::files::GgmlType;
+    use bytelens::gpu::HostView;
+    println!(
+        "\nGPU dequantisation (the core's WGSL) against the CPU kernel on one thread, {} MiB of float32 values:",
+        nbytes >> 20
+    );
+    for ggml in [
+        GgmlType::Q4_0,
+        GgmlType::Q8_0,
+        GgmlType::Q4_K,
+        GgmlType::Q6_K,
+    ] {
+        let info = ggml.info();
+        let count = nbytes / 4 / info.block as usize;
+        // Blocks of a pattern, every float16 field 0.5 (finite).
+        let mut blocks: Vec<u8> = (0..count * info.bytes as usize)
+            .map(|i| (i * 37 % 251) as u8)
+            .collect();
+        for block in blocks.chunks_exact_mut(info.bytes as usize) {
+            for field in info.fields.iter().filter(|f| f.dtype == DType::F16) {
+                let at = usize::from(field.offset);
+                block[at..at + 2].copy_from_slice(&0x3800u16.to_le_bytes());
+            }
+        }
+        let layout = Layout::contiguous(DType::U8, &[blocks.len()]).unwrap();
+        let values = Layout::contiguous(DType::F32, &[count * info.block as usize]).unwrap();
+        let up = gpu
+            .upload(HostView::quantized(&blocks, &layout, ggml, &values))
+            .buffer()
+            .unwrap();
+        let on_gpu = median(reps, || {
+            drop(gpu.dequantize(&up, DType::F32).unwrap());
+            wait(gpu);
+        });
+        let mut host = vec![0u8; nbytes];
+        let on_cpu = median(reps, || {
+            bytelens::dequantize_into_threads(
+                ggml,
+                &blocks,
+                &mut host,
+                Descr::native(DType::F32),
+                1,
+            )
+            .unwrap()
+        });
+        println!(
+            "  {:<5} GPU {:>7.2} GB/s of values, CPU one thread {:>6.2} GB/s: {:.2}x",
+            ggml.name(),
+            gbps(nbytes, on_gpu),
+            gbps(nbytes, on_cpu),
+            on_cpu.as_secs_f64() / on_gpu.as_secs_f64()
+        );
+    }
 }
 
 /// A strided RGB crop of a 4096×4096 uint8 image to an RGBA texture:

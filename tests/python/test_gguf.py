@@ -381,6 +381,33 @@ def test_gpu_load_uploads_blocks_or_dequantises_on_the_way(model):
                 assert buffer.download().tobytes() == item.dequantize(dtype).tobytes(), (name, dtype)
 
 
+def test_gpu_load_dequantises_every_type_on_the_gpu_as_on_the_cpu(model):
+    # gguf-py's file, one tensor of each type: the WGSL shaders give the
+    # CPU kernel's values bit for bit (every scale here is finite).
+    gpu = gpu_or_skip()
+    path, _, _ = model
+    arrays = bl.load(path)
+    qtypes = set()
+    for dtype in ("float32", "float16", "bfloat16"):
+        on_gpu = gpu.load(path, dtype=dtype, dequantize="gpu")
+        assert list(on_gpu) == list(arrays)
+        for name, buffer in on_gpu.items():
+            item = arrays[name]
+            if isinstance(item, bl.Quantized):
+                qtypes.add(item.qtype)
+                assert (buffer.qtype, buffer.shape, buffer.dtype) == (None, item.shape, np.dtype(dtype))
+                assert buffer.download().tobytes() == item.dequantize(dtype).tobytes(), (name, dtype)
+    assert len(qtypes) == 15, sorted(qtypes)
+    blocks = gpu.load(path)
+    name = next(n for n, b in blocks.items() if b.qtype == "q4_k")
+    values = blocks[name].dequantize("float16")
+    assert values.download().tobytes() == arrays[name].dequantize("float16").tobytes()
+    with pytest.raises(bl.GpuError, match="not quantised blocks"):
+        values.dequantize("float32")
+    with pytest.raises(ValueError, match='it must be "cpu" or "gpu"'):
+        gpu.load(path, dtype="float32", dequantize="tpu")
+
+
 def test_gpu_upload_of_a_quantised_tensor_cut_across_staging_chunks():
     # Larger than a staging chunk and cut between threads: every chunk and
     # part boundary falls somewhere inside the blocks' output.

@@ -390,7 +390,10 @@ def test_ctrl_c_interrupts_a_wait(ring, wait):
         r.produce().publish()  # the one slot is taken
     script = textwrap.dedent(
         f"""
-        import bytelens as bl, sys
+        import bytelens as bl, signal, sys
+        # Python's own handler even where this test's runner was started
+        # with SIGINT ignored (a shell's background job), which a child inherits.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         r = bl.Ring.attach({r.name!r})
         print("waiting", flush=True)
         try:

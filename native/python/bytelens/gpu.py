@@ -114,6 +114,7 @@ def upload_texture(array: Any, format: str | None = None, dimension: str = "2d")
 def load(
     path: str | bytes | os.PathLike[str] | os.PathLike[bytes],
     dtype: Any = None,
+    dequantize: str = "cpu",
 ) -> dict[str, GpuBuffer]:
     """Every array of an ``.npy``, ``.npz``, safetensors or GGUF file, or of a
     sharded safetensors checkpoint, as GPU buffers: name to
@@ -132,7 +133,12 @@ def load(
     does. An array of a dtype bytelens does not have raises ``FormatError``
     naming it, before anything is uploaded. A GGUF file's quantised
     tensors go up as :func:`upload` sends a :class:`bytelens.Quantized`:
-    their blocks without ``dtype``, dequantised on the way with it.
+    their blocks without ``dtype``, dequantised on the way with it: on the
+    CPU, in the copy (``dequantize="cpu"``), or with ``dequantize="gpu"``
+    uploaded as their blocks (a fraction of the values' bytes) and
+    dequantised there by bytelens' WGSL shaders (``GpuBuffer.dequantize``),
+    the same shaders the browser package runs: the same values bit for bit
+    wherever a block's scale is finite.
 
     >>> import numpy as np, tempfile, os
     >>> path = os.path.join(tempfile.mkdtemp(), "w.npz")
@@ -160,7 +166,7 @@ def load(
     items = [arrays[name] for name in names]
     views = [item._raw if isinstance(item, Quantized) else item for item in items]
     quantized = [(item.qtype, item.shape) if isinstance(item, Quantized) else None for item in items]
-    return dict(zip(names, gpu_upload_all(views, dtype, quantized, names)))
+    return dict(zip(names, gpu_upload_all(views, dtype, quantized, names, dequantize)))
 
 
 @naming_arguments

@@ -25,7 +25,9 @@ use super::error::{GpuError as PyGpuError, IntoPyErr, PyErrResult};
 use super::memory::Memory;
 use super::source::Source;
 use bytelens::files::GgmlType;
-use bytelens::gpu::{GpuBuffer, GpuContext, GpuError, GpuTexture, HostView, texture_format, wgpu};
+use bytelens::gpu::{
+    Dequantize, GpuBuffer, GpuContext, GpuError, GpuTexture, HostView, texture_format, wgpu,
+};
 use bytelens::{DType, Layout};
 
 /// The interpreter's context, made once; a failure (no adapter) is kept
@@ -91,6 +93,21 @@ impl PyGpuBuffer {
             .quantized()
             .map(|(_, shape)| PyTuple::new(py, shape))
             .transpose()
+    }
+
+    /// The values quantised blocks hold (see ``qtype``), dequantised on the
+    /// GPU by bytelens' WGSL shaders into a new buffer of ``dtype``
+    /// (float32, float16 or bfloat16), the shape of ``values_shape``: the
+    /// CPU's values bit for bit wherever a block's scale is finite. Raises
+    /// ``GpuError`` for a buffer of anything but blocks, or for values
+    /// larger than the device's ``max_buffer_size``.
+    fn dequantize(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<PyGpuBuffer> {
+        let to = to_descr(dtype)?;
+        let gpu = context(py)?;
+        let inner = py
+            .detach(|| gpu.dequantize(&self.inner, to.dtype))
+            .py_err(py)?;
+        Ok(PyGpuBuffer { inner })
     }
 
     /// How many wgpu buffers hold the data (more than one only past the
@@ -288,14 +305,24 @@ type QuantizedItem = (String, Vec<usize>);
 /// many values as they hold): else a `GpuError` naming the array (by
 /// `names[i]`, where given) before anything is uploaded.
 #[pyfunction]
-#[pyo3(signature = (arrays, dtype=None, quantized=None, names=None))]
+#[pyo3(signature = (arrays, dtype=None, quantized=None, names=None, dequantize="cpu"))]
 pub(crate) fn gpu_upload_all(
     py: Python<'_>,
     arrays: Vec<Bound<'_, PyAny>>,
     dtype: Option<&Bound<'_, PyAny>>,
     quantized: Option<Vec<Option<QuantizedItem>>>,
     names: Option<Vec<String>>,
+    dequantize: &str,
 ) -> PyResult<Vec<PyGpuBuffer>> {
+    let dequantize = match dequantize {
+        "cpu" => Dequantize::Cpu,
+        "gpu" => Dequantize::Gpu,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "dequantize is {other:?}; it must be \"cpu\" or \"gpu\""
+            )));
+        }
+    };
     let gpu = context(py)?;
     let to = dtype.map(to_descr).transpose()?;
     let sources = arrays
@@ -340,7 +367,10 @@ pub(crate) fn gpu_upload_all(
         }
     }
     // `sources` holds every array until the uploads return.
-    let buffers = py.detach(|| gpu.upload_all(&views, to)).py_err(py)?;
+    let names = names.unwrap_or_default();
+    let buffers = py
+        .detach(|| gpu.upload_all_with(&views, to, dequantize, &names))
+        .py_err(py)?;
     Ok(buffers
         .into_iter()
         .map(|inner| PyGpuBuffer { inner })

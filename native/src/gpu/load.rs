@@ -88,6 +88,64 @@ impl GpuContext {
         })
     }
 
+    /// [`upload_all`](Self::upload_all), with quantised views
+    /// ([`HostView::quantized`]) dequantised where `dequantize` says: on
+    /// the CPU in the copy, or, with [`Dequantize::Gpu`] and a `to`
+    /// (float32, float16 or bfloat16, native order), uploaded as blocks and
+    /// dequantised by the core's WGSL shaders ([`dequantize`](Self::dequantize)),
+    /// the blocks' buffers dropped after. `names` (one per view, or empty)
+    /// name a tensor too large for the device in the error.
+    pub fn upload_all_with(
+        &self,
+        views: &[HostView<'_>],
+        to: Option<Descr>,
+        dequantize: Dequantize,
+        names: &[String],
+    ) -> Result<Vec<GpuBuffer>, GpuError> {
+        let on_gpu = match (dequantize, to) {
+            (Dequantize::Gpu, Some(to)) => {
+                if to.order != bytelens_core::ByteOrder::NATIVE && to.dtype.size() > 1 {
+                    return Err(GpuError::Dequantize(format!(
+                        "{to} is not in this machine's byte order; a shader writes native {}",
+                        to.dtype.name()
+                    )));
+                }
+                to.dtype
+            }
+            _ => return self.upload_all(views, to),
+        };
+        // Blocks go up as they are, the rest converted; then the blocks are
+        // dequantised on the GPU, in the views' order.
+        let (blocks, plain): (Vec<_>, Vec<_>) =
+            (0..views.len()).partition(|&i| views[i].is_quantized());
+        let pick = |which: &[usize]| which.iter().map(|&i| views[i]).collect::<Vec<_>>();
+        let mut uploaded: Vec<Option<GpuBuffer>> = (0..views.len()).map(|_| None).collect();
+        for (&i, buffer) in plain.iter().zip(self.upload_all(&pick(&plain), to)?) {
+            uploaded[i] = Some(buffer);
+        }
+        for (&i, buffer) in blocks.iter().zip(self.upload_all(&pick(&blocks), None)?) {
+            let values = self.dequantize(&buffer, on_gpu).map_err(|err| match err {
+                GpuError::TooLarge {
+                    what: _,
+                    bytes,
+                    limit,
+                    max,
+                } => GpuError::TooLarge {
+                    what: match names.get(i) {
+                        Some(name) => format!("tensor {name:?}'s values or blocks"),
+                        None => format!("array {i}'s values or blocks"),
+                    },
+                    bytes,
+                    limit,
+                    max,
+                },
+                err => err,
+            })?;
+            uploaded[i] = Some(values);
+        }
+        Ok(uploaded.into_iter().flatten().collect())
+    }
+
     /// Every array of an `.npy`, safetensors or GGUF file, given its bytes (a
     /// [`MappedFile`](crate::MappedFile)'s, so that nothing is read before
     /// it is copied), as GPU buffers in the file's order, named as the file
@@ -149,18 +207,6 @@ impl GpuContext {
         to: Option<Descr>,
         dequantize: Dequantize,
     ) -> Result<Vec<(String, GpuBuffer)>, GpuError> {
-        let on_gpu = match (dequantize, to) {
-            (Dequantize::Gpu, Some(to)) => {
-                if to.order != bytelens_core::ByteOrder::NATIVE && to.dtype.size() > 1 {
-                    return Err(GpuError::Dequantize(format!(
-                        "{to} is not in this machine's byte order; a shader writes native {}",
-                        to.dtype.name()
-                    )));
-                }
-                Some(to.dtype)
-            }
-            _ => None,
-        };
         let header = read_header(bytes, bytes.len() as u64)?;
         let name = |array: &bytelens_core::files::FileArray| match header.format {
             bytelens_core::files::Format::Npy => "array".to_owned(),
@@ -218,41 +264,8 @@ impl GpuContext {
                 }
             })
             .collect();
-        let Some(on_gpu) = on_gpu else {
-            let buffers = self.upload_all(&views, to)?;
-            return Ok(header.arrays.iter().map(name).zip(buffers).collect());
-        };
-        // Blocks go up as they are, the rest converted; then the blocks are
-        // dequantised on the GPU, in the file's order.
-        let (blocks, plain): (Vec<_>, Vec<_>) =
-            (0..views.len()).partition(|&i| values[i].is_some());
-        let pick = |which: &[usize]| which.iter().map(|&i| views[i]).collect::<Vec<_>>();
-        let mut uploaded: Vec<Option<GpuBuffer>> = (0..views.len()).map(|_| None).collect();
-        for (i, buffer) in plain.iter().zip(self.upload_all(&pick(&plain), to)?) {
-            uploaded[*i] = Some(buffer);
-        }
-        for (i, buffer) in blocks.iter().zip(self.upload_all(&pick(&blocks), None)?) {
-            let values = self.dequantize(&buffer, on_gpu).map_err(|err| match err {
-                GpuError::TooLarge {
-                    what: _,
-                    bytes,
-                    limit,
-                    max,
-                } => GpuError::TooLarge {
-                    what: format!("tensor {:?}'s values or blocks", name(&header.arrays[*i])),
-                    bytes,
-                    limit,
-                    max,
-                },
-                err => err,
-            })?;
-            uploaded[*i] = Some(values);
-        }
-        Ok(header
-            .arrays
-            .iter()
-            .map(name)
-            .zip(uploaded.into_iter().flatten())
-            .collect())
+        let names: Vec<String> = header.arrays.iter().map(name).collect();
+        let buffers = self.upload_all_with(&views, to, dequantize, &names)?;
+        Ok(names.into_iter().zip(buffers).collect())
     }
 }

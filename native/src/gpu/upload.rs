@@ -53,6 +53,11 @@ impl<'v> HostView<'v> {
         }
     }
 
+    /// Whether it is quantised blocks ([`HostView::quantized`]).
+    pub fn is_quantized(&self) -> bool {
+        self.quantized.is_some()
+    }
+
     /// Refuses quantised blocks ([`HostView::quantized`]) whose bytes do
     /// not hold the values' shape as a GGUF tensor's would: whole blocks,
     /// rows of whole blocks, as many values as the blocks hold
