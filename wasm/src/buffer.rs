@@ -78,7 +78,7 @@ impl Drop for Buffer {
 }
 
 impl Buffer {
-    fn as_bytes(&self) -> &[u8] {
+    pub(crate) fn as_bytes(&self) -> &[u8] {
         // u64 to u8 always casts; `try_` keeps the panic path (and its Debug
         // formatting) out of the .wasm.
         &bytemuck::try_cast_slice(&self.words).unwrap_or_default()[..self.len]

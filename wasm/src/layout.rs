@@ -21,6 +21,13 @@ pub struct JsLayout {
     inner: Layout,
 }
 
+impl JsLayout {
+    /// The core's layout it holds.
+    pub(crate) fn layout(&self) -> &Layout {
+        &self.inner
+    }
+}
+
 fn wrap(layout: Result<Layout, Error>) -> Result<JsLayout, BindingError> {
     Ok(JsLayout { inner: layout? })
 }

@@ -42,6 +42,9 @@ mod dtypes;
 mod error;
 #[cfg(feature = "files")]
 mod files;
+mod gpu;
+#[cfg(feature = "files")]
+mod gpu_files;
 mod js;
 mod layout;
 mod plan;
@@ -56,6 +59,9 @@ pub use dtypes::{describe_dtype, dtypes};
 pub use error::BindingError;
 #[cfg(feature = "files")]
 pub use files::read_header;
+pub use gpu::upload_view;
+#[cfg(feature = "files")]
+pub use gpu_files::{dequant_passes, dequant_shader, load_to_gpu};
 pub use layout::JsLayout;
 pub use plan::Plan;
 #[cfg(feature = "files")]

@@ -135,7 +135,7 @@ fn swap(packed: &mut [u8], size: usize) {
 
 /// The elements `layout` places in `buffer`, packed little-endian; fails
 /// unless `layout` fits `buffer`.
-fn gather(buffer: &[u8], layout: &Layout) -> Result<Vec<u8>, Error> {
+pub(crate) fn gather(buffer: &[u8], layout: &Layout) -> Result<Vec<u8>, Error> {
     let size = layout.dtype().size();
     let mut packed = vec![0; layout.size() * size];
     let mut done = 0;

@@ -198,6 +198,21 @@ fn prepare_device_dir() -> Result {
     Ok(())
 }
 
+/// `cargo xtask bench webgpu`, the browser's GPU: web-demo/tests/webgpu.mjs with the 5 GiB file too,
+/// against a server of the demo and its test files on a free port of
+/// 127.0.0.1 (stopped when this process exits). It prints `loadToGpu`'s
+/// time against fetching the same bytes alone, and wasm memory's peak.
+pub fn bench_webgpu(install: bool) -> Result {
+    if install {
+        web::ensure_web_tools(true)?;
+    }
+    web::build_package()?;
+    let url = web::serve(0, web::demo_test_files()?)?;
+    let mut test = web::browser_test(&url, "web-demo/tests/webgpu.mjs");
+    test.env("DEMO_GPU_HUGE", "1");
+    run(test)
+}
+
 /// `cargo xtask bench wasm`: the release package, built and size checked
 /// as the wasm suite builds it, then its read and write under Node against
 /// DataView loops (wasm/benches/node_read_write.mjs prints the table).

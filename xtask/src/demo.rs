@@ -9,9 +9,19 @@ use crate::web;
 
 pub fn steps(run: &Run) -> Vec<Step> {
     let unit = cmd("node", &["--test", "web-demo/tests/numbers.test.mjs"]);
+    let mut webgpu = web::browser_test(&run.demo_url, "web-demo/tests/webgpu.mjs");
+    // `test all` loads the 5 GiB file into GPU buffers too.
+    if run.all {
+        webgpu.env("DEMO_GPU_HUGE", "1");
+    }
     vec![
         ("unit tests".into(), unit),
         ("end to end in Chromium".into(), web::e2e(&run.demo_url)),
+        (
+            "WebGPU in Chromium (SwiftShader): uploadView, loadToGpu, every type dequantised"
+                .into(),
+            webgpu,
+        ),
     ]
 }
 

@@ -76,6 +76,8 @@ usage: cargo xtask [--no-install] <task>
                           256 MiB GPU uploads, a texture, then gpu.load of a 1 GiB safetensors file;
                           --prepare-device readies target/device/
   bench wasm              the wasm package's read and write under Node against DataView loops
+  bench webgpu            loadToGpu of the 1 GiB and 5 GiB safetensors files in Chromium (SwiftShader) against
+                          fetching their bytes alone, wasm memory at its peak; every type dequantised on the GPU
   fuzz [TARGET...] [--time S] [--runs N] [--jobs J] [-- FLAG...]
                           fuzz targets layout, plan, header, args, files (none named: all), J at a time (1), each
                           for S seconds and/or N inputs (20 s if neither), FLAGs passed on to libFuzzer
@@ -106,6 +108,7 @@ enum Task {
         prepare_device: bool,
     },
     BenchWasm,
+    BenchWebGpu,
     Fuzz {
         targets: Vec<String>,
         budget: fuzz::Budget,
@@ -159,6 +162,7 @@ fn main() -> ExitCode {
         Task::BenchPython(args) => bench::bench_python(&args, install),
         Task::BenchGpu { prepare_device } => bench::bench_gpu(prepare_device, install),
         Task::BenchWasm => bench::bench_wasm(install),
+        Task::BenchWebGpu => bench::bench_webgpu(install),
         Task::Fuzz {
             targets,
             budget,
@@ -244,6 +248,10 @@ fn parse(mut args: Arguments) -> Result<(Task, bool)> {
             Some("wasm") => {
                 no_more(args, "bench wasm")?;
                 Task::BenchWasm
+            }
+            Some("webgpu") => {
+                no_more(args, "bench webgpu")?;
+                Task::BenchWebGpu
             }
             first => {
                 let filter = first.map(str::to_owned).into_iter();

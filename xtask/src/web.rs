@@ -14,8 +14,10 @@ mod serve;
 
 pub use serve::served_file;
 
-/// The release `.wasm` may not grow past this (the budget).
-const MAX_WASM_BYTES: u64 = 100 * 1024;
+/// The release `.wasm` may not grow past this: the first budget, 100 KiB,
+/// raised by 4 KiB for `uploadView` (WebGPU in the published package: its
+/// bindings and imports cost 1.5 KB, packing a view in 8 MiB pieces 0.6 KB).
+const MAX_WASM_BYTES: u64 = 104 * 1024;
 
 /// What wasm-opt may assume the browser supports (what rustc emits by default).
 const WASM_FEATURES: [&str; 4] = [
@@ -381,7 +383,13 @@ fn value_block(nbytes: usize) -> Vec<u8> {
 
 /// The browser end-to-end test of the demo at `url`; the screenshot goes under target/.
 pub fn e2e(url: &str) -> Command {
-    let mut c = cmd("node", &["web-demo/tests/e2e.mjs"]);
+    browser_test(url, "web-demo/tests/e2e.mjs")
+}
+
+/// A browser test `script` (Node, playwright-core) against the demo at
+/// `url`, with the served files' paths in its environment.
+pub fn browser_test(url: &str, script: &str) -> Command {
+    let mut c = cmd("node", &[script]);
     c.env("DEMO_URL", url)
         .env("DEMO_BIG_FILE", "/file/model-1gib.safetensors")
         .env("DEMO_HUGE_FILE", "/file/model-5gib.safetensors")

@@ -1,0 +1,467 @@
+// The wasm package's WebGPU functions in Debian's Chromium, on its
+// SwiftShader adapter: uploadView, a Plan's WGSL over the bytes it lays out,
+// every ggml type dequantised on the GPU equal to the CPU reference
+// (dequantize), and loadToGpu of a served 1 GiB safetensors file (of the
+// 5 GiB one too, with DEMO_GPU_HUGE=1: `cargo xtask test all`), with
+// progress, cancel, split buffers and refusals naming the tensor and the
+// limit. Prints the load's time against fetching the same bytes alone.
+//
+//   DEMO_URL=http://127.0.0.1:8000/ node tests/webgpu.mjs
+//
+// The demo must be served at DEMO_URL with its package built (the task
+// runner does both). Exits 1 with a message per failed check, 2 when it
+// cannot run at all (no WebGPU adapter is a failure: SwiftShader is
+// Chromium's own).
+
+import { mkdtemp, readFile, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+import { chromium } from "playwright-core";
+
+const demoUrl = process.env.DEMO_URL;
+if (!demoUrl) {
+  console.error("webgpu: set DEMO_URL to the served demo, e.g. DEMO_URL=http://127.0.0.1:8000/");
+  process.exit(2);
+}
+const bigFile = process.env.DEMO_BIG_FILE ?? "/file/model-1gib.safetensors";
+const hugeFile = process.env.DEMO_HUGE_FILE ?? "/file/model-5gib.safetensors";
+
+// WebGPU on SwiftShader, as shared/TOOLCHAIN.md found it works headless.
+const ARGS = ["--headless=new", "--no-sandbox", "--enable-unsafe-webgpu", "--use-webgpu-adapter=swiftshader",
+  "--enable-features=Vulkan", "--disable-quic", "--no-first-run", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync"];
+
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** The ```js webgpu blocks of wasm/README.md (the guide includes them), which Node cannot run. */
+async function webgpuExamples() {
+  const lines = (await readFile(path.join(root, "wasm/README.md"), "utf8")).split("\n");
+  const found = [];
+  for (let i = 0; i < lines.length; i++) {
+    if (lines[i].trim() !== "```js webgpu") continue;
+    const start = i + 1;
+    while (++i < lines.length && lines[i].trim() !== "```");
+    found.push({ line: start + 1, code: lines.slice(start, i).join("\n") });
+  }
+  return found;
+}
+
+// Runs in the page: `code`, an example, as a module of its own importing the served package.
+async function runExample(code) {
+  const module = code.replace(/from\s+["']\.\/pkg\/bytelens_wasm\.js["']/g, `from "${location.origin}/pkg/bytelens_wasm.js"`);
+  const url = URL.createObjectURL(new Blob([module], { type: "text/javascript" }));
+  try {
+    await import(url);
+    return "";
+  } catch (err) {
+    return String(err?.stack ?? err);
+  } finally {
+    URL.revokeObjectURL(url);
+  }
+}
+
+class CheckFailed extends Error {}
+const expect = (cond, message) => {
+  if (!cond) throw new CheckFailed(message);
+};
+
+// Runs in the page: the package, an adapter and a device with the
+// adapter's buffer limits, and helpers every check uses, on `window.gpuTest`.
+async function setUp() {
+  const wasm = await import("/pkg/bytelens_wasm.js");
+  const exports = await wasm.default();
+  const adapter = await navigator.gpu?.requestAdapter();
+  if (!adapter) return { error: "no WebGPU adapter (navigator.gpu " + (navigator.gpu ? "present" : "absent") + ")" };
+  const device = await adapter.requestDevice({
+    requiredLimits: {
+      maxBufferSize: adapter.limits.maxBufferSize,
+      maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
+    },
+  });
+  const read = async (buffer, size = buffer.size) => {
+    const out = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const encoder = device.createCommandEncoder();
+    encoder.copyBufferToBuffer(buffer, 0, out, 0, size);
+    device.queue.submit([encoder.finish()]);
+    await out.mapAsync(GPUMapMode.READ);
+    const bytes = new Uint8Array(out.getMappedRange().slice(0));
+    out.destroy();
+    return bytes;
+  };
+  const readAt = async (buffer, offset, size) => {
+    const out = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
+    const encoder = device.createCommandEncoder();
+    encoder.copyBufferToBuffer(buffer, offset, out, 0, size);
+    device.queue.submit([encoder.finish()]);
+    await out.mapAsync(GPUMapMode.READ);
+    const bytes = new Uint8Array(out.getMappedRange().slice(0));
+    out.destroy();
+    return bytes;
+  };
+  window.gpuTest = { wasm, memory: exports.memory, device, read, readAt };
+  const info = adapter.info ?? {};
+  return { vendor: info.vendor, architecture: info.architecture, maxBufferSize: adapter.limits.maxBufferSize,
+    maxBinding: adapter.limits.maxStorageBufferBindingSize, f16: adapter.features.has("shader-f16") };
+}
+
+// Runs in the page: a strided float32 view, a big-endian int16 view and a
+// reversed uint8 view uploaded, read back, compared with Buffer.read.
+async function uploadViews() {
+  const { wasm, device, read } = window.gpuTest;
+  const buf = new wasm.Buffer(64 * 48 * 4);
+  const bytes = new Uint8Array(buf.nbytes);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 31 + 7) & 255;
+  buf.setBytes(0, bytes);
+  const cases = [
+    ["<f4", { shape: [64, 48] }, (l) => l.transpose()],
+    [">i2", { shape: [7, 9], offset: 2 }, (l) => l],
+    ["|u1", { shape: [101] }, (l) => l.slice(0, null, null, -1)],
+    ["<f4", { shape: [3] }, (l) => l],
+  ];
+  const out = [];
+  for (const [dtype, spec, op] of cases) {
+    const layout = op(new wasm.Layout(dtype, spec));
+    const gpu = wasm.uploadView(device, buf, layout, { label: dtype });
+    const got = await read(gpu);
+    const want = buf.read(layout.dtype, layout.options());
+    const wantBytes = new Uint8Array(new (want.constructor)(want).buffer);
+    const same = wantBytes.every((b, i) => b === got[i]) && got.length === Math.max(4, Math.ceil(wantBytes.length / 4) * 4);
+    out.push([dtype, JSON.stringify(layout.shape), same, gpu.size]);
+  }
+  let refused = "";
+  try {
+    wasm.uploadView(device, buf, new wasm.Layout("<f4", { shape: [64 * 48 + 1] }), {});
+  } catch (err) {
+    refused = `${err.name}: ${err.message}`;
+  }
+  return { out, refused };
+}
+
+// Runs in the page: the seed's overlapping arrays as a Plan, its WGSL
+// struct bound to the bytes uploadView put up, each field copied out by a
+// shader and compared with the CPU's reading of the same bytes.
+async function planOnGpu() {
+  const { wasm, device, read } = window.gpuTest;
+  const plan = wasm.Plan.fromText("Seed\na <f4 4\nb <f4 4\nunion\nd <i4 6");
+  const buf = new wasm.Buffer(plan.nbytes);
+  const bytes = new Uint8Array(plan.nbytes);
+  for (let i = 0; i < bytes.length; i++) bytes[i] = (i * 53 + 1) & 255;
+  buf.setBytes(0, bytes);
+  const src = wasm.uploadView(device, buf, new wasm.Layout("|u1", { shape: [plan.nbytes] }), {});
+  const out = device.createBuffer({ size: 14 * 4, usage: GPUBufferUsage.STORAGE | GPUBufferUsage.COPY_SRC });
+  const wgsl = plan.wgsl();
+  const code = `${wgsl}
+@group(0) @binding(0) var<storage, read> p0: Seed0;
+@group(0) @binding(1) var<storage, read> p1: Seed1;
+@group(0) @binding(2) var<storage, read_write> out: array<u32>;
+@compute @workgroup_size(1) fn main() {
+  for (var i = 0u; i < 4u; i++) { out[i] = bitcast<u32>(p0.a[i]); out[4u + i] = bitcast<u32>(p0.b[i]); }
+  for (var i = 0u; i < 6u; i++) { out[8u + i] = bitcast<u32>(p1.d[i]); }
+}`;
+  const module = device.createShaderModule({ code });
+  const info = await module.getCompilationInfo();
+  const errors = info.messages.filter((m) => m.type === "error").map((m) => m.message);
+  if (errors.length) return { errors, code };
+  const pipeline = device.createComputePipeline({ layout: "auto", compute: { module, entryPoint: "main" } });
+  const group = device.createBindGroup({ layout: pipeline.getBindGroupLayout(0), entries: [
+    { binding: 0, resource: { buffer: src } }, { binding: 1, resource: { buffer: src } }, { binding: 2, resource: { buffer: out } }] });
+  const encoder = device.createCommandEncoder();
+  const pass = encoder.beginComputePass();
+  pass.setPipeline(pipeline);
+  pass.setBindGroup(0, group);
+  pass.dispatchWorkgroups(1);
+  pass.end();
+  device.queue.submit([encoder.finish()]);
+  const got = new Uint32Array((await read(out)).buffer);
+  const want = new Uint32Array(bytes.buffer, 0, 8);
+  const d = new Uint32Array(bytes.buffer, 0, 6);
+  return { errors, same: [...want, ...d].every((w, i) => w === got[i]) };
+}
+
+// Runs in the page: a GGUF file (made here) with one tensor of every type
+// the core dequantises, random blocks with finite float16 scales, loaded by
+// loadToGpu from a Blob with dtype f32: each tensor's values read back
+// equal, bit for bit, to `dequantize`'s (the CPU reference) of its blocks.
+// Then as blocks (no dtype), and with bf16.
+async function everyTypeDequantised() {
+  const { wasm, device, read } = window.gpuTest;
+  // [name, ggml code, elements per block, bytes per block]
+  const TYPES = [["Q4_0", 2, 32, 18], ["Q4_1", 3, 32, 20], ["Q5_0", 6, 32, 22], ["Q5_1", 7, 32, 24],
+    ["Q8_0", 8, 32, 34], ["Q2_K", 10, 256, 84], ["Q3_K", 11, 256, 110], ["Q4_K", 12, 256, 144],
+    ["Q5_K", 13, 256, 176], ["Q6_K", 14, 256, 210], ["IQ4_NL", 20, 32, 18], ["IQ4_XS", 23, 256, 136],
+    ["TQ1_0", 34, 256, 54], ["TQ2_0", 35, 256, 66], ["MXFP4", 39, 32, 17]];
+  const BLOCKS = 96;
+  let seed = 12345;
+  const random = () => {
+    seed ^= seed << 13; seed ^= seed >>> 17; seed ^= seed << 5;
+    return seed >>> 0;
+  };
+  const head = [];
+  const u32 = (v) => head.push(...new Uint8Array(new Uint32Array([v]).buffer));
+  const u64 = (v) => head.push(...new Uint8Array(new BigUint64Array([BigInt(v)]).buffer));
+  head.push(0x47, 0x47, 0x55, 0x46);
+  u32(3); u64(TYPES.length); u64(0);
+  let at = 0;
+  for (const [name, code, block, bytes] of TYPES) {
+    const label = new TextEncoder().encode(`t.${name}`);
+    u64(label.length); head.push(...label);
+    u32(2); u64(block * 4); u64(BLOCKS / 4); // 2-D, innermost first: (BLOCKS/4, 4 blocks)
+    u32(code); u64(at);
+    at = Math.ceil((at + BLOCKS * bytes) / 32) * 32;
+  }
+  while (head.length % 32) head.push(0);
+  const file = new Uint8Array(head.length + at);
+  file.set(head);
+  // The blocks: random, then each float16 field a finite value, MXFP4's exponent from 2 up.
+  const header = wasm.readHeader(file, file.length);
+  for (const array of header.arrays) {
+    const start = Number(array.offset);
+    for (let i = 0; i < array.nbytes; i++) file[start + i] = random() & 255;
+    for (let b = 0; b < BLOCKS; b++) {
+      for (const field of array.fields) {
+        const p = start + b * array.blockBytes + field.offset;
+        if (field.dtype === "float16") {
+          const bits = (random() & 0x83ff) | ((random() % 30) << 10);
+          file[p] = bits & 255; file[p + 1] = bits >> 8;
+        } else if (field.name === "e") {
+          file[p] = 2 + (random() % 250);
+        }
+      }
+    }
+  }
+  const blob = new Blob([file]);
+  const results = [];
+  let progress = 0;
+  const f32 = await wasm.loadToGpu(device, blob, { dtype: "f32", onProgress: (p) => { progress = p.loaded / p.total; } });
+  const blocks = await wasm.loadToGpu(device, blob, {});
+  const bf16 = await wasm.loadToGpu(device, blob, { dtype: "bf16" });
+  for (const array of header.arrays) {
+    const start = Number(array.offset);
+    const raw = file.subarray(start, start + array.nbytes);
+    const cpu = wasm.dequantize(array.ggml, raw);
+    const cpuBits = new Uint32Array(cpu.buffer, cpu.byteOffset, cpu.length);
+    const tensor = f32.get(array.name);
+    const got = new Uint32Array((await read(tensor.buffer)).buffer);
+    let first = -1;
+    for (let i = 0; i < cpuBits.length && first < 0; i++) if (cpuBits[i] !== got[i]) first = i;
+    const asBlocks = blocks.get(array.name);
+    const rawBack = (await read(asBlocks.buffer)).subarray(0, array.nbytes);
+    // bfloat16: the CPU's float32 values rounded to nearest even here.
+    const gotBf16 = new Uint16Array((await read(bf16.get(array.name).buffer)).buffer);
+    let bfFirst = -1;
+    for (let i = 0; i < cpuBits.length && bfFirst < 0; i++) {
+      const b = cpuBits[i];
+      const want = (b & 0x7fffffff) > 0x7f800000 ? (b >>> 16) | 0x40 : ((b + 0x7fff + ((b >>> 16) & 1)) >>> 16) & 0xffff;
+      if (want !== gotBf16[i]) bfFirst = i;
+    }
+    results.push({ name: array.ggml, dtype: tensor.dtype, shape: tensor.shape.map(Number), values: cpu.length,
+      first, firstCpu: first < 0 ? 0 : cpuBits[first], firstGpu: first < 0 ? 0 : got[first], bfFirst,
+      blocks: [asBlocks.dtype, asBlocks.qtype, rawBack.every((b, i) => b === raw[i])] });
+  }
+  return { results, progress };
+}
+
+// Runs in the page: loadToGpu of a served safetensors file with
+// progress; each tensor sampled back against the file's bytes fetched
+// alone; the same bytes fetched alone, timed, against the load; peak wasm
+// memory. `split` caps buffers at that many bytes (loadToGpu's
+// `maxBufferSize`).
+async function loadServed({ url, split }) {
+  const { wasm, device, readAt, memory } = window.gpuTest;
+  const sizes = [];
+  const before = memory.buffer.byteLength;
+  let peak = before;
+  let calls = 0;
+  let last = 0;
+  let monotone = true;
+  const t0 = performance.now();
+  const tensors = await wasm.loadToGpu(device, url, {
+    maxBufferSize: split,
+    onProgress: ({ loaded, total }) => {
+      calls++;
+      monotone &&= loaded >= last && loaded <= total;
+      last = loaded;
+      peak = Math.max(peak, memory.buffer.byteLength);
+    },
+  });
+  const loadMs = performance.now() - t0;
+  const out = [];
+  const ranged = async (start, end) => new Uint8Array(await (await fetch(url, { headers: { Range: `bytes=${start}-${end - 1}` } })).arrayBuffer());
+  const sized = await fetch(url, { headers: { Range: "bytes=0-0" } });
+  await sized.arrayBuffer();
+  const header = wasm.readHeader(await ranged(0, 65536), Number(sized.headers.get("Content-Range").split("/")[1]));
+  for (const array of header.arrays) {
+    const tensor = tensors.get(array.name);
+    const segment = tensor.buffers[0].size;
+    const samples = [];
+    for (const at of [0, Math.floor(array.nbytes / 2 / 4) * 4, Math.max(0, Math.floor((array.nbytes - 16) / 4) * 4)]) {
+      const n = Math.min(16, array.nbytes - at);
+      if (n <= 0) continue;
+      const s = Math.floor(at / segment);
+      const got = await readAt(tensor.buffers[s], at - s * segment, Math.ceil(n / 4) * 4);
+      const want = await ranged(Number(array.offset) + at, Number(array.offset) + at + n);
+      samples.push(want.every((b, i) => b === got[i]));
+    }
+    sizes.push([array.name, tensor.dtype, tensor.buffers.length, tensor.buffer === null]);
+    out.push([array.name, samples.every(Boolean) && samples.length > 0]);
+    for (const b of tensor.buffers) b.destroy();
+  }
+  // The same tensor bytes fetched alone, streamed and dropped.
+  const first = Math.min(...header.arrays.map((a) => Number(a.offset)));
+  const end = Math.max(...header.arrays.map((a) => Number(a.offset) + Number(a.nbytes)));
+  const t1 = performance.now();
+  const reader = (await fetch(url, { headers: { Range: `bytes=${first}-${end - 1}` } })).body.getReader();
+  let fetched = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    fetched += value.length;
+  }
+  const fetchMs = performance.now() - t1;
+  return { out, sizes, loadMs, fetchMs, fetched, calls, monotone, last, peakWasm: peak, before };
+}
+
+// Runs in the page: a load cancelled after its first progress, and
+// refusals naming the tensor and the limit.
+async function cancelAndRefuse(url) {
+  const { wasm, device } = window.gpuTest;
+  const abort = new AbortController();
+  let cancelled = "";
+  try {
+    await wasm.loadToGpu(device, url, { signal: abort.signal, onProgress: () => abort.abort() });
+  } catch (err) {
+    cancelled = err.name;
+  }
+  // A Q8_0 tensor of 4096 blocks: 139,264 bytes of blocks, 524,288 of f32 values.
+  const head = [];
+  const u32 = (v) => head.push(...new Uint8Array(new Uint32Array([v]).buffer));
+  const u64 = (v) => head.push(...new Uint8Array(new BigUint64Array([BigInt(v)]).buffer));
+  head.push(0x47, 0x47, 0x55, 0x46); u32(3); u64(1); u64(0);
+  const label = new TextEncoder().encode("big.weight");
+  u64(label.length); head.push(...label); u32(1); u64(4096 * 32); u32(8); u64(0);
+  while (head.length % 32) head.push(0);
+  const file = new Uint8Array(head.length + 4096 * 34);
+  file.set(head);
+  let refused = "";
+  try {
+    await wasm.loadToGpu(device, new Blob([file]), { dtype: "f32", maxBufferSize: 256 * 1024 });
+  } catch (err) {
+    refused = `${err.name}: ${err.message}`;
+  }
+  let badDtype = "";
+  try {
+    await wasm.loadToGpu(device, new Blob([file]), { dtype: "f64" });
+  } catch (err) {
+    badDtype = `${err.name}: ${err.message}`;
+  }
+  return { cancelled, refused, badDtype };
+}
+
+const checks = [
+  ["the guide's WebGPU examples run", async (page) => {
+    const examples = await webgpuExamples();
+    expect(examples.length >= 1, "wasm/README.md has no ```js webgpu example");
+    for (const { line, code } of examples) {
+      const error = await page.evaluate(runExample, code);
+      expect(error === "", `wasm/README.md:${line}: ${error}`);
+    }
+  }],
+  ["uploadView: strided, byte-swapped and reversed views in C order", async (page) => {
+    const { out, refused } = await page.evaluate(uploadViews);
+    for (const [dtype, shape, same, size] of out) expect(same, `${dtype} ${shape}: the GPU buffer (${size} bytes) differs from Buffer.read`);
+    expect(/RangeError/.test(refused), `a view past the buffer: ${refused || "not refused"}`);
+  }],
+  ["a Plan's WGSL reads the bytes it lays out", async (page) => {
+    const result = await page.evaluate(planOnGpu);
+    expect(result.errors.length === 0, `WGSL errors: ${result.errors.join("; ")}\n${result.code}`);
+    expect(result.same, "the shader read other values than the CPU");
+  }],
+  ["every ggml type dequantised on the GPU equals the CPU reference", async (page) => {
+    const { results, progress } = await page.evaluate(everyTypeDequantised);
+    expect(results.length === 15, `${results.length} types`);
+    expect(progress === 1, `progress ended at ${progress}`);
+    for (const r of results) {
+      expect(r.first < 0, `${r.name}: value ${r.first} is ${r.firstGpu.toString(16)} on the GPU, ${r.firstCpu.toString(16)} on the CPU`);
+      expect(r.bfFirst < 0, `${r.name} into bfloat16: value ${r.bfFirst} differs`);
+      expect(r.dtype === "float32" && r.shape.join() === `24,${r.values / 24}`, `${r.name}: ${r.dtype} ${r.shape}`);
+      expect(r.blocks[0] === "uint8" && r.blocks[1] === r.name && r.blocks[2], `${r.name} as blocks: ${r.blocks}`);
+    }
+  }],
+  ["loadToGpu of a served 1 GiB safetensors file", async (page) => {
+    const r = await page.evaluate(loadServed, { url: bigFile });
+    for (const [name, same] of r.out) expect(same, `${name}: sampled bytes differ from the file's`);
+    expect(r.monotone && r.calls > 10, `progress: ${r.calls} calls, monotone ${r.monotone}`);
+    expect(r.peakWasm <= 64 << 20, `wasm memory reached ${r.peakWasm} bytes (from ${r.before})`);
+    console.log(`  loadToGpu ${(r.fetched / 2 ** 30).toFixed(2)} GiB: ${r.loadMs.toFixed(0)} ms; fetching the same bytes alone `
+      + `${r.fetchMs.toFixed(0)} ms; ratio ${(r.loadMs / r.fetchMs).toFixed(2)}x (goal <= 1.3x); wasm memory ${(r.peakWasm / 2 ** 20).toFixed(1)} MiB at most`);
+  }],
+  ["loadToGpu splits a tensor past maxBufferSize into buffers", async (page) => {
+    const r = await page.evaluate(loadServed, { url: bigFile, split: 64 << 20 });
+    for (const [name, same] of r.out) expect(same, `${name}: sampled bytes differ from the file's`);
+    const weights = r.sizes.find(([name]) => name === "weights");
+    expect(weights && weights[2] === 16 && weights[3], `weights: ${JSON.stringify(weights)}`);
+  }],
+  ["loadToGpu cancels, and refuses naming the tensor and the limit", async (page) => {
+    const r = await page.evaluate(cancelAndRefuse, bigFile);
+    expect(r.cancelled === "AbortError", `cancelled: ${r.cancelled}`);
+    expect(r.refused.includes('tensor "big.weight"') && r.refused.includes("maxBufferSize of 262144"), r.refused);
+    expect(r.badDtype.startsWith("TypeError") && r.badDtype.includes('"f32"'), r.badDtype);
+  }],
+];
+
+if (process.env.DEMO_GPU_HUGE) {
+  checks.push(["loadToGpu of a served 5 GiB safetensors file", async (page) => {
+    const r = await page.evaluate(loadServed, { url: hugeFile });
+    for (const [name, same] of r.out) expect(same, `${name}: sampled bytes differ from the file's`);
+    expect(r.peakWasm <= 64 << 20, `wasm memory reached ${r.peakWasm} bytes`);
+    console.log(`  loadToGpu ${(r.fetched / 2 ** 30).toFixed(2)} GiB: ${r.loadMs.toFixed(0)} ms, fetch alone ${r.fetchMs.toFixed(0)} ms; `
+      + `wasm memory ${(r.peakWasm / 2 ** 20).toFixed(1)} MiB at most (goal <= 64 MiB)`);
+  }]);
+}
+
+async function main() {
+  const profile = await mkdtemp(path.join(tmpdir(), "bytelens-webgpu-"));
+  let context;
+  const failures = [];
+  try {
+    context = await chromium.launchPersistentContext(profile, { executablePath: "/usr/bin/chromium", args: ARGS });
+    context.setDefaultTimeout(120_000);
+    const page = context.pages()[0] ?? (await context.newPage());
+    const errors = [];
+    page.on("pageerror", (err) => errors.push(String(err)));
+    await page.goto(demoUrl);
+    const setup = await page.evaluate(setUp);
+    if (setup.error) throw new Error(setup.error);
+    console.log(`webgpu: adapter ${setup.vendor}/${setup.architecture}, maxBufferSize ${setup.maxBufferSize}, `
+      + `maxStorageBufferBindingSize ${setup.maxBinding}, shader-f16 ${setup.f16}`);
+    for (const [i, [name, check]] of checks.entries()) {
+      try {
+        await check(page);
+        console.log(`ok ${i + 1} - ${name}`);
+      } catch (err) {
+        failures.push(name);
+        console.log(`not ok ${i + 1} - ${name}\n  ${err instanceof CheckFailed ? err.message : err?.stack ?? err}`);
+      }
+    }
+    if (errors.length) {
+      failures.push("page errors");
+      console.log(`not ok - the page threw: ${errors.join("\n")}`);
+    }
+  } finally {
+    await context?.close();
+    await rm(profile, { recursive: true, force: true });
+  }
+  if (failures.length) {
+    console.error(`webgpu: ${failures.length} checks failed against ${demoUrl}`);
+    process.exitCode = 1;
+  } else {
+    console.log(`webgpu: all ${checks.length} checks passed`);
+  }
+}
+
+main().catch((err) => {
+  console.error(`webgpu: could not run: ${err?.stack ?? err}`);
+  process.exitCode = 2;
+});
