@@ -158,7 +158,12 @@ function plan(api, header, to, limits) {
       item.dequant = { values, passes, code: api.dequantShader(array.ggml, to), key: `${array.ggml}->${to}` };
       item.segments = [nbytes];
     } else {
-      for (let left = nbytes; left > 0 || item.segments.length === 0; left -= segment) item.segments.push(Math.min(left, segment));
+      // As few buffers as the limit allows, of even sizes (multiples of
+      // 256 bytes but the last), none at the limit itself: SwiftShader
+      // refuses a buffer of exactly its 1 GiB maxBufferSize.
+      const count = Math.max(1, Math.ceil(nbytes / segment));
+      const each = Math.ceil(nbytes / count / 256) * 256;
+      for (let k = 0; k < count; k++) item.segments.push(k < count - 1 ? each : nbytes - each * (count - 1));
       const size = array.descr?.slice(2) ?? "1";
       if (array.descr?.startsWith(">") && size !== "1") item.swap = Number(size);
     }
@@ -342,7 +347,9 @@ export async function loadModel(device, source, options, api) {
     }
     const invalid = await pop();
     const memory = await pop();
-    if (invalid || memory) throw new Error(`WebGPU refused loading ${file.name}: ${(invalid ?? memory).message}`);
+    // Out of memory first: a buffer that could not be made makes every later use of it invalid.
+    if (memory) throw new RangeError(`${file.name}: the GPU ran out of memory for its tensors: ${memory.message}`);
+    if (invalid) throw new Error(`WebGPU refused loading ${file.name}: ${invalid.message}`);
     // The file's order, as its header lists the tensors.
     return new Map(header.arrays.map((array) => (header.format === "npy" ? "array" : array.name))
       .filter((name) => result.has(name)).map((name) => [name, result.get(name)]));

@@ -161,8 +161,9 @@ pub fn dequant_passes(
 /// the tensors' bytes stream from the response into each tensor's buffers
 /// through an 8 MiB staging array, never into wasm memory or one
 /// `ArrayBuffer`, so a file larger than wasm's 4 GiB loads. A tensor larger
-/// than `maxBufferSize` is split into several buffers (`buffers`; `buffer`
-/// is then null), each a multiple of 256 bytes but the last. Elements are
+/// than `maxBufferSize` is split into as few buffers as it allows, of even
+/// sizes (`buffers`; `buffer` is then null), each a multiple of 256 bytes
+/// but the last. Elements are
 /// little-endian (a big-endian `.npy` is swapped on the way); a Fortran-order
 /// `.npy` is refused.
 ///
