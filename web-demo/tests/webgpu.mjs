@@ -366,6 +366,22 @@ async function usualWay({ url, name }) {
   return { nbytes, fetchMs, loadMs, usualMs };
 }
 
+// Runs in the page: numpy's files: a big-endian int16 .npy (swapped on
+// the way to little-endian) and a Fortran-order one (refused).
+async function npyFiles() {
+  const { wasm, device, read } = window.gpuTest;
+  const tensors = await wasm.loadToGpu(device, "/file/int16_be.npy", {});
+  const array = tensors.get("array");
+  const got = Array.from(new Int16Array((await read(array.buffer)).buffer).subarray(0, 35));
+  let fortran = "";
+  try {
+    await wasm.loadToGpu(device, "/file/fortran.npy", {});
+  } catch (err) {
+    fortran = `${err.name}: ${err.message}`;
+  }
+  return { names: [...tensors.keys()], dtype: array.dtype, shape: array.shape.map(Number), got, fortran };
+}
+
 // Runs in the page: a load cancelled after its first progress, and
 // refusals naming the tensor and the limit.
 async function cancelAndRefuse(url) {
@@ -450,6 +466,13 @@ const checks = [
     for (const [name, same] of r.out) expect(same, `${name}: sampled bytes differ from the file's`);
     const weights = r.sizes.find(([name]) => name === "weights");
     expect(weights && weights[2] === 16 && weights[3], `weights: ${JSON.stringify(weights)}`);
+  }],
+  ["loadToGpu of numpy's files: big-endian swapped on the way, Fortran order refused", async (page) => {
+    const r = await page.evaluate(npyFiles);
+    const want = Array.from({ length: 35 }, (_, i) => ((i * 937 - 16000) << 16) >> 16);
+    expect(r.names.join() === "array" && r.dtype === "int16" && r.shape.join() === "5,7", `${r.names} ${r.dtype} ${r.shape}`);
+    expect(r.got.every((v, i) => v === want[i]), `values ${r.got.slice(0, 5)}..., want ${want.slice(0, 5)}...`);
+    expect(/RangeError: .*Fortran order/.test(r.fortran), `fortran.npy: ${r.fortran || "not refused"}`);
   }],
   ["loadToGpu cancels, and refuses naming the tensor and the limit", async (page) => {
     const r = await page.evaluate(cancelAndRefuse, bigFile);
