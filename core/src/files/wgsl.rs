@@ -208,6 +208,17 @@ fn scale_min(s: u32, j: u32) -> vec2<u32> {
 }
 ";
 
+/// Q4_K's and Q5_K's value of code `q` in group `e / 32`: the group's
+/// scale times `q`, less its minimum (the reference's operations and order).
+const SCALED: &str = "
+fn scaled(b: u32, e: u32, q: u32) -> f32 {
+    let sm = scale_min(b + SCALES, e / 32u);
+    let dl = half(b + D) * f32(sm.x);
+    let ml = half(b + DMIN) * f32(sm.y);
+    return apart(dl * f32(q)) - ml;
+}
+";
+
 /// The low nibble of byte `a` for the first half of a 32-element run, its
 /// high nibble for the second.
 const NIBBLE: &str = "
@@ -281,24 +292,16 @@ fn value(b: u32, e: u32) -> f32 {
         Q4_K => {
             "
 fn value(b: u32, e: u32) -> f32 {
-    let j = e / 32u;
-    let sm = scale_min(b + SCALES, j);
-    let dl = half(b + D) * f32(sm.x);
-    let ml = half(b + DMIN) * f32(sm.y);
-    let q = (byte(b + QS + j / 2u * 32u + e % 32u) >> (4u * (j % 2u))) & 15u;
-    return apart(dl * f32(q)) - ml;
+    let q = (byte(b + QS + e / 64u * 32u + e % 32u) >> (4u * (e / 32u % 2u))) & 15u;
+    return scaled(b, e, q);
 }"
         }
         Q5_K => {
             "
 fn value(b: u32, e: u32) -> f32 {
-    let j = e / 32u;
-    let sm = scale_min(b + SCALES, j);
-    let dl = half(b + D) * f32(sm.x);
-    let ml = half(b + DMIN) * f32(sm.y);
-    let high = select(0u, 16u, (byte(b + QH + e % 32u) & (1u << j)) != 0u);
-    let q = ((byte(b + QS + j / 2u * 32u + e % 32u) >> (4u * (j % 2u))) & 15u) | high;
-    return apart(dl * f32(q)) - ml;
+    let high = select(0u, 16u, (byte(b + QH + e % 32u) & (1u << (e / 32u))) != 0u);
+    let q = ((byte(b + QS + e / 64u * 32u + e % 32u) >> (4u * (e / 32u % 2u))) & 15u) | high;
+    return scaled(b, e, q);
 }"
         }
         Q6_K => {
@@ -402,6 +405,9 @@ pub fn shader(ggml: GgmlType, to: DType) -> Option<String> {
     source.push_str(TABLES);
     source.push_str(SCALE_MIN);
     source.push_str(NIBBLE);
+    if matches!(ggml, GgmlType::Q4_K | GgmlType::Q5_K) {
+        source.push_str(SCALED);
+    }
     source.push_str(value_fn(ggml)?);
     source.push('\n');
     match convert {
