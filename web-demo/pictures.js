@@ -41,11 +41,12 @@ export function heatSize(rows, cols) {
 }
 
 export class Pictures {
-  /** Draws into `box`; `id` prefixes the test ids: `${id}-stats`, `${id}-hist`, `${id}-hist-log`, `${id}-heatmap`, `${id}-heatmap-mode`, `${id}-heatmap-value`, `${id}-heatmap-note` (why there is none, or what it shows). */
+  /** Draws into `box`; `id` prefixes the test ids: `${id}-stats`, `${id}-hist`, `${id}-hist-log`, `${id}-hist-note` (why there is none), `${id}-heatmap`, `${id}-heatmap-mode`, `${id}-heatmap-value`, `${id}-heatmap-note` (why there is none, or what it shows). */
   constructor(box, id) {
     this.id = id;
     this.stats = el("p", { class: "tstats", "data-testid": `${id}-stats`, "aria-live": "polite" });
     this.log = el("input", { type: "checkbox", "data-testid": `${id}-hist-log` });
+    this.histNote = el("p", { class: "summary", "data-testid": `${id}-hist-note` });
     this.histCanvas = el("canvas", { class: "hist", width: HIST_W, height: HIST_H, "data-testid": `${id}-hist`, role: "img", "aria-label": "Histogram of the finite values, 64 bins" });
     this.histAxis = el("p", { class: "axis" });
     this.histValue = el("p", { class: "readout", "data-testid": `${id}-hist-value` });
@@ -62,7 +63,7 @@ export class Pictures {
     this.heatBox = el("figure", { class: "pic", hidden: true },
       el("figcaption", {}, "Heatmap, each pixel the ", this.mode),
       this.heatCanvas, this.scale, this.heatDims, this.heatValue);
-    box.replaceChildren(this.stats, el("div", { class: "pics" }, this.histBox, el("div", {}, this.heatBox, this.heatNote)));
+    box.replaceChildren(this.stats, this.histNote, el("div", { class: "pics" }, this.histBox, el("div", {}, this.heatBox, this.heatNote)));
     this.hist = null;
     this.heat = null;
     this.log.addEventListener("change", () => this.drawHistogram());
@@ -79,6 +80,7 @@ export class Pictures {
     this.histBox.hidden = true;
     this.heatBox.hidden = true;
     this.heatNote.textContent = "";
+    this.histNote.textContent = "";
     this.histValue.textContent = "";
     this.heatValue.textContent = "";
   }
@@ -99,6 +101,13 @@ export class Pictures {
     this.histBox.hidden = false;
     this.histAxis.textContent = `${readable(this.hist.edges[0])} … ${readable(this.hist.edges.at(-1))}`;
     this.drawHistogram();
+  }
+
+  /** No histogram, and why. */
+  noHistogram(note) {
+    this.hist = null;
+    this.histBox.hidden = true;
+    this.histNote.textContent = note;
   }
 
   drawHistogram() {

@@ -2,19 +2,27 @@
 // a paged table in C order (any shape, C or Fortran order; a quantised
 // GGUF tensor dequantised), read a page at a time from the file's bytes by
 // the core; and statistics, a histogram and a heatmap of the whole tensor,
-// computed by the core in a worker (tensor-worker.js) over the file's
-// bytes streamed in bounded chunks, with a progress bar and a cancel
-// button. This file reads bytes, moves them and draws.
+// with a progress bar and a cancel button: computed on the GPU where
+// WebGPU is and reads the dtype (tensor-gpu.js, in tensor-gpu-worker.js),
+// else by the core in a worker (tensor-worker.js) over the file's bytes
+// streamed in bounded chunks; with "compare with wasm", both, side by side.
+// This file reads bytes, moves them and draws.
 
 import { el } from "./dom.js";
 import { cutText, flatOf, formatValue, indexAt, parseIntList, unravel } from "./numbers.js";
-import { Pictures, heatSize } from "./pictures.js";
+import { Pictures, heatSize, readable } from "./pictures.js";
+import { comparison, gpuRefusal } from "./tensor-gpu.js";
 
 const COLS = 8; // elements per table row
 const ROWS = 16; // rows per page
 const PAGE = COLS * ROWS;
 const CHUNK = 8 * 1024 * 1024; // bytes per request of the statistics' stream
 const GAP = 64 * 1024; // a Fortran page's element ranges closer than this are read as one
+
+const mib = (x) => (x / 1048576).toFixed(1);
+
+/** A run stopped by its cancel (the wasm worker's or the GPU's). */
+const cancelledError = (err) => err?.cancelled === true || err?.name === "AbortError";
 
 /** The element count of `shape`, whose lengths are numbers or, past 2^53, BigInts (readHeader's). */
 function count(shape) {
@@ -30,9 +38,15 @@ export class TensorPanel {
     this.hit = -1; // the element a jump went to
     this.pageSeq = 0;
     this.runId = 0;
-    this.runs = new Map(); // run id → { resolve, reject, kind }
+    this.runs = new Map(); // wasm run id → { resolve, reject, heat, draw, prefix, started } and what it sent: stats, hist, pictures
+    this.current = null; // the run in progress: { id, controller }, whose abort cancels it
+    this.compared = null; // the last comparison: { gpu, wasm, rows, agree }
     this.worker = null;
     this.fetcher = null;
+    this.gpuWorker = null; // tensor-gpu-worker.js, made at the first whole run
+    this.gpuCalls = new Map(); // its call id → { resolve, reject, onProgress }
+    this.gpuCallId = 0;
+    this.gpuInfo = null; // its device: a promise of { adapter, limits } or { reason }
     const $ = (id) => document.getElementById(id);
     this.box = $("tensor");
     this.title = $("tensor-title");
@@ -44,10 +58,18 @@ export class TensorPanel {
     this.cancelButton = $("tensor-cancel");
     this.sliceForm = $("tensor-slice-form");
     this.sliceInput = $("tensor-slice");
+    this.engine = $("tensor-engine");
+    this.compareBox = $("tensor-compare");
+    this.compareTable = $("tensor-compare-table");
     this.pictures = new Pictures($("tensor-pictures"), "tensor");
     $("tensor-prev").addEventListener("click", () => this.showPage(this.first - PAGE));
     $("tensor-next").addEventListener("click", () => this.showPage(this.first + PAGE));
     this.cancelButton.addEventListener("click", () => this.cancel());
+    // Ticked: the statistics again, both ways; unticked: the comparison goes.
+    this.compareBox.addEventListener("change", () => {
+      if (this.compareBox.checked && this.array && this.readable && this.box.dataset.state !== "running") this.run("all").catch(() => {});
+      if (!this.compareBox.checked) this.compareTable.hidden = true;
+    });
     $("tensor-jump").addEventListener("submit", (e) => {
       e.preventDefault();
       this.jump($("tensor-jump-index"));
@@ -260,7 +282,8 @@ export class TensorPanel {
    * Fortran-order one as stored, drawn transposed), the 2-D slice
    * `[...lead, :, :]` of a C-order n-d one, or an image (H, W, 1|3|4) as
    * H rows of W pixels (each the mean or max of its channels); null when
-   * there is none. `start` and `nbytes`: its bytes in the tensor.
+   * there is none. `start` and `nbytes`: its bytes in the tensor;
+   * `first`: its first element.
    */
   heatPlan(lead) {
     const a = this.array;
@@ -275,7 +298,7 @@ export class TensorPanel {
       label = `an image ${s[0]} × ${s[1]} with ${s[2]} channel${s[2] === 1 ? "" : "s"}: each pixel over its channels`;
       const { outH, outW } = heatSize(rows, s[1]);
       if (blocks && (rows * cols) % a.block) return null;
-      return { rows, cols, outH, outW, transposed, label, start, nbytes: bytesOf(rows * cols), lead: [] };
+      return { rows, cols, outH, outW, transposed, label, start, first: 0, nbytes: bytesOf(rows * cols), lead: [] };
     }
     if (s.length === 2) {
       [rows, cols] = a.fortran ? [s[1], s[0]] : s;
@@ -291,7 +314,7 @@ export class TensorPanel {
     if (rows * cols === 0) return null;
     if (blocks && (rows * cols) % a.block) return null;
     const { outH, outW } = heatSize(rows, cols);
-    return { rows, cols, outH, outW, transposed, label, start: bytesOf(start), nbytes: bytesOf(rows * cols), lead: heatLead };
+    return { rows, cols, outH, outW, transposed, label, start: bytesOf(start), first: start, nbytes: bytesOf(rows * cols), lead: heatLead };
   }
 
   /** The n-d array's slice typed in the slice box: its heatmap alone is fetched and drawn. */
@@ -335,20 +358,29 @@ export class TensorPanel {
   }
 
   /**
-   * Streams the tensor's bytes through the worker: `kind` "all" (statistics,
-   * histogram and heatmap, as opening it does), "heat" (the heatmap's
-   * slice alone) or "fetch" (the same ranges fetched and nothing computed:
-   * the benchmark's baseline). Resolves with the worker's "done" message.
-   * `options` (for tests): `chunk` (bytes per request), `cacheBytes` (the
-   * largest tensor whose chunks the histogram's pass takes from memory),
-   * `opfs: false` (fetch again rather than keep the bytes in the browser's
-   * storage).
+   * The statistics of the tensor: `kind` "all" (statistics, histogram and
+   * heatmap, as opening it does), "heat" (the heatmap's slice alone) or
+   * "fetch" (the same ranges fetched and nothing computed: the benchmark's
+   * baseline). A whole run ("all") goes to the GPU where there is one that
+   * reads the dtype (`options.engine: "wasm"` says not), and with "compare
+   * with wasm" ticked to both, one after the other; anything else streams
+   * the tensor's bytes through the worker, a slice's heatmap included
+   * (only its bytes read: loadToGpu loads whole tensors). Resolves with
+   * the worker's "done" message for a wasm run, `{ engine: "gpu", ms,
+   * loadMs, computeMs }` for a GPU one, and `{ engine: "compare", gpuMs,
+   * wasmMs, agree }` for both. `options` (for tests): `chunk` (bytes per
+   * request), `cacheBytes` (the largest tensor whose chunks the
+   * histogram's pass takes from memory), `opfs: false` (fetch again rather
+   * than keep the bytes in the browser's storage), `engine`,
+   * `gpuBufferBytes` (the GPU's buffers no bigger: a tensor split).
    */
   run(kind = "all", options = {}) {
     const a = this.array;
     if (!a || !this.readable) return Promise.reject(new Error("no readable array"));
     this.cancel();
     const id = ++this.runId;
+    const controller = new AbortController();
+    this.current = { id, controller };
     const blocks = a.blockBytes !== undefined;
     const want = options.chunk ?? CHUNK;
     const chunk = blocks ? Math.max(1, Math.floor(want / a.blockBytes)) * a.blockBytes : want;
@@ -364,22 +396,179 @@ export class TensorPanel {
     if (kind === "all") {
       this.pictures.clear("Reading the whole tensor …");
       if (!heat) this.pictures.noHeatmap(a.shape.length < 2 ? "A 1-D array: no heatmap." : "No heatmap for this array (a Fortran-order array of more than 2 axes, or an empty one).");
+      this.compareTable.hidden = true;
+      this.compared = null;
     }
     this.setState("running");
     this.progress.value = 0;
     this.progressText.textContent = "";
     this.cancelButton.disabled = false;
+    return this.execute({ id, kind, message, heat, options, signal: controller.signal });
+  }
+
+  /** `run`'s work, once its message is made: the GPU's, the worker's or both, then the panel's last lines. */
+  async execute({ id, kind, message, heat, options, signal }) {
+    const mine = () => id === this.runId;
+    const a = this.array;
+    try {
+      let gpu = null;
+      if (kind === "all") {
+        gpu = options.engine === "wasm" ? { reason: "Statistics by wasm (asked for)." } : await this.gpuFor(a);
+        signal.throwIfAborted();
+        if (!mine()) return null;
+        const quantised = a.blockBytes !== undefined ? `, its ${a.dtype} blocks dequantised there` : "";
+        this.engine.textContent = gpu.device ? `Statistics, histogram and heatmap on the GPU (WebGPU, ${gpu.adapter})${quantised}.` : gpu.reason;
+        if (options.engine !== "wasm") {
+          this.compareBox.disabled = !gpu.device;
+          this.compareBox.parentElement.title = gpu.device ? "Compute the statistics both ways, and show both" : gpu.reason;
+        }
+      }
+      const compare = Boolean(gpu?.device) && this.compareBox.checked;
+      let onGpu = null;
+      if (gpu?.device) {
+        try {
+          onGpu = await this.runGpu(id, gpu, heat, signal, compare ? "WebGPU: " : "", options.gpuBufferBytes);
+        } catch (err) {
+          if (signal.aborted || !mine()) throw err;
+          // Said, and computed by wasm instead.
+          this.engine.textContent = `The GPU run failed (${err?.message ?? err}): statistics by wasm.`;
+        }
+      }
+      let byWasm = null;
+      let wasmFailed = "";
+      if (!onGpu || compare) {
+        try {
+          byWasm = await this.runWasm(message, heat, signal, { draw: !onGpu, prefix: onGpu ? "wasm: " : "" });
+        } catch (err) {
+          // A comparison whose wasm half failed: the GPU's results stay, and the line says why.
+          if (!onGpu || cancelledError(err) || !mine()) throw err;
+          wasmFailed = err?.message ?? String(err);
+        }
+      }
+      if (!mine()) return null;
+      this.setState("done");
+      this.progress.value = 1;
+      if (onGpu && byWasm) return this.compareDone(onGpu, byWasm);
+      if (onGpu) {
+        const done = this.gpuDone(onGpu);
+        if (wasmFailed) this.progressText.textContent += `; no comparison: wasm failed (${wasmFailed})`;
+        return done;
+      }
+      this.wasmDone(byWasm.message);
+      return byWasm.message;
+    } catch (err) {
+      if (mine()) this.stopped(err);
+      throw err;
+    } finally {
+      if (this.current?.id === id) this.current = null;
+    }
+  }
+
+  /** `{ device: true, adapter, format }` where the GPU computes array `a`'s statistics, else `{ reason }`. */
+  async gpuFor(a) {
+    this.gpuInfo ??= this.gpuCall({ type: "device" });
+    const gpu = await this.gpuInfo;
+    if (!gpu.limits) return { reason: gpu.reason };
+    const format = this.described.name;
+    const reason = gpuRefusal(this.wasm, gpu.limits, a, format, this.total);
+    return reason ? { reason } : { device: true, adapter: gpu.adapter, format };
+  }
+
+  /**
+   * Asks the GPU's worker (`message`: its "device" or "run"); resolves with
+   * its answer, rejects with its error (`cancelled: true` for a cancel).
+   * `onProgress` takes its progress; `signal` cancels a run.
+   */
+  gpuCall(message, onProgress = null, signal = null) {
+    if (!this.gpuWorker) {
+      this.gpuWorker = new Worker(new URL("./tensor-gpu-worker.js", import.meta.url), { type: "module" });
+      this.gpuWorker.onmessage = ({ data: m }) => {
+        const call = this.gpuCalls.get(m.id);
+        if (!call) return;
+        if (m.type === "progress") {
+          call.onProgress?.(m);
+          return;
+        }
+        this.gpuCalls.delete(m.id);
+        if (m.type === "cancelled" || m.type === "error") call.reject(Object.assign(new Error(m.message), { cancelled: m.type === "cancelled" }));
+        else call.resolve(m.type === "done" ? m.result : m);
+      };
+      this.gpuWorker.onerror = (e) => {
+        for (const call of this.gpuCalls.values()) call.reject(new Error(e.message ?? "the GPU's worker failed"));
+        this.gpuCalls.clear();
+        // A worker that failed to start (its module, say) is made again next time.
+        this.gpuWorker = null;
+        this.gpuInfo = null;
+      };
+    }
+    const id = ++this.gpuCallId;
     return new Promise((resolve, reject) => {
-      this.runs.set(id, { resolve, reject, kind, heat, started: performance.now() });
-      this.worker_().postMessage(message);
+      this.gpuCalls.set(id, { resolve, reject, onProgress });
+      this.gpuWorker.postMessage({ ...message, id });
+      signal?.addEventListener("abort", () => this.gpuWorker?.postMessage({ type: "cancel", id }), { once: true });
     });
   }
 
-  /** Stops the run in progress: the worker asks for no more ranges. */
+  /** The statistics on the GPU (tensor-gpu.js's, in its worker), drawn; `prefix` heads its progress lines. */
+  async runGpu(id, gpu, heat, signal, prefix, maxBufferSize) {
+    const a = this.array;
+    const mine = () => id === this.runId;
+    const spec = this.view.source.spec;
+    const quantised = a.blockBytes !== undefined;
+    const started = performance.now();
+    signal.throwIfAborted();
+    const options = {
+      source: spec.url ?? spec.file,
+      name: a.name,
+      quantised,
+      format: gpu.format,
+      dtype: quantised ? "<f4" : a.descr,
+      count: this.total,
+      heat: heat && { rows: heat.rows, cols: heat.cols, outH: heat.outH, outW: heat.outW, first: heat.first },
+      maxBufferSize,
+    };
+    const onProgress = ({ loaded, total }) => {
+      if (!mine()) return;
+      this.progress.value = loaded / total;
+      this.progressText.textContent = `${prefix}${mib(loaded)} of ${mib(total)} MiB to the GPU${loaded === total ? ", computing …" : ""}`;
+    };
+    const result = await this.gpuCall({ type: "run", options }, onProgress, signal);
+    result.ms = performance.now() - started;
+    result.nbytes = a.nbytes;
+    if (mine()) {
+      this.pictures.showStats(result.stats);
+      if (result.hist?.refused) this.pictures.noHistogram(`No histogram: ${result.hist.refused}.`);
+      else if (result.hist) this.pictures.showHistogram(result.hist.counts, result.hist.edges);
+      if (heat && result.heat) this.pictures.showHeatmap(result.heat, { ...heat, label: `${heat.label ? `${heat.label}, ` : ""}computed on the GPU` });
+    }
+    return result;
+  }
+
+  /**
+   * Streams the tensor's bytes through the worker: resolves with `{
+   * message, stats, hist, heat, ms }` (its "done" message, what it sent, and
+   * the time the page waited), which it draws with `draw` (`heat`: the
+   * heatmap's plan); rejects on a cancel (`cancelled: true`, `requests`) or
+   * an error.
+   */
+  runWasm(message, heat, signal, { draw, prefix }) {
+    const { id } = message;
+    return new Promise((resolve, reject) => {
+      if (signal.aborted) {
+        reject(Object.assign(new Error("cancelled"), { cancelled: true, requests: 0 }));
+        return;
+      }
+      this.runs.set(id, { resolve, reject, heat, draw, prefix, started: performance.now() });
+      this.worker_().postMessage(message);
+      signal.addEventListener("abort", () => this.worker?.postMessage({ type: "cancel", id }), { once: true });
+    });
+  }
+
+  /** Stops the run in progress: the worker asks for no more ranges, the GPU's load and shaders stop. */
   cancel() {
-    const id = this.runId;
-    if (!this.runs.has(id)) return;
-    this.worker?.postMessage({ type: "cancel", id });
+    const run = this.current;
+    if (!run || run.controller.signal.aborted) return;
+    run.controller.abort();
     this.progressText.textContent = "Cancelling …";
   }
 
@@ -388,54 +577,94 @@ export class TensorPanel {
     this.cancelButton.disabled = s !== "running";
   }
 
+  /** A wasm run's last lines: how its bytes were read. */
+  wasmDone(m) {
+    const secs = (m.ms / 1000).toFixed(2);
+    const bytes = (x) => `${mib(x)} MiB`;
+    const rest = `, for the ${(m.left ?? 0).toLocaleString("en")} elements near its edges`;
+    const how = {
+      tally: "; the histogram counted in the one pass (by the elements' leading bits)",
+      opfs: `; the histogram's pass read them back from the browser's storage (OPFS, ${bytes(m.spilledBytes)} written)${rest}`,
+      memory: `; the histogram's pass took them from memory${rest}`,
+      refetch: `; the histogram's pass fetched ${bytes(m.refetchedBytes)} again (${m.why})${rest}`,
+    }[m.from] ?? "";
+    this.progressText.textContent = `${bytes(m.fetched)} in ${m.requests} requests, ${secs} s${how}`;
+    Object.assign(this.box.dataset, {
+      engine: "wasm", ms: String(m.ms), pass1: String(m.pass1), requests: String(m.requests), fetched: String(m.fetched), wasm: String(m.wasmBytes),
+      second: m.from ?? "", left: String(m.left ?? ""), spilled: String(m.spilledBytes ?? 0), refetched: String(m.refetchedBytes), write: String(m.writeMs), read: String(m.readMs),
+    });
+  }
+
+  /** A GPU run's last lines. */
+  gpuDone(g) {
+    this.progressText.textContent = `${mib(g.nbytes)} MiB to the GPU in ${(g.loadMs / 1000).toFixed(2)} s, computed there in ${(g.computeMs / 1000).toFixed(2)} s`;
+    Object.assign(this.box.dataset, { engine: "gpu", ms: String(g.ms), load: String(g.loadMs), compute: String(g.computeMs) });
+    return { engine: "gpu", ms: g.ms, loadMs: g.loadMs, computeMs: g.computeMs };
+  }
+
+  /** Both runs' results side by side, with their times and whether they agree. */
+  compareDone(g, w) {
+    const wasm = { stats: w.stats, hist: w.hist, heat: w.heat, ms: w.ms };
+    const { rows, agree } = comparison(g, wasm);
+    this.compared = { gpu: g, wasm, rows, agree };
+    const ms = (x) => `${Math.round(x).toLocaleString("en")} ms`;
+    const shown = (v) => (Number.isSafeInteger(v) ? v.toLocaleString("en") : typeof v === "number" ? readable(v) : String(v ?? "—"));
+    const head = el("tr", {}, el("th", { scope: "col", text: "" }), el("th", { scope: "col", text: "WebGPU" }),
+      el("th", { scope: "col", text: "wasm" }), el("th", { scope: "col", text: "agree" }));
+    const time = el("tr", { "data-testid": "tensor-compare-time" }, el("th", { scope: "row", text: "time" }),
+      el("td", { text: `${ms(g.ms)} (load ${ms(g.loadMs)}, compute ${ms(g.computeMs)})` }), el("td", { text: ms(w.ms) }), el("td", { text: "" }));
+    const body = rows.map((r) => el("tr", { "data-testid": `tensor-compare-${r.what}`, "data-agree": String(r.agree), class: r.agree ? "" : "differ" },
+      el("th", { scope: "row", text: r.what }), el("td", { text: shown(r.gpu) }), el("td", { text: shown(r.wasm) }),
+      el("td", { text: r.agree ? (r.note ? `yes (${r.note})` : "yes") : `no${r.note ? ` (${r.note})` : ""}` })));
+    this.compareTable.replaceChildren(el("caption", { text: "WebGPU against wasm, the same tensor" }), el("thead", {}, head), el("tbody", {}, time, ...body));
+    this.compareTable.hidden = false;
+    this.progressText.textContent = `WebGPU ${ms(g.ms)}, wasm ${ms(w.ms)}: ${agree ? "they agree" : "they differ"}`;
+    Object.assign(this.box.dataset, { engine: "gpu", ms: String(g.ms), load: String(g.loadMs), compute: String(g.computeMs), wasmMs: String(w.ms), agree: String(agree) });
+    return { engine: "compare", gpuMs: g.ms, wasmMs: w.ms, agree };
+  }
+
+  /** A run's end by a cancel or an error: the panel says which. */
+  stopped(err) {
+    if (cancelledError(err)) {
+      this.setState("cancelled");
+      this.progressText.textContent = err.requests !== undefined ? `Cancelled after ${err.requests} requests.` : "Cancelled.";
+      if (!this.pictures.stats.dataset.count) this.pictures.clear("Cancelled.");
+    } else {
+      const message = err?.message ?? String(err);
+      this.setState("error");
+      this.progressText.textContent = `Failed: ${message}`;
+      this.pictures.clear(`The statistics failed: ${message}`);
+    }
+  }
+
   onMessage(m) {
     const r = this.runs.get(m.id);
     if (!r) return;
     const mine = m.id === this.runId;
+    const show = mine && r.draw;
     if (m.type === "progress" && mine) {
       this.progress.value = m.done / m.total;
-      const mib = (x) => (x / 1048576).toFixed(1);
       const pass2 = { opfs: " (the histogram's pass, read back from the browser's storage)", memory: " (the histogram's pass, from memory)", refetch: " (the histogram's pass, fetched again)" };
-      this.progressText.textContent = `${mib(m.done)} of ${mib(m.total)} MiB${m.pass === 2 ? pass2[m.from] : ""}, ${m.requests} requests`;
-    } else if (m.type === "stats" && mine) {
-      this.pictures.showStats(m.result);
-    } else if (m.type === "hist" && mine) {
-      this.pictures.showHistogram(m.counts, m.edges);
-    } else if (m.type === "heat" && mine) {
-      this.pictures.showHeatmap({ mean: m.mean, max: m.max }, r.heat);
-    } else if (m.type === "heat-refused" && mine) {
+      this.progressText.textContent = `${r.prefix}${mib(m.done)} of ${mib(m.total)} MiB${m.pass === 2 ? pass2[m.from] : ""}, ${m.requests} requests`;
+    } else if (m.type === "stats") {
+      r.stats = m.result;
+      if (show) this.pictures.showStats(m.result);
+    } else if (m.type === "hist") {
+      r.hist = { counts: Array.from(m.counts), edges: Array.from(m.edges) };
+      if (show) this.pictures.showHistogram(m.counts, m.edges);
+    } else if (m.type === "heat") {
+      r.pictures = { mean: m.mean, max: m.max };
+      if (show) this.pictures.showHeatmap({ mean: m.mean, max: m.max }, r.heat);
+    } else if (m.type === "heat-refused" && show) {
       const { rows, cols } = r.heat;
       this.pictures.noHeatmap(`No heatmap of ${rows.toLocaleString("en")} × ${cols.toLocaleString("en")} elements: ${m.message}`);
     } else if (m.type === "done") {
       this.runs.delete(m.id);
-      if (mine) {
-        this.setState("done");
-        this.progress.value = 1;
-        const secs = (m.ms / 1000).toFixed(2);
-        const mib = (x) => `${(x / 1048576).toFixed(1)} MiB`;
-        const rest = `, for the ${(m.left ?? 0).toLocaleString("en")} elements near its edges`;
-        const how = {
-          tally: "; the histogram counted in the one pass (by the elements' leading bits)",
-          opfs: `; the histogram's pass read them back from the browser's storage (OPFS, ${mib(m.spilledBytes)} written)${rest}`,
-          memory: `; the histogram's pass took them from memory${rest}`,
-          refetch: `; the histogram's pass fetched ${mib(m.refetchedBytes)} again (${m.why})${rest}`,
-        }[m.from] ?? "";
-        this.progressText.textContent = `${mib(m.fetched)} in ${m.requests} requests, ${secs} s${how}`;
-        Object.assign(this.box.dataset, {
-          ms: String(m.ms), pass1: String(m.pass1), requests: String(m.requests), fetched: String(m.fetched), wasm: String(m.wasmBytes),
-          second: m.from ?? "", left: String(m.left ?? ""), spilled: String(m.spilledBytes ?? 0), refetched: String(m.refetchedBytes), write: String(m.writeMs), read: String(m.readMs),
-        });
-      }
-      r.resolve(m);
+      r.resolve({ message: m, stats: r.stats, hist: r.hist, heat: r.pictures ?? null, ms: performance.now() - r.started });
     } else if (m.type === "cancelled" || m.type === "error") {
       this.runs.delete(m.id);
-      if (mine) {
-        this.setState(m.type === "cancelled" ? "cancelled" : "error");
-        this.progressText.textContent = m.type === "cancelled" ? `Cancelled after ${m.requests} requests.` : `Failed: ${m.message}`;
-        if (m.type === "error") this.pictures.clear(`The statistics failed: ${m.message}`);
-        else if (!this.pictures.stats.dataset.count) this.pictures.clear("Cancelled.");
-      }
-      r.reject(new Error(m.type === "cancelled" ? "cancelled" : m.message));
+      const cancelled = m.type === "cancelled";
+      r.reject(Object.assign(new Error(cancelled ? "cancelled" : m.message), { cancelled, requests: m.requests }));
     }
   }
 }

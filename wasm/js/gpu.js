@@ -130,11 +130,12 @@ const quote = (name) => JSON.stringify(name.length > 80 ? `${name.slice(0, 77)}.
  * start, nbytes, segments (sizes), swap, dequant }`, or a RangeError naming
  * the tensor and the limit it passes.
  */
-function plan(api, header, to, limits) {
-  // Segments: multiples of 256 bytes, each within maxBufferSize.
-  const segment = Math.floor(limits.maxBufferSize / 256) * 256;
-  return header.arrays.map((array) => {
-    const name = header.format === "npy" ? "array" : array.name;
+function plan(api, format, arrays, to, limits) {
+  // Buffers of multiples of 256 bytes below maxBufferSize, never at it:
+  // SwiftShader refuses a buffer of exactly its 1 GiB limit.
+  const segment = Math.floor((limits.maxBufferSize - 1) / 256) * 256;
+  return arrays.map((array) => {
+    const name = format === "npy" ? "array" : array.name;
     const nbytes = Number(array.nbytes);
     const quantized = array.blocks !== undefined;
     if (!quantized && array.descr === null) {
@@ -148,9 +149,9 @@ function plan(api, header, to, limits) {
     if (quantized && to) {
       const values = Number(array.blocks) * array.block * OUTPUT_SIZE[to];
       for (const [what, bytes] of [["blocks", nbytes], [`${to} values`, values]]) {
-        if (padded(bytes) > limits.maxBufferSize) {
-          throw new RangeError(`tensor ${quote(name)}: its ${what} take ${bytes} bytes, more than this device's `
-            + `maxBufferSize of ${limits.maxBufferSize}; load it without dtype (as blocks, in buffers of at most that) `
+        if (padded(bytes) > segment) {
+          throw new RangeError(`tensor ${quote(name)}: its ${what} take ${bytes} bytes, more than one buffer holds under this `
+            + `device's maxBufferSize of ${limits.maxBufferSize}; load it without dtype (as blocks, split into buffers) `
             + `or on a device with a larger limit`);
         }
       }
@@ -217,12 +218,26 @@ function described(item, buffers, to) {
   return { ...tensor, dtype: item.dtype, nbytes: item.nbytes };
 }
 
+const loading = new WeakMap(); // device -> the load last started on it
+
 /**
- * loadToGpu (src/gpu_files.rs documents it): every tensor of the file at
- * `source` into its own GPU buffers, streamed in one ranged read of the
- * tensors' bytes, staged STAGE bytes at a time.
+ * loadToGpu (src/gpu_files.rs documents it), one load at a time per
+ * device: each pushes and pops its own error scopes, which two loads
+ * running at once would pop for each other.
  */
-export async function loadModel(device, source, options, api) {
+export function loadModel(device, source, options, api) {
+  const before = loading.get(device) ?? Promise.resolve();
+  const load = before.then(() => loadOne(device, source, options, api));
+  loading.set(device, load.catch(() => {}));
+  return load;
+}
+
+/**
+ * Every tensor of the file at `source` (or those `options.names` names)
+ * into its own GPU buffers, streamed in one ranged read per run of
+ * tensors, staged STAGE bytes at a time.
+ */
+async function loadOne(device, source, options, api) {
   const { dtype, onProgress, signal } = options ?? {};
   const usage = (options?.usage ?? (STORAGE | COPY_SRC)) | COPY_DST;
   const to = dtype == null ? null : OUTPUTS[dtype];
@@ -233,14 +248,17 @@ export async function loadModel(device, source, options, api) {
   // Buffers of at most options.maxBufferSize, where that is below the device's.
   const cap = Math.min(device.limits.maxBufferSize, options?.maxBufferSize ?? Infinity);
   const limits = { maxBufferSize: cap, maxStorageBufferBindingSize: Math.min(cap, device.limits.maxStorageBufferBindingSize) };
-  let items = plan(api, header, to, limits);
+  const nameOf = (array) => (header.format === "npy" ? "array" : array.name);
+  let arrays = header.arrays;
   if (options?.names != null) {
+    // Only those planned: a tensor nobody asked for cannot refuse the load.
     const wanted = new Set(options.names);
-    const known = new Set(items.map((item) => item.name));
+    const known = new Set(arrays.map(nameOf));
     const missing = [...wanted].filter((name) => !known.has(name));
     if (missing.length) throw new RangeError(`${file.name} has no tensor ${quote(String(missing[0]))}${missing.length > 1 ? ` (nor ${missing.length - 1} more)` : ""}`);
-    items = items.filter((item) => wanted.has(item.name));
+    arrays = arrays.filter((array) => wanted.has(nameOf(array)));
   }
+  const items = plan(api, header.format, arrays, to, limits);
   items.sort((a, b) => a.start - b.start);
   const total = items.reduce((n, item) => n + item.nbytes, 0);
   const made = [];
@@ -351,8 +369,7 @@ export async function loadModel(device, source, options, api) {
     if (memory) throw new RangeError(`${file.name}: the GPU ran out of memory for its tensors: ${memory.message}`);
     if (invalid) throw new Error(`WebGPU refused loading ${file.name}: ${invalid.message}`);
     // The file's order, as its header lists the tensors.
-    return new Map(header.arrays.map((array) => (header.format === "npy" ? "array" : array.name))
-      .filter((name) => result.has(name)).map((name) => [name, result.get(name)]));
+    return new Map(arrays.map(nameOf).map((name) => [name, result.get(name)]));
   } catch (err) {
     for (const buffer of made) buffer.destroy();
     throw err;

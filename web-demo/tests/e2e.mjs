@@ -882,6 +882,16 @@ const checks = [
     expectNoProblems("in the buffer's inspector");
   }],
 
+  ["without WebGPU (this Chromium runs with --disable-gpu) the tensor panel says so in one line, and its statistics are wasm's", async (page) => {
+    await openTensor(page, "c_order.npy", "array");
+    const engine = await text(page, "tensor-engine");
+    expect(/^No WebGPU here \((navigator\.gpu is missing|no adapter found)\): statistics by wasm\.$/.test(engine), `the engine line: ${engine}`);
+    expectEqual(await page.getByTestId("tensor").getAttribute("data-engine"), "wasm", "the engine the panel used");
+    expect(await page.getByTestId("tensor-compare").isDisabled(), "compare with wasm is offered without WebGPU");
+    expectEqual((await tensorStats(page, "tensor")).count, "960", "the statistics' count");
+    expectNoProblems("in the tensor panel without WebGPU");
+  }],
+
   ["the tensor panel shows C- and Fortran-order arrays, int16 big-endian, the bfloat16 and float8 tensors as numpy does: values, statistics, histogram", async (page) => {
     const answers = await numpy();
     for (const [name, array] of [["c_order.npy", "array"], ["fortran.npy", "array"], ["int16_be.npy", "array"],

@@ -22,6 +22,10 @@ pub fn steps(run: &Run) -> Vec<Step> {
                 .into(),
             webgpu,
         ),
+        (
+            "the tensor panel on WebGPU against wasm in Chromium (SwiftShader)".into(),
+            web::browser_test(&run.demo_url, "web-demo/tests/webgpu-demo.mjs"),
+        ),
     ]
 }
 
