@@ -512,7 +512,10 @@ mod tests {
     use super::*;
 
     #[test]
-    #[cfg_attr(miri, ignore = "safe code building 45 strings: nothing for Miri to check, slow under it")]
+    #[cfg_attr(
+        miri,
+        ignore = "safe code building 45 strings: nothing for Miri to check, slow under it"
+    )]
     fn every_dequantised_type_has_a_shader_with_its_table_row() {
         for ggml in GgmlType::ALL {
             for to in [DType::F32, DType::F16, DType::BF16] {
@@ -537,7 +540,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "safe arithmetic over 225 tensors: nothing for Miri to check, slow under it")]
+    #[cfg_attr(
+        miri,
+        ignore = "safe arithmetic over 225 tensors: nothing for Miri to check, slow under it"
+    )]
     fn passes_cover_every_block_with_aligned_bounded_bindings() {
         for ggml in GgmlType::ALL.into_iter().filter(|&t| can_dequantize(t)) {
             let info = ggml.info();
