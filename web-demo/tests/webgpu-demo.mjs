@@ -22,6 +22,7 @@ import path from "node:path";
 
 import { chromium } from "playwright-core";
 
+import { CheckFailed, expect, expectEqual, runChecks } from "./checks.mjs";
 import { ggufFixture } from "./gguf-fixture.mjs";
 
 const demoUrl = process.env.DEMO_URL;
@@ -49,16 +50,6 @@ const TIMEOUT_MS = 20_000;
  */
 const TOLERANCE = 1e-6;
 const same = (a, b) => Object.is(a, b) || (a === 0 && b === 0);
-
-class CheckFailed extends Error {}
-
-function expect(cond, message) {
-  if (!cond) throw new CheckFailed(message);
-}
-
-function expectEqual(actual, expected, what) {
-  expect(actual === expected, `${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
-}
 
 // What the page did that it should not: uncaught exceptions, console errors.
 const problems = [];
@@ -471,15 +462,7 @@ async function main() {
     });
     if (!adapter) throw new Error("no WebGPU adapter in this Chromium");
     console.log(`webgpu-demo: adapter ${adapter}`);
-    for (const [i, [name, check]] of checks.entries()) {
-      try {
-        await check(page);
-        console.log(`ok ${i + 1} - ${name}`);
-      } catch (err) {
-        failures.push(name);
-        console.log(`not ok ${i + 1} - ${name}\n  ${err instanceof CheckFailed ? err.message : err?.stack ?? err}`);
-      }
-    }
+    failures.push(...(await runChecks(page, checks)));
     // A cancelled load aborts its request: that is the only failure allowed.
     const left = problems.filter((p) => !p.includes("ERR_ABORTED") && !p.includes("AbortError"));
     if (left.length) {

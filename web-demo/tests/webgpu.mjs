@@ -20,6 +20,8 @@ import { fileURLToPath } from "node:url";
 
 import { chromium } from "playwright-core";
 
+import { expect, runChecks } from "./checks.mjs";
+
 const demoUrl = process.env.DEMO_URL;
 if (!demoUrl) {
   console.error("webgpu: set DEMO_URL to the served demo, e.g. DEMO_URL=http://127.0.0.1:8000/");
@@ -62,10 +64,6 @@ async function runExample(code) {
   }
 }
 
-class CheckFailed extends Error {}
-const expect = (cond, message) => {
-  if (!cond) throw new CheckFailed(message);
-};
 
 // Runs in the page: the package, an adapter and a device with the
 // adapter's buffer limits, and helpers every check uses, on `window.gpuTest`.
@@ -507,15 +505,7 @@ async function main() {
     if (setup.error) throw new Error(setup.error);
     console.log(`webgpu: adapter ${setup.vendor}/${setup.architecture}, maxBufferSize ${setup.maxBufferSize}, `
       + `maxStorageBufferBindingSize ${setup.maxBinding}, shader-f16 ${setup.f16}`);
-    for (const [i, [name, check]] of checks.entries()) {
-      try {
-        await check(page);
-        console.log(`ok ${i + 1} - ${name}`);
-      } catch (err) {
-        failures.push(name);
-        console.log(`not ok ${i + 1} - ${name}\n  ${err instanceof CheckFailed ? err.message : err?.stack ?? err}`);
-      }
-    }
+    failures.push(...(await runChecks(page, checks)));
     if (errors.length) {
       failures.push("page errors");
       console.log(`not ok - the page threw: ${errors.join("\n")}`);
