@@ -55,11 +55,16 @@ fn exists(pid: u32) -> bool {
     rc == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
 }
 
-/// Field 22 of `/proc/PID/stat`, after the parenthesised command name
-/// (which may hold spaces and parentheses itself: the last ')' ends it).
+/// Field 22 of the process's start time, after the parenthesised command
+/// name (which may hold spaces and parentheses itself: the last ')' ends
+/// it), read from `/proc/PID/task/PID/stat`, the main thread's: the same
+/// number as `/proc/PID/stat`'s, but a file qemu-user passes through to
+/// the kernel. qemu fakes `/proc/PID/stat` of its own process, with each
+/// thread's own start time, so that a process reading its start time from
+/// two threads would take itself for dead.
 #[cfg(target_os = "linux")]
 fn born(pid: u32) -> Option<u64> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let stat = std::fs::read(format!("/proc/{pid}/task/{pid}/stat")).ok()?;
     let after = stat.iter().rposition(|&b| b == b')')?;
     let rest = std::str::from_utf8(&stat[after + 1..]).ok()?;
     // Field 3 is the first after the name; 22 is the 20th from there.
@@ -132,6 +137,17 @@ mod tests {
         let me = me();
         assert_eq!(me.pid, std::process::id());
         assert!(alive(me));
+        // From a thread started after it, as another thread of a process
+        // checks an owner (qemu-user gives each thread its own start time
+        // in /proc/PID/stat).
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        assert!(std::thread::spawn(move || alive(me)).join().unwrap());
+        assert_eq!(
+            std::thread::spawn(|| born(std::process::id()))
+                .join()
+                .unwrap(),
+            born(me.pid)
+        );
         if cfg!(target_os = "linux") {
             assert_ne!(me.born, 0);
             assert!(!alive(Owner {
