@@ -12,6 +12,7 @@ use wasm_bindgen::prelude::*;
 
 use crate::BindingError;
 use crate::convert::{count_arg, dtype_arg, number, object, whole};
+use crate::stats::qtype_arg;
 
 #[wasm_bindgen(module = "/js/gpu.js")]
 extern "C" {
@@ -65,29 +66,24 @@ impl GpuFileApi {
     }
 }
 
-const QTYPES: &str = "a quantised ggml type: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, \
-                      Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0 or TQ2_0";
 const OUTPUTS: &str = "\"f32\", \"f16\" or \"bf16\" (or \"float32\", \"float16\", \"bfloat16\")";
 
 /// The ggml type `qtype` names and the output dtype `dtype` names, both
 /// checked.
 fn shader_args(qtype: &JsValue, dtype: &JsValue) -> Result<(GgmlType, DType), BindingError> {
-    let bad = |what, expected, got: &JsValue| BindingError::Argument {
-        what,
-        expected,
-        got: got.clone(),
-        type_error: got.as_string().is_none(),
-    };
-    let ggml = qtype
-        .as_string()
-        .and_then(|name| GgmlType::from_name(&name))
-        .filter(|&t| wgsl::shader(t, DType::F32).is_some())
-        .ok_or_else(|| bad("qtype", QTYPES, qtype))?;
+    let ggml = qtype_arg(qtype)?;
     let to = match dtype.as_string().as_deref() {
         Some("f32" | "float32") => DType::F32,
         Some("f16" | "float16") => DType::F16,
         Some("bf16" | "bfloat16") => DType::BF16,
-        _ => return Err(bad("dtype", OUTPUTS, dtype)),
+        _ => {
+            return Err(BindingError::Argument {
+                what: "dtype",
+                expected: OUTPUTS,
+                got: dtype.clone(),
+                type_error: dtype.as_string().is_none(),
+            });
+        }
     };
     Ok((ggml, to))
 }

@@ -567,6 +567,25 @@ impl JsHeatmap {
     }
 }
 
+/// The quantised ggml type `qtype` names (ggml's name, any case) that the
+/// core dequantises: a `TypeError` for anything but a string, a
+/// `RangeError` for another name (`dequantize`, `dequantShader`,
+/// `dequantPasses`).
+pub(crate) fn qtype_arg(qtype: &JsValue) -> Result<GgmlType, BindingError> {
+    const QTYPES: &str = "a quantised ggml type: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, \
+                         Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0 or TQ2_0";
+    qtype
+        .as_string()
+        .and_then(|name| GgmlType::from_name(&name))
+        .filter(|&t| dequant::can_dequantize(t))
+        .ok_or_else(|| BindingError::Argument {
+            what: "qtype",
+            expected: QTYPES,
+            got: qtype.clone(),
+            type_error: qtype.as_string().is_none(),
+        })
+}
+
 /// GGUF's quantised blocks (`qtype`: ggml's name, any case, `"Q4_K"`,
 /// `"q8_0"`) dequantised to float32 by the core's reference (gguf-py's
 /// values bit for bit): `blocks` must be whole blocks.
@@ -576,20 +595,7 @@ pub fn dequantize(
     #[wasm_bindgen(unchecked_param_type = "ArrayBufferView | ArrayBuffer")] blocks: &JsValue,
 ) -> Result<Vec<f32>, BindingError> {
     let blocks = bytes_arg(blocks, "blocks")?;
-    let bad = |expected: &'static str, got: JsValue, type_error| BindingError::Argument {
-        what: "qtype",
-        expected,
-        got,
-        type_error,
-    };
-    const TYPES: &str = "a quantised ggml type: Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, \
-                         Q5_K, Q6_K, IQ4_NL, IQ4_XS, MXFP4, TQ1_0 or TQ2_0";
-    let name = qtype
-        .as_string()
-        .ok_or_else(|| bad(TYPES, qtype.into(), true))?;
-    let ggml = GgmlType::from_name(&name)
-        .filter(|&t| dequant::can_dequantize(t))
-        .ok_or_else(|| bad(TYPES, qtype.into(), false))?;
+    let ggml = qtype_arg(qtype)?;
     let info = ggml.info();
     let (block, bytes) = (info.block as usize, info.bytes as usize);
     if !blocks.len().is_multiple_of(bytes) {

@@ -78,16 +78,6 @@ async function setUp() {
       maxStorageBufferBindingSize: adapter.limits.maxStorageBufferBindingSize,
     },
   });
-  const read = async (buffer, size = buffer.size) => {
-    const out = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
-    const encoder = device.createCommandEncoder();
-    encoder.copyBufferToBuffer(buffer, 0, out, 0, size);
-    device.queue.submit([encoder.finish()]);
-    await out.mapAsync(GPUMapMode.READ);
-    const bytes = new Uint8Array(out.getMappedRange().slice(0));
-    out.destroy();
-    return bytes;
-  };
   const readAt = async (buffer, offset, size) => {
     const out = device.createBuffer({ size, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.COPY_DST });
     const encoder = device.createCommandEncoder();
@@ -98,7 +88,15 @@ async function setUp() {
     out.destroy();
     return bytes;
   };
-  window.gpuTest = { wasm, memory: exports.memory, device, read, readAt };
+  const read = (buffer, size = buffer.size) => readAt(buffer, 0, size);
+  // The header of the file served at `url` (its size from a one-byte range; a header within 64 KiB).
+  const servedHeader = async (url) => {
+    const sized = await fetch(url, { headers: { Range: "bytes=0-0" } });
+    await sized.arrayBuffer();
+    const head = new Uint8Array(await (await fetch(url, { headers: { Range: "bytes=0-65535" } })).arrayBuffer());
+    return wasm.readHeader(head, Number(sized.headers.get("Content-Range").split("/")[1]));
+  };
+  window.gpuTest = { wasm, memory: exports.memory, device, read, readAt, servedHeader };
   const info = adapter.info ?? {};
   return { vendor: info.vendor, architecture: info.architecture, maxBufferSize: adapter.limits.maxBufferSize,
     maxBinding: adapter.limits.maxStorageBufferBindingSize, f16: adapter.features.has("shader-f16") };
@@ -267,7 +265,7 @@ async function everyTypeDequantised() {
 // memory. `split` caps buffers at that many bytes (loadToGpu's
 // `maxBufferSize`).
 async function loadServed({ url, split }) {
-  const { wasm, device, readAt, memory } = window.gpuTest;
+  const { wasm, device, readAt, memory, servedHeader } = window.gpuTest;
   const sizes = [];
   const before = memory.buffer.byteLength;
   let peak = before;
@@ -288,9 +286,7 @@ async function loadServed({ url, split }) {
   const loadMs = performance.now() - t0;
   const out = [];
   const ranged = async (start, end) => new Uint8Array(await (await fetch(url, { headers: { Range: `bytes=${start}-${end - 1}` } })).arrayBuffer());
-  const sized = await fetch(url, { headers: { Range: "bytes=0-0" } });
-  await sized.arrayBuffer();
-  const header = wasm.readHeader(await ranged(0, 65536), Number(sized.headers.get("Content-Range").split("/")[1]));
+  const header = await servedHeader(url);
   for (const array of header.arrays) {
     const tensor = tensors.get(array.name);
     const segment = tensor.buffers[0].size;
@@ -328,11 +324,8 @@ async function loadServed({ url, split }) {
 // loadToGpu; and the usual way, the bytes in one ArrayBuffer, then one
 // writeBuffer into one buffer (the smallest thing a page does without it).
 async function usualWay({ url, name }) {
-  const { wasm, device } = window.gpuTest;
-  const sized = await fetch(url, { headers: { Range: "bytes=0-0" } });
-  await sized.arrayBuffer();
-  const head = new Uint8Array(await (await fetch(url, { headers: { Range: "bytes=0-65535" } })).arrayBuffer());
-  const array = wasm.readHeader(head, Number(sized.headers.get("Content-Range").split("/")[1])).arrays.find((a) => a.name === name);
+  const { wasm, device, servedHeader } = window.gpuTest;
+  const array = (await servedHeader(url)).arrays.find((a) => a.name === name);
   const [start, nbytes] = [Number(array.offset), Number(array.nbytes)];
   const range = { headers: { Range: `bytes=${start}-${start + nbytes - 1}` } };
   const median = async (run) => {

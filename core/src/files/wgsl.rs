@@ -369,6 +369,13 @@ fn value(b: u32, e: u32) -> f32 {
     })
 }
 
+/// Whether [`shader`] has a shader for `ggml` into `to`: a type
+/// [`dequant`](super::dequant) dequantises, into float32, float16 or
+/// bfloat16.
+pub fn has_shader(ggml: GgmlType, to: DType) -> bool {
+    can_dequantize(ggml) && matches!(to, DType::F32 | DType::F16 | DType::BF16)
+}
+
 /// The WGSL compute shader that dequantises `ggml` blocks into `to`
 /// (float32, float16 or bfloat16), one output word (one float32, or two
 /// halves) per invocation: `None` for a type [`dequant`](super::dequant)
@@ -379,15 +386,14 @@ fn value(b: u32, e: u32) -> f32 {
 /// [`DequantPass::params`]). Entry point `main`, [`WORKGROUP_SIZE`]
 /// invocations a workgroup, dispatched as [`DequantPass::groups`].
 pub fn shader(ggml: GgmlType, to: DType) -> Option<String> {
-    let convert = match to {
-        DType::F32 => None,
-        DType::F16 => Some("to_f16"),
-        DType::BF16 => Some("to_bf16"),
-        _ => return None,
-    };
-    if !can_dequantize(ggml) {
+    if !has_shader(ggml, to) {
         return None;
     }
+    let convert = match to {
+        DType::F16 => Some("to_f16"),
+        DType::BF16 => Some("to_bf16"),
+        _ => None,
+    };
     let info = ggml.info();
     let mut source = String::from(PRELUDE);
     // Writing into a String cannot fail.
@@ -464,7 +470,9 @@ pub fn passes(
     to: DType,
     max_binding: u64,
 ) -> Option<Vec<DequantPass>> {
-    shader(ggml, to)?;
+    if !has_shader(ggml, to) {
+        return None;
+    }
     let info = ggml.info();
     let (block_bytes, values_bytes) = (
         u64::from(info.bytes),
