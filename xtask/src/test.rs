@@ -298,6 +298,15 @@ pub fn test(suites: &[&'static Suite], install: bool, all: bool) -> Result {
             list.push((suite.name, label, c));
         }
     }
+    // `BYTELENS_STEPS=a,b`: only the steps whose label holds one of the
+    // words (the daily loop over one browser script or one Python file).
+    if let Ok(words) = std::env::var("BYTELENS_STEPS") {
+        let words: Vec<&str> = words.split(',').filter(|w| !w.is_empty()).collect();
+        list.retain(|(_, label, _)| words.iter().any(|w| label.contains(w)));
+        if list.is_empty() {
+            return Err(format!("BYTELENS_STEPS={words:?} matches no step of these suites"));
+        }
+    }
     // The full run builds each crate once per target and profile:
     // incremental state would only fill the disk, which ran out under CI.
     if whole && std::env::var_os("CARGO_INCREMENTAL").is_none() {
