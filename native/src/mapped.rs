@@ -8,7 +8,7 @@
 //! [`SharedBuffer::attach`](crate::SharedBuffer::attach).
 
 use std::fs::{File, FileType, OpenOptions};
-use std::io::ErrorKind;
+use std::io::{ErrorKind, Read};
 use std::path::Path;
 
 use memmap2::{MmapMut, MmapOptions};
@@ -62,37 +62,7 @@ impl MappedFile {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub unsafe fn open(path: &Path, mode: MapMode) -> Result<MappedFile, SharedError> {
-        let with_path = |what| {
-            move |err: std::io::Error| SharedError::Os {
-                what,
-                err: std::io::Error::new(err.kind(), format!("{}: {err}", path.display())),
-            }
-        };
-        // A directory is refused before the open, from the path's metadata
-        // (a failure to read it is left to the open): Windows opens no
-        // directory without a flag std does not pass, and would say only
-        // "access denied"; Unix opens none for writing (EISDIR), which would
-        // make "r+" say it otherwise than "r". One message on both.
-        if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
-            return Err(not_regular(path, ErrorKind::IsADirectory, "a directory"));
-        }
-        let file = open_options(mode)
-            .open(path)
-            .map_err(with_path("opening the file"))?;
-        // A pipe or a device on Windows: std's metadata would call it a file.
-        #[cfg(windows)]
-        if let Some(what) = windows_device(&file) {
-            return Err(not_regular(path, ErrorKind::InvalidInput, what));
-        }
-        // The opened file's own type: the path may name another file by now.
-        let kind = file
-            .metadata()
-            .map_err(with_path("reading the file's type"))?
-            .file_type();
-        if !kind.is_file() {
-            let (err_kind, what) = not_regular_kind(kind);
-            return Err(not_regular(path, err_kind, what));
-        }
+        let file = open_regular(path, mode)?;
         // SAFETY: `file` is a regular file opened for reading (and for
         // writing under `ReadWrite`, which `map_mut` needs). The mapping
         // stays valid as long as the file does not shrink: on Unix the
@@ -102,7 +72,77 @@ impl MappedFile {
         // bytes on both: memmap2 makes a one-byte mapping on Unix (mmap
         // takes no length 0) and none on Windows (which maps no empty
         // file), and exposes zero bytes of either.
-        unsafe { map(&file, mode) }.map_err(with_path("mapping the file"))
+        unsafe { map(&file, mode) }.map_err(with_path(path, "mapping the file"))
+    }
+
+    /// Like [`open`](MappedFile::open), but safe: the file's bytes are read
+    /// into memory of this process's own (an anonymous mapping, page-aligned
+    /// as a file's is), so that no other process can take them away. What
+    /// it costs: the file's size in memory, and the time to read it. `Read`
+    /// gives read-only bytes, `Copy` writable ones that stay private;
+    /// `ReadWrite` is refused (a copy cannot write through to the file).
+    ///
+    /// # Examples
+    /// ```
+    /// use bytelens::{MapMode, MappedFile};
+    /// let path = std::env::temp_dir().join(format!("bytelens-doc-read-{}", std::process::id()));
+    /// std::fs::write(&path, [1u8, 2, 3])?;
+    /// let file = MappedFile::read(&path, MapMode::Read)?;
+    /// std::fs::write(&path, [])?; // the file shrinks: the copy is untouched
+    /// assert_eq!(file.as_bytes(), [1, 2, 3]);
+    /// std::fs::remove_file(&path)?;
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn read(path: &Path, mode: MapMode) -> Result<MappedFile, SharedError> {
+        if mode == MapMode::ReadWrite {
+            return Err(SharedError::Os {
+                what: "reading the file",
+                err: std::io::Error::new(
+                    ErrorKind::InvalidInput,
+                    format!(
+                        "{}: a file read into memory cannot write through to it (mode \"r+\"): \
+                         map it instead, or read it with mode \"r\" or \"c\"",
+                        path.display()
+                    ),
+                ),
+            });
+        }
+        let mut file = open_regular(path, mode)?;
+        let len = file
+            .metadata()
+            .map_err(with_path(path, "reading the file's size"))?
+            .len();
+        let len = usize::try_from(len).map_err(|_| {
+            with_path(path, "reading the file")(std::io::Error::new(
+                ErrorKind::OutOfMemory,
+                format!("{len} bytes do not fit this process's address space"),
+            ))
+        })?;
+        // memmap2 maps one page for a length of 0 and shows none of it, as
+        // for an empty file.
+        let mut memory = MmapOptions::new()
+            .len(len)
+            .map_anon()
+            .map_err(with_path(path, "allocating memory for the file"))?;
+        file.read_exact(&mut memory).map_err(|err| {
+            let err = if err.kind() == ErrorKind::UnexpectedEof {
+                std::io::Error::new(
+                    ErrorKind::UnexpectedEof,
+                    format!("the file shrank below its {len} bytes while it was read"),
+                )
+            } else {
+                err
+            };
+            with_path(path, "reading the file")(err)
+        })?;
+        Ok(match mode {
+            MapMode::Read => MappedFile::Read(
+                memory
+                    .make_read_only()
+                    .map_err(with_path(path, "protecting the file's copy"))?,
+            ),
+            _ => MappedFile::Write(memory),
+        })
     }
 
     /// The bytes.
@@ -141,6 +181,47 @@ impl MappedFile {
             MappedFile::Read(m) => m.as_ptr().cast_mut(),
             MappedFile::Write(m) => m.as_mut_ptr(),
         }
+    }
+}
+
+/// `path` opened as `mode` says, after checking it is a regular file.
+fn open_regular(path: &Path, mode: MapMode) -> Result<File, SharedError> {
+    // A directory is refused before the open, from the path's metadata
+    // (a failure to read it is left to the open): Windows opens no
+    // directory without a flag std does not pass, and would say only
+    // "access denied"; Unix opens none for writing (EISDIR), which would
+    // make "r+" say it otherwise than "r". One message on both.
+    if std::fs::metadata(path).is_ok_and(|m| m.is_dir()) {
+        return Err(not_regular(path, ErrorKind::IsADirectory, "a directory"));
+    }
+    let file = open_options(mode)
+        .open(path)
+        .map_err(with_path(path, "opening the file"))?;
+    // A pipe or a device on Windows: std's metadata would call it a file.
+    #[cfg(windows)]
+    if let Some(what) = windows_device(&file) {
+        return Err(not_regular(path, ErrorKind::InvalidInput, what));
+    }
+    // The opened file's own type: the path may name another file by now.
+    let kind = file
+        .metadata()
+        .map_err(with_path(path, "reading the file's type"))?
+        .file_type();
+    if !kind.is_file() {
+        let (err_kind, what) = not_regular_kind(kind);
+        return Err(not_regular(path, err_kind, what));
+    }
+    Ok(file)
+}
+
+/// An I/O error of `what` at `path`, with the path in its message.
+fn with_path<'p>(
+    path: &'p Path,
+    what: &'static str,
+) -> impl Fn(std::io::Error) -> SharedError + 'p {
+    move |err: std::io::Error| SharedError::Os {
+        what,
+        err: std::io::Error::new(err.kind(), format!("{}: {err}", path.display())),
     }
 }
 

@@ -7,6 +7,19 @@ use std::path::{Path, PathBuf};
 use bytelens::files::{self, ArrayRef, Entry, Error, LoadOptions};
 use bytelens::{ByteOrder, DType, Descr, Layout, MapMode, View};
 
+/// [`files::load`] of the tests' own files and vectors, which nothing
+/// shrinks while they are mapped.
+fn load(path: impl AsRef<Path>, mode: MapMode) -> Result<files::Loaded, Error> {
+    // SAFETY: no test truncates a file it has mapped.
+    unsafe { files::load(path, mode) }
+}
+
+/// [`files::load_with`] as [`load`].
+fn load_with(path: impl AsRef<Path>, options: LoadOptions) -> Result<files::Loaded, Error> {
+    // SAFETY: as in `load`.
+    unsafe { files::load_with(path, options) }
+}
+
 fn vector(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../tests/vectors/files")
@@ -110,7 +123,7 @@ fn inspect_prints_what_python_prints() {
 
 #[test]
 fn load_views_npy_safetensors_and_npz() {
-    let a = files::load(vector("a.npy"), MapMode::Read).unwrap();
+    let a = load(vector("a.npy"), MapMode::Read).unwrap();
     assert_eq!(a.names().collect::<Vec<_>>(), ["array"]);
     let v = a.view::<i32>("array").unwrap();
     assert_eq!(
@@ -118,14 +131,14 @@ fn load_views_npy_safetensors_and_npz() {
         (&[2, 3][..], 5)
     );
 
-    let f = files::load(vector("f.npy"), MapMode::Read).unwrap();
+    let f = load(vector("f.npy"), MapMode::Read).unwrap();
     let v = f.view::<f64>("array").unwrap();
     assert_eq!(
         (v.get(&[0, 1]).unwrap(), v.get(&[1, 0]).unwrap()),
         (1.0, 3.0)
     );
 
-    let m = files::load(vector("m.safetensors"), MapMode::Read).unwrap();
+    let m = load(vector("m.safetensors"), MapMode::Read).unwrap();
     assert_eq!(m.names().collect::<Vec<_>>(), ["é\"x", "w", "b"]);
     assert_eq!(
         m.view::<u16>("b").unwrap().iter().collect::<Vec<_>>(),
@@ -141,7 +154,7 @@ fn load_views_npy_safetensors_and_npz() {
     assert!(!writable);
 
     // Deflated members, inflated on access; a misaligned stored member, copied.
-    let z = files::load(vector("z.npz"), MapMode::Read).unwrap();
+    let z = load(vector("z.npz"), MapMode::Read).unwrap();
     assert_eq!(
         z.view::<i64>("a").unwrap().iter().collect::<Vec<_>>(),
         [0, 1, 2]
@@ -150,7 +163,7 @@ fn load_views_npy_safetensors_and_npz() {
         z.view::<f64>("b").unwrap().iter().collect::<Vec<_>>(),
         [1.0, 1.0]
     );
-    let s = files::load(vector("s.npz"), MapMode::Read).unwrap();
+    let s = load(vector("s.npz"), MapMode::Read).unwrap();
     assert_eq!(
         s.view::<i16>("a").unwrap().iter().collect::<Vec<_>>(),
         [0, 1, 2]
@@ -159,7 +172,7 @@ fn load_views_npy_safetensors_and_npz() {
         strict: true,
         ..LoadOptions::new(MapMode::Read)
     };
-    let err = files::load_with(vector("s.npz"), strict).err().unwrap();
+    let err = load_with(vector("s.npz"), strict).err().unwrap();
     assert_eq!(err.python_exception(), "AlignmentError");
     assert!(err.to_string().ends_with(
         "s.npz: array 'a': offset 183 is not a multiple of 2, the alignment of int16 (strict=True refuses the copy that would align it)"
@@ -168,7 +181,7 @@ fn load_views_npy_safetensors_and_npz() {
 
 #[test]
 fn hostile_and_wrong_requests_say_what_python_says() {
-    let m = files::load(vector("m.safetensors"), MapMode::Read).unwrap();
+    let m = load(vector("m.safetensors"), MapMode::Read).unwrap();
     let err = m.view::<f32>("nope").unwrap_err();
     assert!(matches!(err, Error::NotFound { ref name } if name == "nope"));
     assert_eq!(
@@ -180,16 +193,14 @@ fn hostile_and_wrong_requests_say_what_python_says() {
         "LayoutError"
     );
 
-    let err = files::load(vector("z.npz"), MapMode::ReadWrite)
-        .err()
-        .unwrap();
+    let err = load(vector("z.npz"), MapMode::ReadWrite).err().unwrap();
     assert_eq!(err.python_exception(), "ValueError");
     assert!(err.to_string().ends_with("z.npz: an .npz member written in place would no longer match its CRC-32, and zip readers (np.load among them) would refuse it: load it with mode \"r\" or \"c\""));
 
     let dir = temp_dir("hostile");
     let junk = dir.join("junk.bin");
     std::fs::write(&junk, b"hello, world").unwrap();
-    let err = files::load(&junk, MapMode::Read).err().unwrap();
+    let err = load(&junk, MapMode::Read).err().unwrap();
     assert_eq!(err.python_exception(), "FormatError");
     assert!(
         err.to_string()
@@ -236,7 +247,7 @@ fn hostile_and_wrong_requests_say_what_python_says() {
     let first_dir = z.windows(4).position(|w| w == b"PK\x01\x02").unwrap();
     z[first_dir + 16] ^= 0xff;
     std::fs::write(&path, &z).unwrap();
-    let loaded = files::load(&path, MapMode::Read).unwrap();
+    let loaded = load(&path, MapMode::Read).unwrap();
     let err = loaded.view::<i64>("a").unwrap_err();
     assert!(err.to_string().ends_with("member 'a.npy': its bytes do not have the CRC-32 the zip records (the member is damaged)"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
@@ -320,14 +331,14 @@ fn writes_reach_the_file_under_read_write_only() {
         64,
     )
     .unwrap();
-    let mut c = files::load(&path, MapMode::Copy).unwrap();
+    let mut c = load(&path, MapMode::Copy).unwrap();
     c.view_mut::<i32>("array").unwrap().set(&[0], 7).unwrap();
     assert_eq!(first_element(&path), 0);
-    let mut rw = files::load(&path, MapMode::ReadWrite).unwrap();
+    let mut rw = load(&path, MapMode::ReadWrite).unwrap();
     rw.view_mut::<i32>("array").unwrap().set(&[0], 9).unwrap();
     drop(rw);
     assert_eq!(first_element(&path), 9);
-    let mut r = files::load(&path, MapMode::Read).unwrap();
+    let mut r = load(&path, MapMode::Read).unwrap();
     assert_eq!(
         r.view_mut::<i32>("array").err().unwrap().python_exception(),
         "LayoutError"
@@ -372,7 +383,7 @@ fn load_gguf_views_and_quantised_blocks() {
     let dir = temp_dir("gguf");
     let path = dir.join("tiny.gguf");
     std::fs::write(&path, gguf_file()).unwrap();
-    let loaded = files::load(&path, MapMode::Read).unwrap();
+    let loaded = load(&path, MapMode::Read).unwrap();
     assert_eq!(loaded.names().collect::<Vec<_>>(), ["f", "q"]);
     assert_eq!(
         loaded.view::<f32>("f").unwrap().iter().collect::<Vec<_>>(),
@@ -438,7 +449,7 @@ fn sharded_checkpoints_load_in_the_index_order() {
     let dir = temp_dir("sharded");
     let index = checkpoint(&dir, None);
     for path in [&index, &dir] {
-        let loaded = files::load(path, MapMode::Read).unwrap();
+        let loaded = load(path, MapMode::Read).unwrap();
         assert_eq!(loaded.names().collect::<Vec<_>>(), ["c", "a", "b"]);
         assert_eq!(loaded.view::<f32>("c").unwrap().get(&[2]).unwrap(), 6.0);
         assert_eq!(loaded.view::<f32>("b").unwrap().get(&[0]).unwrap(), 3.0);
@@ -462,6 +473,10 @@ fn sharded_checkpoints_load_in_the_index_order() {
             .collect();
         assert_eq!(meta, [r#"total_size=Str("24")"#, r#"note=Str("é")"#]);
     }
+    // Read into memory, every shard: the same arrays.
+    let read = files::read(&index, MapMode::Read).unwrap();
+    assert_eq!(read.names().collect::<Vec<_>>(), ["c", "a", "b"]);
+    assert_eq!(read.view::<f32>("c").unwrap().get(&[2]).unwrap(), 6.0);
     let _ = std::fs::remove_dir_all(&dir);
 }
 
@@ -470,7 +485,7 @@ fn sharded_indexes_say_what_python_says() {
     let dir = temp_dir("sharded-bad");
     let fails = |map: &str| {
         let index = checkpoint(&dir, Some(map));
-        let err = files::load(&index, MapMode::Read).err().unwrap();
+        let err = load(&index, MapMode::Read).err().unwrap();
         assert_eq!(err.python_exception(), "FormatError");
         let inspected = files::inspect(&index).err().unwrap().to_string();
         assert_eq!(err.to_string(), inspected);
@@ -540,10 +555,7 @@ fn sharded_indexes_say_what_python_says() {
     ];
     let index = checkpoint(&dir, Some(&format!(r#"{{{both}, "c": "s2.safetensors"}}"#)));
     files::save(dir.join("s2.safetensors"), &arr, &[], 64).unwrap();
-    let err = files::load(&index, MapMode::Read)
-        .err()
-        .unwrap()
-        .to_string();
+    let err = load(&index, MapMode::Read).err().unwrap().to_string();
     assert!(
         err.ends_with(": tensor 'a' is in two shards, 's1.safetensors' and 's2.safetensors'"),
         "{err}"
@@ -551,10 +563,7 @@ fn sharded_indexes_say_what_python_says() {
     // A shard of another format.
     let index = checkpoint(&dir, None);
     std::fs::copy(vector("a.npy"), dir.join("s2.safetensors")).unwrap();
-    let err = files::load(&index, MapMode::Read)
-        .err()
-        .unwrap()
-        .to_string();
+    let err = load(&index, MapMode::Read).err().unwrap().to_string();
     assert!(
         err.ends_with(": its shard 's2.safetensors' is npy, not safetensors"),
         "{err}"
@@ -568,7 +577,7 @@ fn garbage_indexes_are_format_errors() {
     let index = dir.join("x.json");
     let says = |text: &[u8]| {
         std::fs::write(&index, text).unwrap();
-        let err = files::load(&index, MapMode::Read).err().unwrap();
+        let err = load(&index, MapMode::Read).err().unwrap();
         assert_eq!(err.python_exception(), "FormatError");
         let shown = format!("{}: ", index.display());
         err.to_string().strip_prefix(&shown).unwrap().to_owned()
@@ -597,14 +606,14 @@ fn garbage_indexes_are_format_errors() {
         "its \"metadata\" is str, not an object"
     );
     std::fs::write(&index, br#"{"weight_map": {}, "metadata": {}}"#).unwrap();
-    assert!(files::load(&index, MapMode::Read).unwrap().is_empty());
+    assert!(load(&index, MapMode::Read).unwrap().is_empty());
     assert!(files::inspect(&index).unwrap().arrays.is_empty());
     // Past the limit: refused unread.
     let small = LoadOptions {
         max_index: 16,
         ..LoadOptions::new(MapMode::Read)
     };
-    let err = files::load_with(&index, small).err().unwrap().to_string();
+    let err = load_with(&index, small).err().unwrap().to_string();
     assert!(
         err.ends_with(": an index of more than 16 bytes (a sharded checkpoint's is a few MB)"),
         "{err}"
@@ -612,7 +621,7 @@ fn garbage_indexes_are_format_errors() {
     // A folder of two indexes.
     std::fs::write(dir.join("a.safetensors.index.json"), "{}").unwrap();
     std::fs::write(dir.join("b.safetensors.index.json"), "{}").unwrap();
-    let err = files::load(&dir, MapMode::Read).err().unwrap().to_string();
+    let err = load(&dir, MapMode::Read).err().unwrap().to_string();
     assert!(err.ends_with("the folder holds 2 sharded checkpoints' indexes ('a.safetensors.index.json', 'b.safetensors.index.json'): load one of them"), "{err}");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -620,10 +629,62 @@ fn garbage_indexes_are_format_errors() {
 /// The first int32 of the array named "array" in the file at `path`, read
 /// through a new read-only load (what another reader of the file sees).
 fn first_element(path: &std::path::Path) -> i32 {
-    files::load(path, MapMode::Read)
+    load(path, MapMode::Read)
         .unwrap()
         .view::<i32>("array")
         .unwrap()
         .get(&[0])
         .unwrap()
+}
+
+#[test]
+fn read_survives_the_file_shrinking_under_it() {
+    // What `load`'s mapping cannot survive (SIGBUS on Unix): another
+    // process truncates the file while its arrays are in use.
+    let dir = temp_dir("read-shrinks");
+    let path = dir.join("w.safetensors");
+    let values: Vec<u8> = (0..1000i32).flat_map(i32::to_le_bytes).collect();
+    let w = array(&values, DType::I32, ByteOrder::Little, &[1000]);
+    files::save(&path, &[("w", w)], &[], 64).unwrap();
+    let mut loaded = files::read(&path, MapMode::Copy).unwrap();
+    std::fs::File::options()
+        .write(true)
+        .open(&path)
+        .unwrap()
+        .set_len(0)
+        .unwrap();
+    let view = loaded.view::<i32>("w").unwrap();
+    assert_eq!(
+        view.iter().collect::<Vec<_>>(),
+        (0..1000).collect::<Vec<_>>()
+    );
+    // Copy: writable, and private to the copy.
+    loaded.view_mut::<i32>("w").unwrap().set(&[0], 7).unwrap();
+    assert_eq!(loaded.view::<i32>("w").unwrap().get(&[0]).unwrap(), 7);
+    assert_eq!(std::fs::metadata(&path).unwrap().len(), 0);
+    // Read: read-only, as a read-only mapping.
+    files::save(&path, &[("w", w)], &[], 64).unwrap();
+    let mut r = files::read(&path, MapMode::Read).unwrap();
+    assert_eq!(
+        r.view_mut::<i32>("w").err().unwrap().python_exception(),
+        "LayoutError"
+    );
+    // A read copy is as aligned as a mapping: the view is in place.
+    assert_eq!(r.view::<i32>("w").unwrap().get(&[999]).unwrap(), 999);
+    // ReadWrite cannot write through a copy: refused, naming the file.
+    let err = files::read(&path, MapMode::ReadWrite)
+        .err()
+        .unwrap()
+        .to_string();
+    assert!(
+        err.contains(&path.display().to_string()) && err.contains("cannot write through"),
+        "{err}"
+    );
+    // An empty .npy-less file: the header's error, not a crash.
+    std::fs::write(dir.join("empty.npy"), []).unwrap();
+    let err = files::read(dir.join("empty.npy"), MapMode::Read)
+        .err()
+        .unwrap();
+    assert_eq!(err.python_exception(), "FormatError");
+    std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -55,8 +55,11 @@ pub(crate) fn load_file<'py>(
         verify,
         max_index,
     };
+    // SAFETY: the hazard of every file mapping, numpy.memmap's included:
+    // `bl.load` documents that a file must not shrink while its arrays live
+    // (docs/guide/files.md), as numpy documents it for memmap.
     let loaded = py
-        .detach(|| bytelens::files::load_with(&path, options))
+        .detach(|| unsafe { bytelens::files::load_with(&path, options) })
         .py_err(py)?;
     let shown = loaded.path().to_owned();
     let mut parts = loaded.into_parts();

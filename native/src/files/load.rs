@@ -150,6 +150,8 @@ pub struct Loaded {
     mode: MapMode,
     report: Report,
     maps: Vec<MappedFile>,
+    /// Whether `maps` map their files or hold copies of them.
+    backing: Backing,
     sources: Vec<Source>,
     by_name: HashMap<String, usize>,
     /// Held while a compressed member is inflated: one inflation however
@@ -176,22 +178,79 @@ pub struct Loaded {
 /// let path = dir.join("w.safetensors");
 /// let w = [1.0f32, 2.0, 3.0];
 /// files::save(&path, &[("w", files::ArrayRef::from(bytelens::View::<f32>::from_bytes(bytemuck::cast_slice(&w))?))], &[], 64)?;
-/// let loaded = files::load(&path, MapMode::Read)?;
+/// // SAFETY: the file is this example's own, and nothing shrinks it while loaded.
+/// let loaded = unsafe { files::load(&path, MapMode::Read) }?;
 /// assert_eq!(loaded.view::<f32>("w")?.iter().collect::<Vec<_>>(), w);
 /// # std::fs::remove_dir_all(&dir)?;
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
-pub fn load(path: impl AsRef<Path>, mode: MapMode) -> Result<Loaded, Error> {
-    load_with(path, LoadOptions::new(mode))
+///
+/// # Safety
+/// As for [`MappedFile::open`]: no process may shrink the file while the
+/// [`Loaded`] (or a view of it) lives. On Unix, reading a page past the new
+/// end raises SIGBUS, which kills the process (as with any mapping,
+/// numpy.memmap's too). Writes by other processes are fine. Where that
+/// cannot be promised, [`read`] gives the same arrays from a copy in memory.
+pub unsafe fn load(path: impl AsRef<Path>, mode: MapMode) -> Result<Loaded, Error> {
+    // SAFETY: passed on to the caller.
+    unsafe { load_with(path, LoadOptions::new(mode)) }
 }
 
 /// [`load`] with Python's `strict` and `verify` ([`LoadOptions`]).
-pub fn load_with(path: impl AsRef<Path>, options: LoadOptions) -> Result<Loaded, Error> {
-    let path = path.as_ref();
+///
+/// # Safety
+/// As for [`load`]: no process may shrink the file (or a shard of a
+/// sharded checkpoint) while the [`Loaded`] lives.
+pub unsafe fn load_with(path: impl AsRef<Path>, options: LoadOptions) -> Result<Loaded, Error> {
+    open_with(path.as_ref(), options, Backing::Map)
+}
+
+/// Like [`load`], but safe: each file is read into memory of this process's
+/// own (page-aligned, as a mapping is) instead of mapped, so that no other
+/// process can take its bytes away; a file that shrinks while it is read is
+/// an error, never a crash. What it costs: the file's size in memory, and
+/// the time to read it whole. `MapMode::Read` gives read-only arrays,
+/// `MapMode::Copy` writable ones that stay private; `MapMode::ReadWrite`
+/// is refused, since a copy cannot write through to the file.
+///
+/// # Examples
+/// ```
+/// use bytelens::{MapMode, files};
+/// let dir = std::env::temp_dir().join(format!("bytelens-read-doc-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let path = dir.join("w.safetensors");
+/// let w = [1.0f32, 2.0, 3.0];
+/// files::save(&path, &[("w", files::ArrayRef::from(bytelens::View::<f32>::from_bytes(bytemuck::cast_slice(&w))?))], &[], 64)?;
+/// let loaded = files::read(&path, MapMode::Read)?;
+/// std::fs::File::options().write(true).open(&path)?.set_len(0)?; // another process truncates it
+/// assert_eq!(loaded.view::<f32>("w")?.iter().collect::<Vec<_>>(), w);
+/// # std::fs::remove_dir_all(&dir)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn read(path: impl AsRef<Path>, mode: MapMode) -> Result<Loaded, Error> {
+    read_with(path, LoadOptions::new(mode))
+}
+
+/// [`read`] with Python's `strict` and `verify` ([`LoadOptions`]).
+pub fn read_with(path: impl AsRef<Path>, options: LoadOptions) -> Result<Loaded, Error> {
+    open_with(path.as_ref(), options, Backing::Read)
+}
+
+/// How a [`Loaded`] holds its files' bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Backing {
+    /// Mapped ([`MappedFile::open`]: the caller keeps the file whole).
+    Map,
+    /// Read into memory ([`MappedFile::read`]).
+    Read,
+}
+
+/// [`load_with`] or [`read_with`], as `backing` says.
+fn open_with(path: &Path, options: LoadOptions, backing: Backing) -> Result<Loaded, Error> {
     if let Some(index) = super::sharded::index_path(path)? {
-        return super::sharded::load(&index, options);
+        return super::sharded::load(&index, options, backing);
     }
-    let mut loaded = Loaded::empty(&path.display().to_string(), options.mode);
+    let mut loaded = Loaded::empty(&path.display().to_string(), options.mode, backing);
     let report = loaded.add_file(path, options)?;
     loaded.report.format = report.format;
     loaded.report.size = report.size;
@@ -206,7 +265,7 @@ pub(crate) type Expect<'e> = &'e dyn Fn(&Report) -> Result<(), Error>;
 
 impl Loaded {
     /// No arrays yet, loaded from `path`.
-    pub(crate) fn empty(path: &str, mode: MapMode) -> Loaded {
+    pub(crate) fn empty(path: &str, mode: MapMode, backing: Backing) -> Loaded {
         Loaded {
             path: path.to_owned(),
             mode,
@@ -219,6 +278,7 @@ impl Loaded {
                 version: None,
             },
             maps: Vec::new(),
+            backing,
             sources: Vec::new(),
             by_name: HashMap::new(),
             inflating: Mutex::new(()),
@@ -261,10 +321,13 @@ impl Loaded {
                 )));
             }
         }
-        // SAFETY: as `MappedFile::open` asks, the caller of `load` keeps
-        // the file from shrinking while it is mapped (the hazard of every
-        // mapping, numpy's included, which Python's `bl.load` documents).
-        let map = unsafe { MappedFile::open(path, options.mode) }?;
+        let map = match self.backing {
+            // SAFETY: as `MappedFile::open` asks, the caller of the unsafe
+            // `load` (or `load_with`) keeps the file from shrinking while it
+            // is mapped: `Backing::Map` is made by those alone.
+            Backing::Map => unsafe { MappedFile::open(path, options.mode) }?,
+            Backing::Read => MappedFile::read(path, options.mode)?,
+        };
         if !same_file(&info, path) || map.as_bytes().len() as u64 != info.len() {
             return Err(Error::format(format!(
                 "{shown}: the file changed while it was loaded ({} bytes, then {}): load it again",
@@ -625,7 +688,7 @@ impl Loaded {
     /// let path = dir.join("p.safetensors");
     /// let w = View::<u8>::from_bytes(&[7u8, 8][..])?;
     /// files::save(&path, &[("w", ArrayRef::from(w))], &[], 64)?;
-    /// let parts = files::load(&path, MapMode::Read)?.into_parts();
+    /// let parts = files::read(&path, MapMode::Read)?.into_parts();
     /// let Part::Mapped { map } = parts.parts[0] else { panic!("a view") };
     /// let view = View::<u8>::new(parts.maps[map].as_bytes(), parts.layout(0).unwrap())?;
     /// assert_eq!((parts.report.arrays[0].name.as_str(), view.get(&[1])?), ("w", 8));

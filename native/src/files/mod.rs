@@ -12,7 +12,8 @@
 //!
 //! | function | what it does |
 //! |---|---|
-//! | [`load`], [`load_with`] | maps a file; each array a [`View`](crate::View) by name ([`Loaded::view`]), or a GGUF tensor's [`Quantized`] blocks |
+//! | [`load`], [`load_with`] | maps a file (`unsafe`: nothing may shrink it while mapped); each array a [`View`](crate::View) by name ([`Loaded::view`]), or a GGUF tensor's [`Quantized`] blocks |
+//! | [`read`], [`read_with`] | the same from a copy in memory: safe whatever other processes do to the file |
 //! | [`save`] | writes `.npy` or safetensors, every array aligned, atomically |
 //! | [`write_atomically`] | writes bytes to a new file and renames it over the path (`save`'s writer, and `bl.save`'s) |
 //! | [`plan_save`] | what [`save`] writes, checked: the header, then each array's bytes ([`SavePlan`]) |
@@ -29,7 +30,7 @@
 //! files::save(&path, &[("w", ArrayRef::from(View::<f32>::from_bytes(bytemuck::cast_slice(&w))?))], &[("format", "np")], 256)?;
 //! let report = files::inspect(&path)?;
 //! assert_eq!((report.format, report.arrays[0].offset % 256), ("safetensors", 0));
-//! let loaded = files::load(&path, MapMode::Read)?;
+//! let loaded = files::read(&path, MapMode::Read)?; // or mapped: the unsafe files::load
 //! assert_eq!(loaded.view::<f32>("w")?.get(&[1])?, 1.5);
 //! # std::fs::remove_dir_all(&dir)?;
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -52,7 +53,8 @@ use crate::{OwnedPlan, ViewArgs};
 pub use bytelens_core::files::*;
 pub use error::{Error, OsDetail};
 pub use load::{
-    ArrayRef, Deflated, Entry, LoadOptions, Loaded, Part, Parts, Quantized, load, load_with,
+    ArrayRef, Deflated, Entry, LoadOptions, Loaded, Part, Parts, Quantized, load, load_with, read,
+    read_with,
 };
 pub use raw::{BUDGET, describe_raw, elements, read_plan};
 pub use report::{ArrayInfo, COMPRESSED, MetaValue, Report, Strings};

@@ -19,7 +19,7 @@ use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visit
 
 use super::MAX_HEADER;
 use super::error::Error;
-use super::load::{LoadOptions, Loaded};
+use super::load::{Backing, LoadOptions, Loaded};
 use super::report::{ArrayInfo, MetaValue, Report};
 use super::text::{json_string, printable, py_float, quoted, quoted64, repr, short};
 
@@ -476,7 +476,7 @@ pub(crate) fn read_index_shards(index: &Path, max: u64) -> Result<Index, Error> 
 
 /// [`load`](super::load) of a sharded checkpoint: every tensor of every
 /// shard, in the index's order, each shard mapped once.
-pub(crate) fn load(index: &Path, options: LoadOptions) -> Result<Loaded, Error> {
+pub(crate) fn load(index: &Path, options: LoadOptions, backing: Backing) -> Result<Loaded, Error> {
     let Index { report, shards } = read_index_shards(index, options.max_index)?;
     let shown = printable(&index.display().to_string());
     let folder = index.parent().unwrap_or(Path::new(""));
@@ -488,7 +488,7 @@ pub(crate) fn load(index: &Path, options: LoadOptions) -> Result<Loaded, Error> 
             .or_default()
             .push((a.name.as_str(), a.offset, a.nbytes));
     }
-    let mut loaded = Loaded::empty(&index.display().to_string(), options.mode);
+    let mut loaded = Loaded::empty(&index.display().to_string(), options.mode, backing);
     for shard in &shards {
         let mut wanted = by_shard.remove(shard.as_str()).unwrap_or_default();
         wanted.sort_unstable();
