@@ -216,9 +216,21 @@ impl OsDetail {
     }
 }
 
+/// As Python's `OSError` prints: the message, then the file (and a
+/// rename's target) it is about, so that no system error loses its path;
+/// a message that names its file already (bytelens' own do) is not
+/// followed by it again.
 impl fmt::Display for OsDetail {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.message)
+        f.write_str(&self.message)?;
+        let named = |path: &std::path::Path| self.message.contains(&*path.to_string_lossy());
+        if let Some(path) = self.filename.as_deref().filter(|p| !named(p)) {
+            write!(f, ": {}", super::text::repr(&path.to_string_lossy()))?;
+            if let Some(to) = &self.filename2 {
+                write!(f, " -> {}", super::text::repr(&to.to_string_lossy()))?;
+            }
+        }
+        Ok(())
     }
 }
 

@@ -672,7 +672,17 @@ fn write_with(
             // The file replaced keeps its permission bits.
             use std::os::unix::fs::PermissionsExt;
             let bits = std::fs::Permissions::from_mode(info.permissions().mode() & 0o777);
-            std::fs::set_permissions(&temp, bits).map_err(|err| os_error(err, &temp, None))?;
+            std::fs::set_permissions(&temp, bits).map_err(|err| {
+                let mut detail = OsDetail::new(
+                    &err,
+                    format!(
+                        "{shown}: giving the new file the old one's permission bits failed ({})",
+                        reason(&err)
+                    ),
+                );
+                detail.filename = Some(temp.clone());
+                detail.into_error(err.kind())
+            })?;
         }
         write(&mut f)
             .and_then(|()| f.flush())

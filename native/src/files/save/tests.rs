@@ -339,3 +339,32 @@ fn shapes_are_python_tuples() {
         ("()".into(), "(5,)".into(), "(2, 3)".into())
     );
 }
+
+#[test]
+#[cfg(unix)]
+#[cfg_attr(
+    miri,
+    ignore = "real files: non-blocking opens, chmod and folder syncs are past Miri's shims"
+)]
+fn every_system_error_names_its_path() {
+    // A symlink loop: the system's reason alone ("too many levels of
+    // symbolic links") said nothing of which file, where load named it.
+    let dir = folder("symlink-loop");
+    let (a, b) = (dir.join("a.npy"), dir.join("b.npy"));
+    std::os::unix::fs::symlink(&b, &a).unwrap();
+    std::os::unix::fs::symlink(&a, &b).unwrap();
+    let err = write_atomically(&a, &[b"x"]).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains(&*dir.to_string_lossy()) && text.contains(".npy"),
+        "{text}"
+    );
+    assert_eq!(detail(&err).code, Some(libc::ELOOP), "{text}");
+    // The rename's failure names the temporary file and the target.
+    let folder_in_place = dir.join("f.npy");
+    std::fs::create_dir(&folder_in_place).unwrap();
+    std::fs::write(folder_in_place.join("inside"), b"x").unwrap();
+    let err = write_atomically(&folder_in_place, &[b"x"]).unwrap_err();
+    assert!(err.to_string().contains("f.npy"), "{err}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
