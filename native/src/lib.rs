@@ -165,8 +165,8 @@ pub use buffer::Buffer;
 /// The core's layout error: what is wrong with a view, with the numbers.
 pub use bytelens_core::Error as LayoutError;
 pub use copy::{
-    PARALLEL_MIN, can_cast, can_dequantize, converted_layout, copy_into, dequantize_into,
-    dequantize_into_threads, gather_into, is_copy, is_parallel,
+    PARALLEL_MIN, can_cast, can_dequantize, check_dequantize_to, converted_layout, copy_into,
+    dequantize_into, dequantize_into_threads, gather_into, is_copy, is_parallel,
 };
 pub use mapped::{MapMode, MappedFile};
 pub use ring::{Batch, Filling, Interrupt, MAX_SLOTS, Ring, RingError, RingStats};
@@ -259,6 +259,8 @@ pub(crate) fn io_kind(err: &std::io::Error) -> ErrorKind {
         std::io::ErrorKind::AlreadyExists => ErrorKind::AlreadyExists,
         std::io::ErrorKind::IsADirectory => ErrorKind::IsADirectory,
         std::io::ErrorKind::PermissionDenied => ErrorKind::PermissionDenied,
+        // ENOMEM, and std's failed reservations (`read_to_end`'s).
+        std::io::ErrorKind::OutOfMemory => ErrorKind::OutOfMemory,
         _ => ErrorKind::Os,
     }
 }

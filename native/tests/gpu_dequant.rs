@@ -8,7 +8,7 @@
 mod support;
 
 use bytelens::files::{GgmlType, dequant::can_dequantize, wgsl};
-use bytelens::gpu::{Dequantize, GpuBuffer, GpuError, HostView};
+use bytelens::gpu::{Dequantize, GpuBuffer, GpuContext, GpuError, GpuOptions, HostView};
 use bytelens::{DType, Descr, Layout, dequantize_into};
 use support::gpu;
 
@@ -206,12 +206,62 @@ fn dequantising_what_is_not_blocks_is_refused_with_the_reason() {
         "cannot dequantise on the GPU: the buffer holds float32 data, not quantised blocks"
     );
     let up = upload(GgmlType::Q8_0, &blocks(GgmlType::Q8_0, 2, 3, false));
+    // The CPU's error for the same mistake: kind Dequantize, not Gpu.
     let err = gpu.dequantize(&up, DType::F64).unwrap_err();
-    assert!(matches!(err, GpuError::Dequantize(_)), "{err}");
-    assert!(
-        err.to_string().contains("Q8_0 blocks into float64"),
-        "{err}"
-    );
+    assert_eq!(err.kind(), bytelens::ErrorKind::Dequantize, "{err}");
+    let cpu = bytelens::check_dequantize_to(Descr::native(DType::F64)).unwrap_err();
+    assert_eq!(err.to_string(), cpu.to_string());
+}
+
+#[test]
+fn values_past_the_largest_buffer_are_dequantised_into_segments() {
+    // The plain upload splits a tensor past max_buffer_size into segments;
+    // dequantising on the GPU refused one whose values were that large
+    // (Llama-3-70B's token_embd is 8.4 GB in float32). Small limits here,
+    // of which some cut the blocks' values mid-step and mid-block.
+    if gpu().is_none() {
+        return;
+    }
+    let mut checked = 0;
+    for max in [4096u64, 5120, 16_640] {
+        let small = GpuContext::with_options(GpuOptions {
+            max_buffer_size: Some(max),
+            ..GpuOptions::default()
+        })
+        .unwrap();
+        for ggml in [
+            GgmlType::Q4_0,
+            GgmlType::Q8_0,
+            GgmlType::Q4_K,
+            GgmlType::IQ4_NL,
+        ] {
+            let info = ggml.info();
+            // Blocks that fit one buffer, values that need several.
+            let count = (max / u64::from(info.bytes)) as usize - 1;
+            let bytes = blocks(ggml, count, 17, false);
+            let n = count * info.block as usize;
+            let layout = Layout::contiguous(DType::U8, &[bytes.len()]).unwrap();
+            let values = Layout::contiguous(DType::F32, &[n]).unwrap();
+            let up = small
+                .upload(HostView::quantized(&bytes, &layout, ggml, &values))
+                .buffer()
+                .unwrap();
+            for to in [DType::F32, DType::F16, DType::BF16] {
+                let out = small.dequantize(&up, to).unwrap();
+                let segments = out.buffers().len();
+                assert!(segments > 1, "{ggml} into {}: one segment", to.name());
+                let got = out.download().unwrap();
+                assert_eq!(
+                    first_difference(&on_cpu(ggml, &bytes, to), got.as_bytes(), to),
+                    None,
+                    "{ggml} into {} over {segments} segments of {max} bytes",
+                    to.name()
+                );
+                checked += 1;
+            }
+        }
+    }
+    assert_eq!(checked, 3 * 4 * 3);
 }
 
 /// A GGUF version 3 file of `tensors` (name, type, shape, bytes), aligned to 32.

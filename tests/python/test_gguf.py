@@ -221,6 +221,28 @@ def test_bad_dequantize_calls_say_what_is_wrong(model):
         np.asarray(q, copy=False)
 
 
+def test_a_dtype_no_dequantiser_writes_is_one_error_on_every_path(model):
+    # The CPU path raised a ValueError without a kind, the GPU paths a
+    # GpuError of kind "Gpu": one mistake, one error, wherever it is made.
+    path, _, _ = model
+    q = bl.load(path)["w.q4_k"]
+
+    def refused(what, call):
+        for dtype in ("float64", "int8", ">f4"):
+            with pytest.raises(ValueError) as info:
+                call(dtype)
+            err = info.value
+            assert type(err) is ValueError and err.kind == "Dequantize", (what, dtype, type(err), err)
+            assert "float32, float16 or bfloat16" in str(err), (what, str(err))
+            assert ("'>f4'" if dtype == ">f4" else dtype) in str(err), (what, str(err))
+
+    refused("Quantized.dequantize", q.dequantize)
+    gpu = gpu_or_skip()
+    refused("gpu.load, dequantize='gpu'", lambda dtype: gpu.load(path, dtype=dtype, dequantize="gpu"))
+    refused("gpu.load, dequantize='cpu'", lambda dtype: gpu.load(path, dtype=dtype))
+    refused("GpuBuffer.dequantize", gpu.load(path)["w.q4_k"].dequantize)
+
+
 def test_inspect_summarises_the_vocabulary_and_lists_blocks(model):
     path, _, _ = model
     report = bl.inspect(path)

@@ -459,6 +459,23 @@ fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 
+/// How many blocks of `ggml` lie between two places where a pass may start
+/// when dequantising into `to`: the fewest whose blocks and whose values
+/// are both a multiple of [`OFFSET_ALIGN`] bytes (each pass of [`passes`]
+/// starts at a multiple of it, so that both bindings' offsets are
+/// aligned). A caller that cuts a tensor into runs (a GPU's largest buffer
+/// holds part of its values) starts each run at a multiple of it.
+pub fn pass_step(ggml: GgmlType, to: DType) -> u64 {
+    let info = ggml.info();
+    let (block_bytes, values_bytes) = (
+        u64::from(info.bytes),
+        u64::from(info.block) * to.size() as u64,
+    );
+    let for_src = OFFSET_ALIGN / gcd(block_bytes, OFFSET_ALIGN);
+    let for_dst = OFFSET_ALIGN / gcd(values_bytes, OFFSET_ALIGN);
+    for_src / gcd(for_src, for_dst) * for_dst
+}
+
 /// The passes that dequantise `blocks` blocks of `ggml` into `to` with no
 /// binding larger than `max_binding` bytes (a device's
 /// `maxStorageBufferBindingSize`), in order; empty for no blocks. `None`
@@ -480,9 +497,7 @@ pub fn passes(
     );
     // Passes start at multiples of `step` blocks, so that both offsets are
     // multiples of OFFSET_ALIGN.
-    let for_src = OFFSET_ALIGN / gcd(block_bytes, OFFSET_ALIGN);
-    let for_dst = OFFSET_ALIGN / gcd(values_bytes, OFFSET_ALIGN);
-    let step = for_src / gcd(for_src, for_dst) * for_dst;
+    let step = pass_step(ggml, to);
     // Words per invocation row of a dispatch bound the pass too.
     let words_per_block = values_bytes / 4;
     let most_words = (u64::from(MAX_GROUPS) * u64::from(MAX_GROUPS) * u64::from(WORKGROUP_SIZE))

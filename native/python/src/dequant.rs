@@ -12,7 +12,6 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 use super::copy::{shape_text, write_result};
-use super::dlpack::order_name;
 use super::dtype::to_descr;
 use super::error::PyErrResult;
 use super::source::Source;
@@ -40,21 +39,8 @@ pub(crate) fn dequantize<'py>(
         Some(dtype) => to_descr(dtype)?,
         None => Descr::native(DType::F32),
     };
-    if !matches!(to.dtype, DType::F32 | DType::F16 | DType::BF16) {
-        return Err(PyValueError::new_err(format!(
-            "dequantize gives float32, float16 or bfloat16, not {}",
-            to.dtype
-        )));
-    }
-    if to != Descr::native(to.dtype) {
-        return Err(PyValueError::new_err(format!(
-            "dequantize gives {} in this machine's byte order ({}), not {} ('{to}'): \
-             dequantise, then byteswap the result",
-            to.dtype,
-            order_name(Descr::native(to.dtype).order),
-            order_name(to.order),
-        )));
-    }
+    // One error for this mistake on the CPU and the GPU (kind "Dequantize").
+    bytelens::check_dequantize_to(to).py_err(py)?;
     let source = Source::read(blocks, "dequantize")?;
     let layout = source.layout();
     if layout.descr().dtype != DType::U8 || !layout.is_c_contiguous() {

@@ -27,7 +27,7 @@ pub use convert::can_cast;
 pub use convert::is_copy;
 #[cfg_attr(not(feature = "gpu"), allow(unused_imports))]
 pub(crate) use dequant::Dequantizer;
-pub use dequant::{can_dequantize, dequantize_into, dequantize_into_threads};
+pub use dequant::{can_dequantize, check_dequantize_to, dequantize_into, dequantize_into_threads};
 pub(crate) use walk::Copier;
 
 use crate::Error;

@@ -37,8 +37,10 @@ impl GpuContext {
     /// where WGSL allows otherwise). The buffers stay on the GPU; nothing
     /// crosses to the host.
     ///
-    /// [`GpuError::Dequantize`] where `blocks` holds no blocks or `to` is
-    /// another dtype; [`GpuError::TooLarge`] where the blocks or the values
+    /// A `to` of another dtype is the CPU's error for it
+    /// ([`check_dequantize_to`](crate::check_dequantize_to), kind
+    /// `Dequantize`); [`GpuError::Dequantize`] where `blocks` holds no
+    /// blocks; [`GpuError::TooLarge`] where the blocks or the values
     /// do not fit one buffer of the device (`maxBufferSize`).
     ///
     /// # Examples
@@ -70,6 +72,7 @@ impl GpuContext {
         to: DType,
         max_binding: u64,
     ) -> Result<GpuBuffer, GpuError> {
+        crate::check_dequantize_to(bytelens_core::Descr::native(to)).map_err(GpuError::Host)?;
         let Some((ggml, values)) = &blocks.quantized else {
             return Err(GpuError::Dequantize(format!(
                 "the buffer holds {} data, not quantised blocks",
@@ -85,46 +88,86 @@ impl GpuContext {
         let inner = &self.inner;
         let max_binding = max_binding.min(inner.device.limits().max_storage_buffer_binding_size);
         let block_bytes = u64::from(ggml.info().bytes);
+        let values_bytes = u64::from(ggml.info().block) * to.size() as u64;
         let count = blocks.nbytes() as u64 / block_bytes;
-        let passes = wgsl::passes(*ggml, count, to, max_binding).ok_or_else(refuse)?;
+        let step = wgsl::pass_step(*ggml, to);
+        // Checked once here for the smallest run; each run's passes again.
+        wgsl::passes(*ggml, count.min(step), to, max_binding).ok_or_else(refuse)?;
         let out_layout = Layout::contiguous(to, values.shape())?;
-        for (what, bytes) in [
-            ("blocks", blocks.padded_size()),
-            ("values", out_layout.nbytes() as u64),
-        ] {
-            if bytes > inner.max_segment {
-                return Err(GpuError::TooLarge {
-                    what: format!("the {ggml} tensor's {what}"),
-                    bytes,
-                    limit: "maxBufferSize",
-                    max: inner.max_segment,
-                });
-            }
+        // The blocks are read through one binding; the values may span
+        // several buffers (segments), as a plain upload's do.
+        if blocks.segments.len() > 1 || blocks.padded_size() > inner.max_segment {
+            return Err(GpuError::TooLarge {
+                what: format!("the {ggml} tensor's blocks"),
+                bytes: blocks.padded_size(),
+                limit: "maxBufferSize",
+                max: inner.max_segment,
+            });
         }
         let pipeline = self.dequant_pipeline(*ggml, to)?;
         let out = self.alloc(&out_layout)?;
-        if passes.is_empty() {
+        if count == 0 {
             return Ok(out);
         }
+        let src = &blocks.segments[0];
+        let runs = runs(count, step, values_bytes, inner.max_segment);
+        let scratch_size = (step * values_bytes).min(count * values_bytes);
         let scopes = Scopes::push(&inner.device);
-        self.run_passes(
-            &pipeline,
-            &passes,
-            blocks.segments[0].clone(),
-            out.segments[0].clone(),
-        );
+        let scratch = runs
+            .iter()
+            .any(|r| matches!(r.into, Target::Scratch(_)))
+            .then(|| {
+                inner.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("bytelens dequantisation across segments"),
+                    size: scratch_size,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                })
+            });
+        for run in &runs {
+            let passes = wgsl::passes(*ggml, run.count, to, max_binding).ok_or_else(refuse)?;
+            let src_shift = run.first * block_bytes;
+            match (&run.into, &scratch) {
+                (Target::Segment { segment, offset }, _) => {
+                    let dst = &out.segments[*segment];
+                    self.run_passes(&pipeline, &passes, (src, src_shift), (dst, *offset));
+                }
+                (Target::Scratch(copies), Some(scratch)) => {
+                    self.run_passes(&pipeline, &passes, (src, src_shift), (scratch, 0));
+                    let mut encoder =
+                        inner
+                            .device
+                            .create_command_encoder(&wgpu::CommandEncoderDescriptor {
+                                label: Some("bytelens dequantisation across segments"),
+                            });
+                    for c in copies {
+                        encoder.copy_buffer_to_buffer(
+                            scratch,
+                            c.from,
+                            &out.segments[c.segment],
+                            c.to,
+                            c.len,
+                        );
+                    }
+                    inner.queue.submit([encoder.finish()]);
+                }
+                (Target::Scratch(_), None) => unreachable!("made above when a run needs it"),
+            }
+        }
         scopes.pop("dequantisation")?;
         Ok(out)
     }
 
-    /// Records and submits `passes` of `pipeline` from `src` into `dst`,
-    /// each with its uniform at its own 256-byte offset of one buffer.
+    /// Records and submits `passes` of `pipeline` from `src` into `dst`
+    /// (each a buffer, and where in it the passes' offsets count from: a
+    /// multiple of 256), each with its uniform at its own 256-byte offset
+    /// of one buffer.
     fn run_passes(
         &self,
         pipeline: &wgpu::ComputePipeline,
         passes: &[DequantPass],
-        src: wgpu::Buffer,
-        dst: wgpu::Buffer,
+        (src, src_shift): (&wgpu::Buffer, u64),
+        (dst, dst_shift): (&wgpu::Buffer, u64),
     ) {
         let device = &self.inner.device;
         let mut params = vec![0u8; passes.len() * OFFSET_ALIGN as usize];
@@ -155,11 +198,11 @@ impl GpuContext {
                     entries: &[
                         wgpu::BindGroupEntry {
                             binding: 0,
-                            resource: binding(&src, pass.src_offset, pass.src_size),
+                            resource: binding(src, src_shift + pass.src_offset, pass.src_size),
                         },
                         wgpu::BindGroupEntry {
                             binding: 1,
-                            resource: binding(&dst, pass.dst_offset, pass.dst_size),
+                            resource: binding(dst, dst_shift + pass.dst_offset, pass.dst_size),
                         },
                         wgpu::BindGroupEntry {
                             binding: 2,
@@ -208,5 +251,149 @@ impl GpuContext {
         scopes.pop("shader compilation")?;
         cache.insert((ggml, to), pipeline.clone());
         Ok(pipeline)
+    }
+}
+
+/// One run of a tensor's blocks, dequantised by one call of
+/// [`wgsl::passes`]: its first block, how many, and where its values go.
+#[derive(Debug, PartialEq)]
+struct Run {
+    first: u64,
+    count: u64,
+    into: Target,
+}
+
+/// Where a [`Run`]'s values go.
+#[derive(Debug, PartialEq)]
+enum Target {
+    /// Straight into one segment of the output, from byte `offset` of it.
+    Segment { segment: usize, offset: u64 },
+    /// Into the scratch buffer, then copied piece by piece to the
+    /// segments it spans (a run of one step across a segment's end).
+    Scratch(Vec<Piece>),
+}
+
+/// `len` bytes from `from` of the scratch buffer to `to` of `segment`.
+#[derive(Debug, PartialEq)]
+struct Piece {
+    segment: usize,
+    from: u64,
+    to: u64,
+    len: u64,
+}
+
+/// The runs that dequantise `count` blocks (`values_bytes` of values each)
+/// into an output cut into segments of `segment` bytes (a multiple of 256),
+/// each run starting at a multiple of `step` blocks
+/// ([`wgsl::pass_step`]): the steps wholly inside one segment as one run
+/// into it, and each step across a segment's end on its own, through the
+/// scratch buffer. Every offset is a multiple of 256, every length of 4.
+fn runs(count: u64, step: u64, values_bytes: u64, segment: u64) -> Vec<Run> {
+    let total = count * values_bytes;
+    let unit = step * values_bytes;
+    let steps = count.div_ceil(step);
+    let bytes = |k: u64| (k * unit).min(total);
+    let mut runs = Vec::new();
+    let mut k = 0;
+    while k < steps {
+        let (start, end) = (bytes(k), bytes(k + 1));
+        let (first_segment, last_segment) = (start / segment, (end - 1) / segment);
+        if first_segment == last_segment {
+            // Every step that ends by this segment's end.
+            let segment_end = ((first_segment + 1) * segment).min(total);
+            let after = if segment_end == total {
+                steps
+            } else {
+                segment_end / unit
+            };
+            runs.push(Run {
+                first: k * step,
+                count: (after * step).min(count) - k * step,
+                into: Target::Segment {
+                    segment: first_segment as usize,
+                    offset: start - first_segment * segment,
+                },
+            });
+            k = after;
+        } else {
+            let pieces = (first_segment..=last_segment)
+                .map(|s| {
+                    let (from, to) = (start.max(s * segment), end.min((s + 1) * segment));
+                    Piece {
+                        segment: s as usize,
+                        from: from - start,
+                        to: from - s * segment,
+                        len: to - from,
+                    }
+                })
+                .collect();
+            runs.push(Run {
+                first: k * step,
+                count: ((k + 1) * step).min(count) - k * step,
+                into: Target::Scratch(pieces),
+            });
+            k += 1;
+        }
+    }
+    runs
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each value byte of the output written exactly once, at the place
+    /// its block puts it, by the runs' direct writes and copies.
+    fn check(count: u64, step: u64, values_bytes: u64, segment: u64) {
+        let total = count * values_bytes;
+        let mut written = vec![0u32; total as usize];
+        let mut next_block = 0;
+        for run in runs(count, step, values_bytes, segment) {
+            assert_eq!(run.first, next_block, "runs in order, none missing");
+            assert_eq!(run.first % step, 0, "a run starts at a step");
+            next_block += run.count;
+            let start = run.first * values_bytes;
+            let len = run.count * values_bytes;
+            match run.into {
+                Target::Segment { segment: s, offset } => {
+                    assert_eq!(offset % 256, 0);
+                    let at = s as u64 * segment + offset;
+                    assert_eq!(at, start);
+                    assert!(offset + len <= segment, "inside its segment");
+                    for b in at..at + len {
+                        written[b as usize] += 1;
+                    }
+                }
+                Target::Scratch(pieces) => {
+                    assert!(len <= step * values_bytes && pieces.len() > 1);
+                    for p in pieces {
+                        assert_eq!((p.from % 4, p.to % 256, p.len % 4), (0, 0, 0));
+                        assert!(p.to + p.len <= segment);
+                        let at = p.segment as u64 * segment + p.to;
+                        assert_eq!(at, start + p.from);
+                        for b in at..at + p.len {
+                            written[b as usize] += 1;
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(next_block, count);
+        assert!(
+            written.iter().all(|&w| w == 1),
+            "{count} {step} {values_bytes} {segment}"
+        );
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "safe arithmetic: nothing for Miri to check")]
+    fn runs_cover_every_value_once_across_segments() {
+        for (step, values_bytes) in [(128, 128), (64, 64), (2, 1024), (1, 512), (32, 64)] {
+            for segment in [256, 768, 4096, 5120, 1 << 16, 1 << 20] {
+                for count in [1, 2, 3, 63, 64, 65, 127, 128, 129, 1000, 4099] {
+                    check(count, step, values_bytes, segment);
+                }
+            }
+        }
     }
 }

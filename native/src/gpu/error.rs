@@ -214,9 +214,14 @@ impl GpuError {
             // A file's header that is not valid is a format error in every
             // layer (`bl.FormatError`), and one too large to hold, memory.
             GpuError::File(err) => err.kind(),
-            GpuError::Host(err @ (crate::Error::Cast { .. } | crate::Error::Alloc { .. })) => {
-                err.kind()
-            }
+            // The host's errors that are no GPU's: a cast numpy refuses,
+            // memory, and a dtype no dequantiser writes (the CPU path's
+            // error for the same mistake).
+            GpuError::Host(
+                err @ (crate::Error::Cast { .. }
+                | crate::Error::Alloc { .. }
+                | crate::Error::Dequantize { .. }),
+            ) => err.kind(),
             GpuError::NoAdapter { .. } => ErrorKind::NoAdapter,
             GpuError::Texture(_) => ErrorKind::Texture,
             GpuError::Blocks { .. } => ErrorKind::Blocks,

@@ -103,13 +103,9 @@ impl GpuContext {
         names: &[String],
     ) -> Result<Vec<GpuBuffer>, GpuError> {
         let on_gpu = match (dequantize, to) {
-            (Dequantize::Gpu, Some(to)) => {
-                if to.order != bytelens_core::ByteOrder::NATIVE && to.dtype.size() > 1 {
-                    return Err(GpuError::Dequantize(format!(
-                        "{to} is not in this machine's byte order; a shader writes native {}",
-                        to.dtype.name()
-                    )));
-                }
+            (Dequantize::Gpu, Some(to)) if views.iter().any(HostView::is_quantized) => {
+                // The CPU's error for a dtype no dequantiser writes.
+                crate::check_dequantize_to(to).map_err(GpuError::Host)?;
                 to.dtype
             }
             _ => return self.upload_all(views, to),

@@ -49,6 +49,41 @@ pub fn can_dequantize(ggml: GgmlType) -> bool {
     dequantizer(ggml).is_some()
 }
 
+/// Whether blocks can be dequantised into `to`: float32, float16 or
+/// bfloat16 in this machine's byte order, on the CPU as on the GPU. One
+/// error for that one mistake on every path (`Error::Dequantize`, kind
+/// `Dequantize`: Python's `ValueError`), naming the dtype asked and the
+/// ones allowed.
+///
+/// # Examples
+/// ```
+/// use bytelens::{DType, Descr, ErrorKind, check_dequantize_to};
+/// assert!(check_dequantize_to(Descr::native(DType::BF16)).is_ok());
+/// let err = check_dequantize_to(Descr::native(DType::F64)).unwrap_err();
+/// assert_eq!(err.kind(), ErrorKind::Dequantize);
+/// assert_eq!(err.to_string(), "blocks dequantise to float32, float16 or bfloat16, not float64");
+/// ```
+pub fn check_dequantize_to(to: Descr) -> Result<(), Error> {
+    if !matches!(to.dtype, DType::F32 | DType::F16 | DType::BF16) {
+        return Err(Error::Dequantize {
+            detail: format!(
+                "blocks dequantise to float32, float16 or bfloat16, not {}",
+                to.dtype.name()
+            ),
+        });
+    }
+    let native = Descr::native(to.dtype);
+    if to != native {
+        return Err(Error::Dequantize {
+            detail: format!(
+                "blocks dequantise to float32, float16 or bfloat16 in this machine's byte order \
+                 ('{native}'), not '{to}': dequantise, then byteswap the result"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// A dequantiser of whole blocks: `blocks` (a multiple of the block size)
 /// into `out` (as many float32s as they hold).
 type Blocks = fn(&[u8], &mut [f32]);
@@ -265,11 +300,7 @@ fn check(ggml: GgmlType, blocks: &[u8], out_len: usize, to: Descr) -> Result<usi
             detail: format!("{ggml} is not a quantised type bytelens dequantises"),
         });
     }
-    if !matches!(to.dtype, DType::F32 | DType::F16 | DType::BF16) || to != Descr::native(to.dtype) {
-        return Err(Error::Dequantize {
-            detail: format!("{ggml} dequantises to native float32, float16 or bfloat16, not {to}"),
-        });
-    }
+    check_dequantize_to(to)?;
     if !blocks.len().is_multiple_of(bytes) {
         return Err(Error::Dequantize {
             detail: format!(

@@ -177,7 +177,7 @@ fn bad_calls_say_what_is_wrong() {
             &mut out,
             Descr::native(DType::F64)
         ),
-        "Q8_0 dequantises to native float32, float16 or bfloat16, not <f8"
+        "blocks dequantise to float32, float16 or bfloat16, not float64"
     );
     let mismatch = dequantize_with(
         Kernel::detect(),
