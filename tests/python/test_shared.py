@@ -602,3 +602,38 @@ def test_a_squatted_lock_folder_is_refused_saying_whose_it_is_or_left_for_the_us
         " use instead (/run/user/0: No such file or directory (os error 2))"
     ), lines
     assert lines[1:] == ["lock files: 1 0", "after unlink: 0 7"]
+
+
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or os.geteuid() != 0 or shutil.which("unshare") is None,
+    reason="a /dev/shm of its own (a mount namespace) needs Linux, root and unshare",
+)
+def test_a_buffer_larger_than_the_free_shared_memory_is_refused_at_create(name):
+    # create succeeded on a /dev/shm smaller than the buffer, and the first
+    # write past its free space killed the process with SIGBUS. In a mount
+    # namespace whose /dev/shm is a tmpfs of 4 MiB, never the machine's.
+    setup = "mount -t tmpfs -o size=4m bytelens-test /dev/shm"
+    code = """if True:
+        import os, sys, bytelens as bl
+        name = sys.argv[1]
+        try:
+            sh = bl.SharedBuffer.create(name, 16 << 20)
+            sh.view("u1")[:] = 1  # SIGBUS, before the fix
+            print("created and written")
+        except MemoryError as err:
+            print(type(err).__name__, err.kind, "|", err)
+        print("left:", os.listdir("/dev/shm"))
+        small = bl.SharedBuffer.create(name, 1 << 20)  # what fits still does
+        small.view("u1")[:] = 7
+        print("fits:", int(small.view("u1")[-1]))
+        small.unlink()
+    """
+    ran = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", setup + ' && exec "$@"', "sh",
+                          sys.executable, "-c", code, name], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, (ran.returncode, ran.stdout, ran.stderr)
+    lines = ran.stdout.splitlines()
+    assert lines[0].startswith("MemoryError OutOfMemory | shared memory "), lines
+    assert f"needs {(16 << 20) + 4096} bytes, and /dev/shm has " in lines[0], lines
+    free = int(lines[0].split("/dev/shm has ")[1].split(" bytes free")[0])
+    assert free <= 4 << 20, lines
+    assert lines[1:] == ["left: []", "fits: 7"], lines

@@ -70,6 +70,19 @@ pub enum SharedError {
         /// The name.
         name: String,
     },
+    /// The system has no room for the segment's memory (a full /dev/shm):
+    /// found at `create`, where every page is allocated, instead of a
+    /// SIGBUS at the first write past the free space.
+    NoRoom {
+        /// The name given.
+        name: String,
+        /// Bytes the segment needs.
+        nbytes: usize,
+        /// Bytes free where segments live, where the system said.
+        free: Option<u64>,
+        /// The system's error.
+        err: std::io::Error,
+    },
     /// The stored plan is not valid.
     BadPlan(LayoutError),
     /// A lock this OS does not have: asked for at `create`, or the kind of
@@ -137,6 +150,24 @@ impl std::fmt::Display for SharedError {
                  attach to it and unlink that, or unlink by name",
                 quoted(name)
             ),
+            SharedError::NoRoom {
+                name,
+                nbytes,
+                free,
+                err,
+            } => {
+                write!(
+                    f,
+                    "shared memory {} needs {nbytes} bytes, ",
+                    quoted(name)
+                )?;
+                if let Some(free) = free {
+                    write!(f, "and {} has {free} bytes free", sys::SEGMENT_ROOT)?;
+                } else {
+                    write!(f, "more than {} has free", sys::SEGMENT_ROOT)?;
+                }
+                write!(f, " ({err}): free some, or make a smaller buffer")
+            }
             SharedError::BadPlan(err) => write!(f, "the stored plan is not valid: {err}"),
             SharedError::Timeout { waited } => {
                 write!(
@@ -177,6 +208,7 @@ impl SharedError {
             SharedError::AlreadyHeld | SharedError::NotHeld => ErrorKind::LockState,
             SharedError::Os { err, .. } => crate::io_kind(err),
             SharedError::BadPlan(err) => err.kind(),
+            SharedError::NoRoom { .. } => ErrorKind::OutOfMemory,
             SharedError::BadName { .. }
             | SharedError::WrongFormat { .. }
             | SharedError::TooSmall { .. }
@@ -193,7 +225,7 @@ impl std::error::Error for SharedError {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
             SharedError::BadPlan(err) => Some(err),
-            SharedError::Os { err, .. } => Some(err),
+            SharedError::Os { err, .. } | SharedError::NoRoom { err, .. } => Some(err),
             _ => None,
         }
     }

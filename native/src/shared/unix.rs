@@ -29,6 +29,12 @@ pub(super) const NAME_RULE: &str =
 pub(super) const NAME_RULE: &str =
     "on this OS: 1 to 254 bytes, without '/', NUL, or being '.' or '..'";
 
+/// Where the system keeps segments' memory, as [`SharedError::NoRoom`] says.
+#[cfg(target_os = "linux")]
+pub(super) const SEGMENT_ROOT: &str = "/dev/shm";
+#[cfg(not(target_os = "linux"))]
+pub(super) const SEGMENT_ROOT: &str = "the system's shared memory";
+
 /// What [`SharedError::Exists`]'s message adds: nothing, a name is only
 /// ever taken until it is unlinked.
 pub(super) const EXISTS_NOTE: &str = "";
@@ -101,6 +107,7 @@ pub(super) fn create(name: &str, size: usize) -> Result<(Mapping, Ident), Shared
     let made = Ident::of(&file).and_then(|ident| {
         file.set_len(size as u64)
             .map_err(os("sizing the segment"))?;
+        reserve(&file, name, size)?;
         // SAFETY: the segment is ours and sized above, and the caller keeps any
         // process from shrinking it while mapped. Other processes may map it
         // too, which is the point: the data is shared bytes (like a file
@@ -115,6 +122,55 @@ pub(super) fn create(name: &str, size: usize) -> Result<(Mapping, Ident), Shared
         }
     }
     made
+}
+
+/// Allocates every page of the segment now (`posix_fallocate` on its
+/// tmpfs), so that a /dev/shm without room for it is an error at `create`
+/// instead of a SIGBUS at the first write past its free space. Systems
+/// whose shared memory takes no such call are left as they are.
+#[cfg(target_os = "linux")]
+fn reserve(file: &File, name: &str, size: usize) -> Result<(), SharedError> {
+    use std::os::fd::AsRawFd;
+    let Ok(len) = libc::off_t::try_from(size) else {
+        return Err(SharedError::TooLarge { nbytes: size });
+    };
+    if len == 0 {
+        return Ok(());
+    }
+    // SAFETY: the descriptor is `file`'s, open for writing; the call only
+    // allocates the file's blocks (returning an error number, not -1).
+    let rc = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len) };
+    match rc {
+        0 | libc::EOPNOTSUPP | libc::EINVAL => Ok(()),
+        code => Err(SharedError::NoRoom {
+            name: name.to_owned(),
+            nbytes: size,
+            free: free_bytes(file),
+            err: std::io::Error::from_raw_os_error(code),
+        }),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn reserve(_file: &File, _name: &str, _size: usize) -> Result<(), SharedError> {
+    Ok(())
+}
+
+/// The bytes free to an unprivileged user on `file`'s file system.
+#[cfg(target_os = "linux")]
+fn free_bytes(file: &File) -> Option<u64> {
+    use std::os::fd::AsRawFd;
+    let mut stats = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: fstatvfs fills the struct it is given for an open descriptor.
+    let rc = unsafe { libc::fstatvfs(file.as_raw_fd(), stats.as_mut_ptr()) };
+    if rc != 0 {
+        return None;
+    }
+    // SAFETY: fstatvfs returned 0, so it filled the struct.
+    let stats = unsafe { stats.assume_init() };
+    // fsblkcnt_t and the block size are 32 bits on some targets.
+    #[allow(clippy::useless_conversion)]
+    Some(u64::from(stats.f_bavail).saturating_mul(u64::from(stats.f_frsize)))
 }
 
 /// Best effort after a failed `create`: removes the half-made segment's

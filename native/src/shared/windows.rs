@@ -27,6 +27,9 @@ pub const MAX_NAME: usize = 240;
 /// The name rule, as [`SharedError::BadName`]'s message ends.
 pub(super) const NAME_RULE: &str = "on Windows: 1 to 240 bytes, without '\\' or NUL";
 
+/// Where the system keeps segments' memory, as [`SharedError::NoRoom`] says.
+pub(super) const SEGMENT_ROOT: &str = "the paging file";
+
 /// What [`SharedError::Exists`]'s message adds.
 pub(super) const EXISTS_NOTE: &str = " (on Windows a name stays taken while any process has its \
      segment open, unlinked or not)";
