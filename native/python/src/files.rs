@@ -473,7 +473,13 @@ impl IntoPyErr for bytelens::files::Error {
             PyPermissionError,
         };
         let message = self.to_string();
+        let kind = self.kind();
         match self {
+            // The core ran out of memory reading the header: MemoryError,
+            // with its kind, as every failed allocation of bytelens'.
+            Error::Format { .. } if kind == bytelens::ErrorKind::OutOfMemory => {
+                super::error::error_of_kind(py, kind, message)
+            }
             Error::Layout { message, source } => {
                 let core = source.into_py_err(py);
                 let err = PyErr::from_type(core.get_type(py), message);
@@ -493,6 +499,11 @@ impl IntoPyErr for bytelens::files::Error {
                     std::io::ErrorKind::IsADirectory => PyIsADirectoryError::new_err(message),
                     std::io::ErrorKind::PermissionDenied => PyPermissionError::new_err(message),
                     std::io::ErrorKind::AlreadyExists => PyFileExistsError::new_err(message),
+                    // A header's bytes that could not be had: MemoryError,
+                    // with its kind, as the other allocations' failures.
+                    std::io::ErrorKind::OutOfMemory => {
+                        super::error::error_of_kind(py, bytelens::ErrorKind::OutOfMemory, message)
+                    }
                     _ => PyOSError::new_err(message),
                 },
             },

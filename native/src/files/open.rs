@@ -83,6 +83,38 @@ pub(crate) fn read_up_to(f: &mut impl Read, n: u64) -> io::Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Appends up to `n` more bytes of `f` to `out`, fewer where it ends; the
+/// room for them asked for first, so that memory that cannot be had is a
+/// `MemoryError` naming `shown` (the file) and the allocation, not std's
+/// bare "out of memory" from inside `read_to_end`.
+pub(crate) fn read_more(
+    f: &mut impl Read,
+    n: u64,
+    out: &mut Vec<u8>,
+    shown: &str,
+) -> Result<(), Error> {
+    let wanted = usize::try_from(n).unwrap_or(usize::MAX);
+    out.try_reserve_exact(wanted)
+        .map_err(|_| out_of_memory(shown, out.len().saturating_add(wanted)))?;
+    match f.take(n).read_to_end(out) {
+        Err(err) if err.kind() == io::ErrorKind::OutOfMemory => {
+            Err(out_of_memory(shown, out.len().saturating_add(wanted)))
+        }
+        other => other.map(|_| ()).map_err(Error::from),
+    }
+}
+
+/// Reading `shown`'s header needed `bytes` bytes that could not be had:
+/// kind `OutOfMemory`, Python's `MemoryError`.
+pub(crate) fn out_of_memory(shown: &str, bytes: usize) -> Error {
+    Error::io(
+        io::ErrorKind::OutOfMemory,
+        format!(
+            "{shown}: reading the header ran out of memory (an allocation of {bytes} bytes failed)"
+        ),
+    )
+}
+
 /// The header at the start of `f` (a file or member of `length` bytes, at
 /// byte `base` of the file), read by the core from as few bytes as it
 /// needs; `what` follows the path in messages (`", member 'a.npy'"`).
@@ -100,7 +132,12 @@ pub(crate) fn header(
         // Each pass reads only what the last did not: the bytes already
         // read stay (a file that shrinks ends the read early, below).
         let have = head.len() as u64;
-        f.take(want.saturating_sub(have)).read_to_end(&mut head)?;
+        read_more(
+            f,
+            want.saturating_sub(have),
+            &mut head,
+            &format!("{path}{what}"),
+        )?;
         let (header, need) = match read_header(&head, length) {
             Ok(header) => (Some(header), None),
             Err(err) => match err.more_needed(head.len()) {
@@ -193,18 +230,16 @@ fn footprint(header: &FileHeader, head_len: usize) -> usize {
     arrays + metadata + gguf + head_len
 }
 
-/// Room for `bytes` more now, or the `FormatError` the core gives when
-/// reading a header runs out of memory: what follows a header's read (its
+/// Room for `bytes` more now, or a `MemoryError` ([`out_of_memory`]):
+/// what follows a header's read (its
 /// report, a load's entries) is made of many small allocations, each of
 /// which would abort the process on failure, so their total is asked for
 /// once, fallibly, first (and given back).
 pub(crate) fn room_for(path: &str, bytes: usize) -> Result<(), Error> {
     let mut probe = Vec::<u8>::new();
-    probe.try_reserve_exact(bytes).map_err(|_| {
-        Error::format(format!(
-            "{path}: reading the header ran out of memory (an allocation of {bytes} bytes failed)"
-        ))
-    })
+    probe
+        .try_reserve_exact(bytes)
+        .map_err(|_| out_of_memory(path, bytes))
 }
 
 /// What [`inspect`](super::inspect) reports of the open file `f` of
@@ -221,12 +256,11 @@ pub(crate) fn describe(
     }
     let header = header(f, path, size, "")?;
     // GGUF values are read from the header's bytes, read again whole.
-    let head = if header.gguf.is_empty() {
-        Vec::new()
-    } else {
+    let mut head = Vec::new();
+    if !header.gguf.is_empty() {
         f.seek(SeekFrom::Start(0))?;
-        read_up_to(f, header.data_start.min(size))?
-    };
+        read_more(f, header.data_start.min(size), &mut head, path)?;
+    }
     room_for(path, footprint(&header, head.len()))?;
     let version = match header.format {
         Format::Npy | Format::Gguf => Some(header.version),

@@ -324,9 +324,11 @@ pub(crate) struct Index {
 pub(crate) fn read_index_shards(index: &Path, max: u64) -> Result<Index, Error> {
     // In messages: a name a folder listed may hold anything.
     let shown = printable(&index.display().to_string());
-    let (f, info) = super::open::open(index, "index ")?;
+    let (mut f, info) = super::open::open(index, "index ")?;
     let mut data = Vec::new();
-    f.take(max.saturating_add(1)).read_to_end(&mut data)?;
+    // One byte past the size it had, to see it grew past `max` since.
+    let wanted = info.len().saturating_add(1).min(max.saturating_add(1));
+    super::open::read_more(&mut f, wanted, &mut data, &shown)?;
     if data.len() as u64 > max {
         return Err(Error::format(format!(
             "{shown}: an index of more than {} bytes (a sharded checkpoint's is a few MB)",
