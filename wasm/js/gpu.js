@@ -15,17 +15,52 @@ const STORAGE = 0x80;
 /** Bytes rounded up to a multiple of 4, at least 4 (WebGPU's copy alignment). */
 const padded = (n) => Math.max(4, Math.ceil(n / 4) * 4);
 
-/** A buffer of `nbytes` (padded) for `options` ({ usage, label }), `COPY_DST` added. */
-export function gpuCreate(device, nbytes, options) {
-  const max = device.limits.maxBufferSize;
-  if (padded(nbytes) > max) {
-    throw new RangeError(`${options?.label ?? "the view"}: ${nbytes} bytes, more than this device's maxBufferSize of ${max}`);
+/** `value` as an error message shows it: strings quoted (80 characters at most), objects by kind. */
+function shown(value) {
+  if (typeof value === "string") return JSON.stringify(value.length > 80 ? `${value.slice(0, 77)}...` : value);
+  if (typeof value === "bigint") return `${value}n`;
+  if (typeof value === "function") return "a function";
+  if (typeof value === "symbol") return String(value);
+  if (value === null || typeof value !== "object") return String(value);
+  return Array.isArray(value) ? "an array" : `an object (${value.constructor?.name ?? "no prototype"})`;
+}
+
+/** `options.usage` for `call`: GPUBufferUsage flags, a number (`STORAGE | COPY_SRC` when absent). */
+function usageOf(options, call) {
+  const usage = options?.usage;
+  if (usage == null) return STORAGE | COPY_SRC;
+  if (typeof usage !== "number") {
+    throw new TypeError(`${call}: usage must be a number of GPUBufferUsage flags (GPUBufferUsage.STORAGE, ...), not ${shown(usage)}`);
   }
-  return device.createBuffer({
-    size: padded(nbytes),
-    usage: (options?.usage ?? (STORAGE | COPY_SRC)) | COPY_DST,
-    label: options?.label,
-  });
+  if (!Number.isInteger(usage) || usage < 0 || usage > 0xffffffff) {
+    throw new RangeError(`${call}: usage must be GPUBufferUsage flags, a whole number from 0 to 2^32 - 1, not ${usage}`);
+  }
+  return usage;
+}
+
+/** `options` for `call`: an object, or nothing. */
+function optionsOf(options, call) {
+  if (options != null && typeof options !== "object") {
+    throw new TypeError(`${call}: options must be an object, not ${shown(options)}`);
+  }
+  return options ?? {};
+}
+
+/**
+ * uploadView's buffer: `nbytes` (padded) for `options` ({ usage, label }),
+ * `COPY_DST` added. A buffer must be smaller than the device's
+ * maxBufferSize: one of exactly that size is out of memory on some
+ * adapters (SwiftShader's 1 GiB), which a synchronous call could not report.
+ */
+export function gpuCreate(device, nbytes, options) {
+  options = optionsOf(options, "uploadView");
+  const usage = usageOf(options, "uploadView");
+  const max = device.limits.maxBufferSize;
+  if (padded(nbytes) >= max) {
+    throw new RangeError(`uploadView: ${options.label ?? "the view"} takes ${nbytes} bytes (a buffer of ${padded(nbytes)}); `
+      + `buffers must be smaller than this device's maxBufferSize of ${max}`);
+  }
+  return device.createBuffer({ size: padded(nbytes), usage: usage | COPY_DST, label: options.label });
 }
 
 /** Writes `bytes` at `offset` of `buffer`, padded with zeros to a multiple of 4. */
@@ -39,9 +74,9 @@ export function gpuWrite(device, buffer, offset, bytes) {
 }
 
 /** What `dtype` may be, to the dtype bytelens names. */
-const OUTPUTS = {
-  f32: "float32", float32: "float32", f16: "float16", float16: "float16", bf16: "bfloat16", bfloat16: "bfloat16",
-};
+const OUTPUTS = new Map([
+  ["f32", "float32"], ["float32", "float32"], ["f16", "float16"], ["float16", "float16"], ["bf16", "bfloat16"], ["bfloat16", "bfloat16"],
+]);
 const OUTPUT_SIZE = { float32: 4, float16: 2, bfloat16: 2 };
 
 /** Bytes read first for a header; bytes staged before each write to the GPU. */
@@ -51,63 +86,321 @@ const STAGE = 8 << 20;
 const IN_FLIGHT = 256 << 20;
 /** Tensors closer than this are read in one request, the bytes between them dropped. */
 const GAP = 1 << 20;
+/**
+ * The smallest `maxBufferSize`: buffers are multiples of 256 bytes below
+ * it (SwiftShader refuses one of exactly its limit), so at least 256.
+ */
+const MIN_BUFFER = 257;
+/** The default `timeout`: the longest wait for a response or a read's next bytes, in ms. */
+const TIMEOUT = 30_000;
+/** The longest the load works on the page's thread before it lets the page run, in ms. */
+const SLICE = 20;
 
-/** A file to read: `{ name, size, stream(start, end, signal) }`, from a URL (HTTP ranges) or a Blob. */
-async function openSource(source, signal) {
-  if (typeof Blob !== "undefined" && source instanceof Blob) {
-    return {
-      name: source.name ?? "the blob",
-      size: source.size,
-      stream: async (start, end) => source.slice(start, end).stream(),
-    };
+/** loadToGpu's `options`, each checked: a TypeError or RangeError naming the option and the value. */
+function loadOptions(device, options) {
+  options = optionsOf(options, "loadToGpu");
+  const { dtype, onProgress, signal, names, maxBufferSize, timeout } = options;
+  const to = dtype == null ? null : typeof dtype === "string" ? OUTPUTS.get(dtype) : undefined;
+  if (to === undefined) {
+    throw new TypeError(`loadToGpu: dtype must be "f32", "f16" or "bf16" (or "float32", "float16", "bfloat16"), not ${shown(dtype)}`);
   }
-  if (typeof source !== "string" && !(source instanceof URL)) {
-    throw new TypeError("loadToGpu's source must be a URL (a string or a URL) or a File or Blob");
+  if (onProgress != null && typeof onProgress !== "function") {
+    throw new TypeError(`loadToGpu: onProgress must be a function, not ${shown(onProgress)}`);
   }
-  const url = String(source);
-  const ranged = async (start, end) => {
-    const response = await fetch(url, { headers: { Range: `bytes=${start}-${end - 1}` }, signal });
-    if (response.status !== 206) {
-      await response.body?.cancel();
-      throw new Error(`${url} answered HTTP ${response.status} to a request for bytes ${start}..${end}, not 206 (byte ranges)`);
+  if (signal != null && !(signal instanceof AbortSignal)) {
+    throw new TypeError(`loadToGpu: signal must be an AbortSignal, not ${shown(signal)}`);
+  }
+  let wanted = null;
+  if (names != null) {
+    if (typeof names !== "object" || typeof names[Symbol.iterator] !== "function") {
+      throw new TypeError(`loadToGpu: names must be an array of tensor names (strings), not ${shown(names)}`);
     }
-    return response;
-  };
-  const first = await fetch(url, { headers: { Range: "bytes=0-0" }, signal });
-  await first.arrayBuffer();
-  const size = Number((first.headers.get("Content-Range") ?? "").split("/")[1]);
-  if (first.status !== 206 || !Number.isSafeInteger(size)) {
-    throw new Error(`${url} answered HTTP ${first.status} without its size to a request for its first byte (it must serve byte ranges)`);
+    wanted = [...names];
+    const bad = wanted.findIndex((name) => typeof name !== "string");
+    if (bad >= 0) throw new TypeError(`loadToGpu: names[${bad}] must be a string (a tensor's name), not ${shown(wanted[bad])}`);
   }
-  return { name: url, size, stream: async (start, end) => (await ranged(start, end)).body };
+  const usage = usageOf(options, "loadToGpu");
+  let cap = device.limits.maxBufferSize;
+  if (maxBufferSize != null) {
+    if (typeof maxBufferSize !== "number") {
+      throw new TypeError(`loadToGpu: maxBufferSize must be a number of bytes, not ${shown(maxBufferSize)}`);
+    }
+    if (!(Number.isInteger(maxBufferSize) || maxBufferSize === Infinity) || maxBufferSize < MIN_BUFFER) {
+      throw new RangeError(`loadToGpu: maxBufferSize must be a whole number of bytes, at least ${MIN_BUFFER} `
+        + `(buffers are multiples of 256 bytes below it), not ${maxBufferSize}`);
+    }
+    cap = Math.min(cap, maxBufferSize);
+  }
+  let wait = TIMEOUT;
+  if (timeout != null) {
+    if (typeof timeout !== "number") throw new TypeError(`loadToGpu: timeout must be a number of milliseconds, not ${shown(timeout)}`);
+    if (!(timeout > 0)) throw new RangeError(`loadToGpu: timeout must be more than 0 ms (Infinity: no timeout), not ${timeout}`);
+    wait = timeout;
+  }
+  const limits = { maxBufferSize: cap, maxStorageBufferBindingSize: Math.min(cap, device.limits.maxStorageBufferBindingSize) };
+  return { to, onProgress, signal, wanted, usage, limits, timeout: wait };
 }
 
-/** Bytes start..end of `file`, read whole (for the header). */
-async function readRange(file, start, end) {
+/** Per device: whether it is lost (`device.lost`'s info) and the loads running on it, to stop when it is. */
+const devices = new WeakMap();
+function deviceState(device) {
+  let state = devices.get(device);
+  if (!state) {
+    state = { lost: null, loads: new Set() };
+    devices.set(device, state);
+    device.lost.then((info) => {
+      state.lost = info;
+      for (const load of state.loads) load.stop(lostError(info));
+    });
+  }
+  return state;
+}
+
+function lostError(info) {
+  const how = info.reason === "destroyed" ? "destroyed" : "lost";
+  return new Error(`loadToGpu: the GPU device was ${how}${info.message ? ` (${info.message})` : ""}; its buffers hold nothing`);
+}
+
+/** The next task: the page's own work runs before it. */
+const nextTask = () => (globalThis.scheduler?.yield ? globalThis.scheduler.yield() : new Promise((resolve) => setTimeout(resolve, 0)));
+
+/**
+ * A load's ways out besides finishing: its signal aborted, its device lost,
+ * a response or read that stalls past `timeout`. `wait` settles with a
+ * promise or rejects with the first of those, at once; `close` ends every
+ * fetch of the load (their bodies too) and cancels every reader.
+ */
+class Exits {
+  constructor(device, signal, timeout) {
+    this.signal = signal;
+    this.timeout = timeout;
+    this.reason = null;
+    this.controller = new AbortController(); // every fetch's signal
+    this.readers = new Set();
+    this.stopped = new Promise((_, reject) => { this.reject = reject; });
+    this.stopped.catch(() => {});
+    this.onAbort = () => this.stop(signal.reason);
+    signal?.addEventListener("abort", this.onAbort);
+    this.device = deviceState(device);
+    this.device.loads.add(this);
+    if (this.device.lost) this.stop(lostError(this.device.lost));
+    this.sliced = performance.now();
+  }
+
+  stop(reason) {
+    if (this.reason !== null) return;
+    this.reason = reason;
+    this.reject(reason);
+    this.controller.abort(reason);
+  }
+
+  /** Throws where the load must stop (aborted, device lost). */
+  check() {
+    this.signal?.throwIfAborted();
+    if (this.reason !== null) throw this.reason;
+  }
+
+  /** `promise`, or the first way out; `what` stalled past the timeout names itself. */
+  async wait(promise, what) {
+    if (what === undefined || !(this.timeout < 2 ** 31)) return Promise.race([promise, this.stopped]);
+    let timer;
+    const stall = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`loadToGpu: ${what} stalled: nothing came for ${this.timeout} ms (options.timeout)`)), this.timeout);
+    });
+    try {
+      return await Promise.race([promise, this.stopped, stall]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** A reader of `stream`, cancelled by `close` unless it ends first. */
+  reader(stream) {
+    const reader = stream.getReader();
+    this.readers.add(reader);
+    return reader;
+  }
+
+  /** The next chunk of `reader` (`what` names it for a stall). */
+  async read(reader, what) {
+    let chunk;
+    try {
+      chunk = await this.wait(reader.read(), what);
+    } catch (err) {
+      this.check();
+      // The browser's "network error" says neither what nor where.
+      if (err instanceof TypeError) throw new TypeError(`loadToGpu: reading ${what}: ${err.message}`, { cause: err });
+      throw err;
+    }
+    if (chunk.done) this.readers.delete(reader);
+    return chunk;
+  }
+
+  /** Whether the load has held the page's thread for a slice. */
+  due() {
+    return performance.now() - this.sliced > SLICE;
+  }
+
+  /** Lets the page run (its input, its rendering), then goes on. */
+  async pause() {
+    await this.wait(nextTask());
+    this.sliced = performance.now();
+    this.check();
+  }
+
+  close() {
+    this.signal?.removeEventListener("abort", this.onAbort);
+    this.device.loads.delete(this);
+    for (const reader of this.readers) reader.cancel().catch(() => {});
+    this.readers.clear();
+    // Nothing of a finished load is still fetching; a failed one's fetches end here.
+    this.controller.abort(this.reason ?? new DOMException("the load is over", "AbortError"));
+  }
+}
+
+/**
+ * Error scopes around a load's own WebGPU calls only: pushed before them
+ * and popped after them in one synchronous run, so that no call of the
+ * page (its own, or its onProgress) falls inside one, and two loads on one
+ * device never pop each other's. `error` is the first they caught.
+ */
+class Scopes {
+  constructor(device, name) {
+    this.device = device;
+    this.name = name;
+    this.open = false;
+    this.error = null;
+    this.pending = [];
+  }
+
+  enter() {
+    if (this.open) return;
+    this.device.pushErrorScope("out-of-memory");
+    this.device.pushErrorScope("validation");
+    this.open = true;
+  }
+
+  leave() {
+    if (!this.open) return;
+    this.open = false;
+    const invalid = this.device.popErrorScope();
+    const memory = this.device.popErrorScope();
+    this.pending.push(Promise.all([memory, invalid]).then(([memory, invalid]) => {
+      // Out of memory first: a buffer that could not be made makes every later use of it invalid.
+      if (memory) this.error ??= new RangeError(`loadToGpu: the GPU ran out of memory for the tensors of ${this.name}: ${memory.message}`);
+      if (invalid) this.error ??= new Error(`loadToGpu: WebGPU refused loading ${this.name}: ${invalid.message}`);
+    }, () => {})); // a lost device's scopes: the lost device is the error
+  }
+
+  check() {
+    if (this.error) throw this.error;
+  }
+
+  /** Waits for every scope popped so far, then throws what they caught. */
+  async settle(exits) {
+    await exits.wait(Promise.all(this.pending.splice(0)));
+    this.check();
+  }
+}
+
+/** A `Content-Range` header: `{ text, start, end (exclusive), size }`, the numbers NaN where it is not `bytes a-b/size`. */
+function contentRange(response) {
+  const text = response.headers.get("Content-Range");
+  const m = /^bytes (\d+)-(\d+)\/(\d+|\*)$/.exec((text ?? "").trim());
+  if (!m) return { text, start: NaN, end: NaN, size: NaN };
+  return { text, start: Number(m[1]), end: Number(m[2]) + 1, size: m[3] === "*" ? NaN : Number(m[3]) };
+}
+
+/** Ends a response's body unread. */
+const drop = (response) => response.body?.cancel().catch(() => {});
+
+/**
+ * A file to read: `{ name, size, stream(start, end) }`, from a URL (HTTP
+ * ranges, each response checked against the range asked for) or a Blob.
+ */
+async function openSource(source, exits) {
+  if (typeof Blob !== "undefined" && source instanceof Blob) {
+    const name = source.name ? JSON.stringify(source.name) : "the blob";
+    if (source.size === 0) throw new RangeError(`loadToGpu: ${name} is empty (0 bytes)`);
+    return { name, size: source.size, stream: async (start, end) => source.slice(start, end).stream() };
+  }
+  if (typeof source !== "string" && !(source instanceof URL)) {
+    throw new TypeError(`loadToGpu: source must be a URL (a string or a URL) or a File or Blob, not ${shown(source)}`);
+  }
+  const url = String(source);
+  const get = async (start, end) => {
+    try {
+      return await exits.wait(fetch(url, { headers: { Range: `bytes=${start}-${end - 1}` }, signal: exits.controller.signal }),
+        `${url}'s answer to a request for bytes ${start}..${end}`);
+    } catch (err) {
+      exits.check();
+      if (err instanceof TypeError) throw new TypeError(`loadToGpu: ${url}: ${err.message}`, { cause: err });
+      throw err;
+    }
+  };
+  const first = await get(0, 1);
+  const said = `${url} answered HTTP ${first.status}${first.statusText ? ` ${first.statusText}` : ""} to a request for its first byte`;
+  drop(first);
+  if (first.status === 416) throw new RangeError(`loadToGpu: ${url} is empty (${said}: 416 Range Not Satisfiable)`);
+  if (first.status === 200) {
+    throw new Error(`loadToGpu: ${said}, the whole file: the server ignores Range headers, and loadToGpu reads files `
+      + `in byte ranges (206 Partial Content); serve it from a server that serves ranges`);
+  }
+  if (first.status !== 206) throw new Error(`loadToGpu: ${said}`);
+  const range = contentRange(first);
+  if (range.text === null) {
+    throw new Error(first.type === "cors"
+      ? `loadToGpu: ${url} answered 206 but its Content-Range header is not exposed to this page; `
+        + `a server of another origin must send "Access-Control-Expose-Headers: Content-Range"`
+      : `loadToGpu: ${url} answered 206 with no Content-Range header: its size is unknown`);
+  }
+  if (range.start !== 0 || range.end !== 1 || !Number.isSafeInteger(range.size)) {
+    throw new Error(`loadToGpu: ${url} answered "Content-Range: ${range.text}" to a request for bytes 0-0 (want "bytes 0-0/SIZE")`);
+  }
+  const size = range.size;
+  const stream = async (start, end) => {
+    const response = await get(start, end);
+    const came = contentRange(response);
+    if (response.status !== 206 || came.start !== start || came.end !== end || came.size !== size) {
+      drop(response);
+      const what = response.status === 206 ? `"Content-Range: ${came.text}"` : `HTTP ${response.status} ${response.statusText}`.trim();
+      throw new Error(`loadToGpu: ${url} answered ${what} to a request for bytes ${start}-${end - 1} of ${size}`);
+    }
+    return response.body;
+  };
+  return { name: url, size, stream };
+}
+
+/** Bytes start..end of `file`, read whole (for the header); more or fewer than asked is an error. */
+async function readRange(file, start, end, exits) {
   const out = new Uint8Array(end - start);
   let at = 0;
-  const reader = (await file.stream(start, end)).getReader();
+  const reader = exits.reader(await file.stream(start, end));
+  const what = `${file.name} (bytes ${start}..${end})`;
   for (;;) {
-    const { done, value } = await reader.read();
+    const { done, value } = await exits.read(reader, what);
     if (done) break;
-    out.set(value.subarray(0, out.length - at), at);
+    if (value.length > out.length - at) throw new Error(`loadToGpu: ${file.name} sent more than the bytes ${start}..${end} asked for`);
+    out.set(value, at);
     at += value.length;
   }
-  if (at < out.length) throw new Error(`${file.name}: asked for bytes ${start}..${end}, got ${at}`);
+  if (at < out.length) throw new Error(`loadToGpu: ${file.name}: asked for bytes ${start}..${end}, got ${at}`);
   return out;
 }
 
 /** The header by the core: the first bytes, then as many as it asks for. */
-async function readHeader(api, file) {
+async function readHeader(api, file, exits) {
   let want = Math.min(HEAD, file.size);
   for (let reads = 0; reads < 16; reads++) {
-    const header = api.readHeader(await readRange(file, 0, want), file.size);
+    const bytes = await readRange(file, 0, want, exits);
+    await exits.pause();
+    const header = api.readHeader(bytes, file.size);
     if (header.need === undefined) return header;
     const need = Number(header.need);
     if (!(need > want) || need > file.size) break;
     want = need;
   }
-  throw new Error(`${file.name}: its header is not whole after 16 reads (${want} bytes)`);
+  throw new Error(`loadToGpu: ${file.name}: its header is not whole after 16 reads (${want} bytes)`);
 }
 
 /** A compute pipeline for `code`, made once per device. */
@@ -125,51 +418,93 @@ function pipeline(device, key, code) {
 /** Quoted for a message: a tensor's name. */
 const quote = (name) => JSON.stringify(name.length > 80 ? `${name.slice(0, 77)}...` : name);
 
+/** The smallest binding that one pass of `ggml` into `to` needs (whatever the block count). */
+function smallestBinding(api, ggml, to) {
+  const fits = (bytes) => {
+    try {
+      api.dequantPasses(ggml, 1, to, bytes);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+  let [low, high] = [4, 1 << 16];
+  while (!fits(high) && high < 2 ** 40) high *= 2;
+  while (high - low > 1) {
+    const mid = Math.floor((low + high) / 2);
+    if (fits(mid)) high = mid;
+    else low = mid;
+  }
+  return high;
+}
+
 /**
  * Each array of `header` as what loadToGpu makes of it: `{ array, name,
  * start, nbytes, segments (sizes), swap, dequant }`, or a RangeError naming
- * the tensor and the limit it passes.
+ * the tensor and the limit it passes. Lets the page run between slices.
  */
-function plan(api, format, arrays, to, limits) {
+async function plan(api, format, arrays, to, limits, exits) {
   // Buffers of multiples of 256 bytes below maxBufferSize, never at it:
   // SwiftShader refuses a buffer of exactly its 1 GiB limit.
   const segment = Math.floor((limits.maxBufferSize - 1) / 256) * 256;
-  return arrays.map((array) => {
+  const names = new Map(); // descr -> dtype name
+  const items = [];
+  for (const array of arrays) {
+    if (exits.due()) await exits.pause();
     const name = format === "npy" ? "array" : array.name;
     const nbytes = Number(array.nbytes);
-    const quantized = array.blocks !== undefined;
+    // A GGUF type bytelens does not read (IQ2_XXS, ...) but whose size the header gives: its blocks.
+    const other = format === "gguf" && array.ggml === null && !array.dtype.startsWith("ggml type ");
+    const quantized = array.blocks !== undefined || other;
     if (!quantized && array.descr === null) {
-      throw new RangeError(`tensor ${quote(name)}: its dtype ${array.dtype} is not one bytelens has`);
+      throw new RangeError(`loadToGpu: tensor ${quote(name)}: its dtype ${array.dtype} is not one bytelens has`);
     }
     if (array.fortran && array.shape.length > 1) {
-      throw new RangeError(`tensor ${quote(name)} is in Fortran order; loadToGpu puts elements on the GPU in C order only`);
+      throw new RangeError(`loadToGpu: tensor ${quote(name)} is in Fortran order; loadToGpu puts elements on the GPU in C order only`);
     }
-    const dtype = quantized ? "uint8" : api.dtypeName(array.descr);
-    const item = { array, name, dtype, start: Number(array.offset), nbytes, swap: 0, dequant: null, segments: [] };
+    let dtype = "uint8";
+    if (!quantized) {
+      if (!names.has(array.descr)) names.set(array.descr, api.dtypeName(array.descr));
+      dtype = names.get(array.descr);
+    }
+    const qtype = quantized ? (array.ggml ?? array.dtype) : undefined;
+    const item = { array, name, dtype, qtype, start: Number(array.offset), nbytes, swap: 0, dequant: null, segments: [] };
     if (quantized && to) {
+      if (other) {
+        throw new RangeError(`loadToGpu: tensor ${quote(name)} is of type ${array.dtype}, which bytelens cannot dequantise; `
+          + `load it without dtype (as its blocks), or leave it out of names`);
+      }
       const values = Number(array.blocks) * array.block * OUTPUT_SIZE[to];
       for (const [what, bytes] of [["blocks", nbytes], [`${to} values`, values]]) {
         if (padded(bytes) > segment) {
-          throw new RangeError(`tensor ${quote(name)}: its ${what} take ${bytes} bytes, more than one buffer holds under this `
+          throw new RangeError(`loadToGpu: tensor ${quote(name)}: its ${what} take ${bytes} bytes, more than one buffer holds under this `
             + `device's maxBufferSize of ${limits.maxBufferSize}; load it without dtype (as blocks, split into buffers) `
             + `or on a device with a larger limit`);
         }
       }
-      const passes = api.dequantPasses(array.ggml, array.blocks, to, limits.maxStorageBufferBindingSize);
+      let passes;
+      try {
+        passes = api.dequantPasses(array.ggml, array.blocks, to, limits.maxStorageBufferBindingSize);
+      } catch {
+        const least = smallestBinding(api, array.ggml, to);
+        throw new RangeError(`loadToGpu: tensor ${quote(name)}: dequantising ${array.ggml} into ${to} needs buffers and bindings of `
+          + `at least ${least} bytes, more than maxBufferSize ${limits.maxBufferSize} (or maxStorageBufferBindingSize `
+          + `${limits.maxStorageBufferBindingSize}) allows`);
+      }
       item.dequant = { values, passes, code: api.dequantShader(array.ggml, to), key: `${array.ggml}->${to}` };
       item.segments = [nbytes];
     } else {
       // As few buffers as the limit allows, of even sizes (multiples of
-      // 256 bytes but the last), none at the limit itself: SwiftShader
-      // refuses a buffer of exactly its 1 GiB maxBufferSize.
+      // 256 bytes but the last), none at the limit itself.
       const count = Math.max(1, Math.ceil(nbytes / segment));
       const each = Math.ceil(nbytes / count / 256) * 256;
       for (let k = 0; k < count; k++) item.segments.push(k < count - 1 ? each : nbytes - each * (count - 1));
       const size = array.descr?.slice(2) ?? "1";
       if (array.descr?.startsWith(">") && size !== "1") item.swap = Number(size);
     }
-    return item;
-  });
+    items.push(item);
+  }
+  return items;
 }
 
 /** Reverses each `size`-byte element of `bytes` in place (big-endian to little-endian). */
@@ -177,10 +512,14 @@ function swapBytes(bytes, size) {
   for (let i = 0; i + size <= bytes.length; i += size) bytes.subarray(i, i + size).reverse();
 }
 
-/** Runs `item`'s dequantising passes from its blocks buffer into a new values buffer. */
-function dequantize(device, item, blocks, usage) {
+/**
+ * Runs `item`'s dequantising passes from its blocks buffer into a new
+ * values buffer (pushed to `made` before anything can fail).
+ */
+function dequantize(device, item, blocks, usage, made) {
   const { values, passes, code, key } = item.dequant;
   const out = device.createBuffer({ size: padded(values), usage: usage | STORAGE | COPY_DST, label: item.name });
+  made.push(out);
   if (passes.length === 0) return out;
   const params = new Uint8Array(passes.length * 256);
   passes.forEach((pass, i) => params.set(pass.params, i * 256));
@@ -214,22 +553,32 @@ function described(item, buffers, to) {
   const { array, name } = item;
   const tensor = { name, shape: array.shape, buffers, buffer: buffers.length === 1 ? buffers[0] : null };
   if (item.dequant) return { ...tensor, dtype: to, nbytes: item.dequant.values };
-  if (array.blocks !== undefined) return { ...tensor, dtype: "uint8", qtype: array.ggml, nbytes: item.nbytes };
+  if (item.qtype !== undefined) return { ...tensor, dtype: "uint8", qtype: item.qtype, nbytes: item.nbytes };
   return { ...tensor, dtype: item.dtype, nbytes: item.nbytes };
 }
 
-const loading = new WeakMap(); // device -> the load last started on it
-
 /**
- * loadToGpu (src/gpu_files.rs documents it), one load at a time per
- * device: each pushes and pops its own error scopes, which two loads
- * running at once would pop for each other.
+ * loadToGpu (src/gpu_files.rs documents it). Loads on one device may run
+ * at once: each scopes only its own WebGPU calls. Every way out of a load
+ * (an error, its signal, its device lost, a stalled read) ends its reads
+ * and destroys the buffers it made.
  */
-export function loadModel(device, source, options, api) {
-  const before = loading.get(device) ?? Promise.resolve();
-  const load = before.then(() => loadOne(device, source, options, api));
-  loading.set(device, load.catch(() => {}));
-  return load;
+export async function loadModel(device, source, options, api) {
+  if (typeof GPUDevice !== "undefined" && !(device instanceof GPUDevice)) {
+    throw new TypeError(`loadToGpu: device must be a GPUDevice, not ${shown(device)}`);
+  }
+  const checked = loadOptions(device, options);
+  checked.signal?.throwIfAborted();
+  const exits = new Exits(device, checked.signal, checked.timeout);
+  const made = [];
+  try {
+    return await loadOne(device, source, checked, api, exits, made);
+  } catch (err) {
+    for (const buffer of made) buffer.destroy();
+    throw err;
+  } finally {
+    exits.close();
+  }
 }
 
 /**
@@ -237,108 +586,127 @@ export function loadModel(device, source, options, api) {
  * into its own GPU buffers, streamed in one ranged read per run of
  * tensors, staged STAGE bytes at a time.
  */
-async function loadOne(device, source, options, api) {
-  const { dtype, onProgress, signal } = options ?? {};
-  const usage = (options?.usage ?? (STORAGE | COPY_SRC)) | COPY_DST;
-  const to = dtype == null ? null : OUTPUTS[dtype];
-  if (to === undefined) throw new TypeError(`dtype must be "f32", "f16" or "bf16" (or "float32", "float16", "bfloat16"), not ${JSON.stringify(dtype)}`);
-  signal?.throwIfAborted();
-  const file = await openSource(source, signal);
-  const header = await readHeader(api, file);
-  // Buffers of at most options.maxBufferSize, where that is below the device's.
-  const cap = Math.min(device.limits.maxBufferSize, options?.maxBufferSize ?? Infinity);
-  const limits = { maxBufferSize: cap, maxStorageBufferBindingSize: Math.min(cap, device.limits.maxStorageBufferBindingSize) };
+async function loadOne(device, source, options, api, exits, made) {
+  const { to, onProgress, wanted, usage, limits } = options;
+  const file = await exits.wait(openSource(source, exits));
+  const header = await readHeader(api, file, exits);
   const nameOf = (array) => (header.format === "npy" ? "array" : array.name);
   let arrays = header.arrays;
-  if (options?.names != null) {
+  if (wanted !== null) {
     // Only those planned: a tensor nobody asked for cannot refuse the load.
-    const wanted = new Set(options.names);
+    const asked = new Set(wanted);
     const known = new Set(arrays.map(nameOf));
-    const missing = [...wanted].filter((name) => !known.has(name));
-    if (missing.length) throw new RangeError(`${file.name} has no tensor ${quote(String(missing[0]))}${missing.length > 1 ? ` (nor ${missing.length - 1} more)` : ""}`);
-    arrays = arrays.filter((array) => wanted.has(nameOf(array)));
+    const missing = [...asked].filter((name) => !known.has(name));
+    if (missing.length) {
+      throw new RangeError(`loadToGpu: ${file.name} has no tensor ${quote(missing[0])}${missing.length > 1 ? ` (nor ${missing.length - 1} more)` : ""}`);
+    }
+    arrays = arrays.filter((array) => asked.has(nameOf(array)));
   }
-  const items = plan(api, header.format, arrays, to, limits);
+  const items = await plan(api, header.format, arrays, to, limits, exits);
   items.sort((a, b) => a.start - b.start);
   const total = items.reduce((n, item) => n + item.nbytes, 0);
-  const made = [];
-  const result = new Map();
-  device.pushErrorScope("out-of-memory");
-  device.pushErrorScope("validation");
-  let scopes = 2; // pushed and not yet popped
-  const pop = () => {
-    scopes--;
-    return device.popErrorScope();
-  };
-  try {
-    const targets = items.map((item) => item.segments.map((size) => {
-      const buffer = device.createBuffer({ size: padded(size), usage: item.dequant ? STORAGE | COPY_DST : usage, label: item.name });
+  const scopes = new Scopes(device, file.name);
+  const targets = [];
+  for (const item of items) {
+    if (exits.due()) {
+      scopes.leave();
+      await exits.pause();
+    }
+    scopes.enter();
+    targets.push(item.segments.map((size) => {
+      const buffer = device.createBuffer({ size: padded(size), usage: item.dequant ? STORAGE | COPY_DST : usage | COPY_DST, label: item.name });
       made.push(buffer);
       return buffer;
     }));
-    const stage = new Uint8Array(STAGE);
-    let loaded = 0;
-    let sinceWait = 0;
-    let previous = null; // the queue's promise at the last checkpoint
-    let i = 0; // the tensor bytes go to
-    let at = 0; // bytes of it written
-    let staged = 0;
-    let sinceProgress = 0;
-    // Writes `bytes` (a multiple of 4) where tensor i's bytes `at..` go,
-    // of which `count` are the tensor's (the rest padding).
-    const write = async (bytes, count = bytes.length) => {
-      const item = items[i];
-      const segment = Math.floor(at / item.segments[0]);
-      device.queue.writeBuffer(targets[i][segment], at - segment * item.segments[0], bytes);
-      at += count;
-      loaded += count;
-      sinceWait += count;
-      sinceProgress += count;
-      if (sinceProgress >= STAGE || at === item.nbytes) {
-        sinceProgress = 0;
-        onProgress?.({ loaded, total, tensor: item.name });
-      }
-      if (sinceWait >= IN_FLIGHT) {
-        // At most two checkpoints' bytes queued: wait for the one before
-        // last, so the queue never runs dry while this one streams in.
-        sinceWait = 0;
-        if (previous) await previous;
-        previous = device.queue.onSubmittedWorkDone();
-      }
-    };
-    // Writes the staged bytes, padded, swapped where the tensor is big-endian.
-    const flush = async () => {
-      const bytes = stage.subarray(0, padded(staged));
-      bytes.fill(0, staged);
-      if (items[i].swap) swapBytes(bytes.subarray(0, staged), items[i].swap);
-      const count = staged;
-      staged = 0;
-      await write(bytes, count);
-    };
-    const finish = () => {
-      const item = items[i];
-      const buffers = item.dequant ? [dequantize(device, item, targets[i][0], usage)] : targets[i];
-      if (item.dequant) made.push(buffers[0]);
-      result.set(item.name, described(item, buffers, to));
-      i++;
-      at = 0;
-    };
-    // Runs of tensors less than GAP apart, each streamed in one ranged read.
-    while (i < items.length) {
-      if (items[i].nbytes === 0) {
+  }
+  scopes.leave();
+  const result = new Map();
+  const stage = new Uint8Array(Math.min(STAGE, padded(items.reduce((n, item) => Math.max(n, item.nbytes), 0))));
+  let loaded = 0;
+  let sinceWait = 0;
+  let sinceProgress = 0;
+  let previous = null; // the queue's promise at the last checkpoint
+  let i = 0; // the tensor bytes go to
+  let at = 0; // bytes of it written
+  let staged = 0;
+  let finished = false; // a tensor was finished since the last progress
+  // Writes the staged bytes, padded, swapped where the tensor is
+  // big-endian, where tensor i's bytes `at..` go. Inside a scope.
+  const flush = () => {
+    const item = items[i];
+    const bytes = stage.subarray(0, padded(staged));
+    bytes.fill(0, staged);
+    if (item.swap) swapBytes(bytes.subarray(0, staged), item.swap);
+    const segment = Math.floor(at / item.segments[0]);
+    device.queue.writeBuffer(targets[i][segment], at - segment * item.segments[0], bytes);
+    at += staged;
+    loaded += staged;
+    sinceWait += staged;
+    sinceProgress += staged;
+    staged = 0;
+  };
+  // Tensor i is whole: dequantised (unless the load was stopped), described. Inside a scope.
+  const finish = () => {
+    const item = items[i];
+    let buffers = targets[i];
+    if (item.dequant) {
+      exits.check();
+      buffers = [dequantize(device, item, targets[i][0], usage | COPY_DST, made)];
+    }
+    result.set(item.name, described(item, buffers, to));
+    finished = true;
+    i++;
+    at = 0;
+  };
+  // Between chunks, outside any scope: progress, the queue's checkpoint, the page's turn.
+  const between = async (tensor) => {
+    scopes.check();
+    if (sinceProgress >= STAGE || finished) {
+      sinceProgress = 0;
+      finished = false;
+      onProgress?.({ loaded, total, tensor });
+      exits.check();
+    }
+    if (sinceWait >= IN_FLIGHT) {
+      // At most two checkpoints' bytes queued: wait for the one before
+      // last, so the queue never runs dry while this one streams in.
+      sinceWait = 0;
+      if (previous) await exits.wait(previous);
+      previous = device.queue.onSubmittedWorkDone();
+      await scopes.settle(exits);
+    }
+    if (exits.due()) await exits.pause();
+  };
+  // Runs of tensors less than GAP apart, each streamed in one ranged read.
+  while (i < items.length) {
+    if (items[i].nbytes === 0) {
+      scopes.enter();
+      try {
         finish();
-        continue;
+      } finally {
+        scopes.leave();
       }
-      let last = i;
-      while (last + 1 < items.length && items[last + 1].start - (items[last].start + items[last].nbytes) < GAP) last++;
-      const end = items[last].start + items[last].nbytes;
-      const reader = (await file.stream(items[i].start, end, signal)).getReader();
-      let position = items[i].start;
-      while (i <= last) {
-        signal?.throwIfAborted();
-        const { done, value } = await reader.read();
-        if (done) throw new Error(`${file.name}: the file ended inside tensor ${quote(items[i].name)}`);
-        let chunk = value;
+      await between(items[i - 1].name);
+      continue;
+    }
+    let last = i;
+    while (last + 1 < items.length && items[last + 1].start - (items[last].start + items[last].nbytes) < GAP) last++;
+    const [first, end] = [items[i].start, items[last].start + items[last].nbytes];
+    const reader = exits.reader(await file.stream(first, end));
+    const what = `${file.name} (bytes ${first}..${end})`;
+    let position = first;
+    let chunk = new Uint8Array(0);
+    while (i <= last) {
+      if (chunk.length === 0) {
+        const { done, value } = await exits.read(reader, what);
+        if (done) throw new Error(`loadToGpu: ${file.name}: the file ended inside tensor ${quote(items[i].name)} (at byte ${position})`);
+        if (value.length > end - position) throw new Error(`loadToGpu: ${file.name} sent more than the bytes ${first}..${end} asked for`);
+        chunk = value;
+      }
+      const tensor = items[i].name;
+      scopes.enter();
+      try {
+        // The chunk, or as much of it as one slice of the page's thread allows.
         while (chunk.length > 0 && i <= last) {
           const item = items[i];
           if (position < item.start) {
@@ -349,32 +717,33 @@ async function loadOne(device, source, options, api) {
           }
           // Up to the end of the tensor, of the stage, and of the segment.
           const segmentLeft = item.segments[0] - ((at + staged) % item.segments[0]);
-          const take = Math.min(chunk.length, item.nbytes - at - staged, STAGE - staged, segmentLeft);
+          const take = Math.min(chunk.length, item.nbytes - at - staged, stage.length - staged, segmentLeft);
           stage.set(chunk.subarray(0, take), staged);
           staged += take;
-          if (staged === STAGE || take === segmentLeft || at + staged === item.nbytes) await flush();
           chunk = chunk.subarray(take);
           position += take;
+          if (staged === stage.length || take === segmentLeft || at + staged === item.nbytes) flush();
           if (at === item.nbytes) {
             finish();
             while (i <= last && items[i].nbytes === 0) finish();
+            if (exits.due()) break;
           }
         }
+      } finally {
+        scopes.leave();
       }
-      await reader.cancel();
+      await between(i <= last ? items[i].name : tensor);
     }
-    const invalid = await pop();
-    const memory = await pop();
-    // Out of memory first: a buffer that could not be made makes every later use of it invalid.
-    if (memory) throw new RangeError(`${file.name}: the GPU ran out of memory for its tensors: ${memory.message}`);
-    if (invalid) throw new Error(`WebGPU refused loading ${file.name}: ${invalid.message}`);
-    // The file's order, as its header lists the tensors.
-    return new Map(arrays.map(nameOf).map((name) => [name, result.get(name)]));
-  } catch (err) {
-    for (const buffer of made) buffer.destroy();
-    throw err;
-  } finally {
-    // Our scopes only, whatever happened: never one the caller pushed.
-    while (scopes > 0) await pop().catch(() => {});
+    // The run is whole: its response must end here.
+    if (chunk.length > 0 || !(await exits.read(reader, what)).done) {
+      throw new Error(`loadToGpu: ${file.name} sent more than the bytes ${first}..${end} asked for`);
+    }
   }
+  // The bytes on the GPU, every scope answered, the load not stopped meanwhile.
+  await exits.wait(device.queue.onSubmittedWorkDone());
+  await scopes.settle(exits);
+  await exits.pause();
+  exits.check();
+  // The file's order, as its header lists the tensors.
+  return new Map(arrays.map(nameOf).map((name) => [name, result.get(name)]));
 }

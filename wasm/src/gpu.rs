@@ -72,9 +72,12 @@ fn write_packed(
 /// (a WebGPU `GPUDevice`): its elements in C order, little-endian, as a
 /// shader reads them (`array<f32>` for float32), `nbytes` rounded up to 4.
 /// `options.usage` (default `STORAGE | COPY_SRC`) gets `COPY_DST` added;
-/// `options.label` names the buffer. A view that does not fit `buffer` is
-/// the core's `RangeError`; one larger than the device's `maxBufferSize`, a
-/// `RangeError` naming both sizes.
+/// `options.label` names the buffer; a `usage` that is not a number is a
+/// `TypeError`. A view that does not fit `buffer` is the core's
+/// `RangeError`; one of the device's `maxBufferSize` or more, a
+/// `RangeError` naming both sizes (a buffer of exactly the limit is out of
+/// memory on some adapters, SwiftShader among them, which this synchronous
+/// call could not report).
 ///
 /// ```js
 /// const buf = new Buffer(64 * 48 * 4);

@@ -66,6 +66,10 @@ impl GpuFileApi {
     }
 }
 
+/// The most passes [`dequant_passes`] lists: 65,536 passes of even a
+/// 128 MiB binding are 8 TiB of values, past any GPU buffer.
+const MAX_PASSES: u64 = 1 << 16;
+
 const OUTPUTS: &str = "\"f32\", \"f16\" or \"bf16\" (or \"float32\", \"float16\", \"bfloat16\")";
 
 /// The ggml type `qtype` names and the output dtype `dtype` names, both
@@ -110,7 +114,7 @@ pub fn dequant_shader(
 /// `maxStorageBufferBindingSize`): `[{ srcOffset, srcSize, dstOffset,
 /// dstSize, words, groups: [x, y], params }]`, `params` the 16 bytes of the
 /// pass's uniform. A `RangeError` where `maxBinding` is too small for one
-/// pass (a few KiB).
+/// pass (a few KiB), or where `blocks` would need more than 65,536 passes.
 #[wasm_bindgen(js_name = dequantPasses)]
 pub fn dequant_passes(
     #[wasm_bindgen(unchecked_param_type = "string")] qtype: &JsValue,
@@ -121,6 +125,19 @@ pub fn dequant_passes(
     let (ggml, to) = shader_args(qtype, dtype)?;
     let blocks = count_arg(blocks, "blocks")?;
     let limit = whole(number(max_binding, "maxBinding")?, "maxBinding")? as u64;
+    // Each pass binds at most `limit` bytes of blocks and of values: a count
+    // that needs more passes than MAX_PASSES is refused before the core
+    // lists them (2^40 blocks would fill wasm memory with passes, then trap).
+    let info = ggml.info();
+    let per_block = u64::from(info.bytes).max(u64::from(info.block) * to.size() as u64);
+    if blocks.saturating_mul(per_block) / limit.max(1) > MAX_PASSES {
+        return Err(BindingError::Argument {
+            what: "blocks",
+            expected: "few enough for 65536 passes of maxBinding bytes (more values than a GPU buffer holds)",
+            got: JsValue::from(blocks as f64),
+            type_error: false,
+        });
+    }
     let passes = wgsl::passes(ggml, blocks, to, limit).ok_or_else(|| BindingError::Argument {
         what: "maxBinding",
         expected: "large enough for one pass of whole blocks at aligned offsets",
@@ -169,13 +186,33 @@ pub fn dequant_passes(
 /// shaders, the blocks' buffers then freed, and one that would not fit one
 /// buffer (`maxBufferSize`) is a `RangeError` naming the tensor and the limit.
 ///
-/// `options.names` loads only the tensors it names (a name the file lacks
-/// is a `RangeError`). `options.onProgress({ loaded, total, tensor })` is called as bytes go
-/// up; `options.signal` (an `AbortSignal`) cancels, rejecting with its
-/// reason and destroying the buffers made so far; `options.usage` (default
+/// `options.names` (an array of strings) loads only the tensors it names (a
+/// name the file lacks is a `RangeError`; a tensor left out cannot refuse
+/// the load). `options.onProgress({ loaded, total, tensor })` is called as
+/// bytes go up; `options.signal` (an `AbortSignal`) cancels, rejecting at
+/// once with its reason, even after the last byte; `options.usage` (default
 /// `STORAGE | COPY_SRC`) gets `COPY_DST` added; `options.maxBufferSize`
-/// caps each buffer below the device's limit (its
-/// `maxStorageBufferBindingSize`, say, so that each binds whole).
+/// (at least 257: buffers are multiples of 256 bytes below it) caps each
+/// buffer below the device's limit (its `maxStorageBufferBindingSize`,
+/// say, so that each binds whole); `options.timeout` (ms, default 30,000)
+/// is the longest wait for a response or a read's next bytes, past which
+/// the load rejects naming the URL that stalled. Every option is checked
+/// first: a wrong type is a `TypeError`, a wrong value a `RangeError`,
+/// naming the option and the value.
+///
+/// Loads may run at once on one device: each scopes only its own WebGPU
+/// calls, so the page's own errors stay the page's (`uncapturederror`).
+/// A GGUF tensor of a type bytelens does not dequantise (IQ2_XXS, ...)
+/// goes up as its blocks (`qtype` its name) without `dtype`; with `dtype`
+/// it is a `RangeError` naming it, unless `names` leaves it out.
+///
+/// A server must answer byte ranges with 206 and a `Content-Range` the
+/// page can read (cross-origin: `Access-Control-Expose-Headers:
+/// Content-Range`); each answer is checked against the range asked, and a
+/// server that ignores `Range`, answers another range or more bytes, or
+/// fails is refused naming the URL and what came, its body not read. A
+/// device lost or destroyed rejects the load. On every way out the load's
+/// reads are cancelled and its buffers destroyed.
 ///
 /// ```js
 /// const adapter = await navigator.gpu.requestAdapter();
@@ -188,7 +225,7 @@ pub fn load_to_gpu(
     #[wasm_bindgen(unchecked_param_type = "GPUDevice")] device: &JsValue,
     #[wasm_bindgen(unchecked_param_type = "string | URL | Blob")] source: &JsValue,
     #[wasm_bindgen(
-        unchecked_param_type = "{ dtype?: string, onProgress?: (p: { loaded: number, total: number, tensor: string }) => void, signal?: AbortSignal, usage?: number, maxBufferSize?: number, names?: string[] }"
+        unchecked_param_type = "{ dtype?: string, onProgress?: (p: { loaded: number, total: number, tensor: string }) => void, signal?: AbortSignal, usage?: number, maxBufferSize?: number, names?: string[], timeout?: number }"
     )]
     options: &JsValue,
 ) -> Promise {

@@ -13,16 +13,25 @@ export function expectEqual(actual, expected, what) {
   expect(actual === expected, `${what}: expected ${JSON.stringify(expected)}, got ${JSON.stringify(actual)}`);
 }
 
-/** Runs each `[name, check(page)]` in order, printing ok or not ok; the names of those that failed. */
-export async function runChecks(page, checks) {
+/**
+ * Runs each `[name, check(page)]` in order, printing ok or not ok; the
+ * names of those that failed. A check still running after `timeoutMs`
+ * fails (a page whose thread hangs would otherwise hold the run for good).
+ */
+export async function runChecks(page, checks, { timeoutMs = 300_000 } = {}) {
   const failures = [];
   for (const [i, [name, check]] of checks.entries()) {
+    let timer;
     try {
-      await check(page);
+      await Promise.race([check(page), new Promise((_, reject) => {
+        timer = setTimeout(() => reject(new CheckFailed(`still running after ${timeoutMs / 1000} s`)), timeoutMs);
+      })]);
       console.log(`ok ${i + 1} - ${name}`);
     } catch (err) {
       failures.push(name);
       console.log(`not ok ${i + 1} - ${name}\n  ${err instanceof CheckFailed ? err.message : err?.stack ?? err}`);
+    } finally {
+      clearTimeout(timer);
     }
   }
   return failures;

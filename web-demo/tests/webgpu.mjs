@@ -14,6 +14,7 @@
 // Chromium's own).
 
 import { mkdtemp, readFile, rm } from "node:fs/promises";
+import http from "node:http";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -64,6 +65,179 @@ async function runExample(code) {
   }
 }
 
+
+// Files made here and in the page (the page gets these functions' source).
+
+/** A safetensors file of `tensors`, `[name, dtype ("F32", ...), shape, bytes]`, as bytes. */
+function safetensorsBytes(tensors) {
+  const header = {};
+  let at = 0;
+  for (const [name, dtype, shape, bytes] of tensors) {
+    header[name] = { dtype, shape, data_offsets: [at, at + bytes.length] };
+    at += bytes.length;
+  }
+  let json = JSON.stringify(header);
+  json += " ".repeat((8 - (json.length % 8)) % 8);
+  const out = new Uint8Array(8 + json.length + at);
+  new DataView(out.buffer).setBigUint64(0, BigInt(json.length), true);
+  out.set(new TextEncoder().encode(json), 8);
+  let p = 8 + json.length;
+  for (const [, , , bytes] of tensors) {
+    out.set(bytes, p);
+    p += bytes.length;
+  }
+  return out;
+}
+
+/**
+ * A GGUF file (version 3, alignment 32, no metadata) of `tensors`, `[name,
+ * ggml type code, dims (innermost first), bytes]`, as bytes; each
+ * tensor's data at a multiple of 32.
+ */
+function ggufBytes(tensors) {
+  const names = tensors.map(([name]) => new TextEncoder().encode(name));
+  let head = 24;
+  tensors.forEach(([, , dims], k) => { head += 8 + names[k].length + 4 + 8 * dims.length + 4 + 8; });
+  head = Math.ceil(head / 32) * 32;
+  const offsets = [];
+  let data = 0;
+  for (const [, , , bytes] of tensors) {
+    offsets.push(data);
+    data = Math.ceil((data + bytes.length) / 32) * 32;
+  }
+  const out = new Uint8Array(head + data);
+  const view = new DataView(out.buffer);
+  let p = 0;
+  const u32 = (v) => { view.setUint32(p, v, true); p += 4; };
+  const u64 = (v) => { view.setBigUint64(p, BigInt(v), true); p += 8; };
+  out.set([0x47, 0x47, 0x55, 0x46]);
+  p = 4;
+  u32(3); u64(tensors.length); u64(0);
+  tensors.forEach(([, code, dims], k) => {
+    u64(names[k].length);
+    out.set(names[k], p);
+    p += names[k].length;
+    u32(dims.length);
+    dims.forEach(u64);
+    u32(code);
+    u64(offsets[k]);
+  });
+  tensors.forEach(([, , , bytes], k) => out.set(bytes, head + offsets[k]));
+  return out;
+}
+
+/** `n` bytes of a pattern that differs with `seed` and along the bytes. */
+function patternBytes(n, seed = 1) {
+  const out = new Uint8Array(n);
+  for (let i = 0; i < n; i++) out[i] = (i * 131 + seed * 17 + (i >> 8)) & 255;
+  return out;
+}
+
+// A server of hostile answers (and honest ones) on 127.0.0.1, at another
+// origin than the demo's (CORS headers sent, Content-Range exposed but
+// under /hidden/), started and stopped by the checks that use it. Paths:
+//   /ranges/NAME  honest byte ranges       /whole/NAME  ignores Range: 200, the whole file
+//   /wider/NAME   a wider range than asked, honestly labelled
+//   /longer/NAME  the right Content-Range, more bytes than it says
+//   /stall/NAME   honest up to the tensors' bytes, then headers and silence
+//   /hidden/NAME  honest, Content-Range not exposed    /missing  404    /empty  416, 0 bytes
+// NAME is small.safetensors (a few tensors, held here) or big.safetensors
+// (one float32 tensor of 256 MiB, its bytes made as they are sent). Each
+// answer is logged: `{ path, range, sent, finished, closed }`.
+const SMALL = safetensorsBytes([["a", "F32", [16], patternBytes(64, 1)], ["w", "F32", [32, 32], patternBytes(4096, 2)],
+  ["b", "U8", [3], patternBytes(3, 3)]]);
+
+function bigServedFile() {
+  // The header names 256 MiB of data that BIG_HEADER lacks: its offsets say so.
+  const json = JSON.stringify({ w: { dtype: "F32", shape: [64 << 20], data_offsets: [0, 256 << 20] } });
+  const text = json + " ".repeat((8 - (json.length % 8)) % 8);
+  const head = new Uint8Array(8 + text.length);
+  new DataView(head.buffer).setBigUint64(0, BigInt(text.length), true);
+  head.set(new TextEncoder().encode(text), 8);
+  return {
+    size: head.length + (256 << 20),
+    bytes: (a, b) => {
+      const out = new Uint8Array(b - a);
+      for (let i = a; i < b; i++) out[i - a] = i < head.length ? head[i] : (i * 7) & 255;
+      return out;
+    },
+  };
+}
+
+async function hostileServer() {
+  const files = {
+    "small.safetensors": { size: SMALL.length, bytes: (a, b) => SMALL.slice(a, b) },
+    "big.safetensors": bigServedFile(),
+  };
+  const log = [];
+  const open = new Set();
+  const server = http.createServer(async (req, res) => {
+    res.setHeader("Access-Control-Allow-Origin", "*");
+    res.setHeader("Access-Control-Allow-Headers", "Range");
+    const [, kind, name] = req.url.split("/");
+    if (kind !== "hidden") res.setHeader("Access-Control-Expose-Headers", "Content-Range");
+    if (req.method === "OPTIONS") return res.writeHead(204).end();
+    const entry = { path: req.url, range: req.headers.range ?? null, sent: 0, finished: false, closed: false };
+    log.push(entry);
+    open.add(res);
+    res.on("finish", () => { entry.finished = true; });
+    res.on("close", () => { entry.closed = true; open.delete(res); });
+    if (kind === "missing") return res.writeHead(404, "Not Found").end("no such file");
+    if (kind === "empty") return res.writeHead(416, { "Content-Range": "bytes */0" }).end();
+    const file = files[name];
+    if (!file) return res.writeHead(404, "Not Found").end();
+    const send = async (start, end) => {
+      for (let at = start; at < end && !res.destroyed;) {
+        const n = Math.min(65536, end - at);
+        const more = res.write(file.bytes(at, at + n));
+        entry.sent += n;
+        at += n;
+        if (!more) {
+          await new Promise((resolve) => {
+            const done = () => {
+              res.off("drain", done).off("close", done);
+              resolve();
+            };
+            res.on("drain", done).on("close", done);
+          });
+        }
+      }
+    };
+    const m = /^bytes=(\d+)-(\d+)$/.exec(req.headers.range ?? "");
+    if (kind === "whole" || !m) {
+      res.writeHead(200, { "Content-Length": file.size, "Content-Type": "application/octet-stream" });
+      await send(0, file.size);
+      if (!res.destroyed) res.end();
+      return;
+    }
+    const start = Number(m[1]);
+    const end = Math.min(Number(m[2]) + 1, file.size);
+    if (kind === "stall" && start > 0 && end - start > 65536) {
+      res.writeHead(206, { "Content-Range": `bytes ${start}-${end - 1}/${file.size}` });
+      res.flushHeaders();
+      return; // and nothing more, until the server stops
+    }
+    const from = kind === "wider" && start > 0 ? start - 8 : start;
+    const extra = kind === "longer" && start > 0 ? 8 : 0;
+    res.writeHead(206, { "Content-Range": `bytes ${from}-${end - 1}/${file.size}`, "Content-Length": end - from + extra });
+    await send(from, end);
+    if (extra) {
+      res.write(new Uint8Array(extra));
+      entry.sent += extra;
+    }
+    if (!res.destroyed) res.end();
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    log,
+    async stop() {
+      for (const res of open) res.destroy();
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
 
 // Runs in the page: the package, an adapter and a device with the
 // adapter's buffer limits, and helpers every check uses, on `window.gpuTest`.
@@ -409,6 +583,207 @@ async function cancelAndRefuse(url) {
   return { cancelled, refused, badDtype };
 }
 
+// Runs in the page: `run()`'s outcome, "resolved: KEYS" or "NAME: MESSAGE",
+// or "unsettled" after `ms`.
+function settleHelpers() {
+  window.outcome = (promise, ms = 60_000) => Promise.race([
+    promise.then((m) => `resolved: ${m instanceof Map ? [...m.keys()].join(",") : m}`, (err) => `${err?.name}: ${err?.message}`),
+    new Promise((resolve) => setTimeout(() => resolve("unsettled"), ms)),
+  ]);
+  window.sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+// Runs in the page: loadToGpu's options checked before anything is read,
+// each error naming the option and the value; the smallest maxBufferSize
+// works, and a dequantisation that needs more names the tensor and what it needs.
+async function badOptions() {
+  const { wasm, device, read } = window.gpuTest;
+  const blob = new Blob([files.safetensorsBytes([["w", "F32", [100], files.patternBytes(400, 5)]])]);
+  const out = {};
+  const cases = {
+    nan: { maxBufferSize: NaN }, text: { maxBufferSize: "abc" }, zero: { maxBufferSize: 0 }, negative: { maxBufferSize: -5 },
+    small: { maxBufferSize: 100 }, fraction: { maxBufferSize: 1000.5 }, names: { names: "weight" }, nameType: { names: [7] },
+    usage: { usage: "STORAGE" }, progress: { onProgress: "yes" }, signal: { signal: {} }, timeout: { timeout: -1 },
+  };
+  for (const [key, options] of Object.entries(cases)) out[key] = await outcome(wasm.loadToGpu(device, blob, options), 10_000);
+  try {
+    wasm.uploadView(device, new wasm.Buffer(8), new wasm.Layout("<f4", { shape: [2] }), { usage: "STORAGE" });
+    out.upload = "accepted";
+  } catch (err) {
+    out.upload = `${err.name}: ${err.message}`;
+  }
+  // 257 bytes: buffers of 256, the tensor's 400 bytes in two.
+  const smallest = await wasm.loadToGpu(device, blob, { maxBufferSize: 257 });
+  const w = smallest.get("w");
+  const got = new Uint8Array([...await read(w.buffers[0]), ...(await read(w.buffers[1])).subarray(0, 144)]);
+  const want = files.patternBytes(400, 5);
+  out.smallest = [w.buffers.map((b) => b.size).join(), got.every((b, i) => b === want[i])];
+  // One Q8_0 block (34 bytes, 128 of float32): a pass needs more than 1024 bytes.
+  const q8 = new Blob([files.ggufBytes([["q", 8, [32], new Uint8Array(34)]])]);
+  out.dequant = await outcome(wasm.loadToGpu(device, q8, { dtype: "f32", maxBufferSize: 1024 }), 10_000);
+  return out;
+}
+
+// Runs in the page: loads from the hostile server at `base`, each answer
+// refused saying what came; the honest one loads.
+async function hostileAnswers(base) {
+  const { wasm, device, read } = window.gpuTest;
+  const out = {};
+  for (const path of ["/whole/big.safetensors", "/wider/small.safetensors", "/longer/small.safetensors", "/missing",
+    "/hidden/small.safetensors", "/empty"]) {
+    out[path] = await outcome(wasm.loadToGpu(device, base + path, {}), 30_000);
+  }
+  const honest = await wasm.loadToGpu(device, `${base}/ranges/small.safetensors`, {});
+  const w = new Uint8Array(await read(honest.get("w").buffer));
+  const want = files.patternBytes(4096, 2);
+  out.honest = [[...honest.keys()].join(), w.every((b, i) => b === want[i])];
+  return out;
+}
+
+// Runs in the page: a load stalled on the hostile server's silence, and
+// beside it an aborted load (settles at once), a later load (not held up),
+// and an aborted stalled load; the stalled load times out naming the URL.
+async function stalledLoads(base) {
+  const { wasm, device } = window.gpuTest;
+  const url = `${base}/stall/big.safetensors`;
+  const stalled = outcome(wasm.loadToGpu(device, url, { timeout: 4000 }), 20_000);
+  await sleep(500);
+  const abort = new AbortController();
+  const small = `${base}/ranges/small.safetensors`;
+  const second = outcome(wasm.loadToGpu(device, small, { signal: abort.signal }), 2000);
+  abort.abort();
+  const aborted = await second;
+  const later = await outcome(wasm.loadToGpu(device, small, {}), 3000);
+  const running = new AbortController();
+  const third = outcome(wasm.loadToGpu(device, url, { signal: running.signal }), 2000);
+  await sleep(500);
+  running.abort(new Error("enough"));
+  return { aborted, later, runningAborted: await third, stalled: await stalled };
+}
+
+// Runs in the page: a load whose onProgress throws, from the hostile
+// server's big file: it rejects with that error (the test then asks the
+// server whether the response was closed).
+async function progressThrows(base) {
+  const { wasm, device } = window.gpuTest;
+  return outcome(wasm.loadToGpu(device, `${base}/ranges/big.safetensors`, {
+    onProgress: () => { throw new Error("the page's onProgress failed"); },
+  }), 30_000);
+}
+
+// Runs in the page: the page's own invalid buffers, made while a load
+// streams (from its onProgress and from a timer), reach the page's
+// uncapturederror handler, and the load resolves.
+async function pageErrorsStayThePages() {
+  const { wasm, device } = window.gpuTest;
+  const tensors = [0, 1, 2, 3].map((k) => [`t${k}`, "F32", [2 << 20], files.patternBytes(8 << 20, k)]);
+  const blob = new Blob([files.safetensorsBytes(tensors)]);
+  const seen = [];
+  const onError = (event) => seen.push(event.error.message);
+  device.addEventListener("uncapturederror", onError);
+  let made = 0;
+  const bad = () => {
+    made++;
+    device.createBuffer({ size: 4, usage: GPUBufferUsage.MAP_READ | GPUBufferUsage.STORAGE }); // not a valid usage
+  };
+  const load = outcome(wasm.loadToGpu(device, blob, { onProgress: bad }), 60_000);
+  setTimeout(bad, 0);
+  const result = await load;
+  await device.queue.onSubmittedWorkDone();
+  await sleep(300);
+  device.removeEventListener("uncapturederror", onError);
+  return { result, made, seen: seen.length };
+}
+
+// Runs in the page: loads on a device destroyed before, and during, the load.
+async function destroyedDevices() {
+  const { wasm } = window.gpuTest;
+  // An adapter gives one device.
+  const newDevice = async () => (await navigator.gpu.requestAdapter()).requestDevice();
+  const small = new Blob([files.safetensorsBytes([["w", "F32", [256], files.patternBytes(1024, 4)]])]);
+  const before = await newDevice();
+  before.destroy();
+  const out = { before: await outcome(wasm.loadToGpu(before, small, {}), 20_000) };
+  const during = await newDevice();
+  const tensors = [0, 1, 2].map((k) => [`t${k}`, "F32", [2 << 20], files.patternBytes(8 << 20, k)]);
+  out.during = await outcome(wasm.loadToGpu(during, new Blob([files.safetensorsBytes(tensors)]), {
+    onProgress: () => during.destroy(),
+  }), 20_000);
+  return out;
+}
+
+// Runs in the page: a GGUF with a tensor of a type bytelens does not
+// dequantise (IQ2_XXS, 66-byte blocks of 256): as blocks without dtype;
+// named as the one that cannot be dequantised with it; left out by names.
+async function otherGgmlType() {
+  const { wasm, device, read } = window.gpuTest;
+  const iq = files.patternBytes(132, 9);
+  const norm = files.patternBytes(64, 8);
+  const blob = new Blob([files.ggufBytes([["iq", 16, [512], iq], ["norm", 0, [16], norm]])]);
+  const raw = await wasm.loadToGpu(device, blob, {});
+  const t = raw.get("iq");
+  const bytes = (await read(t.buffer)).subarray(0, 132);
+  return {
+    raw: [t.dtype, t.qtype, t.nbytes, bytes.every((b, i) => b === iq[i])],
+    f32: await outcome(wasm.loadToGpu(device, blob, { dtype: "f32" }), 10_000),
+    named: await outcome(wasm.loadToGpu(device, blob, { dtype: "f32", names: ["norm"] }), 10_000),
+  };
+}
+
+// Runs in the page: an abort from onProgress at the last bytes (a Blob
+// read in one chunk) rejects the load, dequantising or not.
+async function lateAbort() {
+  const { wasm, device } = window.gpuTest;
+  const blob = new Blob([files.ggufBytes([["q", 8, [64], new Uint8Array(68)]])]);
+  const out = {};
+  for (const dtype of ["f32", null]) {
+    const abort = new AbortController();
+    out[dtype ?? "blocks"] = await outcome(wasm.loadToGpu(device, blob, {
+      dtype, signal: abort.signal, onProgress: ({ loaded, total }) => { if (loaded === total) abort.abort(); },
+    }), 10_000);
+  }
+  return out;
+}
+
+// Runs in the page: dequantPasses of 2^40 blocks is refused at once.
+function hugePasses() {
+  const { wasm } = window.gpuTest;
+  const t = performance.now();
+  let refused = "";
+  try {
+    wasm.dequantPasses("Q8_0", 2 ** 40, "f32", 128 << 20);
+  } catch (err) {
+    refused = `${err.name}: ${err.message}`;
+  }
+  const ms = performance.now() - t;
+  const fine = wasm.dequantPasses("Q8_0", 2 ** 24, "f32", 128 << 20).length;
+  return { refused, ms, fine };
+}
+
+// Runs in the page: uploadView of a view of exactly maxBufferSize
+// (SwiftShader's 1 GiB) is refused naming the size, with no uncaptured error.
+async function uploadAtTheLimit() {
+  const { wasm, device } = window.gpuTest;
+  const max = device.limits.maxBufferSize;
+  let errors = 0;
+  const onError = () => errors++;
+  device.addEventListener("uncapturederror", onError);
+  const buf = new wasm.Buffer(max);
+  let out = "";
+  try {
+    const gpu = wasm.uploadView(device, buf, new wasm.Layout("|u1", { shape: [max] }), {});
+    out = `a buffer of ${gpu.size} bytes`;
+    gpu.destroy();
+  } catch (err) {
+    out = `${err.name}: ${err.message}`;
+  }
+  buf.free();
+  await device.queue.onSubmittedWorkDone();
+  await sleep(300);
+  device.removeEventListener("uncapturederror", onError);
+  return { out, max, errors };
+}
+
 const checks = [
   ["the guide's WebGPU examples run", async (page) => {
     const examples = await webgpuExamples();
@@ -471,6 +846,99 @@ const checks = [
     expect(r.refused.includes('tensor "big.weight"') && r.refused.includes("maxBufferSize of 262144"), r.refused);
     expect(r.badDtype.startsWith("TypeError") && r.badDtype.includes('"f32"'), r.badDtype);
   }],
+  ["loadToGpu checks its options first, each error naming the option and the value", async (page) => {
+    const r = await page.evaluate(badOptions);
+    const refused = (key, name, ...parts) => expect(r[key].startsWith(`${name}: `) && parts.every((part) => r[key].includes(part)), `${key}: ${r[key]}`);
+    refused("nan", "RangeError", "maxBufferSize", "NaN", "257");
+    refused("text", "TypeError", "maxBufferSize", '"abc"');
+    refused("zero", "RangeError", "maxBufferSize", "not 0", "at least 257");
+    refused("negative", "RangeError", "maxBufferSize", "-5");
+    refused("small", "RangeError", "maxBufferSize", "100");
+    refused("fraction", "RangeError", "maxBufferSize", "1000.5");
+    refused("names", "TypeError", "names", '"weight"');
+    refused("nameType", "TypeError", "names[0]", "7");
+    refused("usage", "TypeError", "usage", '"STORAGE"');
+    refused("upload", "TypeError", "usage", '"STORAGE"');
+    refused("progress", "TypeError", "onProgress");
+    refused("signal", "TypeError", "signal", "AbortSignal");
+    refused("timeout", "RangeError", "timeout", "-1");
+    expect(r.smallest[0] === "256,144" && r.smallest[1], `maxBufferSize 257: buffers ${r.smallest[0]}, bytes right ${r.smallest[1]}`);
+    refused("dequant", "RangeError", 'tensor "q"', "Q8_0", "at least", "1024");
+  }],
+  ["loadToGpu refuses what a server answers wrong, saying what came", async (page) => {
+    const server = await hostileServer();
+    try {
+      const r = await page.evaluate(hostileAnswers, server.url);
+      const url = (path) => `${server.url}${path}`;
+      const whole = r["/whole/big.safetensors"];
+      expect(/Error: .*whole file.*ranges/.test(whole) && whole.includes(url("/whole/big.safetensors")), `a server ignoring Range: ${whole}`);
+      const sent = server.log.filter((e) => e.path.startsWith("/whole/")).map((e) => e.sent);
+      expect(sent.length > 0 && sent.every((n) => n < 32 << 20), `a server ignoring Range sent ${sent} bytes of 256 MiB before the load stopped reading`);
+      for (const path of ["/wider/small.safetensors", "/longer/small.safetensors"]) {
+        expect(r[path].startsWith("Error: ") && r[path].includes(url(path)) && /bytes \d+.\d+/.test(r[path]), `${path}: ${r[path]}`);
+      }
+      expect(r["/wider/small.safetensors"].includes("Content-Range"), `a wider range: ${r["/wider/small.safetensors"]}`);
+      expect(r["/missing"].includes("404 Not Found") && !r["/missing"].includes("ranges"), `a 404: ${r["/missing"]}`);
+      expect(r["/hidden/small.safetensors"].includes("Access-Control-Expose-Headers: Content-Range"), `a hidden Content-Range: ${r["/hidden/small.safetensors"]}`);
+      expect(/empty/.test(r["/empty"]), `an empty file: ${r["/empty"]}`);
+      expect(r.honest[0] === "a,w,b" && r.honest[1], `the honest server's file: ${r.honest}`);
+    } finally {
+      await server.stop();
+    }
+  }],
+  ["loadToGpu: an abort settles at once beside a stalled load, which times out naming its URL", async (page) => {
+    const server = await hostileServer();
+    try {
+      const r = await page.evaluate(stalledLoads, server.url);
+      expect(r.aborted.startsWith("AbortError"), `an aborted load beside a stalled one: ${r.aborted}`);
+      expect(r.later === "resolved: a,w,b", `a later load beside a stalled one: ${r.later}`);
+      expect(r.runningAborted === "Error: enough", `a stalled load aborted: ${r.runningAborted}`);
+      expect(r.stalled.startsWith("Error: ") && r.stalled.includes(`${server.url}/stall/big.safetensors`) && r.stalled.includes("stalled"),
+        `the stalled load: ${r.stalled}`);
+    } finally {
+      await server.stop();
+    }
+  }],
+  ["loadToGpu: a load that fails closes its response", async (page) => {
+    const server = await hostileServer();
+    try {
+      const r = await page.evaluate(progressThrows, server.url);
+      expect(r === "Error: the page's onProgress failed", `the load: ${r}`);
+      const data = () => server.log.filter((e) => e.path === "/ranges/big.safetensors" && e.range && !e.range.startsWith("bytes=0-"));
+      for (let waited = 0; waited < 3000 && !data().every((e) => e.closed); waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+      const open = data().filter((e) => !e.closed || e.finished);
+      expect(data().length === 1 && open.length === 0, `the tensor's response, 3 s after the load failed: ${JSON.stringify(data())}`);
+    } finally {
+      await server.stop();
+    }
+  }],
+  ["loadToGpu leaves the page's own WebGPU errors to the page", async (page) => {
+    const r = await page.evaluate(pageErrorsStayThePages);
+    expect(r.result === "resolved: t0,t1,t2,t3", `the load: ${r.result}`);
+    expect(r.made >= 2 && r.seen === r.made, `the page made ${r.made} invalid buffers, its uncapturederror handler saw ${r.seen}`);
+  }],
+  ["loadToGpu on a destroyed device rejects saying so", async (page) => {
+    const r = await page.evaluate(destroyedDevices);
+    expect(/destroyed/.test(r.before) && !r.before.startsWith("resolved"), `destroyed before: ${r.before}`);
+    expect(/destroyed/.test(r.during) && !r.during.startsWith("resolved"), `destroyed during: ${r.during}`);
+  }],
+  ["loadToGpu: a GGUF type bytelens does not dequantise goes up as blocks", async (page) => {
+    const r = await page.evaluate(otherGgmlType);
+    expect(r.raw.join() === "uint8,IQ2_XXS,132,true", `as blocks: ${r.raw}`);
+    expect(r.f32.startsWith("RangeError") && r.f32.includes('"iq"') && r.f32.includes("IQ2_XXS"), `with dtype: ${r.f32}`);
+    expect(r.named === "resolved: norm", `with dtype, names leaving it out: ${r.named}`);
+  }],
+  ["loadToGpu: an abort after the last read still rejects", async (page) => {
+    const r = await page.evaluate(lateAbort);
+    expect(r.f32.startsWith("AbortError"), `aborted at the last bytes, dequantising: ${r.f32}`);
+    expect(r.blocks.startsWith("AbortError"), `aborted at the last bytes, as blocks: ${r.blocks}`);
+  }],
+  ["dequantPasses refuses a block count no GPU buffer holds", async (page) => {
+    const r = await page.evaluate(hugePasses);
+    expect(r.refused.startsWith("RangeError") && r.refused.includes("blocks") && r.refused.includes("1099511627776"), `2^40 blocks: ${r.refused || "not refused"}`);
+    expect(r.ms < 1000, `refused after ${r.ms.toFixed(0)} ms`);
+    expect(r.fine === 16, `2^24 blocks: ${r.fine} passes`);
+  }],
 ];
 
 if (process.env.DEMO_GPU_HUGE) {
@@ -482,6 +950,13 @@ if (process.env.DEMO_GPU_HUGE) {
       + `wasm memory ${(r.peakWasm / 2 ** 20).toFixed(1)} MiB at most (goal <= 64 MiB)`);
   }]);
 }
+
+// Last: it grows wasm memory to the device's maxBufferSize, past what the loads check.
+checks.push(["uploadView of a view of exactly maxBufferSize is refused, naming the size", async (page) => {
+  const r = await page.evaluate(uploadAtTheLimit);
+  expect(r.out.startsWith("RangeError") && r.out.includes(String(r.max)), `a view of ${r.max} bytes: ${r.out}`);
+  expect(r.errors === 0, `${r.errors} uncaptured WebGPU errors`);
+}]);
 
 async function main() {
   const profile = await mkdtemp(path.join(tmpdir(), "bytelens-webgpu-"));
@@ -496,6 +971,8 @@ async function main() {
     await page.goto(demoUrl);
     const setup = await page.evaluate(setUp);
     if (setup.error) throw new Error(setup.error);
+    await page.evaluate(`window.files = { safetensorsBytes: ${safetensorsBytes}, ggufBytes: ${ggufBytes}, patternBytes: ${patternBytes} }`);
+    await page.evaluate(settleHelpers);
     console.log(`webgpu: adapter ${setup.vendor}/${setup.architecture}, maxBufferSize ${setup.maxBufferSize}, `
       + `maxStorageBufferBindingSize ${setup.maxBinding}, shader-f16 ${setup.f16}`);
     failures.push(...(await runChecks(page, checks)));
