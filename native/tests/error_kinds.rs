@@ -117,6 +117,9 @@ fn the_gpu_s_errors_keep_the_host_s_kinds() {
         "cannot load the file: the file is empty (0 bytes)"
     );
     assert_eq!(file.kind(), ErrorKind::Format);
+    // A dtype no dequantiser writes is the CPU's error on the GPU paths too
+    // (issue 50): kind Dequantize, a ValueError, wherever it is made.
     let dequantize = GpuError::Host(Error::Dequantize { detail: "x".into() });
-    assert_eq!(dequantize.kind().python_class(), "GpuError");
+    assert_eq!(dequantize.kind(), ErrorKind::Dequantize);
+    assert_eq!(dequantize.kind().python_class(), "ValueError");
 }
