@@ -98,9 +98,10 @@ impl PyGpuBuffer {
     /// The values quantised blocks hold (see ``qtype``), dequantised on the
     /// GPU by bytelens' WGSL shaders into a new buffer of ``dtype``
     /// (float32, float16 or bfloat16), the shape of ``values_shape``: the
-    /// CPU's values bit for bit wherever a block's scale is finite. Raises
-    /// ``GpuError`` for a buffer of anything but blocks, or for values
-    /// larger than the device's ``max_buffer_size``.
+    /// CPU's values bit for bit wherever a block's scale is finite; values
+    /// past the device's ``max_buffer_size`` fill several segments. Raises
+    /// ``GpuError`` for a buffer of anything but blocks, and the CPU's
+    /// ``ValueError`` (kind ``"Dequantize"``) for another dtype.
     fn dequantize(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<PyGpuBuffer> {
         let to = to_descr(dtype)?;
         let gpu = context(py)?;
