@@ -108,6 +108,8 @@ export class Pictures {
     this.hist = null;
     this.histBox.hidden = true;
     this.histNote.textContent = note;
+    delete this.histCanvas.dataset.counts;
+    delete this.histCanvas.dataset.edges;
   }
 
   drawHistogram() {

@@ -10,8 +10,8 @@
 //                 blockBytes, blockElements, chunk, stats, hist, heat, fetchOnly,
 //                 cacheBytes?, opfs? }
 //               { type: "cancel", id }
-// Messages out: { type: "progress" | "stats" | "hist" | "heat" |
-//                 "heat-refused" | "done" | "cancelled" | "error", id, ... }
+// Messages out: { type: "progress" | "stats" | "hist" | "hist-refused" |
+//                 "heat" | "heat-refused" | "done" | "cancelled" | "error", id, ... }
 //
 // `source` is { url } (read in HTTP byte ranges) or { file } (a File, read
 // by slice). Each chunk is fetched once: the statistics and the heatmap
@@ -384,11 +384,19 @@ async function run(m) {
       const result = stats.result();
       post({ type: "stats", id: m.id, result });
       if (tally && result.min !== null) {
-        histogram = Histogram.forRange(result.min, result.max, BINS, dtype);
-        left = histogram.addTally(tally);
+        // Numpy makes no 64 bins of some ranges (too narrow for the dtype's
+        // spacing, wider than its largest value): the core refuses them as
+        // numpy does, and the run goes on without a histogram, as the
+        // GPU's does.
+        try {
+          histogram = Histogram.forRange(result.min, result.max, BINS, dtype);
+        } catch (err) {
+          post({ type: "hist-refused", id: m.id, message: String(err?.message ?? err) });
+        }
+        if (histogram) left = histogram.addTally(tally);
       }
     }
-    if (tally) from = left === 0 ? "tally" : spill ? "opfs" : cached === m.nbytes ? "memory" : "refetch";
+    if (histogram) from = left === 0 ? "tally" : spill ? "opfs" : cached === m.nbytes ? "memory" : "refetch";
     if (twice && left === 0) done += m.nbytes; // nothing more to read
     if (heat) {
       for (const h of heat) h.done();

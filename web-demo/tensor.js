@@ -652,6 +652,10 @@ export class TensorPanel {
     } else if (m.type === "hist") {
       r.hist = { counts: Array.from(m.counts), edges: Array.from(m.edges) };
       if (show) this.pictures.showHistogram(m.counts, m.edges);
+    } else if (m.type === "hist-refused") {
+      // The statistics and heatmap go on: only the bins are refused, as numpy refuses them.
+      r.hist = { refused: m.message };
+      if (show) this.pictures.noHistogram(`No histogram: ${m.message}.`);
     } else if (m.type === "heat") {
       r.pictures = { mean: m.mean, max: m.max };
       if (show) this.pictures.showHeatmap({ mean: m.mean, max: m.max }, r.heat);

@@ -18,13 +18,18 @@ Files, each small:
 - heatmap.npy     float32 (512, 768): a horizontal gradient col / 767 with
                   a square of 2.0 over rows 128..256, cols 256..384
 - numpy.json      numpy's answers (see `main`); it is written last, so a
-                  run that stopped part way leaves it older than the script
+                  run that stopped part way leaves it older than the script.
+                  Its "served" files are not written on their own: the
+                  tests serve their bytes (base64) in the page's network:
+  narrow.npy      float32 (24, 40) of 1.0 and the next float32 up, whose
+                  range numpy makes no 64 bins of
 
 Values are text: `repr(float(x))` ("nan", "inf", "-0.0", "1.5") or
 `str(int(x))`, so that nothing is lost in JSON; "hex" is the element's
 bytes, most significant first, as "0x3f800000".
 """
 
+import base64
 import json
 import struct
 import sys
@@ -116,8 +121,12 @@ def stats(a):
     own = a.ravel()[np.isfinite(x)]
     if dtype.itemsize == 1 and is_float(dtype):
         own = own.astype(np.float64)
-    counts, edges = np.histogram(own, bins=BINS)
-    out["histogram"] = {"bins": BINS, "counts": [int(c) for c in counts], "edges": [text(e) for e in edges]}
+    try:
+        counts, edges = np.histogram(own, bins=BINS)
+    except ValueError as err:  # "Too many bins for data range", a range too narrow for the dtype
+        out["histogram"] = {"bins": BINS, "refused": str(err)}
+    else:
+        out["histogram"] = {"bins": BINS, "counts": [int(c) for c in counts], "edges": [text(e) for e in edges]}
     return out
 
 
@@ -258,6 +267,16 @@ def main(out):
     h = heatmap.answers([])
     h["pattern"] = {"gradient": "col / 767 (float32)", "square": {"rows": [128, 256], "cols": [256, 384], "value": "2.0"}}
     answers["files"][heatmap.name] = h
+    # A range too narrow for 64 float32 bins: np.histogram refuses it.
+    ones = np.ones((24, 40), dtype=np.float32)
+    ones.ravel()[::3] = np.nextafter(np.float32(1), np.float32(2))
+    narrow = npy("narrow.npy", ones)
+    answers["served"] = {}
+    for f in [narrow]:
+        served = f.answers([])
+        served["base64"] = base64.b64encode(f.data).decode()
+        answers["served"][f.name] = served
+    assert "refused" in answers["served"]["narrow.npy"]["arrays"]["array"]["stats"]["histogram"]
     (out / "numpy.json").write_text(json.dumps(answers, indent=1) + "\n")
 
 
