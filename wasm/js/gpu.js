@@ -84,6 +84,10 @@ const HEAD = 65536;
 const STAGE = 8 << 20;
 /** Bytes written between waits for the GPU's queue, which bounds what it holds. */
 const IN_FLIGHT = 256 << 20;
+/** WebGPU calls made before the load waits for the GPU's process to catch up. */
+const CALLS = 2048;
+/** Arrays of a header made at once (a few milliseconds' work). */
+const HEADER_SLICE = 2048;
 /** Tensors closer than this are read in one request, the bytes between them dropped. */
 const GAP = 1 << 20;
 /**
@@ -94,7 +98,7 @@ const MIN_BUFFER = 257;
 /** The default `timeout`: the longest wait for a response or a read's next bytes, in ms. */
 const TIMEOUT = 30_000;
 /** The longest the load works on the page's thread before it lets the page run, in ms. */
-const SLICE = 20;
+const SLICE = 8;
 
 /** loadToGpu's `options`, each checked: a TypeError or RangeError naming the option and the value. */
 function loadOptions(device, options) {
@@ -388,19 +392,108 @@ async function readRange(file, start, end, exits) {
   return out;
 }
 
-/** The header by the core: the first bytes, then as many as it asks for. */
+// A worker that reads a header with the package's `readHeader`, off the
+// page's thread (the core's reading of 100,000 tensors takes longer than a
+// task may), and posts its arrays a slice at a time, each a short task
+// here. It imports the package's JS from where wasm-bindgen puts this
+// file (pkg/snippets/CRATE/js/); where that fails (a bundler moved it, a
+// policy forbids workers), the header is read on the page's thread.
+const WORKER = `
+let api = null;
+onmessage = async ({ data: { glue, bytes, size } }) => {
+  try {
+    api ??= await import(glue).then(async (m) => { await m.default(); return m; });
+  } catch (err) {
+    postMessage({ broken: String(err?.message ?? err) });
+    return;
+  }
+  try {
+    const header = api.readHeader(bytes, size);
+    if (header.need !== undefined) return postMessage({ need: Number(header.need) });
+    for (let from = 0; from < header.arrays.length; from += ${HEADER_SLICE}) {
+      postMessage({ arrays: header.arrays.slice(from, from + ${HEADER_SLICE}) });
+    }
+    postMessage({ format: header.format });
+  } catch (err) {
+    postMessage({ error: { name: err?.name, message: String(err?.message ?? err), kind: err?.kind } });
+  }
+};`;
+
+/** Whether workers failed here once: then headers are read on the page's thread. */
+let noWorker = typeof Worker === "undefined";
+
+/**
+ * `readHeader(bytes, size)` in a worker: `{ need }` or `{ format, arrays }`,
+ * or null where the worker could not start.
+ */
+async function headerInWorker(bytes, size, exits) {
+  if (noWorker) return null;
+  let worker;
+  const code = URL.createObjectURL(new Blob([WORKER], { type: "text/javascript" }));
+  try {
+    worker = new Worker(code, { type: "module" });
+    const glue = new URL("../../../bytelens_wasm.js", import.meta.url).href;
+    const arrays = [];
+    const answer = new Promise((resolve, reject) => {
+      worker.onerror = () => resolve(null);
+      worker.onmessage = ({ data }) => {
+        if (data.arrays) arrays.push(...data.arrays);
+        else if (data.broken !== undefined) resolve(null);
+        else if (data.error) {
+          const { name, message, kind } = data.error;
+          reject(Object.assign(new (name === "TypeError" ? TypeError : name === "RangeError" ? RangeError : Error)(message), { kind }));
+        } else resolve(data.need !== undefined ? { need: data.need } : { format: data.format, arrays });
+      };
+    });
+    worker.postMessage({ glue, bytes, size }, [bytes.buffer]);
+    const header = await exits.wait(answer);
+    if (header === null) noWorker = true;
+    return header;
+  } catch (err) {
+    if (exits.reason !== null || err?.kind !== undefined) throw err;
+    noWorker = true;
+    return null;
+  } finally {
+    worker?.terminate();
+    URL.revokeObjectURL(code);
+  }
+}
+
+/**
+ * The header by the core, in a worker where one starts: the first bytes,
+ * then as many as it asks for; `{ format, arrays }`. On the page's thread,
+ * its arrays are taken from the core a slice at a time.
+ */
 async function readHeader(api, file, exits) {
   let want = Math.min(HEAD, file.size);
   for (let reads = 0; reads < 16; reads++) {
     const bytes = await readRange(file, 0, want, exits);
-    await exits.pause();
-    const header = api.readHeader(bytes, file.size);
+    let header = await headerInWorker(bytes.slice(), file.size, exits);
+    if (header === null) {
+      await exits.pause();
+      const read = api.openHeader(bytes, file.size);
+      header = read.need === undefined ? await sliced(read, exits) : read;
+    }
     if (header.need === undefined) return header;
     const need = Number(header.need);
     if (!(need > want) || need > file.size) break;
     want = need;
   }
   throw new Error(`loadToGpu: ${file.name}: its header is not whole after 16 reads (${want} bytes)`);
+}
+
+/** `{ format, arrays }` of `header` (a GpuHeader, freed here), a slice at a time. */
+async function sliced(header, exits) {
+  try {
+    const arrays = [];
+    for (let from = 0; from < header.count; from += HEADER_SLICE) {
+      if (exits.due()) await exits.pause();
+      arrays.push(...header.arrays(from, from + HEADER_SLICE).arrays);
+    }
+    return { format: header.format, arrays };
+  } finally {
+    header.free();
+  }
 }
 
 /** A compute pipeline for `code`, made once per device. */
@@ -606,10 +699,19 @@ async function loadOne(device, source, options, api, exits, made) {
   items.sort((a, b) => a.start - b.start);
   const total = items.reduce((n, item) => n + item.nbytes, 0);
   const scopes = new Scopes(device, file.name);
+  // WebGPU calls since the GPU's process last caught up: past CALLS, the
+  // load waits for it, where the browser would block the page's thread
+  // once its queue of calls to that process is full (100,000 tensors).
+  let calls = 0;
+  const caughtUp = async () => {
+    calls = 0;
+    await exits.wait(device.queue.onSubmittedWorkDone());
+  };
   const targets = [];
   for (const item of items) {
-    if (exits.due()) {
+    if (exits.due() || calls >= CALLS) {
       scopes.leave();
+      if (calls >= CALLS) await caughtUp();
       await exits.pause();
     }
     scopes.enter();
@@ -618,6 +720,7 @@ async function loadOne(device, source, options, api, exits, made) {
       made.push(buffer);
       return buffer;
     }));
+    calls += item.segments.length;
   }
   scopes.leave();
   const result = new Map();
@@ -639,6 +742,7 @@ async function loadOne(device, source, options, api, exits, made) {
     if (item.swap) swapBytes(bytes.subarray(0, staged), item.swap);
     const segment = Math.floor(at / item.segments[0]);
     device.queue.writeBuffer(targets[i][segment], at - segment * item.segments[0], bytes);
+    calls++;
     at += staged;
     loaded += staged;
     sinceWait += staged;
@@ -675,6 +779,7 @@ async function loadOne(device, source, options, api, exits, made) {
       previous = device.queue.onSubmittedWorkDone();
       await scopes.settle(exits);
     }
+    if (calls >= CALLS) await caughtUp();
     if (exits.due()) await exits.pause();
   };
   // Runs of tensors less than GAP apart, each streamed in one ranged read.
@@ -726,7 +831,7 @@ async function loadOne(device, source, options, api, exits, made) {
           if (at === item.nbytes) {
             finish();
             while (i <= last && items[i].nbytes === 0) finish();
-            if (exits.due()) break;
+            if (exits.due() || calls >= CALLS) break;
           }
         }
       } finally {

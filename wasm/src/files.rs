@@ -307,13 +307,25 @@ pub fn read_header(
         let _ = json.write_str(",\"gguf\":");
         gguf_json(&mut json, &header, &head);
     }
-    let _ = json.write_str(",\"arrays\":[");
+    let _ = json.write_str(",\"arrays\":");
+    let big = arrays_json(&mut json, &header.arrays, gguf);
+    let _ = json.write_str("}");
+    // The core's reading, and the head's copy, go before JS parses.
+    drop(header);
+    drop(head);
+    json.parse(&big)
+}
+
+/// Writes `arrays` as the JSON array `readHeader` gives (GGUF's keys too
+/// where `gguf`): the indices of those whose shape has a length past 2^53.
+fn arrays_json(json: &mut Json, arrays: &[FileArray], gguf: bool) -> Vec<u32> {
+    let _ = json.write_str("[");
     let mut big = Vec::new();
-    for (i, array) in header.arrays.iter().enumerate() {
+    for (i, array) in arrays.iter().enumerate() {
         let _ = json.write_str(if i == 0 { "{\"name\":" } else { ",{\"name\":" });
-        quoted(&mut json, &array.name);
+        quoted(json, &array.name);
         let _ = json.write_str(",\"dtype\":");
-        quoted(&mut json, &array.dtype);
+        quoted(json, &array.dtype);
         let _ = json.write_str(",\"descr\":");
         match array.descr {
             Some(d) => {
@@ -347,14 +359,21 @@ pub fn read_header(
             array.is_aligned() || matches!(array.access(0), Access::Blocks { .. }),
         );
         if gguf {
-            ggml_json(&mut json, array);
+            ggml_json(json, array);
         }
         let _ = json.write_str("}");
         json.piece_done();
     }
-    let _ = json.write_str("]}");
-    // The core's reading, and the head's copy, go before JS parses.
-    drop(header);
-    drop(head);
+    let _ = json.write_str("]");
+    big
+}
+
+/// `arrays`, as `readHeader` gives them, in `{ arrays }`: for loadToGpu,
+/// which takes a header's arrays a slice at a time.
+pub(crate) fn arrays_value(arrays: &[FileArray], gguf: bool) -> Result<JsValue, BindingError> {
+    let mut json = Json::new();
+    let _ = json.write_str("{\"arrays\":");
+    let big = arrays_json(&mut json, arrays, gguf);
+    let _ = json.write_str("}");
     json.parse(&big)
 }

@@ -6,12 +6,13 @@
 #![forbid(unsafe_code)]
 
 use bytelens_core::DType;
-use bytelens_core::files::{GgmlType, wgsl};
+use bytelens_core::files::{FileHeader, Format, GgmlType, read_header, wgsl};
 use js_sys::{Array, JsString, Promise, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::BindingError;
-use crate::convert::{count_arg, dtype_arg, number, object, whole};
+use crate::convert::{bytes_arg, count_arg, dtype_arg, number, object, whole};
+use crate::files::arrays_value;
 use crate::stats::qtype_arg;
 
 #[wasm_bindgen(module = "/js/gpu.js")]
@@ -40,6 +41,23 @@ impl GpuFileApi {
         crate::files::read_header(head, length)
     }
 
+    /// The header of a file of `length` bytes from `head`, its first
+    /// bytes, read once and kept: `{ need }` as `readHeader` gives it,
+    /// or a [`GpuHeader`] whose arrays loadToGpu takes a slice at a time,
+    /// so that no task on the page's thread makes all of a long header's.
+    #[wasm_bindgen(js_name = openHeader)]
+    pub fn open_header(&self, head: &JsValue, length: &JsValue) -> Result<JsValue, BindingError> {
+        let bytes = bytes_arg(head, "head")?;
+        let length = count_arg(length, "length")?;
+        match read_header(&bytes, length) {
+            Ok(header) => Ok(GpuHeader { header }.into()),
+            Err(err) => match err.more_needed(bytes.len()) {
+                Some(need) => Ok(object(&[("need", JsValue::from(need as f64))])?.into()),
+                None => Err(BindingError::Format(err)),
+            },
+        }
+    }
+
     /// bytelens's name of the dtype type string `descr` names (`"<f2"`:
     /// `"float16"`), as `describeDtype` gives it.
     #[wasm_bindgen(js_name = dtypeName)]
@@ -63,6 +81,37 @@ impl GpuFileApi {
         max_binding: &JsValue,
     ) -> Result<Array, BindingError> {
         dequant_passes(qtype, blocks, dtype, max_binding)
+    }
+}
+
+/// A file's header as the core read it, for loadToGpu: its arrays a
+/// slice at a time, as `readHeader` gives them.
+#[wasm_bindgen]
+pub struct GpuHeader {
+    header: FileHeader,
+}
+
+#[wasm_bindgen]
+impl GpuHeader {
+    /// `"npy"`, `"safetensors"` or `"gguf"`.
+    #[wasm_bindgen(getter)]
+    pub fn format(&self) -> String {
+        self.header.format.name().to_owned()
+    }
+
+    /// How many arrays the header lists.
+    #[wasm_bindgen(getter)]
+    pub fn count(&self) -> usize {
+        self.header.arrays.len()
+    }
+
+    /// `{ arrays }`: arrays `from..to` (clamped to the count), each as
+    /// `readHeader`'s arrays are.
+    pub fn arrays(&self, from: usize, to: usize) -> Result<JsValue, BindingError> {
+        let arrays = &self.header.arrays;
+        let to = to.min(arrays.len());
+        let gguf = self.header.format == Format::Gguf;
+        arrays_value(&arrays[from.min(to)..to], gguf)
     }
 }
 
