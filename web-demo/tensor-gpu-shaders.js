@@ -15,6 +15,66 @@ export const TILE = WG * PER;
 /** Words of an invocation's statistics record (see STATS_SHADER). */
 export const RECORD = 12;
 export const BINS = 64;
+/*
+ * Blocked pairwise sums in float32, written out in WGSL by the helpers
+ * below: a few values summed one after another, then such sums two at a
+ * time, so that each value meets about log2(n) + 7 roundings on its way
+ * to the total, where a running sum allows n - 1 (a constant 0.1, summed
+ * 1024 times, came out 1e-5 off; now 7e-8). Partial sums in variables,
+ * never in an array (one indexed by a variable lives in memory), and the
+ * scale k fixed before they start (a loop that may rescale every level
+ * ran twice as long on SwiftShader, which runs both sides of every branch
+ * for each value).
+ */
+
+/** WGSL declaring partial sums `${s}0`..`${s}${levels}`, zero. */
+function sumVars(s, levels) {
+  return Array.from({ length: levels + 1 }, (_, l) => `var ${s}${l} = 0.0;`).join(" ");
+}
+
+/**
+ * WGSL adding `v` to pairwise sums `s`, `n` (u32) values with it: the
+ * value into level 0, and each second sum of level l into level l + 1
+ * (the carries of n in binary); `${s}${levels}`, past 2^levels values,
+ * a running sum.
+ */
+function sumAdd(s, n, levels, v) {
+  let code = "";
+  for (let l = levels; l >= 1; l--) {
+    code = `if ((${n} & ${2 ** l - 1}u) == 0u) { ${s}${l} = ${s}${l} + ${s}${l - 1}; ${s}${l - 1} = 0.0;${code ? ` ${code}` : ""} }`;
+  }
+  return `${s}0 = ${s}0 + ${v}; ${code}`;
+}
+
+/** The WGSL total of sums `s`, the smallest levels first. */
+function sumTotal(s, levels) {
+  let code = `${s}0`;
+  for (let l = 1; l <= levels; l++) code = `(${code} + ${s}${l})`;
+  return code;
+}
+
+/**
+ * WGSL summing a statistics invocation's elements, first, first + WG, ...
+ * below `end` (PER of them at most, so that loops do what `sumAdd`'s tests
+ * would, for no test a value): `body` (which reads element `i` and adds
+ * to `${s}0`) for each in order, in a loop of 8 inside loops of 2, each
+ * level's partial sum the loop's own; `${s}${STAT_LEVELS}`, declared
+ * before, the total. 7 + 7 roundings for 1024 elements at most.
+ */
+function sumLoops(s, first, end, body) {
+  const levels = STAT_LEVELS;
+  // The innermost loop's first element: first + (j1 * 8 + j2 * 16 + ...) * WG.
+  const block = Array.from({ length: levels - 1 }, (_, m) => `j${m + 1} * ${8 * 2 ** m}u`).join(" + ");
+  let code = `var ${s}0 = 0.0;\nlet start = ${first} + (${block}) * ${WG}u;\nfor (var i = start; i < min(start + ${8 * WG}u, ${end}); i = i + ${WG}u) {\n${body}\n}\n${s}1 = ${s}1 + ${s}0;`;
+  for (let l = 1; l < levels; l++) {
+    code = `var ${s}${l} = 0.0;\nfor (var j${l} = 0u; j${l} < 2u; j${l} = j${l} + 1u) {\n${code}\n}\n${s}${l + 1} = ${s}${l + 1} + ${s}${l};`;
+  }
+  return code;
+}
+
+/** Levels of `sumLoops` for a statistics invocation's PER elements; of `sumAdd` for a heatmap pixel's blocks of 8 (2^16 elements before the top's running sum). */
+const STAT_LEVELS = 1 + Math.log2(PER / 8);
+const PIXEL_LEVELS = 13;
 
 /** What the GPU holds of each readable dtype: the WGSL that reads element i's float32 bits, and the smallest normal's bits. */
 export const FORMATS = {
@@ -88,8 +148,11 @@ fn scale_of(b: u32) -> i32 {
  * posinf, neginf, zero, subnormal, the smallest and largest finite key,
  * then (as float32 bits) the sum of the finite values scaled by 2^k, their
  * mean c in the same units, the sum of squared deviations from c, and k
- * (i32). k follows the largest magnitude as it grows (the sum rescaled),
- * so that the sum never overflows; the deviations take a second pass.
+ * (i32). k brings the invocation's largest finite magnitude (found by
+ * the first pass, with the counts and extremes) just under 1, so that the
+ * sum never overflows; the sum and the squared deviations take a pass
+ * each, blocked pairwise (`sumLoops`: 14 roundings at most on a value's
+ * way).
  */
 export const STATS_SHADER = /* wgsl */ `
 struct Params { count: u32, tiles: u32, first: u32, pad: u32 }
@@ -111,8 +174,6 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
   var lo = 0xffffffffu;
   var hi = 0u;
   var top = 0u;
-  var k = 100;
-  var sum = 0.0;
   for (var i = begin + t; i < end; i = i + ${WG}u) {
     let b = bits_of(i);
     let a = b & 0x7fffffffu;
@@ -126,26 +187,23 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
       let key = key(b);
       lo = min(lo, key);
       hi = max(hi, key);
-      if (a > top) {
-        top = a;
-        let scale = scale_of(a);
-        if (scale < k) {
-          sum = ldexp(sum, scale - k);
-          k = scale;
-        }
-      }
-      sum = sum + scaled(b, k);
+      top = max(top, a);
     }
   }
-  let c = sum / f32(max(finite, 1u));
-  var m2 = 0.0;
-  for (var i = begin + t; i < end; i = i + ${WG}u) {
+  // The sums, a pass each now that k is known.
+  let k = select(100, scale_of(top), finite > 0u);
+  var s${STAT_LEVELS} = 0.0;
+  ${sumLoops("s", "begin + t", "end", `
     let b = bits_of(i);
-    if (is_finite(b)) {
-      let d = scaled(b, k) - c;
-      m2 = m2 + d * d;
-    }
-  }
+    s0 = s0 + select(0.0, scaled(b, k), is_finite(b));`)}
+  let sum = s${STAT_LEVELS};
+  let c = sum / f32(max(finite, 1u));
+  var q${STAT_LEVELS} = 0.0;
+  ${sumLoops("q", "begin + t", "end", `
+    let b = bits_of(i);
+    let d = select(0.0, scaled(b, k) - c, is_finite(b));
+    q0 = q0 + d * d;`)}
+  let m2 = q${STAT_LEVELS};
   let o = (tile * ${WG}u + t) * ${RECORD}u;
   records[o] = finite;
   records[o + 1u] = nan;
@@ -167,8 +225,10 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) 
  * the tensor's buffers (tensor elements lo..hi; a pixel's elements in
  * another buffer are that buffer's dispatch's): per pixel its finite
  * count, largest finite key, and the sum of its finite values scaled by
- * 2^k (float32 bits, a sum of row sums, k following the largest magnitude
- * as the statistics' does) with k, for pixels start..end. Pixel (i, j) covers rows
+ * 2^k (float32 bits, k from the pixel's largest finite magnitude, as the
+ * statistics' is; a second pass sums each row's elements 8 at a time and
+ * those sums pairwise, `sumAdd`: 7 + 7 roundings for a pixel of 1024
+ * elements) with k, for pixels start..end. Pixel (i, j) covers rows
  * row_at[i]..row_at[i + 1] and columns col_at[j]..col_at[j + 1] of the
  * 2-D array whose element (r, c) is tensor element first + r * cols + c.
  */
@@ -190,33 +250,38 @@ fn main(@builtin(global_invocation_id) g: vec3<u32>) {
   var n = 0u;
   var hi = 0u;
   var top = 0u;
-  var k = 100;
-  var sum = 0.0;
   for (var r = row_at[i]; r < row_at[i + 1u]; r = r + 1u) {
     let row = heat.first + r * heat.cols;
-    let a = max(row + c0, heat.lo);
-    let b = min(row + c1, heat.hi);
-    var part = 0.0;
-    for (var e = a; e < b; e = e + 1u) {
+    for (var e = max(row + c0, heat.lo); e < min(row + c1, heat.hi); e = e + 1u) {
       let bits = bits_of(e - heat.lo);
       let m = bits & 0x7fffffffu;
       if (m < 0x7f800000u) {
         n = n + 1u;
         hi = max(hi, key(bits));
-        if (m > top) {
-          top = m;
-          let scale = scale_of(m);
-          if (scale < k) {
-            part = ldexp(part, scale - k);
-            sum = ldexp(sum, scale - k);
-            k = scale;
-          }
-        }
-        part = part + scaled(bits, k);
+        top = max(top, m);
       }
     }
-    sum = sum + part;
   }
+  // The pixel's sum, now that k is known: each row's elements 8 at a time
+  // into one sum (7 roundings), those sums pairwise (sumAdd, one rounding a
+  // level): 7 + 13 for 2^16 elements.
+  let k = select(100, scale_of(top), n > 0u);
+  ${sumVars("s", PIXEL_LEVELS)}
+  var blocks = 0u;
+  for (var r = row_at[i]; r < row_at[i + 1u]; r = r + 1u) {
+    let row = heat.first + r * heat.cols;
+    let stop = min(row + c1, heat.hi);
+    for (var at = max(row + c0, heat.lo); at < stop; at = at + 8u) {
+      var part = 0.0;
+      for (var e = at; e < min(at + 8u, stop); e = e + 1u) {
+        let bits = bits_of(e - heat.lo);
+        part = part + select(0.0, scaled(bits, k), is_finite(bits));
+      }
+      blocks = blocks + 1u;
+      ${sumAdd("s", "blocks", PIXEL_LEVELS, "part")}
+    }
+  }
+  let sum = ${sumTotal("s", PIXEL_LEVELS)};
   pixels[p] = vec4<u32>(n, hi, bitcast<u32>(sum), bitcast<u32>(k));
 }
 `;

@@ -56,9 +56,14 @@ function bufferLimit(limits) {
  * path's, as a fraction of the largest finite magnitude (max(|min|,
  * |max|)); the same for a heatmap's mean picture, as a fraction of its
  * largest magnitude. Partial sums are float32 (each invocation's 1024
- * values, scaled by a power of two, two-pass), combined in float64, so
- * they are exact to about 2^-24 of that magnitude times the square root of
- * a thousand additions; the differences measured are 1e-8 and below.
+ * values, scaled by a power of two; a pixel's elements), blocked pairwise
+ * sums in the shaders (tensor-gpu-shaders.js), combined in float64, so
+ * that each value meets at most 14 float32 roundings in the statistics:
+ * 14 × 2^-24 = 8.3e-7 of that magnitude, every rounding the same way (a
+ * running sum allowed 1023, and a constant 0.1 came out 1e-5 off). A
+ * pixel of n elements allows 7 + log2(n / 8): under the tolerance up to
+ * 2^12 elements a pixel (a 2-D tensor of 600 million), over it past
+ * that only with values chosen against the order they are added in.
  */
 export const TOLERANCE = 1e-6;
 
@@ -563,7 +568,7 @@ export function comparison(gpu, wasm) {
     rows.push({ what: k, gpu: g[k], wasm: w[k], off, agree: off <= TOLERANCE, note: off === 0 ? "equal" : `off by ${off.toExponential(1)} of the largest |x|` });
   }
   const gh = gpu.hist?.counts ? gpu.hist : null;
-  const wh = wasm.hist;
+  const wh = wasm.hist?.counts ? wasm.hist : null;
   const total = (h) => (h ? `${h.counts.reduce((a, b) => a + b, 0).toLocaleString("en")} in ${h.counts.length} bins` : null);
   const bins = gh && wh ? gh.counts.filter((c, i) => c !== wh.counts[i]).length + Math.abs(gh.counts.length - wh.counts.length) : 0;
   const edges = gh && wh ? gh.edges.every((e, i) => Object.is(e, wh.edges[i])) && gh.edges.length === wh.edges.length : !gh === !wh;
