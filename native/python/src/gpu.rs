@@ -104,6 +104,8 @@ impl PyGpuBuffer {
     /// ``ValueError`` (kind ``"Dequantize"``) for another dtype.
     fn dequantize(&self, py: Python<'_>, dtype: &Bound<'_, PyAny>) -> PyResult<PyGpuBuffer> {
         let to = to_descr(dtype)?;
+        // The byte order too: a shader writes the machine's.
+        bytelens::check_dequantize_to(to).py_err(py)?;
         let gpu = context(py)?;
         let inner = py
             .detach(|| gpu.dequantize(&self.inner, to.dtype))

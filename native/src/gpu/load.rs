@@ -49,6 +49,11 @@ impl GpuContext {
         views: &[HostView<'_>],
         to: Option<Descr>,
     ) -> Result<Vec<GpuBuffer>, GpuError> {
+        // A dtype no dequantiser writes: the CPU's one error for it, before
+        // anything is uploaded (not a cast error of some other tensor).
+        if let Some(to) = to.filter(|_| views.iter().any(HostView::is_quantized)) {
+            crate::check_dequantize_to(to).map_err(GpuError::Host)?;
+        }
         let spans: Vec<&[u8]> = views.iter().map(HostView::span).collect();
         let finished = AtomicUsize::new(0);
         let stop = AtomicBool::new(false);
