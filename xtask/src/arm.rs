@@ -101,13 +101,18 @@ pub fn steps(run: &Run) -> Vec<Step> {
             "the aarch64 wheel's Python tests, CPython 3.11 under qemu",
         ),
     ]
+    // The core is portable code without a line for aarch64 of its own:
+    // its tests under qemu guard what the rust suite guards natively, so
+    // only `test all` runs them there (testing.md says so).
+    .into_iter()
+    .filter(|&(part, _)| run.all || part != "core")
     .map(|(part, label)| {
         let mut c = cmd("cargo", &["xtask", "arm-test", part]);
         // The suite's needs are installed already (or not wanted).
         c.env("BYTELENS_NO_INSTALL", "1");
         (label.to_owned(), c)
     })
-    .into();
+    .collect();
     if run.all {
         for (_, c) in &mut steps {
             c.env("BYTELENS_TEST_ALL", "1");
@@ -138,7 +143,7 @@ pub fn test(part: &str) -> Result {
                 false,
             )?
         }
-        "native" => {
+        "native" if all() => {
             let mut c = cargo_test(&["-p", "bytelens", "--", "--show-output"]);
             c.env("BYTELENS_EXPECT_BF16", "1");
             let log = run_logged(c)?;
@@ -151,6 +156,22 @@ pub fn test(part: &str) -> Result {
                     "tests/wgsl.rs",
                     "Doc-tests bytelens",
                 ],
+                true,
+            )?
+        }
+        // What aarch64 changes: the unit tests (the NEON kernels, the
+        // ring's protocol and its start times), and shared memory between
+        // processes started through qemu; the doctests, mapped files and
+        // WGSL are the same code as natively (`test all` runs them here).
+        "native" => {
+            let args = ["-p", "bytelens", "--lib", "--test", "shared"];
+            let mut c = cargo_test(&args);
+            c.args(["--", "--show-output"])
+                .env("BYTELENS_EXPECT_BF16", "1");
+            let log = run_logged(c)?;
+            check(
+                &tally(&log),
+                &["unittests src/lib.rs", "tests/shared.rs"],
                 true,
             )?
         }
@@ -178,6 +199,11 @@ pub fn test(part: &str) -> Result {
 
 /// `cargo test --target aarch64-unknown-linux-gnu ARGS`, linked and run as
 /// the module's docs say.
+/// Whether `cargo xtask test all` asked for every test (`BYTELENS_TEST_ALL`).
+fn all() -> bool {
+    std::env::var_os("BYTELENS_TEST_ALL").is_some()
+}
+
 fn cargo_test(args: &[&str]) -> Command {
     let mut c = cmd("cargo", &["test", "--target", TARGET, "--no-fail-fast"]);
     c.args(args)

@@ -63,7 +63,8 @@ usage: cargo xtask [--no-install] <task>
   test all                the full run with nothing sampled (before a release; after touching kernels or unsafe)
   test --all SUITE...     the named suites with nothing sampled
   test --list [SUITE...]  what each suite runs and needs
-                          (BYTELENS_STEPS=WORD,...: only the steps whose label holds a word)
+                          (BYTELENS_STEPS=WORD,...: only the steps whose label holds a word;
+                          BYTELENS_INSTALL_ONLY=1: the installs alone)
   demo [FILE]             builds the wasm package and serves the web demo on http://127.0.0.1:8000
                           (with FILE: opened in the demo's file view, read in ranges)
   docs [--serve]          the guide (mdBook) and the Python, Rust and JS API references into target/docs/,

@@ -1,5 +1,6 @@
-//! The `miri` suite: bytelens-core's tests and bytelens' unit tests (its
-//! `Buffer`) under Miri, on nightly.
+//! The `miri` suite: bytelens-core's tests and bytelens' unit tests under
+//! Miri, on nightly: in the default run those of the modules with `unsafe`
+//! ([`CORE_UNSAFE`], [`NATIVE_UNSAFE`]), with `test all` every one.
 
 use std::time::Instant;
 
@@ -10,11 +11,33 @@ use crate::util::{
 const NIGHTLY: &str = "nightly";
 
 pub fn steps(run: &Run) -> Vec<Step> {
-    vec![(
-        "bytelens-core and bytelens' Buffer, side by side".into(),
-        xtask_step("miri-test", run),
-    )]
+    let mut c = xtask_step("miri-test", run);
+    let label = if run.all {
+        c.env("BYTELENS_TEST_ALL", "1");
+        "bytelens-core and bytelens' unit tests, side by side"
+    } else {
+        "the tests of bytelens-core's and bytelens' unsafe code, side by side"
+    };
+    vec![(label.into(), c)]
 }
+
+/// The core's tests Miri runs in the default run: those of the one module
+/// with `unsafe` (view.rs: views over bytes, checked once and then read
+/// unchecked) and every vector read through a view. The rest of the
+/// core's tests (layout arithmetic against its model, headers, plans,
+/// statistics, quoting) are safe code that the rust suite runs natively;
+/// `test all` runs them under Miri too (testing.md).
+const CORE_UNSAFE: [&str; 2] = ["view::", "every_vector_passes"];
+
+/// The native crate's unit tests Miri runs in the default run: the modules
+/// with `unsafe` that Miri can run (aligned buffers, shared memory and its
+/// locks, the ring, the copy kernels' tiles) and the walk that drives the
+/// tiles. The conversions' and the dequantisers' `unsafe` is their x86 and
+/// NEON kernels, which are not built under Miri (their tests run the
+/// portable code there), the files layer's one `unsafe` is the mapping,
+/// which Miri cannot run, and the planners are safe code: `test all` runs
+/// their tests under Miri too.
+const NATIVE_UNSAFE: [&str; 5] = ["buffer::", "shared::", "ring::", "copy::tile", "copy::walk"];
 
 /// `cargo xtask miri-test`: the two Miri runs at once (Miri interprets one
 /// thread: two runs keep both cores busy, and take about as long each),
@@ -22,18 +45,19 @@ pub fn steps(run: &Run) -> Vec<Step> {
 /// cargo lock. Nothing is sampled beyond what the tests sample under Miri
 /// themselves (`cfg(miri)`: fewer property cases, the convert tests' pairs).
 pub fn miri_test() -> Result {
+    let all = std::env::var_os("BYTELENS_TEST_ALL").is_some();
     // Each run: its name, cargo's arguments and its target folder.
+    let mut core = vec!["-p", "bytelens-core"];
+    let mut native = vec!["-p", "bytelens", "--lib"];
+    if !all {
+        core.extend(["--lib", "--test", "vectors", "--"]);
+        core.extend(CORE_UNSAFE);
+        native.push("--");
+        native.extend(NATIVE_UNSAFE);
+    }
     let runs = [
-        (
-            "bytelens-core",
-            ["-p", "bytelens-core"].as_slice(),
-            "miri-core",
-        ),
-        (
-            "bytelens' Buffer",
-            ["-p", "bytelens", "--lib"].as_slice(),
-            "miri-native",
-        ),
+        ("bytelens-core", core.as_slice(), "miri-core"),
+        ("bytelens", native.as_slice(), "miri-native"),
     ];
     let start = Instant::now();
     let commands = runs.iter().map(|&(_, args, target)| {

@@ -269,6 +269,10 @@ pub fn test(suites: &[&'static Suite], install: bool, all: bool) -> Result {
             need.install()?;
         }
         println!("\ntools ready in {:.1}s", start.elapsed().as_secs_f64());
+        // `BYTELENS_INSTALL_ONLY=1`: a machine made ready, nothing run.
+        if std::env::var_os("BYTELENS_INSTALL_ONLY").is_some_and(|v| !v.is_empty() && v != "0") {
+            return Ok(());
+        }
     } else {
         println!("\ninstalls skipped (--no-install or BYTELENS_NO_INSTALL)");
     }
@@ -304,7 +308,9 @@ pub fn test(suites: &[&'static Suite], install: bool, all: bool) -> Result {
         let words: Vec<&str> = words.split(',').filter(|w| !w.is_empty()).collect();
         list.retain(|(_, label, _)| words.iter().any(|w| label.contains(w)));
         if list.is_empty() {
-            return Err(format!("BYTELENS_STEPS={words:?} matches no step of these suites"));
+            return Err(format!(
+                "BYTELENS_STEPS={words:?} matches no step of these suites"
+            ));
         }
     }
     // The full run builds each crate once per target and profile:

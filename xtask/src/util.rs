@@ -56,8 +56,19 @@ pub fn cmd(program: &str, args: &[&str]) -> Command {
 /// Installs Debian's `packages` (without the ones they only recommend),
 /// after refreshing the package lists.
 pub fn apt_install(packages: &[&str]) -> Result {
-    run(cmd("apt-get", &["update"]))?;
-    let mut apt = cmd("apt-get", &["install", "-y", "--no-install-recommends"]);
+    run(cmd("apt-get", &["-o", "DPkg::Lock::Timeout=900", "update"]))?;
+    // Waits for another apt or dpkg (a second task runner, unattended
+    // upgrades) rather than failing at once on its lock.
+    let mut apt = cmd(
+        "apt-get",
+        &[
+            "-o",
+            "DPkg::Lock::Timeout=900",
+            "install",
+            "-y",
+            "--no-install-recommends",
+        ],
+    );
     apt.args(packages).env("DEBIAN_FRONTEND", "noninteractive");
     run(apt)
 }
