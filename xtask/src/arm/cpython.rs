@@ -407,7 +407,9 @@ fn pytest_summary(log: &str) -> Result<String> {
 
 #[cfg(test)]
 mod tests {
-    use super::{PY_ARCH_NEUTRAL, PY_LEFT_OUT, PY_RUN, count, fs, pytest_summary, root};
+    use super::{
+        PY_ARCH_NEUTRAL, PY_LEFT_OUT, PY_RUN, PY_RUN_ALL, count, fs, pytest_summary, root,
+    };
 
     /// The arm suite refuses a test file in none of the lists; this says so
     /// in the rust suite already, without qemu.
