@@ -86,6 +86,8 @@ const STAGE = 8 << 20;
 const IN_FLIGHT = 256 << 20;
 /** WebGPU calls made before the load waits for the GPU's process to catch up. */
 const CALLS = 2048;
+/** Headers past this many bytes are read in a worker (a few milliseconds' work below it). */
+const WORKER_FROM = 256 << 10;
 /** Arrays of a header made at once (a few milliseconds' work). */
 const HEADER_SLICE = 2048;
 /** Tensors closer than this are read in one request, the bytes between them dropped. */
@@ -423,61 +425,80 @@ onmessage = async ({ data: { glue, bytes, size } }) => {
 let noWorker = typeof Worker === "undefined";
 
 /**
- * `readHeader(bytes, size)` in a worker: `{ need }` or `{ format, arrays }`,
- * or null where the worker could not start.
+ * A worker for one load's header reads: `read(bytes, size)` is
+ * `readHeader(bytes, size)` there, `{ need }` or `{ format, arrays }`, or
+ * null where the worker could not start; `close()` ends it.
  */
-async function headerInWorker(bytes, size, exits) {
-  if (noWorker) return null;
-  let worker;
-  const code = URL.createObjectURL(new Blob([WORKER], { type: "text/javascript" }));
-  try {
-    worker = new Worker(code, { type: "module" });
-    const glue = new URL("../../../bytelens_wasm.js", import.meta.url).href;
-    const arrays = [];
-    const answer = new Promise((resolve, reject) => {
-      worker.onerror = () => resolve(null);
-      worker.onmessage = ({ data }) => {
-        if (data.arrays) arrays.push(...data.arrays);
-        else if (data.broken !== undefined) resolve(null);
-        else if (data.error) {
-          const { name, message, kind } = data.error;
-          reject(Object.assign(new (name === "TypeError" ? TypeError : name === "RangeError" ? RangeError : Error)(message), { kind }));
-        } else resolve(data.need !== undefined ? { need: data.need } : { format: data.format, arrays });
-      };
-    });
-    worker.postMessage({ glue, bytes, size }, [bytes.buffer]);
-    const header = await exits.wait(answer);
-    if (header === null) noWorker = true;
-    return header;
-  } catch (err) {
-    if (exits.reason !== null || err?.kind !== undefined) throw err;
-    noWorker = true;
-    return null;
-  } finally {
+function headerWorker(exits) {
+  let worker = null;
+  let code = null;
+  const close = () => {
     worker?.terminate();
-    URL.revokeObjectURL(code);
-  }
+    if (code) URL.revokeObjectURL(code);
+    worker = code = null;
+  };
+  const read = async (bytes, size) => {
+    if (noWorker) return null;
+    try {
+      if (!worker) {
+        code = URL.createObjectURL(new Blob([WORKER], { type: "text/javascript" }));
+        worker = new Worker(code, { type: "module" });
+      }
+      const arrays = [];
+      const answer = new Promise((resolve, reject) => {
+        worker.onerror = () => resolve(null);
+        worker.onmessage = ({ data }) => {
+          if (data.arrays) arrays.push(...data.arrays);
+          else if (data.broken !== undefined) resolve(null);
+          else if (data.error) {
+            const { name, message, kind } = data.error;
+            reject(Object.assign(new (name === "TypeError" ? TypeError : name === "RangeError" ? RangeError : Error)(message), { kind }));
+          } else resolve(data.need !== undefined ? { need: data.need } : { format: data.format, arrays });
+        };
+      });
+      const glue = new URL("../../../bytelens_wasm.js", import.meta.url).href;
+      worker.postMessage({ glue, bytes, size }, [bytes.buffer]);
+      const header = await exits.wait(answer);
+      if (header === null) {
+        noWorker = true;
+        close();
+      }
+      return header;
+    } catch (err) {
+      if (exits.reason !== null || err?.kind !== undefined) throw err;
+      noWorker = true;
+      close();
+      return null;
+    }
+  };
+  return { read, close };
 }
 
 /**
- * The header by the core, in a worker where one starts: the first bytes,
- * then as many as it asks for; `{ format, arrays }`. On the page's thread,
- * its arrays are taken from the core a slice at a time.
+ * The header by the core: the first bytes, then as many as it asks for;
+ * `{ format, arrays }`. Past WORKER_FROM bytes in a worker, where one
+ * starts; on the page's thread, its arrays are taken from the core a
+ * slice at a time.
  */
 async function readHeader(api, file, exits) {
   let want = Math.min(HEAD, file.size);
-  for (let reads = 0; reads < 16; reads++) {
-    const bytes = await readRange(file, 0, want, exits);
-    let header = await headerInWorker(bytes.slice(), file.size, exits);
-    if (header === null) {
-      await exits.pause();
-      const read = api.openHeader(bytes, file.size);
-      header = read.need === undefined ? await sliced(read, exits) : read;
+  const worker = headerWorker(exits);
+  try {
+    for (let reads = 0; reads < 16; reads++) {
+      const bytes = await readRange(file, 0, want, exits);
+      let header = want > WORKER_FROM ? await worker.read(bytes.slice(), file.size) : null;
+      if (header === null) {
+        await exits.pause();
+        const read = api.openHeader(bytes, file.size);
+        header = read.need === undefined ? await sliced(read, exits) : read;
+      }
+      if (header.need === undefined) return header;
+      const need = Number(header.need);
+      if (!(need > want) || need > file.size) break;
+      want = need;
     }
-    if (header.need === undefined) return header;
-    const need = Number(header.need);
-    if (!(need > want) || need > file.size) break;
-    want = need;
+  } finally {
+    worker.close();
   }
   throw new Error(`loadToGpu: ${file.name}: its header is not whole after 16 reads (${want} bytes)`);
 }
