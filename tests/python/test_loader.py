@@ -188,3 +188,59 @@ def test_arguments_are_checked():
         bl.Loader(fill, PLAN, 4, workers=0)
     with pytest.raises(ValueError, match="slots must be an int >= 2"):
         bl.Loader(fill, PLAN, 4, slots=1)
+
+
+def run_script(body, timeout=60):
+    """Runs `body` in a new interpreter that has this file's helpers; a
+    hang is a failure after `timeout` seconds (its processes killed)."""
+    script = "import sys\nsys.path.insert(0, %r)\n" % os.path.dirname(__file__) + textwrap.dedent(body)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, start_new_session=True,
+    )
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        out, err = child.communicate()
+        pytest.fail(f"hung for {timeout} s:\n{out}\n{err}")
+    finally:
+        leftover = glob.glob(f"/dev/shm/bl-loader-{child.pid}-*")
+        for path in leftover:
+            os.unlink(path)
+    assert leftover == [], "segments left behind"
+    return child.returncode, out, err
+
+
+def test_keeping_every_batch_runs_the_loop_to_the_end_with_one_warning():
+    code, out, err = run_script(
+        """
+        import warnings
+        import numpy as np
+        import bytelens as bl
+        from test_loader import fill, PLAN
+        labels, xs = [], []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for batch in bl.Loader(fill, PLAN, 20, workers=2, slots=4):
+                labels.append(batch["label"])  # keeps the batch's memory
+                xs.append(batch["x"][1:3])     # a view of it, too
+        assert [int(l[0]) for l in labels] == list(range(20)), labels
+        assert all(x[0, 0] == 8 + i for i, x in enumerate(xs))
+        said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+        assert len(said) == 1, said
+        assert "still referenced" in said[0] and "copy" in said[0], said
+        print("ok")
+        """
+    )
+    assert code == 0 and out.strip() == "ok", err
+
+
+def test_a_loop_that_keeps_nothing_stays_zero_copy_and_quiet():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        addresses = {batch["x"].ctypes.data for batch in bl.Loader(fill, PLAN, 30, workers=2, slots=4)}
+    assert len(addresses) <= 4

@@ -22,12 +22,13 @@ import pickle
 import signal
 import sys
 import traceback
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from . import _frameworks
-from ._native import Plan, Ring, RingBatch, RingClosedError, RingSlot
+from ._native import Buffer, Plan, Ring, RingBatch, RingClosedError, RingSlot
 
 #: How long the main process and the workers wait at a time before they
 #: look for errors, dead workers or a dead parent.
@@ -132,6 +133,7 @@ class _Run:
         self.conns: list[Any] = []
         self.closed = False
         self.waiting = 0
+        self.warned = False
         try:
             self._start()
         except BaseException:
@@ -162,25 +164,61 @@ class _Run:
 
     def batches(self) -> Iterator[dict[str, Any]]:
         indices = self.loader.indices
+        slots = self.loader.slots
         for pos in range(min(self.window, len(indices))):
             self._task(pos)
-        pending: dict[int, RingBatch] = {}
+        # Batches taken ahead of their turn, by position: their numpy arrays,
+        # and the buffer that holds their slot (None once copied out).
+        pending: dict[int, tuple[dict[str, Any], Buffer | None]] = {}
+        # The buffers of batches handed out in place, while anything made
+        # from them (the loop's variable, a kept array or tensor) lives.
+        lent: list[Buffer] = []
         for pos in range(len(indices)):
             self.waiting = pos
             while pos not in pending:
+                lent = [buf for buf in lent if buf.exports]
+                ahead = [p for p, (_, buf) in pending.items() if buf is not None]
+                if ahead and len(lent) + len(ahead) >= slots:
+                    # Every slot is this process's: the worker filling `pos`
+                    # has none. A batch taken ahead moves to new memory.
+                    pending[max(ahead)] = (self._copied(pending[max(ahead)][0], len(lent)), None)
                 batch = self._take()
-                pending[int(batch.buffer.view("<i8", offset=self.at, shape=(1,))[0])] = batch
-            batch = pending.pop(pos)
-            out = {
-                name: _frameworks.to_framework(array, self.loader.framework)
-                for name, array in batch.arrays().items()
-            }
-            batch.release()
-            del batch
+                buf = batch.buffer
+                at = int(buf.view("<i8", offset=self.at, shape=(1,))[0])
+                pending[at] = (batch.arrays(), buf)
+                batch.release()
+                del batch, buf
+            arrays, buf = pending.pop(pos)
+            if buf is not None:
+                lent = [b for b in lent if b.exports]
+                if len(lent) + 1 >= slots:
+                    # Handing this slot out too would leave the workers none.
+                    arrays = self._copied(arrays, len(lent))
+                else:
+                    lent.append(buf)
+                del buf
+            out = {name: _frameworks.to_framework(array, self.loader.framework) for name, array in arrays.items()}
+            del arrays
             if pos + self.window < len(indices):
                 self._task(pos + self.window)
             yield out
             del out
+
+    def _copied(self, arrays: dict[str, Any], kept: int) -> dict[str, Any]:
+        """The batch's arrays in new memory (its slot goes back to the
+        workers); the first time, a warning saying why."""
+        if not self.warned:
+            self.warned = True
+            warnings.warn(
+                f"{kept} batches of this loader are still referenced (arrays or tensors "
+                f"kept by the loop) and hold its slots: the next batches are copied into "
+                f"new memory while they are kept, and the workers fill one batch at a time. "
+                f"Keep a copy of what you keep (batch['y'].copy(), tensor.clone(), "
+                f"loss.item()) and the batches stay zero-copy",
+                RuntimeWarning,
+                stacklevel=4,
+            )
+        return {name: array.copy() for name, array in arrays.items()}
 
     def _task(self, pos: int) -> None:
         with self.tasks.produce() as slot:
