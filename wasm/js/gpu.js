@@ -271,9 +271,10 @@ class Exits {
  * device never pop each other's. `error` is the first they caught.
  */
 class Scopes {
-  constructor(device, name) {
+  constructor(device, name, total) {
     this.device = device;
     this.name = name;
+    this.total = total;
     this.open = false;
     this.error = null;
     this.pending = [];
@@ -293,7 +294,7 @@ class Scopes {
     const memory = this.device.popErrorScope();
     this.pending.push(Promise.all([memory, invalid]).then(([memory, invalid]) => {
       // Out of memory first: a buffer that could not be made makes every later use of it invalid.
-      if (memory) this.error ??= new RangeError(`loadToGpu: the GPU ran out of memory for the tensors of ${this.name}: ${memory.message}`);
+      if (memory) this.error ??= new RangeError(`loadToGpu: the GPU ran out of memory for the ${this.total} bytes of tensors of ${this.name}: ${memory.message}`);
       if (invalid) this.error ??= new Error(`loadToGpu: WebGPU refused loading ${this.name}: ${invalid.message}`);
     }, () => {})); // a lost device's scopes: the lost device is the error
   }
@@ -348,6 +349,7 @@ async function openSource(source, exits) {
   const said = `${url} answered HTTP ${first.status}${first.statusText ? ` ${first.statusText}` : ""} to a request for its first byte`;
   drop(first);
   if (first.status === 416) throw new RangeError(`loadToGpu: ${url} is empty (${said}: 416 Range Not Satisfiable)`);
+  if (first.status === 200 && first.headers.get("Content-Length") === "0") throw new RangeError(`loadToGpu: ${url} is empty (${said}, 0 bytes)`);
   if (first.status === 200) {
     throw new Error(`loadToGpu: ${said}, the whole file: the server ignores Range headers, and loadToGpu reads files `
       + `in byte ranges (206 Partial Content); serve it from a server that serves ranges`);
@@ -719,7 +721,7 @@ async function loadOne(device, source, options, api, exits, made) {
   const items = await plan(api, header.format, arrays, to, limits, exits);
   items.sort((a, b) => a.start - b.start);
   const total = items.reduce((n, item) => n + item.nbytes, 0);
-  const scopes = new Scopes(device, file.name);
+  const scopes = new Scopes(device, file.name, total);
   // WebGPU calls since the GPU's process last caught up: past CALLS, the
   // load waits for it, where the browser would block the page's thread
   // once its queue of calls to that process is full (100,000 tensors).

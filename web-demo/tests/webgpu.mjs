@@ -140,7 +140,8 @@ function patternBytes(n, seed = 1) {
 //   /wider/NAME   a wider range than asked, honestly labelled
 //   /longer/NAME  the right Content-Range, more bytes than it says
 //   /stall/NAME   honest up to the tensors' bytes, then headers and silence
-//   /hidden/NAME  honest, Content-Range not exposed    /missing  404    /empty  416, 0 bytes
+//   /hidden/NAME  honest, Content-Range not exposed    /missing  404
+//   /empty  416, 0 bytes    /empty200  200, 0 bytes
 // NAME is small.safetensors (a few tensors, held here) or big.safetensors
 // (one float32 tensor of 256 MiB, its bytes made as they are sent). Each
 // answer is logged: `{ path, range, sent, finished, closed }`.
@@ -184,6 +185,7 @@ async function hostileServer() {
     res.on("close", () => { entry.closed = true; open.delete(res); });
     if (kind === "missing") return res.writeHead(404, "Not Found").end("no such file");
     if (kind === "empty") return res.writeHead(416, { "Content-Range": "bytes */0" }).end();
+    if (kind === "empty200") return res.writeHead(200, { "Content-Length": 0 }).end();
     const file = files[name];
     if (!file) return res.writeHead(404, "Not Found").end();
     const send = async (start, end) => {
@@ -630,7 +632,7 @@ async function hostileAnswers(base) {
   const { wasm, device, read } = window.gpuTest;
   const out = {};
   for (const path of ["/whole/big.safetensors", "/wider/small.safetensors", "/longer/small.safetensors", "/missing",
-    "/hidden/small.safetensors", "/empty"]) {
+    "/hidden/small.safetensors", "/empty", "/empty200"]) {
     out[path] = await outcome(wasm.loadToGpu(device, base + path, {}), 30_000);
   }
   const honest = await wasm.loadToGpu(device, `${base}/ranges/small.safetensors`, {});
@@ -918,6 +920,7 @@ const checks = [
       expect(r["/missing"].includes("404 Not Found") && !r["/missing"].includes("ranges"), `a 404: ${r["/missing"]}`);
       expect(r["/hidden/small.safetensors"].includes("Access-Control-Expose-Headers: Content-Range"), `a hidden Content-Range: ${r["/hidden/small.safetensors"]}`);
       expect(/empty/.test(r["/empty"]), `an empty file: ${r["/empty"]}`);
+      expect(/empty/.test(r["/empty200"]), `an empty file answered whole: ${r["/empty200"]}`);
       expect(r.honest[0] === "a,w,b" && r.honest[1], `the honest server's file: ${r.honest}`);
     } finally {
       await server.stop();
