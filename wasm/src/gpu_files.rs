@@ -219,7 +219,9 @@ pub fn dequant_passes(
 /// `source` is a URL (read by HTTP range requests: the header, then one
 /// ranged read of each run of tensors less than 1 MiB apart) or a `File`/`Blob` (by `slice`).
 ///
-/// The header is read by the core, with every check `readHeader` makes;
+/// The header is read by the core, with every check `readHeader` makes
+/// (past 256 KiB in a worker, where one starts, and the rest of the load
+/// done in slices, so that no task holds the page's thread long);
 /// the tensors' bytes stream from the response into each tensor's buffers
 /// through an 8 MiB staging array, never into wasm memory or one
 /// `ArrayBuffer`, so a file larger than wasm's 4 GiB loads. A tensor larger
