@@ -15,113 +15,165 @@ function hexAddress(n) {
   return `0x${n.toString(16).padStart(4, "0")}`;
 }
 
-/** Builds the grid for the buffer's size: cells, not values (see refresh). */
+/** Lines built at once: the first (about 400 px tall, most of a screen). */
+const FIRST_LINES = 1;
+/** A task building the other lines stops after this many ms (or the idle time it was given), so the page draws and takes input between. */
+const SLICE_MS = 5;
+/** The grid being built: lines of a buffer replaced since are not built. */
+let gridSeq = 0;
+
+/**
+ * The page's next idle moment (its other work first: a file's header, its
+ * lists, input, drawing), or a second from now where there is none:
+ * resolves with how many ms it has.
+ */
+function idle() {
+  return new Promise((resolve) => {
+    requestIdleCallback((deadline) => resolve(deadline.didTimeout ? 0 : deadline.timeRemaining()), { timeout: 1000 });
+  });
+}
+
+/**
+ * Builds the grid for the buffer's size: cells, not values (see refresh).
+ * The first lines now, the others when the page is idle, a few ms at a
+ * time, with their values (a picked file's 4 KiB are 128 lines, some
+ * 140,000 elements: a task of over a second built at once); `#grid`'s
+ * `data-built` says how many lines are there, of `data-lines`, and the
+ * layout view is drawn again over them once they all are.
+ */
 export function buildGrid() {
   const grid = $("grid");
   const n = state.buf.nbytes;
   grid.replaceChildren();
   state.rows = state.readings.map((reading) => ({
-    reading, count: Math.floor(n / reading.size), cells: [], values: [],
+    reading, count: Math.floor(n / reading.size), cells: [],
   }));
   state.byteCells = [];
   state.viewRows = [];
   const lines = Math.max(1, Math.ceil(n / LINE));
-  const bytesRow = state.readings.length + 2;
-  const viewRow = bytesRow + 1;
-  for (let line = 0; line < lines; line++) {
-    const base = line * LINE;
-    const end = Math.min(n, base + LINE);
-    const block = el("div", {
-      class: "block",
-      role: "group",
-      "aria-label": n ? `bytes ${base} to ${end - 1}` : "an empty buffer",
-      "data-testid": `line-${line}`,
-    });
-    // Column offsets: on every line, so each one reads on its own.
-    block.append(el("div", { class: "label ruler-label", style: "grid-row:1;grid-column:1", text: "offset", "aria-hidden": "true" }));
-    for (let c = 0; c < end - base; c++) {
-      block.append(el("div", {
-        class: "ruler", style: `grid-row:1;grid-column:${c + 2}`, "aria-hidden": "true",
-        text: `+${c.toString(16).padStart(2, "0")}`,
-      }));
-    }
-    state.readings.forEach((reading, r) => {
-      const row = state.rows[r];
-      const gridRow = r + 2;
-      block.append(el("div", {
-        class: `label kind-${reading.family}`, style: `grid-row:${gridRow};grid-column:1`,
-        "data-reading": reading.name,
-      }, el("span", { class: "name", text: reading.name }), " ", el("code", { class: "tstr", text: dtypeOf(reading) })));
-      const first = Math.ceil(base / reading.size);
-      for (let i = first; i < row.count && i * reading.size < end; i++) {
-        const start = i * reading.size;
-        const col = start - base + 2;
-        const input = el("input", {
-          type: "text", class: "value", spellcheck: "false", autocomplete: "off",
-          "aria-label": `${reading.name}[${i}], bytes ${start} to ${start + reading.size - 1}`,
-          "data-testid": `input-${reading.name}-${i}`,
-          "data-reading": r, "data-index": i,
-        });
-        const sub = el("span", { class: "sub", "data-testid": `hex-${reading.name}-${i}` });
-        const cell = el("div", {
-          class: `cell r-${reading.name} kind-${reading.family} w-${reading.size}`,
-          style: `grid-row:${gridRow};grid-column:${col} / span ${reading.size}`,
-          "data-testid": `cell-${reading.name}-${i}`,
-          "data-start": start, "data-end": start + reading.size,
-        }, input, sub);
-        row.cells[i] = { cell, input, sub };
-        block.append(cell);
-      }
-      // Bytes left over at the end that make no whole element.
-      const tailStart = row.count * reading.size;
-      if (tailStart < end && tailStart >= base) {
-        block.append(el("div", {
-          class: "cell rest",
-          style: `grid-row:${gridRow};grid-column:${tailStart - base + 2} / span ${end - tailStart}`,
-          title: `${end - tailStart} byte${end - tailStart > 1 ? "s" : ""} left over: not a whole ${reading.name}`,
-          text: "·",
-        }));
-      }
-    });
-    block.append(el("div", {
-      class: "label bytes-label", style: `grid-row:${bytesRow};grid-column:1`,
-    }, el("span", { class: "name", text: "bytes" }), " ", el("code", { text: hexAddress(base) })));
-    for (let b = base; b < end; b++) {
-      const input = el("input", {
-        type: "text", class: "value byte", spellcheck: "false", autocomplete: "off", maxlength: 4,
-        "aria-label": `byte ${b} (hex)`, "data-testid": `byte-input-${b}`, "data-byte": b,
-      });
-      const sub = el("span", { class: "sub ascii", "aria-hidden": "true" });
-      const cell = el("div", {
-        class: "cell byte-cell", style: `grid-row:${bytesRow};grid-column:${b - base + 2}`,
-        "data-testid": `byte-${b}`, "data-start": b, "data-end": b + 1,
-      }, input, sub);
-      state.byteCells[b] = { cell, input, sub };
-      block.append(cell);
-    }
-    block.append(el("div", {
-      class: "label view-label", style: `grid-row:${viewRow};grid-column:1`, text: "layout view",
-    }));
-    const overlay = { block, row: viewRow, base, end, items: [] };
-    state.viewRows.push(overlay);
-    grid.append(block);
-  }
+  const seq = ++gridSeq;
+  grid.dataset.lines = String(lines);
+  for (let line = 0; line < Math.min(lines, FIRST_LINES); line++) buildLine(line);
+  grid.dataset.built = String(state.viewRows.length);
   if (n === 0) grid.append(el("p", { class: "empty", text: "The buffer is empty: load some bytes or resize it." }));
   $("nbytes").textContent = `${n} byte${n === 1 ? "" : "s"} in WebAssembly memory`;
   $("size").value = String(n);
+  if (lines > FIRST_LINES) buildRest(seq, lines).catch((err) => console.error(err));
 }
 
-/** Re-reads every row through bytelens and updates the text of each cell. */
-export function refresh() {
-  const { buf } = state;
-  const bytes = buf.bytes();
+/** The lines after the first, a slice a task, each with its values; stops where a new grid is begun. */
+async function buildRest(seq, lines) {
+  const grid = $("grid");
+  while (state.viewRows.length < lines) {
+    const budget = Math.min(SLICE_MS, await idle());
+    if (seq !== gridSeq) return;
+    const started = performance.now();
+    const bytes = state.buf.bytes();
+    do {
+      fillLine(buildLine(state.viewRows.length), bytes);
+    } while (state.viewRows.length < lines && performance.now() - started < budget);
+    grid.dataset.built = String(state.viewRows.length);
+  }
+  updateLayout(); // its boxes over the lines built since
+}
+
+/** Builds line `line` of the grid (bytes line * LINE on), its cells empty; appends it; returns its overlay. */
+function buildLine(line) {
+  const grid = $("grid");
+  const n = state.buf.nbytes;
+  const bytesRow = state.readings.length + 2;
+  const viewRow = bytesRow + 1;
+  const base = line * LINE;
+  const end = Math.min(n, base + LINE);
+  const block = el("div", {
+    class: "block",
+    role: "group",
+    "aria-label": n ? `bytes ${base} to ${end - 1}` : "an empty buffer",
+    "data-testid": `line-${line}`,
+  });
+  // Column offsets: on every line, so each one reads on its own.
+  block.append(el("div", { class: "label ruler-label", style: "grid-row:1;grid-column:1", text: "offset", "aria-hidden": "true" }));
+  for (let c = 0; c < end - base; c++) {
+    block.append(el("div", {
+      class: "ruler", style: `grid-row:1;grid-column:${c + 2}`, "aria-hidden": "true",
+      text: `+${c.toString(16).padStart(2, "0")}`,
+    }));
+  }
+  state.readings.forEach((reading, r) => {
+    const row = state.rows[r];
+    const gridRow = r + 2;
+    block.append(el("div", {
+      class: `label kind-${reading.family}`, style: `grid-row:${gridRow};grid-column:1`,
+      "data-reading": reading.name,
+    }, el("span", { class: "name", text: reading.name }), " ", el("code", { class: "tstr", text: dtypeOf(reading) })));
+    const first = Math.ceil(base / reading.size);
+    for (let i = first; i < row.count && i * reading.size < end; i++) {
+      const start = i * reading.size;
+      const col = start - base + 2;
+      const input = el("input", {
+        type: "text", class: "value", spellcheck: "false", autocomplete: "off",
+        "aria-label": `${reading.name}[${i}], bytes ${start} to ${start + reading.size - 1}`,
+        "data-testid": `input-${reading.name}-${i}`,
+        "data-reading": r, "data-index": i,
+      });
+      const sub = el("span", { class: "sub", "data-testid": `hex-${reading.name}-${i}` });
+      const cell = el("div", {
+        class: `cell r-${reading.name} kind-${reading.family} w-${reading.size}`,
+        style: `grid-row:${gridRow};grid-column:${col} / span ${reading.size}`,
+        "data-testid": `cell-${reading.name}-${i}`,
+        "data-start": start, "data-end": start + reading.size,
+      }, input, sub);
+      row.cells[i] = { cell, input, sub };
+      block.append(cell);
+    }
+    // Bytes left over at the end that make no whole element.
+    const tailStart = row.count * reading.size;
+    if (tailStart < end && tailStart >= base) {
+      block.append(el("div", {
+        class: "cell rest",
+        style: `grid-row:${gridRow};grid-column:${tailStart - base + 2} / span ${end - tailStart}`,
+        title: `${end - tailStart} byte${end - tailStart > 1 ? "s" : ""} left over: not a whole ${reading.name}`,
+        text: "·",
+      }));
+    }
+  });
+  block.append(el("div", {
+    class: "label bytes-label", style: `grid-row:${bytesRow};grid-column:1`,
+  }, el("span", { class: "name", text: "bytes" }), " ", el("code", { text: hexAddress(base) })));
+  for (let b = base; b < end; b++) {
+    const input = el("input", {
+      type: "text", class: "value byte", spellcheck: "false", autocomplete: "off", maxlength: 4,
+      "aria-label": `byte ${b} (hex)`, "data-testid": `byte-input-${b}`, "data-byte": b,
+    });
+    const sub = el("span", { class: "sub ascii", "aria-hidden": "true" });
+    const cell = el("div", {
+      class: "cell byte-cell", style: `grid-row:${bytesRow};grid-column:${b - base + 2}`,
+      "data-testid": `byte-${b}`, "data-start": b, "data-end": b + 1,
+    }, input, sub);
+    state.byteCells[b] = { cell, input, sub };
+    block.append(cell);
+  }
+  block.append(el("div", {
+    class: "label view-label", style: `grid-row:${viewRow};grid-column:1`, text: "layout view",
+  }));
+  const overlay = { block, row: viewRow, base, end, items: [] };
+  state.viewRows.push(overlay);
+  grid.append(block);
+  return overlay;
+}
+
+/** Reads line `overlay`'s elements through bytelens (`bytes`: the buffer's) and updates the text of each cell. */
+function fillLine(overlay, bytes) {
+  const { base, end } = overlay;
   for (const row of state.rows) {
     const { reading } = row;
-    if (row.count === 0) { row.values = []; continue; }
-    row.values = buf.read(dtypeOf(reading), { offset: 0, shape: [row.count] });
-    for (let i = 0; i < row.count; i++) {
+    const first = Math.ceil(base / reading.size);
+    const last = Math.min(row.count, Math.ceil(end / reading.size));
+    if (first >= last) continue;
+    const values = state.buf.read(dtypeOf(reading), { offset: first * reading.size, shape: [last - first] });
+    for (let i = first; i < last; i++) {
       const { cell, input, sub } = row.cells[i];
-      const text = formatValue(row.values[i], reading);
+      const text = formatValue(values[i - first], reading);
       const hex = hexOf(bytes, i * reading.size, reading.size, state.order);
       if (input.value !== text) input.value = text;
       if (sub.textContent !== hex) sub.textContent = hex;
@@ -130,13 +182,19 @@ export function refresh() {
       input.removeAttribute("aria-invalid");
     }
   }
-  for (let b = 0; b < bytes.length; b++) {
+  for (let b = base; b < end; b++) {
     const { input, sub } = state.byteCells[b];
     const text = bytes[b].toString(16).padStart(2, "0");
     if (input.value !== text) input.value = text;
     sub.textContent = asciiOf(bytes[b]);
     input.removeAttribute("aria-invalid");
   }
+}
+
+/** Re-reads every line built through bytelens and updates the text of each cell (lines built later read their own). */
+export function refresh() {
+  const bytes = state.buf.bytes();
+  for (const overlay of state.viewRows) fillLine(overlay, bytes);
   for (const label of document.querySelectorAll(".grid .label[data-reading] .tstr")) {
     const reading = state.readings.find((r) => r.name === label.parentElement.dataset.reading);
     label.textContent = dtypeOf(reading);

@@ -1,5 +1,5 @@
-// The load panel: bytes from a picked file (which the file view opens
-// too) or pasted hex, into the buffer (its first MAX_BYTES).
+// The load panel: bytes from a picked or dropped file (which the file
+// view opens too) or pasted hex, into the buffer (its first MAX_BYTES).
 
 import { state, $, MAX_BYTES, announce, messageOf } from "./page.js";
 import { parseHexBytes, formatHexBytes } from "./numbers.js";
@@ -20,17 +20,33 @@ export function loadError(message) {
   if (message) $("load-status").textContent = "";
 }
 
+/** A file picked or dropped: its first MAX_BYTES into the buffer, and the whole of it in the file view. */
+async function openFile(file) {
+  try {
+    const blob = file.size > MAX_BYTES ? file.slice(0, MAX_BYTES) : file;
+    loadBytes(new Uint8Array(await blob.arrayBuffer()), file.name, file.size);
+    await state.fileView.open(fileSource(file));
+  } catch (err) {
+    loadError(`Could not read ${file.name}: ${messageOf(err)}`);
+  }
+}
+
 export function wireLoad() {
-  $("load-file").addEventListener("change", async (e) => {
+  $("load-file").addEventListener("change", (e) => {
     const file = e.target.files?.[0];
+    if (file) openFile(file);
+  });
+  // A file dropped anywhere on the page opens as a picked one does.
+  document.addEventListener("dragover", (e) => {
+    if (!e.dataTransfer?.types.includes("Files")) return;
+    e.preventDefault(); // a drop target
+    e.dataTransfer.dropEffect = "copy";
+  });
+  document.addEventListener("drop", (e) => {
+    const file = e.dataTransfer?.files?.[0];
     if (!file) return;
-    try {
-      const blob = file.size > MAX_BYTES ? file.slice(0, MAX_BYTES) : file;
-      loadBytes(new Uint8Array(await blob.arrayBuffer()), file.name, file.size);
-      await state.fileView.open(fileSource(file));
-    } catch (err) {
-      loadError(`Could not read ${file.name}: ${messageOf(err)}`);
-    }
+    e.preventDefault(); // not opened by the browser in place of the page
+    openFile(file);
   });
   $("load-form").addEventListener("submit", (e) => {
     e.preventDefault();
