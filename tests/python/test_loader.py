@@ -231,6 +231,12 @@ def test_keeping_every_batch_runs_the_loop_to_the_end_with_one_warning():
         said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
         assert len(said) == 1, said
         assert "still referenced" in said[0] and "copy" in said[0], said
+        # Two slots, one worker: every batch after the first two is new memory.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            kept = [b for b in bl.Loader(fill, PLAN, [9, 3, 5, 7, 1], workers=1, slots=2)]
+        assert [int(b["label"][0]) for b in kept] == [9, 3, 5, 7, 1]
+        assert all(b["x"][0, 1] == 1 + b["label"][0] for b in kept)
         print("ok")
         """
     )

@@ -124,7 +124,7 @@ class _Run:
     def __init__(self, loader: Loader) -> None:
         self.loader = loader
         self.window = loader.slots - 1
-        tag = f"bl-loader-{os.getpid()}-{os.urandom(4).hex()}"
+        tag = self.tag = f"bl-loader-{os.getpid()}-{os.urandom(4).hex()}"
         at = _position_at(loader.plan)
         self.data = Ring.create(tag + "-data", loader.plan, loader.slots, nbytes=at + 8)
         self.tasks = Ring.create(tag + "-tasks", _TASK, loader.slots)
@@ -133,6 +133,7 @@ class _Run:
         self.conns: list[Any] = []
         self.closed = False
         self.waiting = 0
+        self.next_task = 0
         self.warned = False
         try:
             self._start()
@@ -165,8 +166,7 @@ class _Run:
     def batches(self) -> Iterator[dict[str, Any]]:
         indices = self.loader.indices
         slots = self.loader.slots
-        for pos in range(min(self.window, len(indices))):
-            self._task(pos)
+        self._feed(self.window)
         # Batches taken ahead of their turn, by position: their numpy arrays,
         # and the buffer that holds their slot (None once copied out).
         pending: dict[int, tuple[dict[str, Any], Buffer | None]] = {}
@@ -176,53 +176,83 @@ class _Run:
         for pos in range(len(indices)):
             self.waiting = pos
             while pos not in pending:
+                self._feed(pos + self.window)
                 lent = [buf for buf in lent if buf.exports]
                 ahead = [p for p, (_, buf) in pending.items() if buf is not None]
-                if ahead and len(lent) + len(ahead) >= slots:
+                if len(lent) + len(ahead) >= slots:
                     # Every slot is this process's: the worker filling `pos`
-                    # has none. A batch taken ahead moves to new memory.
-                    pending[max(ahead)] = (self._copied(pending[max(ahead)][0], len(lent)), None)
+                    # has none. A batch taken ahead moves to new memory, or,
+                    # when the loop keeps every slot, `pos` is filled here.
+                    if ahead:
+                        pending[max(ahead)] = (self._copied(pending[max(ahead)][0], len(lent)), None)
+                    else:
+                        pending[pos] = (self._filled_here(pos, len(lent)), None)
+                        break
                 batch = self._take()
                 buf = batch.buffer
                 at = int(buf.view("<i8", offset=self.at, shape=(1,))[0])
-                pending[at] = (batch.arrays(), buf)
+                if at >= pos and at not in pending:
+                    pending[at] = (batch.arrays(), buf)
+                # (Else a worker filled a position already filled here.)
                 batch.release()
                 del batch, buf
             arrays, buf = pending.pop(pos)
             if buf is not None:
-                lent = [b for b in lent if b.exports]
-                if len(lent) + 1 >= slots:
-                    # Handing this slot out too would leave the workers none.
-                    arrays = self._copied(arrays, len(lent))
-                else:
-                    lent.append(buf)
+                lent.append(buf)
                 del buf
             out = {name: _frameworks.to_framework(array, self.loader.framework) for name, array in arrays.items()}
             del arrays
-            if pos + self.window < len(indices):
-                self._task(pos + self.window)
+            self._feed(pos + 1 + self.window)
             yield out
             del out
 
-    def _copied(self, arrays: dict[str, Any], kept: int) -> dict[str, Any]:
-        """The batch's arrays in new memory (its slot goes back to the
-        workers); the first time, a warning saying why."""
+    def _warn(self, kept: int) -> None:
+        """Says once why batches arrive in new memory."""
         if not self.warned:
             self.warned = True
             warnings.warn(
                 f"{kept} batches of this loader are still referenced (arrays or tensors "
-                f"kept by the loop) and hold its slots: the next batches are copied into "
-                f"new memory while they are kept, and the workers fill one batch at a time. "
+                f"kept by the loop) and hold all its {self.loader.slots} slots: the next "
+                f"batches get new memory while they are kept, and the workers wait. "
                 f"Keep a copy of what you keep (batch['y'].copy(), tensor.clone(), "
-                f"loss.item()) and the batches stay zero-copy",
+                f"loss.item()) and the batches stay zero-copy and parallel",
                 RuntimeWarning,
                 stacklevel=4,
             )
+
+    def _copied(self, arrays: dict[str, Any], kept: int) -> dict[str, Any]:
+        """The batch's arrays in new memory: its slot goes back to the workers."""
+        self._warn(kept)
         return {name: array.copy() for name, array in arrays.items()}
 
-    def _task(self, pos: int) -> None:
-        with self.tasks.produce() as slot:
-            slot["task"][:] = (pos, self.loader.indices[pos])
+    def _filled_here(self, pos: int, kept: int) -> dict[str, Any]:
+        """Batch `pos` filled by this process in new memory (a one-slot ring
+        of its own, its name removed at once), for a loop that keeps every
+        slot of the loader's: no worker can fill it."""
+        self._warn(kept)
+        ring = Ring.create(f"{self.tag}-own-{pos}", self.loader.plan, 1)
+        try:
+            ring.unlink()
+            with ring.produce(timeout=0) as slot:
+                self.loader.fill(slot, self.loader.indices[pos])
+            with ring.consume(timeout=0) as batch:
+                return batch.arrays()
+        finally:
+            ring.close()
+
+    def _feed(self, upto: int) -> None:
+        """Publishes the tasks of the positions before `upto` that the task
+        ring has room for (while the loop keeps every slot, workers hold
+        tasks they cannot fill, and the rest wait here)."""
+        indices = self.loader.indices
+        while self.next_task < min(upto, len(indices)):
+            try:
+                slot = self.tasks.produce(timeout=0)
+            except TimeoutError:
+                return
+            with slot:
+                slot["task"][:] = (self.next_task, indices[self.next_task])
+            self.next_task += 1
 
     def _take(self) -> RingBatch:
         while True:
@@ -230,6 +260,7 @@ class _Run:
                 return self.data.consume(timeout=_SLICE)
             except TimeoutError:
                 self._check()
+                self._feed(self.waiting + self.window)
 
     def _check(self) -> None:
         """Raises a worker's exception, or an error for a worker that died."""
