@@ -352,9 +352,7 @@ fn a_gguf_file_loads_with_its_tensors_dequantised_on_the_gpu() {
         Dequantize::Gpu,
     );
     // The CPU's error for the same mistake (kind Dequantize).
-    let err = big_endian
-        .err()
-        .expect("a big-endian dequantisation refused");
+    let err = big_endian.expect_err("a big-endian dequantisation refused");
     assert_eq!(err.kind(), bytelens::ErrorKind::Dequantize, "{err}");
     assert!(err.to_string().contains("'>f4'"), "{err}");
 }
