@@ -250,3 +250,67 @@ def test_a_loop_that_keeps_nothing_stays_zero_copy_and_quiet():
         warnings.simplefilter("error")
         addresses = {batch["x"].ctypes.data for batch in bl.Loader(fill, PLAN, 30, workers=2, slots=4)}
     assert len(addresses) <= 4
+
+
+def fill_slow(slot, index):
+    if index > 0:
+        time.sleep(30)
+    fill(slot, index)
+
+
+def loader_children():
+    import multiprocessing
+
+    return [p for p in multiprocessing.active_children() if p.name.startswith("bytelens-loader")]
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/self")
+def test_every_pass_releases_its_rings_pipes_and_workers():
+    import gc
+
+    loader = bl.Loader(fill, PLAN, 10, workers=2, slots=4)
+    for batch in loader:  # the first pass opens what stays open (imports)
+        pass
+    del batch
+    gc.collect()
+    fds = len(os.listdir("/proc/self/fd"))
+    for epoch in range(3):
+        for batch in loader:
+            pass
+        del batch
+    it = iter(loader)
+    next(it)
+    del it  # a pass left early, by dropping its iterator
+    gc.collect()
+    with open("/proc/self/maps") as f:
+        mapped = [line for line in f if "bl-loader-" in line]
+    assert mapped == [], "".join(mapped)
+    assert len(os.listdir("/proc/self/fd")) <= fds
+    assert loader_children() == []
+    assert segments() == []
+
+
+def test_close_from_the_loop_s_body_ends_the_loop():
+    loader = bl.Loader(fill, PLAN, 100, workers=2, slots=4)
+    seen = []
+    for batch in loader:
+        seen.append(int(batch["label"][0]))
+        if len(seen) == 3:
+            loader.close()
+    assert seen == [0, 1, 2]
+    assert loader_children() == []
+    assert segments() == []
+    # The loader runs again afterwards.
+    assert [int(b["label"][0]) for b in bl.Loader(fill, PLAN, 3, workers=1, slots=2)] == [0, 1, 2]
+
+
+def test_leaving_stops_busy_workers_together():
+    loader = bl.Loader(fill_slow, PLAN, 100, workers=4, slots=6)
+    for batch in loader:
+        time.sleep(0.5)  # the four workers are in fill
+        start = time.monotonic()
+        break
+    took = time.monotonic() - start
+    assert loader_children() == []
+    assert took < 5, f"leaving took {took:.1f} s"
+    assert segments() == []

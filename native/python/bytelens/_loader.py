@@ -21,6 +21,7 @@ import os
 import pickle
 import signal
 import sys
+import time
 import traceback
 import warnings
 import weakref
@@ -33,6 +34,9 @@ from ._native import Buffer, Plan, Ring, RingBatch, RingClosedError, RingSlot
 #: How long the main process and the workers wait at a time before they
 #: look for errors, dead workers or a dead parent.
 _SLICE = 0.2
+#: How long the workers of a pass that ends have, all together, to stop
+#: by themselves before they are killed.
+_GRACE = 2.0
 #: The task ring's plan: a position and an index.
 _TASK = Plan("task").struct(task=("<i8", (2,)))
 
@@ -99,23 +103,62 @@ class Loader:
         self.workers = workers
         self.slots = slots
         self.framework = _frameworks.framework_name(framework)
-        self._closer: weakref.finalize | None = None
+        # The passes in progress (a pass ends by itself; close() ends them).
+        self._runs: weakref.WeakSet[_Run] = weakref.WeakSet()
 
     def __len__(self) -> int:
         return len(self.indices)
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         run = _Run(self)
-        self._closer = weakref.finalize(self, run.close)
+        self._runs.add(run)
         try:
             yield from run.batches()
         finally:
             run.close()
 
     def close(self) -> None:
-        """Stops the workers of a loop in progress (leaving it does too)."""
-        if self._closer is not None:
-            self._closer()
+        """Stops the workers of the loops in progress and ends them (leaving
+        a loop does too). Called from the loop's body, the loop ends there."""
+        for run in list(self._runs):
+            run.close()
+
+
+class _Parts:
+    """What a pass holds outside this process's heap: its rings, pipes and
+    workers. Nothing here refers to the pass or its loader, so that the
+    pass's finalizer (which holds this) lets both be collected."""
+
+    def __init__(self) -> None:
+        self.rings: list[Ring] = []
+        self.procs: list[Any] = []
+        self.conns: list[Any] = []
+
+    def close(self) -> None:
+        """Closes the rings, stops the workers (together: one grace period
+        for all, then SIGKILL), closes the pipes and removes the names."""
+        rings, procs, conns = self.rings, self.procs, self.conns
+        self.rings, self.procs, self.conns = [], [], []
+        for ring in rings:
+            try:
+                ring.close()
+            except Exception:
+                pass
+        deadline = time.monotonic() + _GRACE
+        for proc in procs:
+            proc.join(max(0.0, deadline - time.monotonic()))
+        for proc in procs:
+            if proc.is_alive():
+                proc.kill()
+        for proc in procs:
+            proc.join(_GRACE)
+        for conn in conns:
+            conn.close()
+        for ring in rings:
+            try:
+                ring.unlink()
+            except FileNotFoundError:
+                pass
 
 
 class _Run:
@@ -126,11 +169,17 @@ class _Run:
         self.window = loader.slots - 1
         tag = self.tag = f"bl-loader-{os.getpid()}-{os.urandom(4).hex()}"
         at = _position_at(loader.plan)
-        self.data = Ring.create(tag + "-data", loader.plan, loader.slots, nbytes=at + 8)
-        self.tasks = Ring.create(tag + "-tasks", _TASK, loader.slots)
+        self.parts = _Parts()
+        # However the pass ends (its loop left, its iterator dropped, the
+        # interpreter exiting), its parts go; the finalizer holds only them.
+        self.end = weakref.finalize(self, self.parts.close)
+        self.data: Any = Ring.create(tag + "-data", loader.plan, loader.slots, nbytes=at + 8)
+        self.parts.rings.append(self.data)
+        self.tasks: Any = Ring.create(tag + "-tasks", _TASK, loader.slots)
+        self.parts.rings.insert(0, self.tasks)
         self.at = at
-        self.procs: list[Any] = []
-        self.conns: list[Any] = []
+        self.procs: list[Any] = self.parts.procs
+        self.conns: list[Any] = self.parts.conns
         self.closed = False
         self.waiting = 0
         self.next_task = 0
@@ -205,6 +254,8 @@ class _Run:
             self._feed(pos + 1 + self.window)
             yield out
             del out
+            if self.closed:  # loader.close() from the loop's body
+                return
 
     def _warn(self, kept: int) -> None:
         """Says once why batches arrive in new memory."""
@@ -303,23 +354,8 @@ class _Run:
         if self.closed:
             return
         self.closed = True
-        for ring in (self.tasks, self.data):
-            try:
-                ring.close()
-            except Exception:
-                pass
-        for proc in self.procs:
-            proc.join(2.0)
-            if proc.is_alive():
-                proc.kill()
-                proc.join(2.0)
-        for conn in self.conns:
-            conn.close()
-        for ring in (self.tasks, self.data):
-            try:
-                ring.unlink()
-            except FileNotFoundError:
-                pass
+        self.end()
+        self.data = self.tasks = None
 
 
 def _ready(conn: Any, proc: Any) -> bool:
