@@ -557,7 +557,9 @@ impl Inner {
         interrupt: Interrupt<'_>,
         op: Attempt<'_, T>,
     ) -> Result<T, RingError> {
-        let deadline = timeout.map(|t| Instant::now() + t);
+        // A timeout past what an Instant can hold (Duration::MAX) is no
+        // deadline at all: the wait lasts as long as it takes.
+        let deadline = timeout.and_then(|t| Instant::now().checked_add(t));
         let left = || {
             deadline.map_or(SLICE, |d| {
                 d.saturating_duration_since(Instant::now()).min(SLICE)

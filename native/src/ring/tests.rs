@@ -169,6 +169,26 @@ fn closing_wakes_waiting_producers_and_consumers_drain_first() {
     assert_eq!(ring2.0.stats().abandoned, 1);
 }
 
+#[test]
+#[cfg_attr(miri, ignore = "shared memory and futexes")]
+fn the_longest_timeouts_wait_without_overflowing() {
+    let ring = make("max", 8, 1);
+    let r = &ring.0;
+    // Duration::MAX is past any Instant: the waits take it as "for ever".
+    r.produce(Some(Duration::MAX)).unwrap().publish().unwrap();
+    let batch = r.consume(Some(Duration::MAX)).unwrap();
+    assert_eq!(batch.seq(), 0);
+    drop(batch);
+    let long = Duration::from_secs(u64::MAX / 2);
+    r.produce(Some(long)).unwrap().publish().unwrap();
+    drop(r.consume(Some(long)).unwrap());
+    r.close().unwrap();
+    let err = r.consume(Some(Duration::MAX)).err().unwrap();
+    assert!(matches!(err, RingError::Closed { .. }), "{err}");
+    let err = r.produce(Some(Duration::MAX)).err().unwrap();
+    assert!(matches!(err, RingError::Closed { .. }), "{err}");
+}
+
 /// The word `w` of the table of the ring `name`, through a second mapping.
 fn poke(name: &str, w: usize, value: u64) {
     // SAFETY: nothing shrinks the tests' segments.
