@@ -414,3 +414,78 @@ def test_ctrl_c_interrupts_a_wait(ring, wait):
     out, _ = child.communicate(timeout=20)
     assert (child.returncode, out) == (3, "interrupted\n")
     assert time.monotonic() - start < 2
+
+
+def test_the_loop_lets_go_of_each_batch_so_a_one_slot_ring_flows(ring):
+    r = ring("one-slot", slots=1)
+    stuck = []
+
+    def producer():
+        try:
+            for i in range(5):
+                with r.produce(timeout=5) as slot:
+                    fill(slot, i)
+        except TimeoutError as err:
+            stuck.append(err)
+        r.close()
+
+    t = threading.Thread(target=producer)
+    t.start()
+    ids = [check(batch) for batch in r]
+    t.join()
+    assert stuck == [] and ids == list(range(5))
+    # A batch the loop keeps a reference to stays its holder's.
+    r2 = ring("kept-batch", slots=4)
+    for i in range(3):
+        with r2.produce() as slot:
+            fill(slot, i)
+    r2.close()
+    kept = []
+    for batch in r2:
+        kept.append(batch)
+    assert [check(b) for b in kept] == [0, 1, 2]
+
+
+def test_two_consumers_draining_a_closed_ring_both_end(ring):
+    r = ring("drain2", slots=4)
+    script = textwrap.dedent(
+        f"""
+        import bytelens as bl
+        r = bl.Ring.attach({r.name!r})
+        print("attached", flush=True)
+        n = 0
+        for batch in r:
+            n += 1
+        print(n, flush=True)
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    consumers = [
+        subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+        for _ in range(2)
+    ]
+    try:
+        for c in consumers:
+            assert c.stdout.readline() == "attached\n"
+        for i in range(40):
+            with r.produce(timeout=20) as slot:
+                fill(slot, i)
+        r.close()
+        counts = [int(c.communicate(timeout=20)[0]) for c in consumers]
+    finally:
+        for c in consumers:
+            c.kill()
+            c.wait()
+    assert sum(counts) == 40
+
+
+@pytest.mark.parametrize("how", ["publish", "abandon"])
+def test_publishing_or_abandoning_inside_the_block_is_all_the_block_does(ring, how):
+    r = ring("inside")
+    with r.produce() as slot:
+        fill(slot, 1)
+        getattr(slot, how)()
+    stats = r.stats()
+    assert (stats["published"], stats["abandoned"]) == ((1, 0) if how == "publish" else (0, 1))
+    with pytest.raises(RuntimeError, match="already published or abandoned"):
+        slot.publish()

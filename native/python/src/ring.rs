@@ -163,21 +163,20 @@ impl PyRing {
         self.batch(py, batch)
     }
 
-    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
-        slf
+    /// `for batch in ring:` takes batches until the ring is closed and
+    /// drained, letting go of each batch when it takes the next (unless
+    /// something else still refers to it, or to its arrays).
+    fn __iter__(slf: Bound<'_, Self>) -> PyRingIter {
+        PyRingIter {
+            ring: slf.unbind(),
+            last: Mutex::new(None),
+        }
     }
 
     /// The next batch, waiting for it; the iteration ends once the ring is
     /// closed and drained.
     fn __next__(&self, py: Python<'_>) -> PyResult<PyBatch> {
-        let ring = &self.ring;
-        match wait_for(py, None, |t, stop| ring.consume_with(t, stop)) {
-            Ok(batch) => self.batch(py, batch),
-            Err(err) if err.is_instance_of::<super::error::RingClosedError>(py) => {
-                Err(PyStopIteration::new_err(()))
-            }
-            Err(err) => Err(err),
-        }
+        self.next_batch(py)
     }
 
     /// Closes the ring for every process: producers can no longer claim or
@@ -273,6 +272,19 @@ impl PyRing {
 }
 
 impl PyRing {
+    /// The next batch, waiting for it; StopIteration once the ring is
+    /// closed and drained.
+    fn next_batch(&self, py: Python<'_>) -> PyResult<PyBatch> {
+        let ring = &self.ring;
+        match wait_for(py, None, |t, stop| ring.consume_with(t, stop)) {
+            Ok(batch) => self.batch(py, batch),
+            Err(err) if err.is_instance_of::<super::error::RingClosedError>(py) => {
+                Err(PyStopIteration::new_err(()))
+            }
+            Err(err) => Err(err),
+        }
+    }
+
     fn batch(&self, py: Python<'_>, batch: Batch) -> PyResult<PyBatch> {
         let (address, nbytes) = (batch.as_ptr().cast_mut(), self.ring.slot_bytes());
         let (seq, redelivered, slot) = (batch.seq(), batch.redelivered(), batch.slot());
@@ -287,6 +299,43 @@ impl PyRing {
             address: address as usize,
             nbytes,
         })
+    }
+}
+
+/// `iter(ring)`: the ring's batches, each let go of when the next is
+/// taken. A loop variable holding the previous batch would otherwise keep
+/// its slot while the next take waits: a one-slot ring's producer, or two
+/// consumers draining a closed ring, would wait for each other for good.
+#[pyclass(name = "RingIterator", module = "bytelens._native", frozen)]
+pub struct PyRingIter {
+    ring: Py<PyRing>,
+    last: Mutex<Option<Py<PyBatch>>>,
+}
+
+#[pymethods]
+impl PyRingIter {
+    fn __iter__(slf: PyRef<'_, Self>) -> PyRef<'_, Self> {
+        slf
+    }
+
+    /// The next batch, after letting go of the one given before, unless
+    /// something other than the loop's variable still refers to it (a
+    /// list the loop keeps it in): then it stays the holder's. Arrays
+    /// taken from it keep their slot in either case.
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyBatch>> {
+        let last = self.last.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(last) = last {
+            // SAFETY: `last` is a live object (we hold a reference), and
+            // reading a reference count is allowed while attached (`py`).
+            let refs = unsafe { pyo3::ffi::Py_REFCNT(last.as_ptr()) };
+            // This reference and the loop's variable: nothing else has it.
+            if refs <= 2 {
+                last.get().release();
+            }
+        }
+        let batch = Py::new(py, self.ring.get().next_batch(py)?)?;
+        *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(batch.clone_ref(py));
+        Ok(batch)
     }
 }
 
@@ -344,6 +393,11 @@ impl PySlot {
     #[pyo3(signature = (*args))]
     fn __exit__(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<bool> {
         let raised = args.get_item(0).is_ok_and(|t| !t.is_none());
+        let done = self.filling.lock().map(|f| f.is_none()).unwrap_or(false);
+        if done {
+            // publish() or abandon() inside the block: nothing more to do.
+            return Ok(false);
+        }
         if raised {
             if let Ok(filling) = self.take() {
                 py.detach(|| drop(filling));
