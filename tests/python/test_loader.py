@@ -314,3 +314,53 @@ def test_leaving_stops_busy_workers_together():
     assert loader_children() == []
     assert took < 5, f"leaving took {took:.1f} s"
     assert segments() == []
+
+
+def fill_exiting(slot, index):
+    if index == 3:
+        sys.exit(0)
+    fill(slot, index)
+
+
+def fill_os_exit(slot, index):
+    if index == 2:
+        os._exit(7)
+    fill(slot, index)
+
+
+@pytest.mark.parametrize("how", ["sys.exit", "os._exit"])
+def test_a_worker_s_exit_is_an_error_naming_worker_index_and_code(how):
+    fill_with, said = {
+        "sys.exit": (fill_exiting, r"called sys.exit\(0\) while filling index 3"),
+        "os._exit": (fill_os_exit, r"exited with code 7 while filling index 2"),
+    }[how]
+    with pytest.raises(bl.LoaderWorkerError, match=r"loader worker \d \(pid \d+\) " + said):
+        for _ in bl.Loader(fill_with, PLAN, 10, workers=2, slots=4):
+            pass
+    assert loader_children() == []
+    assert segments() == []
+
+
+def test_a_fill_the_workers_cannot_import_says_so():
+    code, out, err = run_script(
+        """
+        import bytelens as bl
+        from test_loader import PLAN
+
+        def fill(slot, index):  # in __main__ of `python -c`: not importable
+            slot["label"][0] = index
+
+        try:
+            for batch in bl.Loader(fill, PLAN, 4, workers=1, slots=2):
+                pass
+        except bl.LoaderWorkerError as err:
+            print(err)
+            print(type(err.__cause__).__name__)
+        """
+    )
+    assert code == 0, err
+    assert "could not load fill (__main__.fill)" in out, out
+    assert "Can't get attribute 'fill'" in out and "must be importable" in out, out
+    assert "_RemoteTraceback" in out
+    with pytest.raises(bl.LoaderWorkerError, match=r"fill \(.*<lambda>\) cannot be sent"):
+        iter(bl.Loader(lambda slot, i: None, PLAN, 4)).__next__()

@@ -192,11 +192,24 @@ class _Run:
 
     def _start(self) -> None:
         ctx = multiprocessing.get_context("spawn")
+        fill = self.loader.fill
+        try:
+            # Sent as bytes, loaded by the worker itself: it says why it
+            # cannot load `fill`, where the spawn start would just die.
+            blob = pickle.dumps(fill)
+        except Exception as err:
+            raise LoaderWorkerError(
+                f"fill ({_name_of(fill)}) cannot be sent to the loader's workers: {err}. It must be "
+                f"importable in a new process: a function defined at the top level of a module"
+            ) from err
+        # Per worker: whether it is in `fill`, and the index it fills (read
+        # when it dies: os._exit and signals leave no message).
+        self.filling = ctx.RawArray("q", 2 * self.loader.workers)
         for w in range(self.loader.workers):
             mine, theirs = ctx.Pipe(duplex=False)
             proc = ctx.Process(
                 target=_work,
-                args=(self.loader.fill, self.data.name, self.tasks.name, self.at, theirs),
+                args=(blob, self.data.name, self.tasks.name, self.at, theirs, self.filling, w),
                 name=f"bytelens-loader-{w}",
                 daemon=True,
             )
@@ -206,8 +219,9 @@ class _Run:
             self.conns.append(mine)
         for w, conn in enumerate(self.conns):
             # A worker attaches, or says why not, or dies.
-            if not _ready(conn, self.procs[w]):
-                self._raise_from(w)
+            said = _ready(conn, self.procs[w])
+            if said != ("ready",):
+                self._raise_from(w, said)
         # Every worker has the rings mapped: the names can go.
         self.data.unlink()
         self.tasks.unlink()
@@ -321,14 +335,27 @@ class _Run:
             if self.procs[w].exitcode is not None:
                 self._raise_from(w)
 
-    def _raise_from(self, w: int) -> None:
+    def _raise_from(self, w: int, message: Any = None) -> None:
         proc, conn = self.procs[w], self.conns[w]
-        message = None
         try:
-            if conn.poll(1.0):
+            if message is None and conn.poll(1.0):
                 message = conn.recv()
         except (EOFError, OSError):
             pass
+        name = f"loader worker {w} (pid {proc.pid})"
+        if message and message[0] == "load":
+            _, _, payload, text = message
+            raise LoaderWorkerError(
+                f"{name} could not load fill ({_name_of(self.loader.fill)}): {text.strip().splitlines()[-1]}. "
+                f"fill must be importable in a new process (the workers are spawned): define it in a "
+                f"module, not in a notebook, `python -c` or the interactive prompt"
+            ) from _RemoteTraceback(f"\n\nin {name}, loading fill:\n{text}")
+        if message and message[0] == "exit":
+            _, index, code, _ = message
+            raise LoaderWorkerError(
+                f"{name} called sys.exit({code}) while filling index {index}; the batch it was "
+                f"filling is lost (a worker's exit is an error here, not the main process's exit)"
+            )
         if message and message[0] == "error":
             _, index, payload, text = message
             try:
@@ -343,10 +370,15 @@ class _Run:
             if code is not None and code < 0
             else f"exited with code {code}"
         )
+        if self.filling[2 * w]:
+            raise LoaderWorkerError(
+                f"{name} {how} while filling index {self.filling[2 * w + 1]}; the batch it was "
+                f"filling is lost"
+            )
         indices = self.loader.indices
         waiting = f"index {indices[self.waiting]}" if indices else "nothing"
         raise LoaderWorkerError(
-            f"loader worker {w} (pid {proc.pid}) {how}, while the loader waited for "
+            f"{name} {how}, while the loader waited for "
             f"{waiting} (position {self.waiting}); the batch it was filling is lost"
         )
 
@@ -358,15 +390,16 @@ class _Run:
         self.data = self.tasks = None
 
 
-def _ready(conn: Any, proc: Any) -> bool:
-    """Waits for a worker's first word: True for "ready"."""
+def _ready(conn: Any, proc: Any) -> Any:
+    """Waits for a worker's first word: ("ready",), or why not (None when
+    it died saying nothing)."""
     while not conn.poll(_SLICE):
         if proc.exitcode is not None:
-            return False
+            break
     try:
-        return conn.recv() == ("ready",)
+        return conn.recv() if conn.poll() else None
     except EOFError:
-        return False
+        return None
 
 
 def _die_with_parent() -> Callable[[], bool]:
@@ -382,9 +415,18 @@ def _die_with_parent() -> Callable[[], bool]:
     return lambda: os.getppid() == parent
 
 
-def _work(fill: Callable[[RingSlot, int], Any], data_name: str, tasks_name: str, at: int, conn: Any) -> None:
+def _name_of(fill: Any) -> str:
+    return f"{getattr(fill, '__module__', '?')}.{getattr(fill, '__qualname__', repr(fill))}"
+
+
+def _work(blob: bytes, data_name: str, tasks_name: str, at: int, conn: Any, filling: Any, w: int) -> None:
     """A worker: takes tasks, fills their batches, until the tasks close."""
     parent_alive = _die_with_parent()
+    try:
+        fill: Callable[[RingSlot, int], Any] = pickle.loads(blob)
+    except BaseException as err:
+        conn.send(("load", None, _pickled(err), traceback.format_exc()))
+        return
     try:
         data = Ring.attach(data_name)
         tasks = Ring.attach(tasks_name)
@@ -407,8 +449,13 @@ def _work(fill: Callable[[RingSlot, int], Any], data_name: str, tasks_name: str,
                 return
             with slot:
                 slot.buffer.view("<i8", offset=at, shape=(1,))[0] = pos
+                filling[2 * w + 1], filling[2 * w] = index, 1
                 fill(slot, index)
+                filling[2 * w] = 0
         except RingClosedError:
+            return
+        except SystemExit as err:
+            conn.send(("exit", index, repr(err.code), ""))
             return
         except BaseException as err:
             conn.send(("error", index, _pickled(err), traceback.format_exc()))
