@@ -25,6 +25,12 @@ async function openFile(file) {
   try {
     const blob = file.size > MAX_BYTES ? file.slice(0, MAX_BYTES) : file;
     loadBytes(new Uint8Array(await blob.arrayBuffer()), file.name, file.size);
+    // The grid drawn first, then the file view shown: each a frame of its
+    // own (a hidden tab draws none: a tenth of a second at most).
+    await new Promise((resolve) => {
+      requestAnimationFrame(() => setTimeout(resolve, 0));
+      setTimeout(resolve, 100);
+    });
     await state.fileView.open(fileSource(file));
   } catch (err) {
     loadError(`Could not read ${file.name}: ${messageOf(err)}`);
