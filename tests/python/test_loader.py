@@ -364,3 +364,51 @@ def test_a_fill_the_workers_cannot_import_says_so():
     assert "_RemoteTraceback" in out
     with pytest.raises(bl.LoaderWorkerError, match=r"fill \(.*<lambda>\) cannot be sent"):
         iter(bl.Loader(lambda slot, i: None, PLAN, 4)).__next__()
+
+
+def test_indices_are_read_as_the_loop_goes():
+    code, out, err = run_script(
+        """
+        import itertools, resource
+        import bytelens as bl
+        from test_loader import fill, PLAN
+        # An endless stream turned into a list would stop at this limit.
+        resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
+        loader = bl.Loader(fill, PLAN, itertools.count(), workers=2, slots=4)
+        try:
+            len(loader)
+        except TypeError as err:
+            print("len:", err)
+        pulled = []
+
+        def stream():
+            for i in itertools.count(100):
+                pulled.append(i)
+                yield i
+
+        labels = []
+        for batch in bl.Loader(fill, PLAN, stream(), workers=2, slots=4):
+            labels.append(int(batch["label"][0]))
+            assert len(pulled) <= len(labels) + 4, (len(pulled), len(labels))
+            if len(labels) == 10:
+                break
+        print(labels)
+        for batch in loader:
+            if int(batch["label"][0]) == 5:
+                break
+        print("ok")
+        """
+    )
+    assert code == 0, err
+    assert "len: this Loader's indices have no len()" in out
+    assert str(list(range(100, 110))) in out and out.strip().endswith("ok"), out
+
+
+def test_indices_must_be_ints():
+    with pytest.raises(TypeError, match=r"indices must be ints, not float \(0.5 at position 0\)"):
+        for _ in bl.Loader(fill, PLAN, [0.5, 1.9], workers=1, slots=2):
+            pass
+    with pytest.raises(TypeError, match="indices must be an int or an iterable of ints, not float"):
+        bl.Loader(fill, PLAN, 2.5)
+    assert segments() == []
+    assert [int(b["label"][0]) for b in bl.Loader(fill, PLAN, np.array([3, 1]), workers=1, slots=2)] == [3, 1]

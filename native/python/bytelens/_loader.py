@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing
+import operator
 import os
 import pickle
 import signal
@@ -97,7 +98,13 @@ class Loader:
             raise ValueError(f"workers must be an int >= 1, not {workers!r}")
         if not isinstance(slots, int) or slots < 2:
             raise ValueError(f"slots must be an int >= 2, not {slots!r}")
-        self.indices = list(range(indices)) if isinstance(indices, int) else [int(i) for i in indices]
+        if not isinstance(indices, int):
+            try:
+                iter(indices)
+            except TypeError:
+                raise TypeError(f"indices must be an int or an iterable of ints, not {type(indices).__name__}") from None
+        # Read lazily, as the loop goes: an endless iterator is fine.
+        self.indices: Iterable[int] = range(indices) if isinstance(indices, int) else indices
         self.fill = fill
         self.plan = plan
         self.workers = workers
@@ -107,7 +114,9 @@ class Loader:
         self._runs: weakref.WeakSet[_Run] = weakref.WeakSet()
 
     def __len__(self) -> int:
-        return len(self.indices)
+        if not hasattr(self.indices, "__len__"):
+            raise TypeError("this Loader's indices have no len() (an iterator, read as the loop goes)")
+        return len(self.indices)  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
         run = _Run(self)
@@ -183,6 +192,12 @@ class _Run:
         self.closed = False
         self.waiting = 0
         self.next_task = 0
+        # The indices, read as the loop goes: those of the positions not yet
+        # handed out, how many were read, and how many there are (at the end).
+        self.source = iter(loader.indices)
+        self.index_of: dict[int, int] = {}
+        self.read = 0
+        self.total: int | None = None
         self.warned = False
         try:
             self._start()
@@ -227,7 +242,6 @@ class _Run:
         self.tasks.unlink()
 
     def batches(self) -> Iterator[dict[str, Any]]:
-        indices = self.loader.indices
         slots = self.loader.slots
         self._feed(self.window)
         # Batches taken ahead of their turn, by position: their numpy arrays,
@@ -236,8 +250,13 @@ class _Run:
         # The buffers of batches handed out in place, while anything made
         # from them (the loop's variable, a kept array or tensor) lives.
         lent: list[Buffer] = []
-        for pos in range(len(indices)):
+        pos = -1
+        while True:
+            pos += 1
             self.waiting = pos
+            self._feed(pos + self.window)
+            if self._index(pos) is None:
+                return  # the indices ended
             while pos not in pending:
                 self._feed(pos + self.window)
                 lent = [buf for buf in lent if buf.exports]
@@ -266,6 +285,7 @@ class _Run:
             out = {name: _frameworks.to_framework(array, self.loader.framework) for name, array in arrays.items()}
             del arrays
             self._feed(pos + 1 + self.window)
+            self.index_of.pop(pos, None)
             yield out
             del out
             if self.closed:  # loader.close() from the loop's body
@@ -299,7 +319,7 @@ class _Run:
         try:
             ring.unlink()
             with ring.produce(timeout=0) as slot:
-                self.loader.fill(slot, self.loader.indices[pos])
+                self.loader.fill(slot, self.index_of[pos])
             with ring.consume(timeout=0) as batch:
                 return batch.arrays()
         finally:
@@ -309,15 +329,38 @@ class _Run:
         """Publishes the tasks of the positions before `upto` that the task
         ring has room for (while the loop keeps every slot, workers hold
         tasks they cannot fill, and the rest wait here)."""
-        indices = self.loader.indices
-        while self.next_task < min(upto, len(indices)):
+        while self.next_task < upto:
+            if self.next_task < self.waiting:
+                self.next_task += 1  # filled here already
+                continue
+            index = self._index(self.next_task)
+            if index is None:
+                return
             try:
                 slot = self.tasks.produce(timeout=0)
             except TimeoutError:
                 return
             with slot:
-                slot["task"][:] = (self.next_task, indices[self.next_task])
+                slot["task"][:] = (self.next_task, index)
             self.next_task += 1
+
+    def _index(self, pos: int) -> int | None:
+        """The index at position `pos` (read from the indices as far as it;
+        None past their end)."""
+        while self.read <= pos and self.total is None:
+            try:
+                item = next(self.source)
+            except StopIteration:
+                self.total = self.read
+                break
+            try:
+                self.index_of[self.read] = operator.index(item)
+            except TypeError:
+                raise TypeError(
+                    f"indices must be ints, not {type(item).__name__} ({item!r} at position {self.read})"
+                ) from None
+            self.read += 1
+        return self.index_of.get(pos)
 
     def _take(self) -> RingBatch:
         while True:
@@ -375,8 +418,8 @@ class _Run:
                 f"{name} {how} while filling index {self.filling[2 * w + 1]}; the batch it was "
                 f"filling is lost"
             )
-        indices = self.loader.indices
-        waiting = f"index {indices[self.waiting]}" if indices else "nothing"
+        index = self.index_of.get(self.waiting)
+        waiting = "nothing" if index is None else f"index {index}"
         raise LoaderWorkerError(
             f"{name} {how}, while the loader waited for "
             f"{waiting} (position {self.waiting}); the batch it was filling is lost"
