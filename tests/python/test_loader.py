@@ -412,3 +412,24 @@ def test_indices_must_be_ints():
         bl.Loader(fill, PLAN, 2.5)
     assert segments() == []
     assert [int(b["label"][0]) for b in bl.Loader(fill, PLAN, np.array([3, 1]), workers=1, slots=2)] == [3, 1]
+
+
+def fill_whole_slot(slot, index):
+    import ctypes
+
+    ctypes.memset(slot.address, 0, slot.nbytes)  # the guide's C pattern
+    fill(slot, index)
+
+
+def test_a_fill_that_writes_its_whole_slot_leaves_the_order_intact():
+    code, out, err = run_script(
+        """
+        import bytelens as bl
+        from test_loader import fill_whole_slot, PLAN
+        order = [5, 2, 9, 0, 7, 1, 3, 8]
+        got = [int(b["label"][0]) for b in bl.Loader(fill_whole_slot, PLAN, order, workers=3, slots=4)]
+        assert got == order, got
+        print("ok")
+        """
+    )
+    assert code == 0 and out.strip() == "ok", err

@@ -491,10 +491,12 @@ def _work(blob: bytes, data_name: str, tasks_name: str, at: int, conn: Any, fill
             if slot is None:
                 return
             with slot:
-                slot.buffer.view("<i8", offset=at, shape=(1,))[0] = pos
                 filling[2 * w + 1], filling[2 * w] = index, 1
                 fill(slot, index)
                 filling[2 * w] = 0
+                # Written after `fill`, which may write its whole slot
+                # (ctypes.memset(slot.address, 0, slot.nbytes)).
+                slot.buffer.view("<i8", offset=at, shape=(1,))[0] = pos
         except RingClosedError:
             return
         except SystemExit as err:
