@@ -433,3 +433,18 @@ def test_a_fill_that_writes_its_whole_slot_leaves_the_order_intact():
         """
     )
     assert code == 0 and out.strip() == "ok", err
+
+
+def test_workers_outlive_the_thread_that_started_the_loop():
+    import threading
+
+    it = iter(bl.Loader(fill, PLAN, 12, workers=2, slots=4))
+    got = []
+    t = threading.Thread(target=lambda: got.append(int(next(it)["label"][0])))
+    t.start()
+    t.join()
+    time.sleep(0.5)  # the thread that started the workers is gone
+    got += [int(b["label"][0]) for b in it]
+    assert got == list(range(12))
+    assert loader_children() == []
+    assert segments() == []

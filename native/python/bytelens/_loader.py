@@ -20,8 +20,10 @@ import multiprocessing
 import operator
 import os
 import pickle
+import queue
 import signal
 import sys
+import threading
 import time
 import traceback
 import warnings
@@ -228,7 +230,7 @@ class _Run:
                 name=f"bytelens-loader-{w}",
                 daemon=True,
             )
-            proc.start()
+            _start_lasting(proc)
             theirs.close()
             self.procs.append(proc)
             self.conns.append(mine)
@@ -443,6 +445,49 @@ def _ready(conn: Any, proc: Any) -> Any:
         return conn.recv() if conn.poll() else None
     except EOFError:
         return None
+
+
+_starter: queue.SimpleQueue[tuple[Any, queue.SimpleQueue[BaseException | None]]] | None = None
+_starter_lock = threading.Lock()
+
+
+def _start_lasting(proc: Any) -> None:
+    """Starts `proc` from a thread that lives as long as this process.
+    Linux's PR_SET_PDEATHSIG (which kills a worker when its parent dies)
+    follows the parent *thread*: workers started from the thread that
+    iterates would die with it, though the loader lives on."""
+    global _starter
+    with _starter_lock:
+        if _starter is None:
+            _starter = queue.SimpleQueue()
+            threading.Thread(target=_run_starter, args=(_starter,), name="bytelens-loader-starter", daemon=True).start()
+        starter = _starter
+    done: queue.SimpleQueue[BaseException | None] = queue.SimpleQueue()
+    starter.put((proc, done))
+    err = done.get()
+    if err is not None:
+        raise err
+
+
+def _run_starter(requests: queue.SimpleQueue[tuple[Any, queue.SimpleQueue[BaseException | None]]]) -> None:
+    while True:
+        proc, done = requests.get()
+        try:
+            proc.start()
+        except BaseException as err:
+            done.put(err)
+        else:
+            done.put(None)
+
+
+def _forget_starter() -> None:
+    """A forked child has no starter thread: it starts its own."""
+    global _starter, _starter_lock
+    _starter, _starter_lock = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_starter)
 
 
 def _die_with_parent() -> Callable[[], bool]:
