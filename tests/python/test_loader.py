@@ -448,3 +448,79 @@ def test_workers_outlive_the_thread_that_started_the_loop():
     assert got == list(range(12))
     assert loader_children() == []
     assert segments() == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_the_main_process_killed_while_workers_start_leaves_nothing(tmp_path):
+    (tmp_path / "slow_fill.py").write_text(
+        textwrap.dedent(
+            """
+            import os, time
+            if os.environ.get("SLOW_FILL_IMPORT"):
+                time.sleep(60)  # a worker importing torch, much slower
+            def fill(slot, index):
+                slot["label"][0] = index
+            """
+        )
+    )
+    script = textwrap.dedent(
+        """
+        import os, sys
+        sys.path.insert(0, %r)
+        sys.path.insert(0, %r)
+        import bytelens as bl
+        from slow_fill import fill
+        from test_loader import PLAN
+        os.environ["SLOW_FILL_IMPORT"] = "1"  # for the workers only
+        print("starting", flush=True)
+        for batch in bl.Loader(fill, PLAN, 10, workers=2, slots=4):
+            pass
+        """
+        % (str(tmp_path), os.path.dirname(__file__))
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline() == "starting\n"
+        deadline = time.monotonic() + 30
+        workers = []
+        while len(workers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            workers = [p for p in _children_of(child.pid) if "multiprocessing" in _cmdline(p) and "resource_tracker" not in _cmdline(p)]
+        assert len(workers) == 2, "the workers did not start"
+        time.sleep(1.0)  # the workers are importing fill
+        assert len(glob.glob(f"/dev/shm/bl-loader-{child.pid}-*")) == 2
+    finally:
+        child.kill()
+        child.wait()
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and (
+        glob.glob(f"/dev/shm/bl-loader-{child.pid}-*") or any(_alive(p) for p in workers)
+    ):
+        time.sleep(0.1)
+    assert not any(_alive(p) for p in workers), "a worker outlived the main process"
+    left = glob.glob(f"/dev/shm/bl-loader-{child.pid}-*")
+    for path in left:
+        os.unlink(path)
+    assert left == []
+
+
+def _children_of(pid):
+    out = []
+    for stat in glob.glob("/proc/[0-9]*/stat"):
+        try:
+            with open(stat) as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(int(stat.split("/")[2]))
+    return out
+
+
+def _cmdline(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return f.read().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""

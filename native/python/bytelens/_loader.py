@@ -37,6 +37,11 @@ from ._native import Buffer, Plan, Ring, RingBatch, RingClosedError, RingSlot
 #: How long the main process and the workers wait at a time before they
 #: look for errors, dead workers or a dead parent.
 _SLICE = 0.2
+# POSIX: a process that removes what a dead process left in /dev/shm.
+from multiprocessing import resource_tracker as _tracker
+
+if "shared_memory" not in getattr(_tracker, "_CLEANUP_FUNCS", {}):  # Windows
+    _tracker = None  # type: ignore[assignment]
 #: How long the workers of a pass that ends have, all together, to stop
 #: by themselves before they are killed.
 _GRACE = 2.0
@@ -144,6 +149,22 @@ class _Parts:
         self.rings: list[Ring] = []
         self.procs: list[Any] = []
         self.conns: list[Any] = []
+        self.tracked: list[str] = []
+
+    def track(self, name: str) -> None:
+        """Has multiprocessing's resource tracker (a process of its own)
+        remove the segment `name` if this process dies before it does: the
+        names live until every worker has attached, which can take seconds
+        (a worker importing torch)."""
+        if _tracker is not None:
+            _tracker.register("/" + name, "shared_memory")
+            self.tracked.append(name)
+
+    def untrack(self) -> None:
+        """The names are removed: the tracker has nothing to do."""
+        tracked, self.tracked = self.tracked, []
+        for name in tracked:
+            _tracker.unregister("/" + name, "shared_memory")  # type: ignore[union-attr]
 
     def close(self) -> None:
         """Closes the rings, stops the workers (together: one grace period
@@ -170,6 +191,7 @@ class _Parts:
                 ring.unlink()
             except FileNotFoundError:
                 pass
+        self.untrack()
 
 
 class _Run:
@@ -186,8 +208,10 @@ class _Run:
         self.end = weakref.finalize(self, self.parts.close)
         self.data: Any = Ring.create(tag + "-data", loader.plan, loader.slots, nbytes=at + 8)
         self.parts.rings.append(self.data)
+        self.parts.track(self.data.name)
         self.tasks: Any = Ring.create(tag + "-tasks", _TASK, loader.slots)
         self.parts.rings.insert(0, self.tasks)
+        self.parts.track(self.tasks.name)
         self.at = at
         self.procs: list[Any] = self.parts.procs
         self.conns: list[Any] = self.parts.conns
@@ -226,7 +250,7 @@ class _Run:
             mine, theirs = ctx.Pipe(duplex=False)
             proc = ctx.Process(
                 target=_work,
-                args=(blob, self.data.name, self.tasks.name, self.at, theirs, self.filling, w),
+                args=(blob, self.data.name, self.tasks.name, self.at, theirs, self.filling, w, os.getpid()),
                 name=f"bytelens-loader-{w}",
                 daemon=True,
             )
@@ -242,6 +266,7 @@ class _Run:
         # Every worker has the rings mapped: the names can go.
         self.data.unlink()
         self.tasks.unlink()
+        self.parts.untrack()
 
     def batches(self) -> Iterator[dict[str, Any]]:
         slots = self.loader.slots
@@ -490,16 +515,16 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_starter)
 
 
-def _die_with_parent() -> Callable[[], bool]:
-    """Asks Linux to kill this worker when its parent dies; and a check
-    that the parent still lives, for everywhere."""
+def _die_with_parent(parent: int) -> Callable[[], bool]:
+    """Asks Linux to kill this worker when its parent (`parent`, the main
+    process) dies; and a check that it still lives, for everywhere (a
+    worker whose parent died before it got here exits at its first check)."""
     if sys.platform == "linux":
         try:
             libc = ctypes.CDLL(None, use_errno=True)
             libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
             pass
-    parent = os.getppid()
     return lambda: os.getppid() == parent
 
 
@@ -507,9 +532,11 @@ def _name_of(fill: Any) -> str:
     return f"{getattr(fill, '__module__', '?')}.{getattr(fill, '__qualname__', repr(fill))}"
 
 
-def _work(blob: bytes, data_name: str, tasks_name: str, at: int, conn: Any, filling: Any, w: int) -> None:
+def _work(blob: bytes, data_name: str, tasks_name: str, at: int, conn: Any, filling: Any, w: int, parent: int) -> None:
     """A worker: takes tasks, fills their batches, until the tasks close."""
-    parent_alive = _die_with_parent()
+    parent_alive = _die_with_parent(parent)
+    if not parent_alive():
+        return
     try:
         fill: Callable[[RingSlot, int], Any] = pickle.loads(blob)
     except BaseException as err:
