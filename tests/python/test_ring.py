@@ -489,3 +489,35 @@ def test_publishing_or_abandoning_inside_the_block_is_all_the_block_does(ring, h
     assert (stats["published"], stats["abandoned"]) == ((1, 0) if how == "publish" else (0, 1))
     with pytest.raises(RuntimeError, match="already published or abandoned"):
         slot.publish()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_a_consumer_that_died_holding_a_batch_is_recovered_while_a_zombie(ring):
+    r = ring("zombie", slots=1)
+    with r.produce() as slot:
+        fill(slot, 5)
+    script = textwrap.dedent(
+        f"""
+        import os, bytelens as bl
+        r = bl.Ring.attach({r.name!r})
+        batch = r.consume(timeout=10)
+        print("holding", flush=True)
+        os._exit(0)
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout.readline() == "holding\n"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with open(f"/proc/{child.pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    break
+            time.sleep(0.01)
+        # Not reaped yet (this process is its parent, and waits for the batch).
+        with r.consume(timeout=10) as batch:
+            assert batch.redelivered and check(batch) == 5
+    finally:
+        child.wait()
+

@@ -32,7 +32,9 @@ pub(crate) fn me() -> Owner {
 /// Whether `owner` still runs: its id names a process, started when the
 /// table says (where the OS tells start times).
 pub(crate) fn alive(owner: Owner) -> bool {
-    if !exists(owner.pid) {
+    // A zombie (ended, not yet reaped by its parent, which may well be the
+    // process waiting for what it held) still answers `kill(pid, 0)`.
+    if !exists(owner.pid) || zombie(owner.pid) {
         return false;
     }
     match born(owner.pid) {
@@ -74,6 +76,29 @@ fn born(pid: u32) -> Option<u64> {
 #[cfg(all(unix, not(target_os = "linux")))]
 fn born(_pid: u32) -> Option<u64> {
     None
+}
+
+/// Whether the process has ended and waits to be reaped: field 3 of the
+/// main thread's stat is `Z` (or `X`, dead), as `born` reads it.
+#[cfg(target_os = "linux")]
+fn zombie(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read(format!("/proc/{pid}/task/{pid}/stat")) else {
+        return false;
+    };
+    let Some(after) = stat.iter().rposition(|&b| b == b')') else {
+        return false;
+    };
+    matches!(
+        stat[after + 1..].iter().find(|b| !b.is_ascii_whitespace()),
+        Some(b'Z' | b'X')
+    )
+}
+
+/// Elsewhere a zombie is not told from a live process (Windows has none:
+/// an exited process is `exited` in `exists`).
+#[cfg(not(target_os = "linux"))]
+fn zombie(_pid: u32) -> bool {
+    false
 }
 
 #[cfg(windows)]
@@ -171,5 +196,22 @@ mod tests {
         let pid = child.id();
         child.wait().unwrap();
         assert!(!alive(Owner { pid, born: 0 }));
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    #[cfg_attr(miri, ignore = "starts a process")]
+    fn a_zombie_is_dead() {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        let born = born(pid).unwrap_or(0);
+        // Ended, not reaped: a zombie until the wait below.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !zombie(pid) && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(exists(pid), "a zombie still answers kill(pid, 0)");
+        assert!(!alive(Owner { pid, born }));
+        child.wait().unwrap();
     }
 }
