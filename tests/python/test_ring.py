@@ -521,3 +521,52 @@ def test_a_consumer_that_died_holding_a_batch_is_recovered_while_a_zombie(ring):
     finally:
         child.wait()
 
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="forks")
+def test_a_forked_child_leaves_its_parent_s_leases_alone(ring):
+    import gc
+    import warnings
+
+    r = ring("fork", slots=1)
+    with r.produce() as slot:
+        fill(slot, 3)
+    batch = r.consume(timeout=0)
+    x = batch["data"]
+
+    def child(code):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # fork with threads (and JAX's) about
+            pid = os.fork()
+        if pid == 0:
+            try:
+                code()
+                gc.collect()
+            except BaseException:
+                os._exit(1)
+            os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+
+    def drop_batch():
+        nonlocal batch, x
+        batch.release()
+        del batch, x
+
+    child(drop_batch)  # the child's copy of the batch goes, on its exit too
+    with pytest.raises(TimeoutError):
+        r.produce(timeout=0.2)  # still the parent's: nothing may overwrite it
+    assert int(x[1]) == (2654435761 + 3) % (1 << 32)
+    batch.release()
+    del x
+    slot = r.produce(timeout=0)
+
+    def drop_slot():
+        nonlocal slot
+        del slot
+
+    child(drop_slot)  # a child dropping the parent's slot abandons nothing
+    fill(slot, 4)
+    slot.publish()
+    assert r.stats()["abandoned"] == 0
+    with r.consume(timeout=0) as batch:
+        assert check(batch) == 4

@@ -31,6 +31,14 @@ impl Filling {
         self.done = true;
         let me = self.me;
         let slot = self.slot;
+        if !mine(me) {
+            // A forked child's copy of its parent's lease: the slot is the
+            // parent's to publish.
+            return Err(RingError::SlotLost {
+                name: self.ring.name(),
+                slot,
+            });
+        }
         let mut seq = 0;
         let published = self.ring.change(&mut |t| {
             protocol::publish(t, slot, me).map(|(s, stores)| {
@@ -47,7 +55,7 @@ impl Filling {
 
 impl Drop for Filling {
     fn drop(&mut self) {
-        if !self.done {
+        if !self.done && mine(self.me) {
             let (slot, me) = (self.slot, self.me);
             let _ = self.ring.change(&mut |t| protocol::abandon(t, slot, me));
         }
@@ -96,9 +104,20 @@ impl Batch {
 
 impl Drop for Batch {
     fn drop(&mut self) {
+        if !mine(self.me) {
+            return;
+        }
         let (slot, me) = (self.slot, self.me);
         let _ = self.ring.change(&mut |t| protocol::release(t, slot, me));
     }
+}
+
+/// Whether this process is `owner`, the process that took the lease: a
+/// child forked while its parent held a lease has a copy of it, which must
+/// neither release, publish nor abandon the parent's slot (the parent may
+/// still be reading or filling it). In any other process a lease is inert.
+fn mine(owner: protocol::Owner) -> bool {
+    std::process::id() == owner.pid
 }
 
 impl Inner {
