@@ -570,3 +570,14 @@ def test_a_forked_child_leaves_its_parent_s_leases_alone(ring):
     assert r.stats()["abandoned"] == 0
     with r.consume(timeout=0) as batch:
         assert check(batch) == 4
+
+
+def test_sizes_are_refused_with_the_numbers_given():
+    name = unique("sizes")
+    with pytest.raises(ValueError, match=r"-1 slots: a ring has 1 to 65536") as err:
+        bl.Ring.create(name, 64, -1)
+    assert err.value.kind == "BadSegment" and name in str(err.value)
+    with pytest.raises(ValueError, match=r"2 slots of 9223372036854775808 bytes .*more than a shared segment") as err:
+        bl.Ring.create(name, 2**63, 2)
+    assert err.value.kind == "BadSegment" and name in str(err.value)
+    assert "18446744073709551615" not in str(err.value)

@@ -98,9 +98,18 @@ impl PyRing {
         py: Python<'_>,
         name: &str,
         plan: &Bound<'_, PyAny>,
-        slots: usize,
+        slots: i64,
         nbytes: Option<usize>,
     ) -> PyResult<PyRing> {
+        // Refused here as the ring refuses 0 slots, with the number given
+        // (a negative count would be pyo3's OverflowError).
+        let Ok(slots) = usize::try_from(slots) else {
+            return Err::<PyRing, _>(RingError::BadRing {
+                name: name.to_owned(),
+                why: format!("{slots} slots: a ring has 1 to {}", bytelens::MAX_SLOTS),
+            })
+            .py_err(py);
+        };
         let ring = if let Ok(plan) = plan.cast::<PyPlan>() {
             let plan = plan.get().plan.spec().build().py_err(py)?;
             let nbytes = nbytes.unwrap_or(plan.nbytes());

@@ -163,7 +163,11 @@ impl Ring {
                 ))
             });
         let Some((stride, first, nbytes)) = layout else {
-            return Err(SharedError::TooLarge { nbytes: usize::MAX }.into());
+            // The numbers the caller gave, not the overflowed total.
+            return Err(bad(format!(
+                "{slots} slots of {slot_bytes} bytes (each on pages of its own) are more than \
+                 a shared segment can hold"
+            )));
         };
         // SAFETY: the caller's promise, passed on.
         let mut shared = unsafe { SharedBuffer::create(name, nbytes, plan) }?;

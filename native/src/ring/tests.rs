@@ -189,6 +189,23 @@ fn the_longest_timeouts_wait_without_overflowing() {
     assert!(matches!(err, RingError::Closed { .. }), "{err}");
 }
 
+#[test]
+#[cfg_attr(miri, ignore = "shared memory")]
+fn an_oversized_ring_is_refused_with_the_numbers_given() {
+    let what = name("huge");
+    // SAFETY: nothing shrinks the tests' segments.
+    let err = unsafe { Ring::create(&what, None, usize::MAX - 5, 3) }
+        .err()
+        .unwrap();
+    let text = err.to_string();
+    assert!(
+        text.contains(&what) && text.contains(&format!("3 slots of {} bytes", usize::MAX - 5)),
+        "{text}"
+    );
+    assert!(!text.contains(&usize::MAX.to_string()), "{text}");
+    assert_eq!(err.kind(), ErrorKind::BadSegment);
+}
+
 /// The word `w` of the table of the ring `name`, through a second mapping.
 fn poke(name: &str, w: usize, value: u64) {
     // SAFETY: nothing shrinks the tests' segments.
