@@ -52,6 +52,9 @@ const SLICE: Duration = Duration::from_millis(50);
 /// The most slots a ring has.
 pub const MAX_SLOTS: usize = 1 << 16;
 
+/// How long `attach` waits for a ring its creator is still making.
+const CREATING_WAIT: Duration = Duration::from_secs(10);
+
 /// A ring of `slots` slots of the same size in a named shared-memory
 /// segment, for batches between processes: see the module's docs, and the
 /// guide's "Pipelines between processes".
@@ -172,6 +175,10 @@ impl Ring {
         // SAFETY: the caller's promise, passed on.
         let mut shared = unsafe { SharedBuffer::create(name, nbytes, plan) }?;
         let base = shared.as_mut_ptr();
+        // SAFETY: the data (page-aligned) holds the header's words, stored
+        // as atomics as every process reads them.
+        unsafe { AtomicU64::from_ptr(base.cast::<u64>()) }
+            .store(protocol::CREATING, Ordering::Release);
         if let Err(err) = populate(base, nbytes) {
             drop(shared);
             let _ = SharedBuffer::unlink(name);
@@ -220,6 +227,18 @@ impl Ring {
             // (checked above), read as atomics as every process does.
             unsafe { AtomicU64::from_ptr(base.cast::<u64>().add(w)) }.load(Ordering::Acquire)
         };
+        // A creator filling the pages in (seconds for a large ring): wait.
+        let start = Instant::now();
+        while get(protocol::W_MAGIC) == protocol::CREATING {
+            if start.elapsed() >= CREATING_WAIT {
+                return Err(bad(format!(
+                    "it is still being created after {} s (its creator fills its pages in; \
+                     or it died doing so)",
+                    CREATING_WAIT.as_secs()
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
         if get(protocol::W_MAGIC) != protocol::MAGIC {
             return Err(bad(
                 "no ring's table (a shared buffer of another kind?)".into()

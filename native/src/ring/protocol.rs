@@ -53,6 +53,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub(crate) const FORMAT: u64 = 1;
 /// `"BLRING\0\0"`, the table's first word.
 pub(crate) const MAGIC: u64 = u64::from_le_bytes(*b"BLRING\0\0");
+/// `W_MAGIC` while the creator fills the segment's pages in, before it
+/// writes the table (`MAGIC` last): an attaching process waits for it.
+pub(crate) const CREATING: u64 = u64::from_le_bytes(*b"BLRING\0c");
 
 /// Header words.
 pub(crate) const W_MAGIC: usize = 0;

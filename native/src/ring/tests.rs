@@ -206,6 +206,28 @@ fn an_oversized_ring_is_refused_with_the_numbers_given() {
     assert_eq!(err.kind(), ErrorKind::BadSegment);
 }
 
+#[test]
+#[cfg_attr(miri, ignore = "shared memory")]
+fn attaching_waits_for_a_ring_being_created() {
+    let ring = make("creating", 8, 2);
+    let name = ring.0.name().to_owned();
+    // As the creator leaves the table while it fills the pages in.
+    poke(&name, protocol::W_MAGIC, protocol::CREATING);
+    let creator = {
+        let name = name.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(150));
+            poke(&name, protocol::W_MAGIC, protocol::MAGIC);
+        })
+    };
+    let start = Instant::now();
+    // SAFETY: nothing shrinks the tests' segments.
+    let attached = unsafe { Ring::attach(&name) }.unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(100));
+    creator.join().unwrap();
+    assert_eq!(attached.slots(), 2);
+}
+
 /// The word `w` of the table of the ring `name`, through a second mapping.
 fn poke(name: &str, w: usize, value: u64) {
     // SAFETY: nothing shrinks the tests' segments.
