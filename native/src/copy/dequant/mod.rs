@@ -72,12 +72,19 @@ pub fn check_dequantize_to(to: Descr) -> Result<(), Error> {
             ),
         });
     }
-    let native = Descr::native(to.dtype);
-    if to != native {
+    if to != Descr::native(to.dtype) {
+        let endian = |order| match order {
+            bytelens_core::ByteOrder::Little => "little-endian",
+            bytelens_core::ByteOrder::Big => "big-endian",
+        };
         return Err(Error::Dequantize {
             detail: format!(
-                "blocks dequantise to float32, float16 or bfloat16 in this machine's byte order \
-                 ('{native}'), not '{to}': dequantise, then byteswap the result"
+                "dequantised values are {} in this machine's byte order ({}), not {} ('{to}'): \
+                 dequantise, then byteswap the result (blocks dequantise to float32, float16 or \
+                 bfloat16 in the machine's byte order)",
+                to.dtype.name(),
+                endian(bytelens_core::ByteOrder::NATIVE),
+                endian(to.order)
             ),
         });
     }
