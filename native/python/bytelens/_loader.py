@@ -305,10 +305,10 @@ class _Run:
                 # (Else a worker filled a position already filled here.)
                 batch.release()
                 del batch, buf
-            arrays, buf = pending.pop(pos)
-            if buf is not None:
-                lent.append(buf)
-                del buf
+            arrays, held = pending.pop(pos)
+            if held is not None:
+                lent.append(held)
+            del held
             out = {name: _frameworks.to_framework(array, self.loader.framework) for name, array in arrays.items()}
             del arrays
             self._feed(pos + 1 + self.window)
@@ -348,7 +348,8 @@ class _Run:
             with ring.produce(timeout=0) as slot:
                 self.loader.fill(slot, self.index_of[pos])
             with ring.consume(timeout=0) as batch:
-                return batch.arrays()
+                arrays = batch.arrays()
+            return arrays
         finally:
             ring.close()
 
