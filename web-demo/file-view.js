@@ -12,6 +12,7 @@
 // scroll, reading only rows not read.
 
 import { el } from "./dom.js";
+import { nextTask } from "./tasks.js";
 import { flatOf, indexAt, readingsOf, stridesFor } from "./numbers.js";
 import { VirtualRows } from "./vtable.js";
 import { Inspector } from "./inspector.js";
@@ -32,17 +33,6 @@ const HUES = [210, 28, 140, 330, 265, 95, 0, 185, 50, 300];
 const INSPECT = 8; // bytes the inspector reads from the selection: the widest dtype's
 const NONE = Object.freeze({ row: -1, promise: Promise.resolve() });
 
-/** Lets the page's other tasks run (input, drawing): a task of its own, unclamped as nested timeouts are. */
-function nextTask() {
-  return new Promise((resolve) => {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = () => {
-      channel.port1.close();
-      resolve();
-    };
-    channel.port2.postMessage(null);
-  });
-}
 
 export class FileView {
   constructor(wasm) {

@@ -30,6 +30,7 @@
 // not in memory are fetched again, and the run says why.
 
 import init, { Stats, Histogram, Heatmap, Tally, dequantize } from "./pkg/bytelens_wasm.js";
+import { nextTask } from "./tasks.js";
 
 /** The chunks kept for the histogram's pass: a tensor this big or smaller is fetched once. */
 const CACHE_BYTES = 32 * 1024 * 1024;
@@ -241,17 +242,6 @@ async function openSpill(nbytes) {
   }
 }
 
-/** Lets messages in (a cancel) between chunks read synchronously: a task, unclamped as nested timeouts are. */
-function nextTask() {
-  return new Promise((resolve) => {
-    const channel = new MessageChannel();
-    channel.port1.onmessage = () => {
-      channel.port1.close();
-      resolve();
-    };
-    channel.port2.postMessage(null);
-  });
-}
 
 /** A chunk as elements the core reads: a quantised one dequantised to float32. */
 function elements(m, bytes) {
