@@ -203,6 +203,10 @@ error_kinds! {
     /// A wait stopped by its interrupt check (in Python, the signal's own
     /// exception is raised instead: `KeyboardInterrupt` for Ctrl-C).
     Interrupted => "Interrupted", "InterruptedError", "Error";
+    /// Memory that arrays, memoryviews or tensors still refer to where
+    /// nothing may: a buffer closed, or a producer's slot published, while
+    /// they live.
+    InUse => "InUse", "BufferError", "Error";
     // The GPU.
     /// No GPU adapter.
     NoAdapter => "NoAdapter", "GpuError", "Error";

@@ -22,10 +22,10 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyMemoryView, PyTuple, PyType};
 
 use super::dlpack;
 use super::dtype::numpy_descr;
-use super::error::{IntoPyErr, PyErrResult};
+use super::error::{IntoPyErr, PyErrResult, error_of_kind};
 use super::layout::{Int, PyLayout, PyPlan, resolve_view};
 use super::memory::{Export, Memory, Storage, fill_buffer, span};
-use bytelens::{Layout, LayoutError, MAX_NDIM};
+use bytelens::{ErrorKind, Layout, LayoutError, MAX_NDIM};
 
 /// Bytes that typed numpy views share without copying.
 ///
@@ -150,7 +150,7 @@ impl PyBuf {
 
     /// Live exports: references to the [`Export`] other than the buffer's own
     /// (one per numpy array made over the buffer, memoryview and DLPack capsule).
-    fn live_exports(&self, _py: Python<'_>) -> usize {
+    pub(crate) fn live_exports(&self, _py: Python<'_>) -> usize {
         // SAFETY: `views` is a live object (we hold a reference), and reading a
         // reference count is allowed while attached to the interpreter (`_py`).
         let refs = unsafe { ffi::Py_REFCNT(self.views.as_ptr()) };
@@ -457,11 +457,12 @@ impl PyBuf {
     /// with `buf` itself, when the last reference to it goes.
     fn close(&self, py: Python<'_>) -> PyResult<()> {
         let refuse = |live: usize| {
-            Err(PyBufferError::new_err(format!(
+            let message = format!(
                 "cannot close a Buffer with {live} live export{} (numpy arrays, memoryviews \
                  or DLPack capsules over its memory); delete them first",
                 if live == 1 { "" } else { "s" }
-            )))
+            );
+            Err(error_of_kind(py, ErrorKind::InUse, message))
         };
         // Nothing can take a reference to the Export while this call holds the GIL.
         let live = self.live_exports(py);

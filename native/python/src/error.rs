@@ -9,8 +9,8 @@
 
 use pyo3::create_exception;
 use pyo3::exceptions::{
-    PyFileExistsError, PyFileNotFoundError, PyInterruptedError, PyIsADirectoryError, PyOSError,
-    PyPermissionError, PyRuntimeError, PyTimeoutError,
+    PyBufferError, PyFileExistsError, PyFileNotFoundError, PyInterruptedError, PyIsADirectoryError,
+    PyOSError, PyPermissionError, PyRuntimeError, PyTimeoutError,
 };
 use pyo3::exceptions::{PyKeyError, PyMemoryError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -110,6 +110,7 @@ fn class_of(py: Python<'_>, kind: ErrorKind) -> Bound<'_, PyType> {
         "TimeoutError" => py.get_type::<PyTimeoutError>(),
         "OSError" => py.get_type::<PyOSError>(),
         "InterruptedError" => py.get_type::<PyInterruptedError>(),
+        "BufferError" => py.get_type::<PyBufferError>(),
         // RuntimeError, GpuError without the `gpu` feature, and any class
         // a later row names before this match learns it (the Python test
         // of kinds fails then: the class is not the table's).
