@@ -446,7 +446,11 @@ def test_the_loop_lets_go_of_each_batch_so_a_one_slot_ring_flows(ring):
     assert [check(b) for b in kept] == [0, 1, 2]
 
 
-def test_two_consumers_draining_a_closed_ring_both_end(ring):
+@pytest.mark.parametrize("keep", [False, True], ids=["loop", "keeping-the-last"])
+def test_two_consumers_draining_a_closed_ring_both_end(ring, keep):
+    # Keeping the last batch (`last = batch`, a metric tensor) keeps its slot
+    # while the loop takes the next: on a closed ring neither consumer may
+    # wait for the batch the other keeps.
     r = ring("drain2", slots=4)
     script = textwrap.dedent(
         f"""
@@ -456,6 +460,8 @@ def test_two_consumers_draining_a_closed_ring_both_end(ring):
         n = 0
         for batch in r:
             n += 1
+            if {keep!r}:
+                last = batch
         print(n, flush=True)
         """
     )
@@ -581,3 +587,93 @@ def test_sizes_are_refused_with_the_numbers_given():
         bl.Ring.create(name, 2**63, 2)
     assert err.value.kind == "BadSegment" and name in str(err.value)
     assert "18446744073709551615" not in str(err.value)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PID namespaces are Linux's")
+def test_a_process_of_another_pid_namespace_is_refused_at_attach(ring):
+    # A container sharing /dev/shm but not the PIDs: its ids are other
+    # numbers, so its batches would look like a dead process's.
+    new_ns = ["unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc"]
+    probe = subprocess.run([*new_ns, "true"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        pytest.skip(f"no PID namespace can be made here (needs root or user namespaces): {probe.stderr.strip()}")
+    r = ring("pidns")
+    script = textwrap.dedent(
+        f"""
+        import os, bytelens as bl
+        assert os.getpid() == 1
+        try:
+            bl.Ring.attach({r.name!r})
+        except ValueError as err:
+            print(err.kind, err)
+        else:
+            print("attached")
+        """
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    run = subprocess.run([*new_ns, sys.executable, "-c", script], capture_output=True, text=True, env=env, timeout=60)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.startswith("BadSegment ring "), run.stdout
+    assert r.name in run.stdout and "another PID namespace" in run.stdout and "--pid=host" in run.stdout
+    assert "attached" not in run.stdout
+
+
+def test_a_producer_s_arrays_cannot_outlive_its_slot_into_a_published_batch(ring):
+    r = ring("kept-slot", slots=2)
+    # A variable holding slot["data"] past the block would write into the
+    # batch a consumer reads: the block refuses to publish, and the slot
+    # goes back unpublished.
+    with pytest.raises(BufferError, match=r"slot 0 cannot be published while something still refers to its memory: slot\['data'\]") as err:
+        with r.produce(timeout=0) as slot:
+            data = slot["data"]
+            fill(slot, 1)
+    assert err.value.kind == "InUse" and r.name in str(err.value)
+    assert r.stats()["abandoned"] == 1 and r.stats()["published"] == 0
+    del data
+    # A view or tensor made from it, or a view of slot.buffer, counts too.
+    slot = r.produce(timeout=0)
+    fill(slot, 2)
+    tail = slot["data"][1:]
+    raw = slot.buffer.view("<u1")
+    # tail keeps slot["data"] (its base); raw is an export of its own.
+    with pytest.raises(BufferError, match=r"slot\['data'\], 1 other array, memoryview or capsule over the slot's bytes"):
+        slot.publish()
+    del tail, raw
+    assert slot.publish() == 0  # the slot was still this producer's
+    with pytest.raises(RuntimeError, match="already published or abandoned") as err:
+        slot.publish()
+    assert err.value.kind == "OutOfOrder"
+    torch = pytest.importorskip("torch")
+    with pytest.raises(BufferError, match=r"slot\['data'\]"):
+        with r.produce(timeout=0) as slot:
+            t = torch.from_numpy(slot["data"])
+            t.fill_(7)
+    del t
+    with r.consume(timeout=0) as batch:
+        assert check(batch) == 2
+
+
+def test_binding_errors_have_their_kinds_and_the_ring_s_name(ring):
+    with pytest.raises(TypeError, match="plan must be a bytelens.Plan") as err:
+        bl.Ring.create(unique("kinds"), "x", 2)
+    assert err.value.kind == "WrongType"
+    r = ring("kinds", slots=2)
+    with r.produce(timeout=0) as slot:
+        with pytest.raises(KeyError, match="no field 'nope'") as err:
+            slot["nope"]
+        assert err.value.kind == "NoSuchArray"
+        fill(slot, 3)
+    batch = r.consume(timeout=0)
+    batch.release()
+    with pytest.raises(RuntimeError, match="batch 0 was released") as err:
+        batch["data"]
+    assert err.value.kind == "OutOfOrder"
+    # Plan text in the segment's header damaged by something else.
+    with open(f"/dev/shm/{r.name}", "r+b") as f:
+        head = f.read(4096)
+        at = head.index(b"data")
+        f.seek(at)
+        f.write(b"d\x01ta")
+    with pytest.raises(bl.LayoutError, match=r"ring \"" + r.name + r"\": its stored plan cannot be read") as err:
+        bl.Ring.attach(r.name)
+    assert err.value.kind == "BadName"

@@ -8,16 +8,16 @@
 use std::sync::Mutex;
 use std::time::Duration;
 
-use pyo3::exceptions::{PyKeyError, PyRuntimeError, PyStopIteration, PyTypeError};
+use pyo3::exceptions::PyStopIteration;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 
 use super::buffer::PyBuf;
-use super::error::PyErrResult;
+use super::error::{PyErrResult, error_of_kind};
 use super::layout::PyPlan;
 use super::memory::{Memory, Storage};
 use super::shared::timeout_arg;
-use bytelens::{Batch, Filling, Ring, RingError};
+use bytelens::{Batch, ErrorKind, Filling, QuoteStyle, Quoted, Ring, RingError};
 
 /// A ring of `slots` slots in the shared-memory segment `name`, each laid
 /// out by `plan` (a bytelens.Plan, or a byte size): Ring.create(name, plan,
@@ -120,10 +120,11 @@ impl PyRing {
             // SAFETY: as above.
             unsafe { Ring::create(name, None, nbytes.unwrap_or(size).max(size), slots) }
         } else {
-            return Err(PyTypeError::new_err(format!(
+            let message = format!(
                 "plan must be a bytelens.Plan or a byte size (an int >= 0), not {}",
                 plan.get_type().name()?
-            )));
+            );
+            return Err(error_of_kind(py, ErrorKind::WrongType, message));
         };
         PyRing::new(py, ring.py_err(py)?)
     }
@@ -369,28 +370,81 @@ pub struct PySlot {
 }
 
 impl PySlot {
-    fn take(&self) -> PyResult<Filling> {
+    fn take(&self, py: Python<'_>) -> PyResult<Filling> {
         let mut held = self.filling.lock().unwrap_or_else(|e| e.into_inner());
         held.take().ok_or_else(|| {
-            PyRuntimeError::new_err(format!(
-                "slot {} was already published or abandoned",
-                self.slot
-            ))
+            let message = format!("slot {} was already published or abandoned", self.slot);
+            error_of_kind(py, ErrorKind::OutOfOrder, message)
         })
+    }
+
+    /// `InUse` while anything but the slot itself refers to its memory: a
+    /// variable holding `slot["x"]`, a view or tensor made from it, a view
+    /// of `slot.buffer`. Once published the bytes are a consumer's, and
+    /// such an array would write into them.
+    fn refuse_if_referenced(&self, py: Python<'_>, ring: &str) -> PyResult<()> {
+        let arrays = self.arrays.bind(py);
+        let mut held = vec![];
+        for (name, array) in arrays.iter() {
+            // SAFETY: `array` is a live object (bound here), and reading a
+            // reference count is allowed while attached (`py`).
+            let refs = unsafe { pyo3::ffi::Py_REFCNT(array.as_ptr()) };
+            // The dict's reference and `array`'s: nothing else has it.
+            if refs > 2 {
+                held.push(format!("slot[{}]", name.repr()?));
+            }
+        }
+        // Each of the dict's arrays holds one export; any other is a view,
+        // memoryview or capsule made some other way.
+        let others = self
+            .buffer
+            .get()
+            .live_exports(py)
+            .saturating_sub(arrays.len());
+        if held.is_empty() && others == 0 {
+            return Ok(());
+        }
+        if others > 0 {
+            held.push(format!(
+                "{others} other array{}, memoryview{} or capsule{} over the slot's bytes",
+                if others == 1 { "" } else { "s" },
+                if others == 1 { "" } else { "s" },
+                if others == 1 { "" } else { "s" },
+            ));
+        }
+        let message = format!(
+            "ring {}: slot {} cannot be published while something still refers to its \
+             memory: {} (a variable, or a view or tensor made from it). Once published the \
+             bytes are a consumer's, and these would write into them: delete them (or copy \
+             what you keep) before publishing",
+            Quoted::new(ring, 64, QuoteStyle::Name),
+            self.slot,
+            held.join(", ")
+        );
+        Err(error_of_kind(py, ErrorKind::InUse, message))
     }
 }
 
 #[pymethods]
 impl PySlot {
-    /// Publishes the batch: its sequence number.
+    /// Publishes the batch: its sequence number. Refused (`BufferError`,
+    /// the slot still this producer's) while arrays, views or tensors of
+    /// the slot live outside it: they would write into the published batch.
     fn publish(&self, py: Python<'_>) -> PyResult<u64> {
-        let filling = self.take()?;
+        let ring = {
+            let held = self.filling.lock().unwrap_or_else(|e| e.into_inner());
+            held.as_ref().map(|f| f.ring_name())
+        };
+        if let Some(ring) = ring {
+            self.refuse_if_referenced(py, &ring)?;
+        }
+        let filling = self.take(py)?;
         py.detach(|| filling.publish()).py_err(py)
     }
 
     /// Gives the slot back unpublished.
     fn abandon(&self, py: Python<'_>) -> PyResult<()> {
-        let filling = self.take()?;
+        let filling = self.take(py)?;
         py.detach(|| drop(filling));
         Ok(())
     }
@@ -408,11 +462,15 @@ impl PySlot {
             return Ok(false);
         }
         if raised {
-            if let Ok(filling) = self.take() {
+            if let Ok(filling) = self.take(py) {
                 py.detach(|| drop(filling));
             }
-        } else {
-            self.publish(py)?;
+        } else if let Err(err) = self.publish(py) {
+            // Not published: the block is over, so the slot goes back.
+            if let Ok(filling) = self.take(py) {
+                py.detach(|| drop(filling));
+            }
+            return Err(err);
         }
         Ok(false)
     }
@@ -473,11 +531,15 @@ impl PyBatch {
         let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         match &*held {
             Some((buffer, arrays)) => Ok((buffer.bind(py).clone(), arrays.bind(py).clone())),
-            None => Err(PyRuntimeError::new_err(format!(
-                "batch {} was released: take what you need from it inside its with block, \
-                 or keep its arrays (they keep the slot)",
-                self.seq
-            ))),
+            None => Err(error_of_kind(
+                py,
+                ErrorKind::OutOfOrder,
+                format!(
+                    "batch {} was released: take what you need from it inside its with \
+                     block, or keep its arrays (they keep the slot)",
+                    self.seq
+                ),
+            )),
         }
     }
 }
@@ -544,7 +606,7 @@ fn field<'py>(arrays: &Bound<'py, PyDict>, key: &Bound<'py, PyAny>) -> PyResult<
         Some(array) => Ok(array),
         None => {
             let names: Vec<String> = arrays.keys().iter().map(|k| k.to_string()).collect();
-            Err(PyKeyError::new_err(format!(
+            let message = format!(
                 "no field {} in the ring's plan (it has: {})",
                 key.repr()?,
                 if names.is_empty() {
@@ -552,7 +614,8 @@ fn field<'py>(arrays: &Bound<'py, PyDict>, key: &Bound<'py, PyAny>) -> PyResult<
                 } else {
                     names.join(", ")
                 }
-            )))
+            );
+            Err(error_of_kind(arrays.py(), ErrorKind::NoSuchArray, message))
         }
     }
 }

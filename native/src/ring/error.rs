@@ -56,6 +56,14 @@ pub enum RingError {
         /// The slot.
         slot: usize,
     },
+    /// The plan stored with the ring cannot be read back (something other
+    /// than bytelens wrote into the segment's header).
+    BadPlan {
+        /// The ring's name.
+        name: String,
+        /// What is wrong with the plan's text.
+        err: LayoutError,
+    },
     /// A slot's state word holds a value bytelens never writes.
     Corrupt {
         /// The ring's name.
@@ -107,6 +115,13 @@ impl std::fmt::Display for RingError {
                  back, finding no process with this one's id and start time",
                 quoted(name)
             ),
+            RingError::BadPlan { name, err } => {
+                write!(
+                    f,
+                    "ring {}: its stored plan cannot be read: {err}",
+                    quoted(name)
+                )
+            }
             RingError::Corrupt { name, slot, word } => write!(
                 f,
                 "ring {}: slot {slot}'s state word is {word:#018x}, which bytelens never writes \
@@ -134,6 +149,7 @@ impl RingError {
             RingError::Closed { .. } => ErrorKind::RingClosed,
             RingError::Timeout { .. } => ErrorKind::Timeout,
             RingError::Interrupted { .. } => ErrorKind::Interrupted,
+            RingError::BadPlan { err, .. } => err.kind(),
             RingError::SlotLost { .. } | RingError::Corrupt { .. } => ErrorKind::RingState,
         }
     }
@@ -144,6 +160,7 @@ impl std::error::Error for RingError {
         match self {
             RingError::Shared(err) => Some(err),
             RingError::NoRoom { err, .. } => Some(err),
+            RingError::BadPlan { err, .. } => Some(err),
             _ => None,
         }
     }
@@ -152,11 +169,5 @@ impl std::error::Error for RingError {
 impl From<SharedError> for RingError {
     fn from(err: SharedError) -> RingError {
         RingError::Shared(err)
-    }
-}
-
-impl From<LayoutError> for RingError {
-    fn from(err: LayoutError) -> RingError {
-        RingError::Shared(SharedError::BadPlan(err))
     }
 }

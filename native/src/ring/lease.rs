@@ -25,6 +25,11 @@ impl Filling {
         self.slot
     }
 
+    /// The name of the ring the slot is of.
+    pub fn ring_name(&self) -> String {
+        self.ring.name()
+    }
+
     /// Publishes the batch: its sequence number. On a closed ring the slot
     /// is given back unpublished and this is [`Closed`](RingError::Closed).
     pub fn publish(mut self) -> Result<u64, RingError> {

@@ -196,9 +196,12 @@ impl Ring {
             stride,
             first,
         };
-        inner
-            .table()
-            .init(slot_bytes as u64, stride as u64, first as u64);
+        inner.table().init(
+            slot_bytes as u64,
+            stride as u64,
+            first as u64,
+            owner::pid_namespace(),
+        );
         Ok(Ring {
             inner: Arc::new(inner),
         })
@@ -209,11 +212,31 @@ impl Ring {
     /// # Safety
     /// As for [`SharedBuffer::attach`].
     pub unsafe fn attach(name: &str) -> Result<Ring, RingError> {
-        // SAFETY: the caller's promise, passed on.
-        let mut shared = unsafe { SharedBuffer::attach(name) }?;
         let bad = |why: String| RingError::BadRing {
             name: name.to_owned(),
             why,
+        };
+        let still_creating = || {
+            bad(format!(
+                "it is still being created after {} s (its creator fills its pages in; \
+                 or it died doing so)",
+                CREATING_WAIT.as_secs()
+            ))
+        };
+        // A creator between making the segment and writing its header (or,
+        // below, its table: seconds for a large ring): wait for it.
+        let start = Instant::now();
+        let mut shared = loop {
+            // SAFETY: the caller's promise, passed on.
+            match unsafe { SharedBuffer::attach(name) } {
+                Err(err) if err.maybe_being_created() => {
+                    if start.elapsed() >= CREATING_WAIT {
+                        return Err(still_creating());
+                    }
+                    std::thread::sleep(Duration::from_millis(1));
+                }
+                made => break made?,
+            }
         };
         let len = shared.len();
         if len < protocol::HEAD_WORDS * 8 {
@@ -227,15 +250,9 @@ impl Ring {
             // (checked above), read as atomics as every process does.
             unsafe { AtomicU64::from_ptr(base.cast::<u64>().add(w)) }.load(Ordering::Acquire)
         };
-        // A creator filling the pages in (seconds for a large ring): wait.
-        let start = Instant::now();
         while get(protocol::W_MAGIC) == protocol::CREATING {
             if start.elapsed() >= CREATING_WAIT {
-                return Err(bad(format!(
-                    "it is still being created after {} s (its creator fills its pages in; \
-                     or it died doing so)",
-                    CREATING_WAIT.as_secs()
-                )));
+                return Err(still_creating());
             }
             std::thread::sleep(Duration::from_millis(1));
         }
@@ -249,6 +266,17 @@ impl Ring {
                 "its table is of version {}, this bytelens reads version {}",
                 get(protocol::W_VERSION),
                 protocol::FORMAT
+            )));
+        }
+        let (theirs, ours) = (get(protocol::W_PID_NS), owner::pid_namespace());
+        if theirs != 0 && ours != 0 && theirs != ours {
+            return Err(bad(format!(
+                "it was created in another PID namespace (pid:[{theirs}]; this process is in \
+                 pid:[{ours}], a container sharing /dev/shm but not its processes?). The ring \
+                 tells a live holder of a slot from a dead one by its process id, and ids of \
+                 another namespace are other numbers: its batches would be taken for a dead \
+                 process's and overwritten while read. Run both sides in one PID namespace \
+                 (docker run --pid=host or --pid=container:NAME)"
             )));
         }
         let (slots, slot_bytes, stride, first) = (
@@ -270,8 +298,16 @@ impl Ring {
         }
         // Mapped in advance, as at create (the pages exist already).
         let _ = populate(base, len);
-        let plan = shared.plan()?;
-        if let Some(need) = plan.map(|p| p.build().map(|p| p.nbytes())).transpose()? {
+        let bad_plan = |err| RingError::BadPlan {
+            name: name.to_owned(),
+            err,
+        };
+        let plan = shared.plan().map_err(|err| match err {
+            SharedError::BadPlan(err) => bad_plan(err),
+            other => other.into(),
+        })?;
+        let need = plan.map(|p| p.build().map(|p| p.nbytes()));
+        if let Some(need) = need.transpose().map_err(bad_plan)? {
             if need as u64 > slot_bytes {
                 return Err(bad(format!(
                     "its plan needs {need} bytes, more than the slot's {slot_bytes}"
@@ -324,7 +360,13 @@ impl Ring {
 
     /// The plan each slot is laid out by, if it was created with one.
     pub fn plan(&self) -> Result<Option<PlanSpec>, RingError> {
-        Ok(self.inner.shared.plan()?)
+        self.inner.shared.plan().map_err(|err| match err {
+            SharedError::BadPlan(err) => RingError::BadPlan {
+                name: self.name().to_owned(),
+                err,
+            },
+            other => RingError::Shared(other),
+        })
     }
 
     /// Whether the ring is closed.
@@ -608,7 +650,15 @@ impl Inner {
                 // A whole slice without a change: look for the dead.
                 self.recover_all()?;
             }
-            if let Some((value, stores)) = op(&t).map_err(|r| self.refused(r))? {
+            let mut tried = op(&t);
+            if matches!(tried, Err(Refusal::Closed)) && !producer && !stuck {
+                // Closed and drained: first take back what dead consumers
+                // held, so that a consumer still here gets those batches.
+                if self.recover_all()? > 0 {
+                    tried = op(&t);
+                }
+            }
+            if let Some((value, stores)) = tried.map_err(|r| self.refused(r))? {
                 let woken = self.apply(&t, &stores);
                 drop(held);
                 self.wake(&t, woken);

@@ -29,6 +29,21 @@ pub(crate) fn me() -> Owner {
     Owner { pid, born }
 }
 
+/// This process's PID namespace (Linux: the inode number of
+/// `/proc/self/ns/pid`), 0 where there is none to read. Process ids mean
+/// something only within one namespace: a ring is used by the processes
+/// of the namespace that created it.
+pub(crate) fn pid_namespace() -> u64 {
+    #[cfg(target_os = "linux")]
+    if let Ok(link) = std::fs::read_link("/proc/self/ns/pid") {
+        // "pid:[4026531836]"
+        let text = link.to_string_lossy();
+        let digits = text.trim_start_matches("pid:[").trim_end_matches(']');
+        return digits.parse().unwrap_or(0);
+    }
+    0
+}
+
 /// Whether `owner` still runs: its id names a process, started when the
 /// table says (where the OS tells start times).
 pub(crate) fn alive(owner: Owner) -> bool {

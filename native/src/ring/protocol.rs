@@ -16,6 +16,10 @@
 //! | `SEQ` | the batch's sequence number, while `Published` or `Reading` |
 //! | `BORN` | its owner's start time (with the process id, who it is: a process id alone is reused) |
 //!
+//! The header's `W_PID_NS` word records the creator's PID namespace: process
+//! ids are numbers of one namespace, so a process of another one cannot tell
+//! a live owner from a dead one, and is refused at attach.
+//!
 //! # Invariants
 //!
 //! 1. Every change happens under the segment's lock: one process at a
@@ -44,8 +48,12 @@
 //!    number: batches leave in the order they were published (a
 //!    redelivered batch keeps its number, so it goes first).
 //! 6. Once `CLOSED` is set it stays set: no claim or publish succeeds
-//!    after it, and takes go on until nothing is published and no other
-//!    process holds a batch (one that dies holding it has it redelivered).
+//!    after it, and takes go on until nothing is published. A take never
+//!    waits for a batch another process holds: two consumers that each
+//!    keep a batch while they take the next would wait for each other for
+//!    good. (A batch whose consumer dies is published again, with its
+//!    number; a consumer still taking gets it, and one that finished does
+//!    not come back for it.)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -77,6 +85,8 @@ pub(crate) const W_FREED: usize = 8;
 pub(crate) const W_PUBLISHED_GEN: usize = 9;
 /// The counters [`Stats`] reads, from here on (7 words).
 pub(crate) const W_STATS: usize = 10;
+/// The creator's PID namespace (0: none known; see `owner::pid_namespace`).
+pub(crate) const W_PID_NS: usize = 17;
 /// Words of header before the first slot's words.
 pub(crate) const HEAD_WORDS: usize = 32;
 /// Words per slot.
@@ -250,7 +260,7 @@ impl<'a> Table<'a> {
     }
 
     /// Writes a new table's header (all slots free).
-    pub(crate) fn init(&self, slot_bytes: u64, stride: u64, first: u64) {
+    pub(crate) fn init(&self, slot_bytes: u64, stride: u64, first: u64, pid_ns: u64) {
         for word in self.words[..table_words(self.slots)].iter() {
             word.store(0, Ordering::Relaxed);
         }
@@ -259,6 +269,7 @@ impl<'a> Table<'a> {
         self.set(W_SLOT_BYTES, slot_bytes);
         self.set(W_STRIDE, stride);
         self.set(W_FIRST, first);
+        self.set(W_PID_NS, pid_ns);
         // Last: an attacher that sees the magic sees the rest.
         self.words[W_MAGIC].store(MAGIC, Ordering::Release);
     }
@@ -407,9 +418,8 @@ pub(crate) struct Taken {
 }
 
 /// `me` takes the oldest published batch: `None` when there is none and the
-/// ring is open (or closed while another process holds a batch, which
-/// comes back if that process dies), `Closed` when there is none and it is
-/// closed.
+/// ring is open, `Closed` when there is none and it is closed (whatever
+/// other processes still hold: see invariant 6).
 pub(crate) fn take(t: &Table<'_>, me: Owner) -> Result<Option<(Taken, Stores)>, Refusal> {
     let mut oldest: Option<Taken> = None;
     for slot in 0..t.slots() {
@@ -423,9 +433,7 @@ pub(crate) fn take(t: &Table<'_>, me: Owner) -> Result<Option<(Taken, Stores)>, 
         }
     }
     let Some(taken) = oldest else {
-        // Closed and drained, unless another process still reads a batch:
-        // if it dies, that batch comes back to be taken again.
-        if t.closed() && !reading_elsewhere(t, me)? {
+        if t.closed() {
             return Err(Refusal::Closed);
         }
         return Ok(None);
@@ -439,29 +447,13 @@ pub(crate) fn take(t: &Table<'_>, me: Owner) -> Result<Option<(Taken, Stores)>, 
     Ok(Some((taken, stores)))
 }
 
-/// Whether a process other than `me` holds a batch.
-fn reading_elsewhere(t: &Table<'_>, me: Owner) -> Result<bool, Refusal> {
-    for slot in 0..t.slots() {
-        let (state, _, pid) = t.state(slot)?;
-        if state == State::Reading && pid != me.pid {
-            return Ok(true);
-        }
-    }
-    Ok(false)
-}
-
-/// `me` is done with the batch it took: the slot is free again. (On a
-/// closed ring, consumers waiting for the last batches to come back or be
-/// released are woken too.)
+/// `me` is done with the batch it took: the slot is free again.
 pub(crate) fn release(t: &Table<'_>, slot: usize, me: Owner) -> Result<Stores, Refusal> {
     t.mine(slot, State::Reading, me)?;
     let mut stores = Stores::default();
     stores.push(Table::at(slot, STATE), 0);
     t.count(&mut stores, S_CONSUMED);
     t.bump(&mut stores, W_FREED);
-    if t.closed() {
-        t.bump(&mut stores, W_PUBLISHED_GEN);
-    }
     Ok(stores)
 }
 

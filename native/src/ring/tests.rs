@@ -228,6 +228,35 @@ fn attaching_waits_for_a_ring_being_created() {
     assert_eq!(attached.slots(), 2);
 }
 
+#[test]
+#[cfg(target_os = "linux")]
+#[cfg_attr(miri, ignore = "shared memory")]
+fn attaching_waits_for_a_segment_not_yet_sized_or_headed() {
+    // A segment just made (0 bytes), then sized with no header yet: what
+    // another process sees between the creator's shm_open and its header.
+    for size in [0, 1 << 16] {
+        let name = name("unsized");
+        let path = format!("/dev/shm/{name}");
+        std::fs::File::create(&path).unwrap().set_len(size).unwrap();
+        let creator = {
+            let name = name.clone();
+            std::thread::spawn(move || {
+                std::thread::sleep(Duration::from_millis(150));
+                std::fs::remove_file(format!("/dev/shm/{name}")).unwrap();
+                // SAFETY: nothing shrinks the tests' segments.
+                Made(unsafe { Ring::create(&name, None, 8, 2) }.unwrap())
+            })
+        };
+        let start = Instant::now();
+        // SAFETY: nothing shrinks the tests' segments.
+        let attached = unsafe { Ring::attach(&name) };
+        let made = creator.join().unwrap();
+        let attached = attached.unwrap_or_else(|e| panic!("{size} bytes: {e}"));
+        assert!(start.elapsed() >= Duration::from_millis(100));
+        assert_eq!((attached.slots(), made.0.slots()), (2, 2));
+    }
+}
+
 /// The word `w` of the table of the ring `name`, through a second mapping.
 fn poke(name: &str, w: usize, value: u64) {
     // SAFETY: nothing shrinks the tests' segments.

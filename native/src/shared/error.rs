@@ -105,6 +105,19 @@ pub enum SharedError {
     },
 }
 
+impl SharedError {
+    /// Whether attaching may have met a segment another process is still
+    /// creating: no bytes yet (made, not sized) or no header yet (sized,
+    /// header not written).
+    pub(crate) fn maybe_being_created(&self) -> bool {
+        match self {
+            SharedError::TooSmall { size, .. } => *size == 0,
+            SharedError::WrongFormat { why, .. } => *why == super::NO_HEADER_YET,
+            _ => false,
+        }
+    }
+}
+
 impl std::fmt::Display for SharedError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {

@@ -41,6 +41,9 @@ use lock::{Holder, Lock, this_thread};
 pub use sys::MAX_NAME;
 use sys::Mapping;
 
+/// What a segment whose header is all zeros is: also what a segment still
+/// being created looks like, between its sizing and its header's writing.
+const NO_HEADER_YET: &str = "no bytelens header (yet: one still being created looks the same)";
 /// Where the data starts: one page of header.
 pub const DATA_OFFSET: usize = 4096;
 const MAGIC: [u8; 8] = *b"BYTELENS";
@@ -417,7 +420,7 @@ impl SharedBuffer {
         };
         if page[..8] != MAGIC {
             return Err(wrong(if page[..8] == [0; 8] {
-                "no bytelens header (yet: one still being created looks the same)"
+                NO_HEADER_YET
             } else {
                 "no bytelens header"
             }));
