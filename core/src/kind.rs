@@ -207,6 +207,9 @@ error_kinds! {
     /// nothing may: a buffer closed, or a producer's slot published, while
     /// they live.
     InUse => "InUse", "BufferError", "Error";
+    /// A loader's worker process died, exited, or could not start (in
+    /// Python, `bl.LoaderWorkerError`, a `RuntimeError`).
+    WorkerDied => "WorkerDied", "RuntimeError", "Error";
     // The GPU.
     /// No GPU adapter.
     NoAdapter => "NoAdapter", "GpuError", "Error";

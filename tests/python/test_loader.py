@@ -182,12 +182,21 @@ def _alive(pid):
 
 
 def test_arguments_are_checked():
-    with pytest.raises(TypeError, match="plan must be a bytelens.Plan"):
+    # Each error has its kind from the one table (errors.md).
+    with pytest.raises(TypeError, match="plan must be a bytelens.Plan") as err:
         bl.Loader(fill, 64, 4)
-    with pytest.raises(ValueError, match="workers must be an int >= 1"):
+    assert err.value.kind == "WrongType"
+    with pytest.raises(ValueError, match="workers must be an int >= 1") as err:
         bl.Loader(fill, PLAN, 4, workers=0)
-    with pytest.raises(ValueError, match="slots must be an int >= 2"):
+    assert err.value.kind == "BadValue"
+    with pytest.raises(ValueError, match="slots must be an int >= 2") as err:
         bl.Loader(fill, PLAN, 4, slots=1)
+    assert err.value.kind == "BadValue"
+    with pytest.raises(TypeError, match="indices have no len") as err:
+        len(bl.Loader(fill, PLAN, iter([1])))
+    assert err.value.kind == "WrongType"
+    kinds = {kind: cls for kind, cls, _ in bl._native.error_kinds()}
+    assert kinds["WorkerDied"] == "RuntimeError" and issubclass(bl.LoaderWorkerError, RuntimeError)
 
 
 def run_script(body, timeout=60):
@@ -334,9 +343,10 @@ def test_a_worker_s_exit_is_an_error_naming_worker_index_and_code(how):
         "sys.exit": (fill_exiting, r"called sys.exit\(0\) while filling index 3"),
         "os._exit": (fill_os_exit, r"exited with code 7 while filling index 2"),
     }[how]
-    with pytest.raises(bl.LoaderWorkerError, match=r"loader worker \d \(pid \d+\) " + said):
+    with pytest.raises(bl.LoaderWorkerError, match=r"loader worker \d \(pid \d+\) " + said) as err:
         for _ in bl.Loader(fill_with, PLAN, 10, workers=2, slots=4):
             pass
+    assert err.value.kind == "WorkerDied"
     assert loader_children() == []
     assert segments() == []
 
@@ -405,9 +415,10 @@ def test_indices_are_read_as_the_loop_goes():
 
 
 def test_indices_must_be_ints():
-    with pytest.raises(TypeError, match=r"indices must be ints, not float \(0.5 at position 0\)"):
+    with pytest.raises(TypeError, match=r"indices must be ints, not float \(0.5 at position 0\)") as err:
         for _ in bl.Loader(fill, PLAN, [0.5, 1.9], workers=1, slots=2):
             pass
+    assert err.value.kind == "WrongType"
     with pytest.raises(TypeError, match="indices must be an int or an iterable of ints, not float"):
         bl.Loader(fill, PLAN, 2.5)
     assert segments() == []

@@ -52,6 +52,15 @@ _TASK = Plan("task").struct(task=("<i8", (2,)))
 class LoaderWorkerError(RuntimeError):
     """A loader worker died, or could not start; says which, and how."""
 
+    kind = "WorkerDied"
+
+
+def _error(cls: type[Exception], kind: str, message: str) -> Exception:
+    """``cls(message)`` with its ``kind`` from the error table (errors.md)."""
+    err = cls(message)
+    err.kind = kind  # type: ignore[attr-defined]
+    return err
+
 
 class _RemoteTraceback(Exception):
     """The traceback of an exception raised in a worker, as its text."""
@@ -100,16 +109,20 @@ class Loader:
         framework: str = "numpy",
     ) -> None:
         if not isinstance(plan, Plan):
-            raise TypeError(f"plan must be a bytelens.Plan, not {type(plan).__name__}")
+            raise _error(TypeError, "WrongType", f"plan must be a bytelens.Plan, not {type(plan).__name__}")
         if not isinstance(workers, int) or workers < 1:
-            raise ValueError(f"workers must be an int >= 1, not {workers!r}")
+            raise _error(ValueError, "BadValue", f"workers must be an int >= 1, not {workers!r}")
         if not isinstance(slots, int) or slots < 2:
-            raise ValueError(f"slots must be an int >= 2, not {slots!r}")
+            raise _error(ValueError, "BadValue", f"slots must be an int >= 2, not {slots!r}")
         if not isinstance(indices, int):
             try:
                 iter(indices)
             except TypeError:
-                raise TypeError(f"indices must be an int or an iterable of ints, not {type(indices).__name__}") from None
+                raise _error(
+                    TypeError,
+                    "WrongType",
+                    f"indices must be an int or an iterable of ints, not {type(indices).__name__}",
+                ) from None
         # Read lazily, as the loop goes: an endless iterator is fine.
         self.indices: Iterable[int] = range(indices) if isinstance(indices, int) else indices
         self.fill = fill
@@ -122,7 +135,9 @@ class Loader:
 
     def __len__(self) -> int:
         if not hasattr(self.indices, "__len__"):
-            raise TypeError("this Loader's indices have no len() (an iterator, read as the loop goes)")
+            raise _error(
+                TypeError, "WrongType", "this Loader's indices have no len() (an iterator, read as the loop goes)"
+            )
         return len(self.indices)  # type: ignore[arg-type]
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
@@ -384,8 +399,10 @@ class _Run:
             try:
                 self.index_of[self.read] = operator.index(item)
             except TypeError:
-                raise TypeError(
-                    f"indices must be ints, not {type(item).__name__} ({item!r} at position {self.read})"
+                raise _error(
+                    TypeError,
+                    "WrongType",
+                    f"indices must be ints, not {type(item).__name__} ({item!r} at position {self.read})",
                 ) from None
             self.read += 1
         return self.index_of.get(pos)
