@@ -15,6 +15,15 @@ into the bench's environment first). Three goal lines:
   segment's pages in /dev/shm after 1,000 and after 10,000 batches (goal:
   no growth; the segment is the slots plus its table and header).
 
+The consumer is what a training loop is: torch at its default number of
+threads (producers are pinned to one). Two more lines, without goals: the
+ring's own Python cost of each operation (produce, publish, consume,
+release, measured in one process on a ring that never waits), and a
+`bl.Loader` loop that keeps every batch's labels running to the end, once
+keeping copies (memory grows by the labels) and once keeping the arrays
+themselves (each keeps its batch: memory grows by the batches, as the
+loader's warning says).
+
 `--quick` runs fewer batches and round trips (a smoke test).
 """
 
@@ -244,6 +253,65 @@ def iox_rtt_us():
     return rtt_stats(samples[200:])
 
 
+# The ring's own cost -----------------------------------------------------
+
+
+def per_op_us():
+    """Median microseconds of each of produce, publish, consume and release
+    on a one-process ring whose every call finds what it wants at once."""
+    ring = bl.Ring.create(unique("ops"), MSG_PLAN, slots=2)
+    try:
+        times = {"produce": [], "publish": [], "consume": [], "release": []}
+        clock = time.perf_counter
+        for _ in range(ROUND_TRIPS):
+            t0 = clock()
+            slot = ring.produce(timeout=0)
+            t1 = clock()
+            slot.publish()
+            t2 = clock()
+            batch = ring.consume(timeout=0)
+            t3 = clock()
+            batch.release()
+            t4 = clock()
+            for name, (a, b) in zip(times, ((t0, t1), (t1, t2), (t2, t3), (t3, t4))):
+                times[name].append(b - a)
+        return {name: statistics.median(v) * 1e6 for name, v in times.items()}
+    finally:
+        ring.unlink()
+
+
+# Kept labels ---------------------------------------------------------------
+
+KEEP_PLAN = bl.Plan("batch").struct(x=("<f4", (1 << 16,)), y=("<i8", (64,)))
+KEEP_BATCHES = 300 if QUICK else 2_000
+
+
+def keep_fill(slot, index):
+    slot["x"][:] = index
+    slot["y"][:] = index
+
+
+def kept_labels_loop(copy):
+    """Runs a loader of KEEP_BATCHES 256 KiB batches keeping each batch's
+    64 labels (a copy, or the array itself): (batches seen, labels right,
+    RSS growth in KiB, seconds)."""
+    import warnings
+
+    before = rss_kib(os.getpid())
+    start = time.perf_counter()
+    kept = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the loader's "batches are kept" warning
+        for batch in bl.Loader(keep_fill, KEEP_PLAN, KEEP_BATCHES, workers=2, slots=4):
+            kept.append(batch["y"].copy() if copy else batch["y"])
+    elapsed = time.perf_counter() - start
+    right = sum(int(y[0]) == i and int(y[-1]) == i for i, y in enumerate(kept))
+    grew = rss_kib(os.getpid()) - before
+    n = len(kept)
+    del kept
+    return n, right, grew, elapsed
+
+
 # Memory -------------------------------------------------------------------
 
 MEM_PLAN = bl.Plan("mem").struct(x=("<f4", (1 << 18,)))
@@ -291,14 +359,27 @@ def goal(what, value, ok, target):
 def main():
     import torch
 
-    torch.set_num_threads(1)
-    print(f"bytelens.Ring, {os.cpu_count()} CPUs, medians of one run")
+    print(
+        f"bytelens.Ring, {os.cpu_count()} CPUs, medians of one run; the consumer is torch at its "
+        f"default {torch.get_num_threads()} threads"
+    )
     ring_tp = ring_batches_per_s(torch)
     loader_tp = dataloader_batches_per_s(torch)
     bound_tp = bound_batches_per_s(torch)
     print(
         f"throughput, 16 MiB batches: ring {ring_tp:.0f}/s, DataLoader(num_workers=2) "
         f"{loader_tp:.0f}/s, one process in one buffer {bound_tp:.0f}/s"
+    )
+    # On a machine with few cores, the consumer's torch threads (which spin
+    # after each parallel region) compete with the producers: the same
+    # loop with torch at one thread shows how much.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    ring_tp1, bound_tp1 = ring_batches_per_s(torch), bound_batches_per_s(torch)
+    torch.set_num_threads(threads)
+    print(
+        f"the same with the consumer's torch at 1 thread: ring {ring_tp1:.0f}/s, one process "
+        f"{bound_tp1:.0f}/s ({ring_tp1 / bound_tp1:.2f}x the bound)"
     )
     pipe = pipe_rtt_us()
     ring = ring_rtt_us()
@@ -307,6 +388,22 @@ def main():
         f"latency, 4 KiB round trip, median: ring {ring:.1f} us, Pipe {pipe:.1f} us, "
         + (f"iceoryx2 {iox:.1f} us" if iox else "iceoryx2 not installed (`cargo xtask bench python ring` installs it)")
     )
+    ops = per_op_us()
+    print(
+        "the ring's own Python cost per operation, median: "
+        + ", ".join(f"{name} {us:.2f} us" for name, us in ops.items())
+        + f" ({sum(ops.values()):.1f} us a batch, twice that a round trip)"
+    )
+    label_bytes = KEEP_BATCHES * 64 * 8
+    slot_bytes = KEEP_PLAN.nbytes
+    for copy in (True, False):
+        n, right, grew, secs = kept_labels_loop(copy)
+        what = "copies of the labels" if copy else "the label arrays themselves (each keeps its batch)"
+        expect = label_bytes if copy else KEEP_BATCHES * slot_bytes
+        print(
+            f"a loader loop keeping {what}: {n} of {KEEP_BATCHES} batches, {right} right, in {secs:.1f} s; "
+            f"RSS grew {grew} KiB (what it keeps: {expect >> 10} KiB)"
+        )
     made, rows = memory_rows()
     (a, ra), (b, rb) = sorted(rows.items())
     print(
