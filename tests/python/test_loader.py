@@ -351,6 +351,28 @@ def test_a_worker_s_exit_is_an_error_naming_worker_index_and_code(how):
     assert segments() == []
 
 
+def test_a_script_without_a_main_guard_is_told_so(tmp_path):
+    # The most common spawn mistake: the loop at the script's top level.
+    # Each worker imports the script as it starts, and dies there.
+    script = tmp_path / "unguarded.py"
+    script.write_text(
+        "import sys\n"
+        f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+        "import bytelens as bl\n"
+        "from test_loader import PLAN, fill\n"
+        "try:\n"
+        "    for batch in bl.Loader(fill, PLAN, 4, workers=1, slots=2):\n"
+        "        pass\n"
+        "except bl.LoaderWorkerError as err:\n"
+        "    print('main:', err)\n"
+    )
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=60)
+    assert "main: loader worker 0" in done.stdout, done.stdout + done.stderr
+    assert "while starting, before it could load fill" in done.stdout
+    assert 'if __name__ == "__main__":' in done.stdout
+
+
 def test_a_fill_the_workers_cannot_import_says_so():
     code, out, err = run_script(
         """

@@ -277,7 +277,7 @@ class _Run:
             # A worker attaches, or says why not, or dies.
             said = _ready(conn, self.procs[w])
             if said != ("ready",):
-                self._raise_from(w, said)
+                self._raise_from(w, said, starting=True)
         # Every worker has the rings mapped: the names can go.
         self.data.unlink()
         self.tasks.unlink()
@@ -423,7 +423,7 @@ class _Run:
             if self.procs[w].exitcode is not None:
                 self._raise_from(w)
 
-    def _raise_from(self, w: int, message: Any = None) -> None:
+    def _raise_from(self, w: int, message: Any = None, starting: bool = False) -> None:
         proc, conn = self.procs[w], self.conns[w]
         try:
             if message is None and conn.poll(1.0):
@@ -458,6 +458,13 @@ class _Run:
             if code is not None and code < 0
             else f"exited with code {code}"
         )
+        if starting:
+            raise LoaderWorkerError(
+                f"{name} {how} while starting, before it could load fill: a spawned worker first "
+                f"imports the main module, and a script that starts the loop at import (without an "
+                f'`if __name__ == "__main__":` guard) makes it fail so; its traceback is on the '
+                f"worker's stderr"
+            )
         if self.filling[2 * w]:
             raise LoaderWorkerError(
                 f"{name} {how} while filling index {self.filling[2 * w + 1]}; the batch it was "
