@@ -13,6 +13,7 @@ bounds or misaligned::
 """
 
 from ._copy import ascontiguous
+from ._dataloader import DataLoader, WorkerInfo, get_worker_info
 from ._files import FileArrays, FileReport, Quantized, inspect, load, save
 from ._loader import Loader, LoaderWorkerError
 from ._view import View
@@ -40,6 +41,7 @@ __all__ = [
     "BoundsError",
     "Buffer",
     "CastError",
+    "DataLoader",
     "FileArrays",
     "FileReport",
     "FormatError",
@@ -56,9 +58,11 @@ __all__ = [
     "SharedBuffer",
     "SharedLock",
     "View",
+    "WorkerInfo",
     "__version__",
     "ascontiguous",
     "dtypes",
+    "get_worker_info",
     "inspect",
     "load",
     "save",
