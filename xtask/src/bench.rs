@@ -69,17 +69,19 @@ fn collect_estimates(dir: &Path, rows: &mut Vec<(String, String, f64)>) -> Resul
 /// (native/benches/python_views.py), the copies
 /// (native/benches/python_copy.py), then round trips through Ray and Dask
 /// (native/benches/python_scale.py), loading files
-/// (native/benches/python_files.py), and rings between processes
+/// (native/benches/python_files.py), rings between processes
 /// (native/benches/python_ring.py, against torch's DataLoader,
-/// multiprocessing.Pipe and iceoryx2, which it installs). `views ARG...`,
-/// `copy ARG...`, `scale ARG...`, `files ARG...`, `ring ARG...` or `gpu
-/// ARG...` (model files to the GPU, native/benches/python_gpu.py, which
-/// `bench gpu` runs too) runs one of them with its own arguments.
+/// multiprocessing.Pipe and iceoryx2, which it installs), and
+/// `bl.DataLoader` against torch's DataLoader
+/// (native/benches/python_dataloader.py). `views ARG...`, `copy ARG...`,
+/// `scale ARG...`, `files ARG...`, `ring ARG...`, `dataloader ARG...` or
+/// `gpu ARG...` (model files to the GPU, native/benches/python_gpu.py,
+/// which `bench gpu` runs too) runs one of them with its own arguments.
 pub fn bench_python(args: &[String], install: bool) -> Result {
-    const SCRIPTS: [&str; 6] = ["views", "copy", "scale", "files", "ring", "gpu"];
+    const SCRIPTS: [&str; 7] = ["views", "copy", "scale", "files", "ring", "dataloader", "gpu"];
     let scripts: Vec<(&str, &[String])> = match args.split_first() {
         // `gpu` (native/benches/python_gpu.py) runs with `bench gpu`.
-        None => SCRIPTS[..5].iter().map(|name| (*name, &[][..])).collect(),
+        None => SCRIPTS[..6].iter().map(|name| (*name, &[][..])).collect(),
         Some((name, rest)) if SCRIPTS.contains(&name.as_str()) => {
             vec![(name.as_str(), rest)]
         }

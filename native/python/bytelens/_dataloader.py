@@ -732,7 +732,7 @@ class DataLoader:
         worker_init_fn: Callable[[int], Any] | None = None,
         timeout: float | None = None,
     ) -> None:
-        self.iterable = not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__"))
+        self.iterable = not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")) or _torch_iterable(dataset)
         if self.iterable and not hasattr(dataset, "__iter__"):
             raise TypeError(f"dataset must have __len__ and __getitem__, or __iter__: {type(dataset).__name__} has neither")
         if batch_sampler is not None:
@@ -881,6 +881,13 @@ class DataLoader:
             if not chunk or (self.drop_last and len(chunk) < self.batch_size):
                 return
             yield chunk
+
+
+def _torch_iterable(dataset: Any) -> bool:
+    """Whether `dataset` is a torch ``IterableDataset`` (which may have a
+    ``__len__`` and inherits a ``__getitem__``: torch goes by its class)."""
+    data = sys.modules.get("torch.utils.data")
+    return data is not None and isinstance(dataset, data.IterableDataset)
 
 
 def _batch_sampler_size(batch_sampler: Any) -> int | None:
