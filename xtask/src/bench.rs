@@ -78,7 +78,15 @@ fn collect_estimates(dir: &Path, rows: &mut Vec<(String, String, f64)>) -> Resul
 /// `gpu ARG...` (model files to the GPU, native/benches/python_gpu.py,
 /// which `bench gpu` runs too) runs one of them with its own arguments.
 pub fn bench_python(args: &[String], install: bool) -> Result {
-    const SCRIPTS: [&str; 7] = ["views", "copy", "scale", "files", "ring", "dataloader", "gpu"];
+    const SCRIPTS: [&str; 7] = [
+        "views",
+        "copy",
+        "scale",
+        "files",
+        "ring",
+        "dataloader",
+        "gpu",
+    ];
     let scripts: Vec<(&str, &[String])> = match args.split_first() {
         // `gpu` (native/benches/python_gpu.py) runs with `bench gpu`.
         None => SCRIPTS[..6].iter().map(|name| (*name, &[][..])).collect(),
