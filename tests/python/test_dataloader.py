@@ -38,7 +38,7 @@ def framework(name):
 
 class Squares:
     """Map-style: sample i is a dict of an array, an int and random draws
-    from Python's, numpy's and (if imported) torch's global generators."""
+    from Python's and numpy's global generators."""
 
     def __init__(self, n=22):
         self.n = n
@@ -48,13 +48,11 @@ class Squares:
         return self.n
 
     def __getitem__(self, i):
-        torch = sys.modules.get("torch")
         return {
             "x": self.x[i],
             "i": i,
             "r": random.random(),
             "n": np.random.randint(1 << 30),
-            "t": float(torch.rand(())) if torch is not None else 0.0,
         }
 
 
@@ -103,6 +101,35 @@ class Slow(Squares):
         if i == 5:
             time.sleep(30)
         return {"i": i}
+
+
+class Mapped:
+    """Holds a read-only np.memmap: the workers map the same file."""
+
+    def __init__(self, path):
+        self.data = np.load(path, mmap_mode="r")
+
+    def __len__(self):
+        return len(self.data)
+
+    def __getitem__(self, i):
+        return {"row": self.data[i], "from_file": ORIGIN(self.data)}
+
+
+def ORIGIN(array):
+    """1 where the array is a view of a mapped file in a worker."""
+    return int(bl.get_worker_info() is not None and not array.flags.writeable)
+
+
+class Tensors(Squares):
+    def __getitem__(self, i):
+        import torch
+
+        return {"t": torch.full((2,), float(i)), "u": torch.rand(())}
+
+
+def bad_init(worker_id):
+    raise RuntimeError(f"worker {worker_id} refuses")
 
 
 class Stream:
@@ -162,7 +189,7 @@ def test_dict_batches_are_stacked_samples(shuffled):
     batches = [{k: v.copy() for k, v in b.items()} for b in shuffled]
     assert [len(b["i"]) for b in batches] == [4, 4, 4, 4, 4, 2]
     first = batches[0]
-    assert sorted(first) == ["i", "n", "r", "t", "x"]
+    assert sorted(first) == ["i", "n", "r", "x"]
     assert first["x"].shape == (4, 2, 3) and first["x"].dtype == np.float32
     assert first["i"].dtype == np.int64 and first["r"].dtype == np.float64
     order = [int(i) for b in batches for i in b["i"]]
@@ -208,20 +235,18 @@ def test_shuffle_depends_on_seed_and_epoch_only(shuffled):
 def test_per_batch_seeds_give_the_same_draws_whatever_the_workers(shuffled):
     shuffled.set_epoch(1)
     two = [(b["i"].tolist(), b["r"].tolist(), b["n"].tolist()) for b in shuffled]
-    framework("torch")  # imported here: the workers import it, and seed it too
     one = bl.DataLoader(Squares(), batch_size=4, shuffle=True, seed=7, num_workers=1)
     one.set_epoch(1)
-    ones = [(b["i"].tolist(), b["r"].tolist(), b["n"].tolist(), b["t"].tolist()) for b in one]
+    ones = [(b["i"].tolist(), b["r"].tolist(), b["n"].tolist()) for b in one]
     one.close()
-    assert [o[:3] for o in ones] == two
+    assert ones == two
     draws = [r for o in ones for r in o[1]]
     assert len(set(draws)) == len(draws)  # no two samples share a stream
-    assert len({t for o in ones for t in o[3]}) == len(draws)  # torch seeded, per batch
     # and in this process, with no workers; the caller's own generators untouched
     random.seed(1)
     here = bl.DataLoader(Squares(), batch_size=4, shuffle=True, seed=7, num_workers=0)
     here.set_epoch(1)
-    assert [(b["i"].tolist(), b["r"].tolist(), b["n"].tolist(), b["t"].tolist()) for b in here] == ones
+    assert [(b["i"].tolist(), b["r"].tolist(), b["n"].tolist()) for b in here] == two
     assert random.random() == random.Random(1).random()
 
 
@@ -237,6 +262,33 @@ def test_sampler_and_batch_sampler():
         bl.DataLoader(Squares(), batch_size=2, batch_sampler=groups)
     with pytest.raises(ValueError, match="mutually exclusive"):
         bl.DataLoader(Squares(), shuffle=True, sampler=order)
+
+
+def test_a_failing_init_or_an_unpicklable_dataset_says_so():
+    loader = bl.DataLoader(Squares(4), num_workers=1, worker_init_fn=bad_init)
+    with pytest.raises(RuntimeError, match="worker 0 refuses") as info:
+        list(loader)
+    assert "bad_init" in str(info.value.__cause__)
+    loader.close()
+
+    class Local(Squares):  # not importable by a spawned worker
+        pass
+
+    with pytest.raises(bl.LoaderWorkerError, match="cannot be sent to the DataLoader's workers"):
+        list(bl.DataLoader(Local(4), num_workers=1))
+
+
+def test_a_memmapped_dataset_goes_by_its_file(tmp_path):
+    path = tmp_path / "rows.npy"
+    np.save(path, np.arange(64 * 4096, dtype=np.int32).reshape(64, 4096))
+    names = set(segments())
+    loader = bl.DataLoader(Mapped(path), batch_size=16, num_workers=1)
+    rows = [(b["row"][:, 0].tolist(), b["from_file"].tolist()) for b in loader]
+    assert [r for r, _ in rows] == [list(range(i * 4096 * 16, (i + 1) * 4096 * 16, 4096)) for i in range(4)]
+    assert all(f == [1] * 16 for _, f in rows)
+    # the file was mapped by the worker: no shared copy of the dataset
+    assert not [s for s in set(segments()) - names if s.endswith("-dataset")]
+    loader.close()
 
 
 def test_worker_info_init_fn_and_persistent_workers():
@@ -410,27 +462,6 @@ def test_kept_batches_never_stop_the_loop(shuffled):
     kept.clear()
 
 
-def test_torch_and_jax_batches_are_the_slot_s_memory():
-    torch = framework("torch")
-    loader = bl.DataLoader(Pairs(24), batch_size=4, num_workers=2, slots=4, framework="torch")
-    addresses = set()
-    for img, label in loader:
-        assert isinstance(img, torch.Tensor) and img.dtype == torch.uint8 and label.dtype == torch.int16
-        assert (img[:, 0, 0].to(torch.int16) == label).all()
-        addresses.add(img.data_ptr())
-    assert len(addresses) <= 4  # six batches through four slots
-    loader.close()
-    jax = framework("jax")
-    loader = bl.DataLoader(Pairs(8), batch_size=4, num_workers=1, framework="jax")
-    labels = []
-    for img, label in loader:
-        assert isinstance(img, jax.Array) and img.shape == (4, 3, 4)
-        labels += [int(v) for v in label]
-        del img, label
-    assert labels == list(range(8))
-    loader.close()
-
-
 def test_close_del_and_the_end_of_the_program_leave_nothing():
     before = workers_alive()
     names = set(segments())
@@ -557,3 +588,38 @@ def test_the_dataset_is_shared_not_copied_per_worker():
     ratio = float(out)
     assert ratio <= 2.5, f"main + 2 workers grew by {ratio:.2f}x the dataset"
 
+
+# Last: once torch is imported here, every loader's workers import it too.
+
+
+def test_torch_and_jax_batches_are_the_slot_s_memory():
+    torch = framework("torch")
+    loader = bl.DataLoader(Pairs(24), batch_size=4, num_workers=2, slots=4, framework="torch")
+    addresses = set()
+    for img, label in loader:
+        assert isinstance(img, torch.Tensor) and img.dtype == torch.uint8 and label.dtype == torch.int16
+        assert (img[:, 0, 0].to(torch.int16) == label).all()
+        addresses.add(img.data_ptr())
+    assert len(addresses) <= 4  # six batches through four slots
+    loader.close()
+    torch.manual_seed(5)
+    state = torch.get_rng_state()
+    tensors = bl.DataLoader(Tensors(6), batch_size=3, num_workers=0, seed=2, framework="torch")
+    here = [(b["t"].clone(), b["u"].clone()) for b in tensors]
+    assert torch.equal(torch.get_rng_state(), state)  # the caller's generator untouched
+    assert here[1][0].tolist() == [[3.0, 3.0], [4.0, 4.0], [5.0, 5.0]]
+    tensors = bl.DataLoader(Tensors(6), batch_size=3, num_workers=1, seed=2, framework="torch")
+    there = [(b["t"].clone(), b["u"].clone()) for b in tensors]
+    tensors.close()
+    assert all(torch.equal(a, b) and torch.equal(u, v) for (a, u), (b, v) in zip(here, there))
+    draws = torch.cat([u for _, u in here]).tolist()
+    assert len(set(draws)) == 6  # torch's generator seeded per batch, in a worker as here
+    jax = framework("jax")
+    loader = bl.DataLoader(Pairs(8), batch_size=4, num_workers=1, framework="jax")
+    labels = []
+    for img, label in loader:
+        assert isinstance(img, jax.Array) and img.shape == (4, 3, 4)
+        labels += [int(v) for v in label]
+        del img, label
+    assert labels == list(range(8))
+    loader.close()

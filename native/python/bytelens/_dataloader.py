@@ -363,19 +363,20 @@ class _Job(NamedTuple):
 
     dataset: Any
     worker_init_fn: Callable[[int], Any] | None
-    seed: int
     batch_size: int
     drop_last: bool
     iterable: bool
 
 
-def _serve(blob: bytes, conn: Any, w: int, workers: int, parent: int, imports: list[str]) -> None:
+def _serve(blob: bytes, conn: Any, w: int, workers: int, parent: int, imports: list[str], seed: int) -> None:
     """A worker: loads the job, then makes the batches it is asked for until
     it is told to stop, its pipe closes or the main process dies.
 
     `imports` are the seeded frameworks the main process had imported
     (torch): imported here before any batch, so that a sample's draws from
-    torch's generator are seeded as torch's DataLoader workers' are."""
+    torch's generator are seeded as torch's DataLoader workers' are.
+    `seed` is the loader's (a pool's workers are started again when
+    ``load_state_dict`` changes it)."""
     global _worker_info
     alive = _loader._die_with_parent(parent)
     if not alive():
@@ -387,7 +388,8 @@ def _serve(blob: bytes, conn: Any, w: int, workers: int, parent: int, imports: l
     except BaseException as err:
         conn.send(("load", None, _loader._pickled(err), traceback.format_exc()))
         return
-    _worker_info = WorkerInfo(w, workers, _worker_seed(job.seed, w), job.dataset)
+    _worker_info = WorkerInfo(w, workers, _worker_seed(seed, w), job.dataset)
+    _seed_batch(seed, 0, 1 << 63, w)  # for worker_init_fn's draws (never a batch's: each is seeded again)
     try:
         if job.worker_init_fn is not None:
             job.worker_init_fn(w)
@@ -542,7 +544,7 @@ class _Pool:
     """The workers, their pipes and the ring; nothing in it refers to the
     loader (its finalizer holds this)."""
 
-    def __init__(self, blob: bytes, workers: int, slots: int, tag: str) -> None:
+    def __init__(self, blob: bytes, workers: int, slots: int, tag: str, seed: int) -> None:
         self.parts = _loader._Parts()
         self.end = weakref.finalize(self, self.parts.close)
         self.slots, self.tag = slots, tag
@@ -558,18 +560,18 @@ class _Pool:
         #: (this pass's or an earlier one's) still refers to them.
         self.lent: list[Buffer] = []
         try:
-            self._start(blob, workers)
+            self._start(blob, workers, seed)
         except BaseException:
             self.close()
             raise
 
-    def _start(self, blob: bytes, workers: int) -> None:
+    def _start(self, blob: bytes, workers: int, seed: int) -> None:
         ctx = multiprocessing.get_context("spawn")
         imports = [m for m in ("torch",) if m in sys.modules]
         for w in range(workers):
             mine, theirs = ctx.Pipe()
             proc = ctx.Process(
-                target=_serve, args=(blob, theirs, w, workers, os.getpid(), imports), name=f"bytelens-dataloader-{w}", daemon=True
+                target=_serve, args=(blob, theirs, w, workers, os.getpid(), imports, seed), name=f"bytelens-dataloader-{w}", daemon=True
             )
             _loader._start_lasting(proc)
             theirs.close()
@@ -756,7 +758,7 @@ class DataLoader:
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle
-        self.seed = _new_seed() if seed is None else operator.index(seed)
+        self.seed = _new_seed() if seed is None else operator.index(seed) % (1 << 64)
         self.drop_last = drop_last
         self.num_workers = num_workers
         self.persistent_workers = persistent_workers
@@ -833,7 +835,7 @@ class DataLoader:
 
     def _pool(self) -> _Pool:
         if self._res.pool is None:
-            self._res.pool = _Pool(self._job_blob(), self.num_workers, self.slots, f"bl-dl-{os.getpid()}-{os.urandom(4).hex()}")
+            self._res.pool = _Pool(self._job_blob(), self.num_workers, self.slots, f"bl-dl-{os.getpid()}-{os.urandom(4).hex()}", self.seed)
         return self._res.pool
 
     def _job_blob(self) -> bytes:
@@ -843,7 +845,7 @@ class DataLoader:
             name = f"bl-dl-{os.getpid()}-{os.urandom(4).hex()}-dataset"
             out = io.BytesIO()
             pickler = _Sharing(out, name)
-            job = _Job(self.dataset, self.worker_init_fn, self.seed, self._capacity or 0, self.drop_last, self.iterable)
+            job = _Job(self.dataset, self.worker_init_fn, self._capacity or 0, self.drop_last, self.iterable)
             try:
                 pickler.dump(job)
             except Exception as err:
@@ -936,7 +938,8 @@ class _Pass:
     def _here(self) -> Iterator[Any]:
         loader = self.loader
         layout: Any = None
-        saved = (random.getstate(), np.random.get_state())
+        torch = sys.modules.get("torch")
+        saved = (random.getstate(), np.random.get_state(), torch.get_rng_state() if torch is not None else None)
         try:
             if loader.iterable:
                 stream = iter(loader.dataset)
@@ -965,8 +968,12 @@ class _Pass:
                 if self.closed:
                     return
         finally:
+            # The caller's generators, as they were: no batch's seeds leak
+            # into the training loop.
             random.setstate(saved[0])
             np.random.set_state(saved[1])
+            if torch is not None:
+                torch.set_rng_state(saved[2])
 
     def _seeded(self, indices: list[int], number: int) -> list[int]:
         _seed_batch(self.loader.seed, self.epoch, number, -1)
