@@ -306,6 +306,8 @@ def test_worker_info_init_fn_and_persistent_workers():
     assert os.getpid() not in pids
     loader.close()
     assert not any(_alive(p) for p in pids)
+    assert len(list(loader)) == 4  # closed, it starts again (new workers)
+    loader.close()
     fresh = bl.DataLoader(WhoMakesIt(4), batch_size=2, num_workers=1, persistent_workers=False)
     a = {int(p) for b in fresh for p in b["pid"]}
     assert not any(_alive(p) for p in a)  # the pass's workers end with it
@@ -469,6 +471,10 @@ def test_close_del_and_the_end_of_the_program_leave_nothing():
     next(iter(loader))
     assert len(workers_alive(but=before)) == 2
     assert [s for s in set(segments()) - names if s.endswith("-dataset")]  # its shared copy
+    loader.close()
+    assert set(segments()) <= names
+    sums = [int(s) for b in loader for s in b["s"]]  # closed, it starts again
+    assert sums == [int(r.sum()) for r in loader.dataset.data]
     del loader
     gc.collect()
     assert workers_alive(but=before) == [] and set(segments()) <= names

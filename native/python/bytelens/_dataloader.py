@@ -753,8 +753,10 @@ class DataLoader:
             slots = 2 * num_workers + 2
         if not isinstance(slots, int) or slots < 2:
             raise ValueError(f"slots must be an int >= 2, not {slots!r}")
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout must be a number of seconds > 0, or None; not {timeout!r}")
+        if timeout is not None and not timeout >= 0:
+            raise ValueError(f"timeout must be a number of seconds >= 0 (0 or None: none), not {timeout!r}")
+        if timeout == 0:
+            timeout = None  # torch's default, 0, is no timeout
         self.dataset = dataset
         self.batch_size = batch_size
         self.shuffle = shuffle
@@ -822,6 +824,7 @@ class DataLoader:
         if current is not None:
             current.closed = True
         self._res.close()
+        self._blob = None  # its shared copy is gone: a later pass makes another
 
     def __iter__(self) -> Iterator[Any]:
         previous = self._pass() if self._pass is not None else None
