@@ -199,6 +199,15 @@ def test_dict_batches_are_stacked_samples(shuffled):
             assert (row == Squares().x[i]).all()
 
 
+def test_the_docstrings_examples_run():
+    import doctest
+
+    import bytelens._dataloader
+
+    failed, attempted = doctest.testmod(bytelens._dataloader)
+    assert attempted >= 4 and failed == 0
+
+
 def test_tuples_and_drop_last():
     loader = bl.DataLoader(Pairs(10), batch_size=4, drop_last=True, num_workers=1)
     assert len(loader) == 2

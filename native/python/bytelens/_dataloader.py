@@ -715,6 +715,15 @@ class DataLoader:
     ``persistent_workers`` (the default) the same processes serve every
     epoch. ``close()``, ``del``, the end of the program or its death
     leave no process and nothing in ``/dev/shm``.
+
+    >>> import numpy as np
+    >>> import bytelens as bl
+    >>> samples = [{"x": np.full(3, i, dtype=np.float32), "y": i} for i in range(5)]
+    >>> loader = bl.DataLoader(samples, batch_size=2, num_workers=0)
+    >>> len(loader), [b["y"].tolist() for b in loader]
+    (3, [[0, 1], [2, 3], [4]])
+    >>> next(iter(loader))["x"].shape
+    (2, 3)
     """
 
     def __init__(
