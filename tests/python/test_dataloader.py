@@ -610,7 +610,7 @@ def test_the_dataset_is_shared_not_copied_per_worker():
 
 def test_torch_and_jax_batches_are_the_slot_s_memory():
     torch = framework("torch")
-    loader = bl.DataLoader(Pairs(24), batch_size=4, num_workers=2, slots=4, framework="torch")
+    loader = bl.DataLoader(Pairs(24), batch_size=4, num_workers=1, slots=4, framework="torch")
     addresses = set()
     for img, label in loader:
         assert isinstance(img, torch.Tensor) and img.dtype == torch.uint8 and label.dtype == torch.int16
@@ -631,11 +631,13 @@ def test_torch_and_jax_batches_are_the_slot_s_memory():
     draws = torch.cat([u for _, u in here]).tolist()
     assert len(set(draws)) == 6  # torch's generator seeded per batch, in a worker as here
     jax = framework("jax")
-    loader = bl.DataLoader(Pairs(8), batch_size=4, num_workers=1, framework="jax")
-    labels = []
+    loader = bl.DataLoader(Pairs(24), batch_size=4, num_workers=1, slots=3, framework="jax")
+    labels, addresses = [], set()
     for img, label in loader:
         assert isinstance(img, jax.Array) and img.shape == (4, 3, 4)
+        addresses.add(img.unsafe_buffer_pointer())
         labels += [int(v) for v in label]
         del img, label
-    assert labels == list(range(8))
+    assert labels == list(range(24))
+    assert len(addresses) <= 3  # six batches through three slots: the arrays were the slots
     loader.close()
