@@ -72,8 +72,9 @@ usage: cargo xtask [--no-install] <task>
   docs --test             what the docs suite runs: the site from the packages a test run built, its
                           links checked, a screenshot of the guide's first page in Chromium
   bench [FILTER...]       the layout, copy, convert and dequantise benchmarks against memcpy, FILTER passed on to criterion
-  bench python [views ARG... | copy ARG... | scale ARG... | files ARG... | gpu ARG...]
-                          the Python package's views, copies and Ray/Dask round trips against numpy
+  bench python [views ARG... | copy ARG... | scale ARG... | files ARG... | ring ARG... | dataloader ARG... | gpu ARG...]
+                          the Python package's views, copies and Ray/Dask round trips against numpy,
+                          rings against DataLoader, Pipe and iceoryx2, bl.DataLoader against torch's
   bench gpu [--prepare-device]
                           256 MiB GPU uploads, a texture, then gpu.load of a 1 GiB safetensors file;
                           --prepare-device readies target/device/

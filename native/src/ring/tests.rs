@@ -242,18 +242,23 @@ fn attaching_waits_for_a_segment_not_yet_sized_or_headed() {
             let name = name.clone();
             std::thread::spawn(move || {
                 std::thread::sleep(Duration::from_millis(150));
-                std::fs::remove_file(format!("/dev/shm/{name}")).unwrap();
+                // The finished ring takes the placeholder's name in one
+                // step (a rename), so the name is never missing meanwhile.
+                let other = format!("{name}-done");
                 // SAFETY: nothing shrinks the tests' segments.
-                Made(unsafe { Ring::create(&name, None, 8, 2) }.unwrap())
+                let ring = unsafe { Ring::create(&other, None, 8, 2) }.unwrap();
+                std::fs::rename(format!("/dev/shm/{other}"), format!("/dev/shm/{name}")).unwrap();
+                ring
             })
         };
         let start = Instant::now();
         // SAFETY: nothing shrinks the tests' segments.
         let attached = unsafe { Ring::attach(&name) };
         let made = creator.join().unwrap();
+        let _ = Ring::unlink(&name);
         let attached = attached.unwrap_or_else(|e| panic!("{size} bytes: {e}"));
         assert!(start.elapsed() >= Duration::from_millis(100));
-        assert_eq!((attached.slots(), made.0.slots()), (2, 2));
+        assert_eq!((attached.slots(), made.slots()), (2, 2));
     }
 }
 
