@@ -57,7 +57,7 @@ from typing import Any, NamedTuple, NoReturn
 import numpy as np
 
 from . import _frameworks, _loader
-from ._loader import LoaderWorkerError, _RemoteTraceback
+from ._loader import LoaderWorkerError, _error, _RemoteTraceback
 from ._native import Buffer, Plan, Ring, RingClosedError, SharedBuffer
 
 #: Arrays of at least this many bytes that the dataset holds are shared
@@ -129,7 +129,7 @@ def _describe(sample: Any, path: str = "") -> tuple[Any, list[tuple[str, str, tu
             return ("seq", type(value), [walk(v, f"{where}[{i}]") for i, v in enumerate(value)])
         array = _leaf(value)
         if array is None:
-            raise TypeError(
+            raise _error(TypeError, "WrongType", 
                 f"the sample's field {where or '(the sample itself)'} is a {type(value).__name__}: "
                 f"bl.DataLoader batches numpy arrays, numpy and Python numbers and torch tensors, "
                 f"in dicts, tuples and lists (turn strings and other objects into numbers in the dataset)"
@@ -149,22 +149,22 @@ def _flatten(tree: Any, sample: Any, fields: list[tuple[str, str, tuple[int, ...
         if kind == "dict":
             if not isinstance(value, Mapping) or list(value) != node[2]:
                 keys = list(value) if isinstance(value, Mapping) else type(value).__name__
-                raise ValueError(f"{what} has keys {keys}, the batch {node[2]} (from {first})")
+                raise _error(ValueError, "BadValue", f"{what} has keys {keys}, the batch {node[2]} (from {first})")
             for k, child in zip(node[2], node[3]):
                 walk(child, value[k])
         elif kind == "seq":
             if not isinstance(value, (tuple, list)) or len(value) != len(node[2]):
                 n = len(value) if isinstance(value, (tuple, list)) else type(value).__name__
-                raise ValueError(f"{what} has {n} items, the batch {len(node[2])} (from {first})")
+                raise _error(ValueError, "BadValue", f"{what} has {n} items, the batch {len(node[2])} (from {first})")
             for child, v in zip(node[2], value):
                 walk(child, v)
         else:
             path, dtype, shape = fields[len(out)]
             array = _leaf(value)
             if array is None:
-                raise TypeError(f"{what}: field {path} is a {type(value).__name__}, not an array or a number")
+                raise _error(TypeError, "WrongType", f"{what}: field {path} is a {type(value).__name__}, not an array or a number")
             if array.dtype.str != dtype or array.shape != shape:
-                raise ValueError(
+                raise _error(ValueError, "BadValue", 
                     f"{what}: field {path} has shape {array.shape} and dtype {array.dtype}, but the "
                     f"batch's has shape {shape} and dtype {np.dtype(dtype)}, taken from {first}: every "
                     f"sample's field must have one shape and dtype (crop or pad it in the dataset)"
@@ -745,25 +745,25 @@ class DataLoader:
     ) -> None:
         self.iterable = not (hasattr(dataset, "__getitem__") and hasattr(dataset, "__len__")) or _torch_iterable(dataset)
         if self.iterable and not hasattr(dataset, "__iter__"):
-            raise TypeError(f"dataset must have __len__ and __getitem__, or __iter__: {type(dataset).__name__} has neither")
+            raise _error(TypeError, "WrongType", f"dataset must have __len__ and __getitem__, or __iter__: {type(dataset).__name__} has neither")
         if batch_sampler is not None:
             if batch_size != 1 or shuffle or sampler is not None or drop_last:
-                raise ValueError("batch_sampler is mutually exclusive with batch_size, shuffle, sampler and drop_last (as in torch)")
+                raise _error(ValueError, "BadValue", "batch_sampler is mutually exclusive with batch_size, shuffle, sampler and drop_last (as in torch)")
             batch_size = None
         elif not isinstance(batch_size, int) or isinstance(batch_size, bool) or batch_size < 1:
-            raise ValueError(f"batch_size must be an int >= 1, not {batch_size!r} (bl.DataLoader always batches)")
+            raise _error(ValueError, "BadValue", f"batch_size must be an int >= 1, not {batch_size!r} (bl.DataLoader always batches)")
         if sampler is not None and shuffle:
-            raise ValueError("sampler is mutually exclusive with shuffle (as in torch)")
+            raise _error(ValueError, "BadValue", "sampler is mutually exclusive with shuffle (as in torch)")
         if self.iterable and (shuffle or sampler is not None or batch_sampler is not None):
-            raise ValueError("an iterable dataset takes no shuffle, sampler or batch_sampler: it gives its samples in its own order")
+            raise _error(ValueError, "BadValue", "an iterable dataset takes no shuffle, sampler or batch_sampler: it gives its samples in its own order")
         if not isinstance(num_workers, int) or num_workers < 0:
-            raise ValueError(f"num_workers must be an int >= 0, not {num_workers!r}")
+            raise _error(ValueError, "BadValue", f"num_workers must be an int >= 0, not {num_workers!r}")
         if slots is None:
             slots = 2 * num_workers + 2
         if not isinstance(slots, int) or slots < 2:
-            raise ValueError(f"slots must be an int >= 2, not {slots!r}")
+            raise _error(ValueError, "BadValue", f"slots must be an int >= 2, not {slots!r}")
         if timeout is not None and not timeout >= 0:
-            raise ValueError(f"timeout must be a number of seconds >= 0 (0 or None: none), not {timeout!r}")
+            raise _error(ValueError, "BadValue", f"timeout must be a number of seconds >= 0 (0 or None: none), not {timeout!r}")
         if timeout == 0:
             timeout = None  # torch's default, 0, is no timeout
         self.dataset = dataset
@@ -816,7 +816,7 @@ class DataLoader:
         the same random draws."""
         state = dict(state)
         if state.get("workers", self.num_workers) != self.num_workers and self.iterable:
-            raise ValueError(
+            raise _error(ValueError, "BadValue", 
                 f"this state comes from a loader with {state['workers']} workers; an iterable dataset's "
                 f"shards depend on the number of workers, so resume with num_workers={state['workers']}"
             )
@@ -955,23 +955,25 @@ class _Pass:
         try:
             if loader.iterable:
                 stream = iter(loader.dataset)
-                batches: Iterator[tuple[int, list[Any]]] = (
-                    (number, self._drawn(stream, number)) for number in itertools.count()
+                batches: Iterator[tuple[int, list[Any], list[str]]] = (
+                    (number, samples, [f"sample {k} of batch {number}" for k in range(len(samples))])
+                    for number in itertools.count()
+                    for samples in [self._drawn(stream, number)]
                 )
             else:
                 batches = (
-                    (number, [loader.dataset[i] for i in self._seeded(indices, number)])
+                    (number, [loader.dataset[i] for i in seeded], [f"sample {i}" for i in seeded])
                     for number, indices in enumerate(loader._batches_of(self.epoch))
+                    for seeded in [self._seeded(indices, number)]
                 )
-            for number, samples in batches:
+            for number, samples, names in batches:
                 if not samples:
                     return
                 if number < self.done:
                     continue  # a resumed epoch: made again, dropped
                 if layout is None:
-                    layout = (*_describe(samples[0]), "the first sample")
+                    layout = (*_describe(samples[0]), f"the first sample ({names[0]})")
                 tree, fields, first = layout
-                names = [f"sample {k} of batch {number}" for k in range(len(samples))]
                 rows = [_flatten(tree, s, fields, name, first) for s, name in zip(samples, names)]
                 stacked = [np.stack([row[k] for row in rows]) for k in range(len(fields))]
                 self.done = number + 1
@@ -1047,13 +1049,13 @@ class _Pass:
                 if loader._capacity is None:
                     loader._capacity = len(batch) or 1
                 if len(batch) > loader._capacity:
-                    raise ValueError(
+                    raise _error(ValueError, "BadValue", 
                         f"batch {sent} of epoch {self.epoch} has {len(batch)} indices, more than the "
                         f"{loader._capacity} its slots hold (the first batch's size): give the batch_sampler a "
                         f"batch_size attribute, the most indices a batch has, as torch's BatchSampler has"
                     )
                 if not batch:
-                    raise ValueError(f"batch {sent} of epoch {self.epoch} has no indices")
+                    raise _error(ValueError, "BadValue", f"batch {sent} of epoch {self.epoch} has no indices")
                 indices_of[sent] = batch
                 pool.send(sent % n, ("map", self.gen, self.epoch, loader.seed, sent, batch))
                 sent += 1
@@ -1143,7 +1145,7 @@ class _Pass:
                     self._took(pool, batch)
             if loader.timeout is not None and time.monotonic() - started > loader.timeout and key not in self.pending:
                 proc = pool.procs[w]
-                raise TimeoutError(
+                raise _error(TimeoutError, "Timeout", 
                     f"{what} took more than {loader.timeout} s (timeout=) in DataLoader worker {w} (pid {proc.pid})"
                 )
         got = self.pending.pop(key)
