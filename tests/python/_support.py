@@ -8,6 +8,7 @@ so the helpers can be checked with numpy alone.
 import ctypes
 import math
 import os
+import signal
 import struct
 import subprocess
 import sys
@@ -64,6 +65,34 @@ def run_child(code, *args, timeout=60):
         timeout=timeout,
     )
     return done.returncode, done.stdout + done.stderr
+
+
+def run_script(body, leftovers, timeout=60):
+    """Runs `body` in a new interpreter whose path has the tests' folder
+    first (so it can import their helpers) and its own session; a hang is a
+    failure after `timeout` seconds, its processes killed. `leftovers(pid)`
+    lists what the child may leave in /dev/shm: removed, then it must be
+    empty. Returns (returncode, stdout, stderr)."""
+    import pytest
+
+    script = "import sys\nsys.path.insert(0, %r)\n" % os.path.dirname(__file__) + textwrap.dedent(body)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    child = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, start_new_session=True,
+    )
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        out, err = child.communicate()
+        pytest.fail(f"hung for {timeout} s:\n{out}\n{err}")
+    finally:
+        left = leftovers(child.pid)
+        for path in left:
+            os.unlink(path)
+    assert left == [], "segments left behind"
+    return child.returncode, out, err
 
 
 def other_thread_runs_during(call, tries=1):

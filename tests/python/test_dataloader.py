@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import bytelens as bl
+import _support
 from _support import frameworks_required
 
 pytestmark = pytest.mark.skipif(
@@ -439,24 +440,7 @@ def test_resume_an_iterable_dataset():
 
 
 def run_script(body, timeout=90):
-    script = "import sys\nsys.path.insert(0, %r)\n" % os.path.dirname(__file__) + textwrap.dedent(body)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    child = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=env, start_new_session=True,
-    )
-    try:
-        out, err = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        out, err = child.communicate()
-        pytest.fail(f"hung for {timeout} s:\n{out}\n{err}")
-    finally:
-        leftover = segments(child.pid)
-        for path in leftover:
-            os.unlink(path)
-    assert leftover == [], "segments left behind"
-    return child.returncode, out, err
+    return _support.run_script(body, segments, timeout)
 
 
 def test_kept_batches_never_stop_the_loop(shuffled):

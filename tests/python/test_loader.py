@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import bytelens as bl
+import _support
 from _support import frameworks_required
 
 
@@ -200,26 +201,7 @@ def test_arguments_are_checked():
 
 
 def run_script(body, timeout=60):
-    """Runs `body` in a new interpreter that has this file's helpers; a
-    hang is a failure after `timeout` seconds (its processes killed)."""
-    script = "import sys\nsys.path.insert(0, %r)\n" % os.path.dirname(__file__) + textwrap.dedent(body)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
-    child = subprocess.Popen(
-        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=env, start_new_session=True,
-    )
-    try:
-        out, err = child.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGKILL)
-        out, err = child.communicate()
-        pytest.fail(f"hung for {timeout} s:\n{out}\n{err}")
-    finally:
-        leftover = glob.glob(f"/dev/shm/bl-loader-{child.pid}-*")
-        for path in leftover:
-            os.unlink(path)
-    assert leftover == [], "segments left behind"
-    return child.returncode, out, err
+    return _support.run_script(body, lambda pid: glob.glob(f"/dev/shm/bl-loader-{pid}-*"), timeout)
 
 
 def test_keeping_every_batch_runs_the_loop_to_the_end_with_one_warning():
