@@ -405,11 +405,9 @@ impl PySlot {
             return Ok(());
         }
         if others > 0 {
+            let s = if others == 1 { "" } else { "s" };
             held.push(format!(
-                "{others} other array{}, memoryview{} or capsule{} over the slot's bytes",
-                if others == 1 { "" } else { "s" },
-                if others == 1 { "" } else { "s" },
-                if others == 1 { "" } else { "s" },
+                "{others} other array{s}, memoryview{s} or capsule{s} over the slot's bytes"
             ));
         }
         let message = format!(
@@ -461,15 +459,13 @@ impl PySlot {
             // publish() or abandon() inside the block: nothing more to do.
             return Ok(false);
         }
+        // Abandoning a slot already published or abandoned in the block is
+        // refused, which changes nothing here.
         if raised {
-            if let Ok(filling) = self.take(py) {
-                py.detach(|| drop(filling));
-            }
+            let _ = self.abandon(py);
         } else if let Err(err) = self.publish(py) {
             // Not published: the block is over, so the slot goes back.
-            if let Ok(filling) = self.take(py) {
-                py.detach(|| drop(filling));
-            }
+            let _ = self.abandon(py);
             return Err(err);
         }
         Ok(false)

@@ -166,6 +166,20 @@ impl std::error::Error for RingError {
     }
 }
 
+impl RingError {
+    /// `err`, met in the segment of the ring `name`: a stored plan that
+    /// cannot be read names the ring ([`BadPlan`](RingError::BadPlan)).
+    pub(crate) fn of_segment(name: &str, err: SharedError) -> RingError {
+        match err {
+            SharedError::BadPlan(err) => RingError::BadPlan {
+                name: name.to_owned(),
+                err,
+            },
+            other => RingError::Shared(other),
+        }
+    }
+}
+
 impl From<SharedError> for RingError {
     fn from(err: SharedError) -> RingError {
         RingError::Shared(err)

@@ -298,16 +298,15 @@ impl Ring {
         }
         // Mapped in advance, as at create (the pages exist already).
         let _ = populate(base, len);
-        let bad_plan = |err| RingError::BadPlan {
+        let plan = shared
+            .plan()
+            .map_err(|err| RingError::of_segment(name, err))?;
+        let need = plan.map(|p| p.build().map(|p| p.nbytes()));
+        let need = need.transpose().map_err(|err| RingError::BadPlan {
             name: name.to_owned(),
             err,
-        };
-        let plan = shared.plan().map_err(|err| match err {
-            SharedError::BadPlan(err) => bad_plan(err),
-            other => other.into(),
         })?;
-        let need = plan.map(|p| p.build().map(|p| p.nbytes()));
-        if let Some(need) = need.transpose().map_err(bad_plan)? {
+        if let Some(need) = need {
             if need as u64 > slot_bytes {
                 return Err(bad(format!(
                     "its plan needs {need} bytes, more than the slot's {slot_bytes}"
@@ -360,13 +359,10 @@ impl Ring {
 
     /// The plan each slot is laid out by, if it was created with one.
     pub fn plan(&self) -> Result<Option<PlanSpec>, RingError> {
-        self.inner.shared.plan().map_err(|err| match err {
-            SharedError::BadPlan(err) => RingError::BadPlan {
-                name: self.name().to_owned(),
-                err,
-            },
-            other => RingError::Shared(other),
-        })
+        self.inner
+            .shared
+            .plan()
+            .map_err(|err| RingError::of_segment(self.name(), err))
     }
 
     /// Whether the ring is closed.
