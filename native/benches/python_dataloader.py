@@ -33,6 +33,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import bytelens as bl  # noqa: E402
+from _procs import rss_kib  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 IMAGES = 128
@@ -140,14 +141,6 @@ def growth(make):
     small, _ = pss_total(make, 1 << 20)
     big, procs = pss_total(make, BIG)
     return (big - small) / (BIG - (1 << 20)), procs
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def shm_kib():

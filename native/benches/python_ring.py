@@ -39,6 +39,7 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 import bytelens as bl  # noqa: E402
+from _procs import rss_kib  # noqa: E402
 
 QUICK = "--quick" in sys.argv
 MIB16 = 16 << 20
@@ -315,14 +316,6 @@ def kept_labels_loop(copy):
 # Memory -------------------------------------------------------------------
 
 MEM_PLAN = bl.Plan("mem").struct(x=("<f4", (1 << 18,)))
-
-
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
 
 
 def mem_producer(ring, n):

@@ -67,6 +67,19 @@ def run_child(code, *args, timeout=60):
     return done.returncode, done.stdout + done.stderr
 
 
+def process_alive(pid):
+    """Whether process `pid` runs; a zombie (dead, not yet reaped) does not."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def run_script(body, leftovers, timeout=60):
     """Runs `body` in a new interpreter whose path has the tests' folder
     first (so it can import their helpers) and its own session; a hang is a

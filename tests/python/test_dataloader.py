@@ -24,7 +24,7 @@ import pytest
 
 import bytelens as bl
 import _support
-from _support import frameworks_required
+from _support import frameworks_required, process_alive
 
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32", reason="the DataLoader's tests look in /dev/shm and /proc"
@@ -317,12 +317,12 @@ def test_worker_info_init_fn_and_persistent_workers():
     assert len(pids) == 2 and pids == {int(p) for b in again for p in b["pid"]}
     assert os.getpid() not in pids
     loader.close()
-    assert not any(_alive(p) for p in pids)
+    assert not any(process_alive(p) for p in pids)
     assert len(list(loader)) == 4  # closed, it starts again (new workers)
     loader.close()
     fresh = bl.DataLoader(WhoMakesIt(4), batch_size=2, num_workers=1, persistent_workers=False)
     a = {int(p) for b in fresh for p in b["pid"]}
-    assert not any(_alive(p) for p in a)  # the pass's workers end with it
+    assert not any(process_alive(p) for p in a)  # the pass's workers end with it
     b = {int(p) for b in fresh for p in b["pid"]}
     assert a.isdisjoint(b)
 
@@ -487,7 +487,7 @@ def test_close_del_and_the_end_of_the_program_leave_nothing():
     pids = [int(p) for p in out.split()]
     assert len(pids) >= 2
     time.sleep(0.5)
-    assert not any(_alive(p) for p in pids), "a worker outlived the program"
+    assert not any(process_alive(p) for p in pids), "a worker outlived the program"
 
 
 def test_the_main_process_killed_leaves_nothing():
@@ -511,22 +511,10 @@ def test_the_main_process_killed_leaves_nothing():
     child.kill()
     child.wait()
     deadline = time.monotonic() + 10
-    while (any(_alive(p) for p in pids) or segments(child.pid)) and time.monotonic() < deadline:
+    while (any(process_alive(p) for p in pids) or segments(child.pid)) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(p) for p in pids), "a worker outlived the main process"
+    assert not any(process_alive(p) for p in pids), "a worker outlived the main process"
     assert segments(child.pid) == []
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def rings_mapped():

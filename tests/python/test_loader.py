@@ -16,7 +16,7 @@ import pytest
 
 import bytelens as bl
 import _support
-from _support import frameworks_required
+from _support import frameworks_required, process_alive
 
 
 def framework(name):
@@ -163,23 +163,10 @@ def test_the_main_process_killed_leaves_nothing_behind(tmp_path):
     child.kill()
     child.wait()
     deadline = time.monotonic() + 10
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(process_alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not any(_alive(p) for p in pids), "a worker outlived the main process"
+    assert not any(process_alive(p) for p in pids), "a worker outlived the main process"
     assert glob.glob(f"/dev/shm/bl-loader-{child.pid}-*") == []
-
-
-def _alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    # A zombie (its parent dead, not yet reaped by init) counts as gone.
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 
 def test_arguments_are_checked():
@@ -510,10 +497,10 @@ def test_the_main_process_killed_while_workers_start_leaves_nothing(tmp_path):
         child.wait()
     deadline = time.monotonic() + 15
     while time.monotonic() < deadline and (
-        glob.glob(f"/dev/shm/bl-loader-{child.pid}-*") or any(_alive(p) for p in workers)
+        glob.glob(f"/dev/shm/bl-loader-{child.pid}-*") or any(process_alive(p) for p in workers)
     ):
         time.sleep(0.1)
-    assert not any(_alive(p) for p in workers), "a worker outlived the main process"
+    assert not any(process_alive(p) for p in workers), "a worker outlived the main process"
     left = glob.glob(f"/dev/shm/bl-loader-{child.pid}-*")
     for path in left:
         os.unlink(path)
